@@ -1,0 +1,42 @@
+#pragma once
+/// \file attention.hpp
+/// The attention kernel: scaled dot-product attention with every intermediate stage.
+/// Source: Vaswani et al. 2017, "Attention Is All You Need", eq. (1); stage semantics
+/// follow the ONNX Attention operator (opset 23/24) and torch SDPA.
+
+#include "attn/core/heads.hpp"
+#include "attn/core/masks.hpp"
+#include "attn/core/softmax.hpp"
+
+namespace attn::core {
+
+/// Settings of one attention call, already resolved (no defaults left to decide).
+struct attention_options {
+    double scale = 1.0;    ///< multiplies Q·Kᵀ (callers pass 1/√Dk by default)
+    double softcap = 0.0;  ///< > 0: scaled = c·tanh(scaled / c), before masking
+    masked_rows rows = masked_rows::zero;
+    bool keep_qk = false, keep_scaled = false, keep_scores = false, keep_weights = false, keep_lse = false;
+    int threads = 0;  ///< OpenMP workers; 0 = all cores
+};
+
+/// Stages of one call. Tq×Tk stages are (B, Hq, Tq, Tk) when kept, else empty.
+template <class T>
+struct attention_result {
+    tensor4<T> qk;       ///< Q·Kᵀ, unscaled
+    tensor4<T> scaled;   ///< scale·Q·Kᵀ, then softcap
+    tensor4<T> scores;   ///< scaled with the masks applied (−∞ at masked cells)
+    tensor4<T> weights;  ///< softmax(scores) over keys
+    tensor4<T> output;   ///< weights·V, (B, Hq, Tq, Dv)
+    tensor3<T> lse;      ///< log-sum-exp of each scores row, (B, Hq, Tq)
+};
+
+/// Scaled dot-product attention for q (B, Hq, Tq, Dk), k (B, Hkv, Tk, Dk),
+/// v (B, Hkv, Tk, Dv), with Hq % Hkv == 0: query head h reads kv head h / (Hq/Hkv)
+/// (GQA/MQA, ONNX Attention). The mask must be sized (B, Hq, Tq, Tk).
+/// Throws shape_error when the shapes disagree. Runs on `threads` OpenMP workers over
+/// batch × head × query blocks with single-threaded BLAS inside.
+template <class T>
+attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const tensor4<T>& v, const mask<T>& m,
+                              const attention_options& options);
+
+}  // namespace attn::core

@@ -1,0 +1,49 @@
+#pragma once
+/// \file pipeline.hpp
+/// The whole of `attn compute` as one library call (DESIGN §1): named input arrays →
+/// Q, K, V (projection, heads, KV cache) → masks → attention → the dumped stages in
+/// the input's layout, with a `meta` block of every setting used.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attn/core/masks.hpp"
+#include "attn/core/projection.hpp"
+#include "attn/core/softmax.hpp"
+#include "attn/io/document.hpp"
+
+namespace attn::core {
+
+/// Every stage name `--dump` accepts, in pipeline order.
+const std::vector<std::string>& stage_names();
+
+/// Settings of a compute run; defaults are DESIGN's.
+struct pipeline_options {
+    bool causal = false;
+    causal_align align = causal_align::top_left;
+    bool padding = false;                    ///< `--mask padding`: a padding source is required
+    std::vector<std::size_t> lengths;        ///< valid keys per batch item (overrides a bundle's)
+    std::optional<long long> pad_id;         ///< token_ids equal to this are padding keys
+    std::optional<double> scale;             ///< default 1/√Dk
+    double softcap = 0.0;
+    std::size_t heads = 0, kv_heads = 0;     ///< 0: not given (1, and = heads)
+    weight_layout layout = weight_layout::out_in;
+    std::optional<double> mask_fill;         ///< default −∞
+    masked_rows rows = masked_rows::zero;
+    std::optional<dtype> compute_type;       ///< f4 or f8; default from the inputs
+    std::vector<std::string> dump{"scores", "weights", "output"};
+    bool average_heads = false;
+    std::vector<std::string> tokens;         ///< overrides a bundle's tokens
+    int threads = 0;
+};
+
+/// Runs the pipeline on `inputs` (names as in DESIGN §2, lower case; unknown names
+/// ignored). Returns the document the writers print: meta, tokens and the dumped
+/// stages in `options.dump` order, each in the input's layout (DESIGN §2 "Tensor shapes").
+/// Throws value_error / shape_error for inputs that do not fit together, usage_error
+/// for options that contradict the inputs (e.g. `--mask padding` with no padding source).
+io::document compute(const std::vector<io::named_array>& inputs, const std::vector<std::string>& bundle_tokens,
+                     const pipeline_options& options);
+
+}  // namespace attn::core

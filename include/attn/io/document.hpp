@@ -1,0 +1,27 @@
+#pragma once
+/// \file document.hpp
+/// What `attn compute` writes: a `meta` object, optional tokens and the dumped stages,
+/// in dump order. Every writer (json, jsonl, csv, npy, npz, table) takes one.
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "attn/io/npz.hpp"
+
+namespace attn::io {
+
+struct document {
+    nlohmann::ordered_json meta;           ///< settings used and tensor shapes (JSON object)
+    std::vector<std::string> tokens;       ///< labels of the query rows (and keys when Tk = Tq)
+    std::vector<named_array> tensors;      ///< stages by name, float32 or float64
+};
+
+/// How numbers are printed by the text writers.
+struct text_style {
+    int precision = 0;     ///< significant digits; 0 = shortest text that round-trips
+    bool compact = false;  ///< json: everything on one line
+};
+
+}  // namespace attn::io

@@ -1,0 +1,38 @@
+#pragma once
+/// \file input.hpp
+/// Loading attn inputs: a .npy, .npz or JSON file (or "-" for stdin), recognised by
+/// content, not by name (DESIGN §2).
+
+#include <string>
+#include <vector>
+
+#include "attn/io/npz.hpp"
+
+namespace attn::io {
+
+/// What one input file holds: named arrays (names lower-cased) and optional tokens.
+/// A lone .npy, a JSON top-level list, or a bundle whose only array has a name that
+/// is not one of attn's names (e.g. np.savez's "arr_0") is given the name "x".
+struct bundle {
+    std::vector<named_array> arrays;
+    std::vector<std::string> tokens;  ///< from a JSON "tokens" entry (list or string)
+
+    /// The array called `name` (case-insensitive), or nullptr.
+    const array* find(const std::string& name) const;
+};
+
+/// Reads a whole file, or all of stdin for "-". Throws io_error naming the path.
+std::string read_file(const std::string& path);
+
+/// Loads a file of any kind attn reads, recognised by its first bytes:
+/// "\x93NUMPY" → .npy, "PK" → .npz, otherwise JSON (see io/json.hpp).
+/// Throws io_error / format_error / value_error with the path as source.
+bundle load_bundle(const std::string& path);
+
+/// Loads one array from "FILE" or "FILE:NAME" (a member of an .npz or JSON object).
+/// "FILE" alone must hold exactly one array. A path that exists as written is never
+/// split at ':'. Throws io_error / format_error, or value_error when NAME is missing
+/// or FILE holds several arrays.
+array load_array(const std::string& spec);
+
+}  // namespace attn::io

@@ -1,0 +1,33 @@
+#pragma once
+/// \file npz.hpp
+/// NumPy .npz archives (a zip of .npy members, stored or deflated, ZIP64 as written by
+/// `np.savez` and `np.savez_compressed`), through libzip.
+
+#include <iosfwd>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "attn/tensor.hpp"
+
+namespace attn::io {
+
+/// An array with the name it has in a bundle (.npz member or JSON key).
+struct named_array {
+    std::string name;
+    array value;
+};
+
+/// True when `bytes` starts with a zip local-file or end-of-central-directory signature.
+bool is_zip(std::string_view bytes);
+
+/// Reads every `<name>.npy` member of an .npz held in memory, in archive order; the
+/// name is the member name without ".npy". Throws format_error for a broken archive
+/// or member (the source is "<source>:<member>" for member errors).
+std::vector<named_array> read_npz(std::string_view bytes, const std::string& source);
+
+/// Writes the arrays as an uncompressed .npz (`np.savez` layout, members "<name>.npy").
+/// Throws io_error if `out` fails.
+void write_npz(std::ostream& out, const std::vector<named_array>& arrays);
+
+}  // namespace attn::io

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs every system package attn needs to build, test and benchmark, from Debian.
+# Safe to re-run. Needs root (or sudo).
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  libxtensor-dev libxtensor-blas-dev libopenblas-dev
+  libcli11-dev nlohmann-json3-dev doctest-dev
+  libzip-dev zipcmp zipmerge ziptool   # libzip's CMake package references these tools
+  libcairo2-dev fonts-dejavu-core
+)
+# Fixture generation and benchmark baselines (run with /usr/bin/python3); not needed to build or test.
+if [[ "${ATTN_SETUP_PYTHON:-0}" == 1 ]]; then
+  packages+=(python3-numpy python3-torch hyperfine)
+fi
+
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+echo "setup: all packages present"

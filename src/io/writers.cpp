@@ -1,0 +1,59 @@
+#include "attn/io/writers.hpp"
+
+#include <ostream>
+
+#include "attn/error.hpp"
+#include "attn/io/csv.hpp"
+#include "attn/io/json.hpp"
+#include "attn/io/npy.hpp"
+#include "attn/io/npz.hpp"
+#include "attn/io/table.hpp"
+
+namespace attn::io {
+
+format parse_format(const std::string& name) {
+    if (name == "json") return format::json;
+    if (name == "jsonl") return format::jsonl;
+    if (name == "csv") return format::csv;
+    if (name == "npy") return format::npy;
+    if (name == "npz") return format::npz;
+    if (name == "table") return format::table;
+    throw usage_error("--format", "unknown format " + expected_got("json, jsonl, csv, npy, npz or table", name));
+}
+
+std::optional<format> format_from_path(const std::string& path) {
+    const auto dot = path.find_last_of('.');
+    const auto slash = path.find_last_of('/');
+    if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return std::nullopt;
+    const std::string ext = path.substr(dot + 1);
+    if (ext == "txt") return format::table;
+    if (ext == "json" || ext == "jsonl" || ext == "csv" || ext == "npy" || ext == "npz") return parse_format(ext);
+    return std::nullopt;
+}
+
+bool is_binary(format f) { return f == format::npy || f == format::npz; }
+
+void write_document(std::ostream& out, const document& doc, format f, const text_style& style, bool color) {
+    switch (f) {
+        case format::json: write_json(out, doc, style); break;
+        case format::jsonl: {
+            text_style compact = style;
+            compact.compact = true;
+            write_json(out, doc, compact);
+            break;
+        }
+        case format::csv: write_csv(out, doc, style); break;
+        case format::npy:
+            if (doc.tensors.size() != 1)
+                throw usage_error("--format", "npy holds one tensor; pick one stage with --dump " +
+                                                  expected_got("1 stage", std::to_string(doc.tensors.size())));
+            write_npy(out, doc.tensors.front().value);
+            break;
+        case format::npz: write_npz(out, doc.tensors); break;
+        case format::table: write_table(out, doc, style, color); break;
+    }
+    out.flush();
+    if (!out) throw io_error("output", "write failed");
+}
+
+}  // namespace attn::io

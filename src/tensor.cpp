@@ -1,0 +1,131 @@
+#include "attn/tensor.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace attn {
+
+std::string_view dtype_name(dtype t) {
+    switch (t) {
+        case dtype::b1: return "bool";
+        case dtype::i1: return "int8";
+        case dtype::i2: return "int16";
+        case dtype::i4: return "int32";
+        case dtype::i8: return "int64";
+        case dtype::u1: return "uint8";
+        case dtype::u2: return "uint16";
+        case dtype::u4: return "uint32";
+        case dtype::u8: return "uint64";
+        case dtype::f2: return "float16";
+        case dtype::f4: return "float32";
+        case dtype::f8: return "float64";
+    }
+    return "?";
+}
+
+std::size_t dtype_size(dtype t) {
+    switch (t) {
+        case dtype::b1: case dtype::i1: case dtype::u1: return 1;
+        case dtype::i2: case dtype::u2: case dtype::f2: return 2;
+        case dtype::i4: case dtype::u4: case dtype::f4: return 4;
+        case dtype::i8: case dtype::u8: case dtype::f8: return 8;
+    }
+    return 0;
+}
+
+bool is_float(dtype t) { return t == dtype::f2 || t == dtype::f4 || t == dtype::f8; }
+
+bool is_integer(dtype t) { return !is_float(t) && t != dtype::b1; }
+
+std::size_t element_count(const shape_t& shape) {
+    std::size_t n = 1;
+    for (auto d : shape) n *= d;
+    return n;
+}
+
+std::string shape_string(const shape_t& shape) {
+    std::string s = "(";
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+        if (i) s += ", ";
+        s += std::to_string(shape[i]);
+    }
+    if (shape.size() == 1) s += ",";
+    return s + ")";
+}
+
+float half_to_float(std::uint16_t h) {
+    const int sign = (h >> 15) & 1;
+    const int exponent = (h >> 10) & 0x1f;
+    const int mantissa = h & 0x3ff;
+    float v;
+    if (exponent == 0)
+        v = std::ldexp(static_cast<float>(mantissa), -24);
+    else if (exponent == 31)
+        v = mantissa ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
+    else
+        v = std::ldexp(static_cast<float>(mantissa | 0x400), exponent - 25);
+    return sign ? -v : v;
+}
+
+namespace {
+template <class S>
+S load(const std::byte* p) {
+    S s;
+    std::memcpy(&s, p, sizeof s);
+    return s;
+}
+}  // namespace
+
+double array::value(std::size_t i) const {
+    const std::byte* p = data.data() + i * dtype_size(type);
+    switch (type) {
+        case dtype::b1: return load<std::uint8_t>(p) != 0 ? 1.0 : 0.0;
+        case dtype::i1: return load<std::int8_t>(p);
+        case dtype::i2: return load<std::int16_t>(p);
+        case dtype::i4: return load<std::int32_t>(p);
+        case dtype::i8: return static_cast<double>(load<std::int64_t>(p));
+        case dtype::u1: return load<std::uint8_t>(p);
+        case dtype::u2: return load<std::uint16_t>(p);
+        case dtype::u4: return load<std::uint32_t>(p);
+        case dtype::u8: return static_cast<double>(load<std::uint64_t>(p));
+        case dtype::f2: return half_to_float(load<std::uint16_t>(p));
+        case dtype::f4: return load<float>(p);
+        case dtype::f8: return load<double>(p);
+    }
+    return 0.0;
+}
+
+template <class T>
+std::vector<T> array::to_vector() const {
+    const std::size_t n = size();
+    std::vector<T> out(n);
+    if (type == dtype_of<float>() && std::is_same_v<T, float>) {
+        std::memcpy(out.data(), data.data(), n * sizeof(T));
+    } else if (type == dtype_of<double>() && std::is_same_v<T, double>) {
+        std::memcpy(out.data(), data.data(), n * sizeof(T));
+    } else if (type == dtype::i8 && std::is_same_v<T, std::int64_t>) {
+        std::memcpy(out.data(), data.data(), n * sizeof(T));
+    } else {
+        for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<T>(value(i));
+    }
+    return out;
+}
+
+template <class T>
+array array::from(shape_t shape, const T* values) {
+    array a;
+    a.type = dtype_of<T>();
+    a.shape = std::move(shape);
+    a.data.resize(a.size() * sizeof(T));
+    if (!a.data.empty()) std::memcpy(a.data.data(), values, a.data.size());
+    return a;
+}
+
+template std::vector<float> array::to_vector<float>() const;
+template std::vector<double> array::to_vector<double>() const;
+template std::vector<std::int64_t> array::to_vector<std::int64_t>() const;
+template array array::from<float>(shape_t, const float*);
+template array array::from<double>(shape_t, const double*);
+
+}  // namespace attn

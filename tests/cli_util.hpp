@@ -1,0 +1,57 @@
+#pragma once
+// Runs the real `attn` binary for CLI golden tests (as jq's tests do).
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace attn_test {
+
+struct run_result {
+    int code = -1;
+    std::string out;
+    std::string err;
+};
+
+inline std::string slurp(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    std::ostringstream s;
+    s << f.rdbuf();
+    return s.str();
+}
+
+inline void spit(const std::string& path, const std::string& bytes) {
+    std::ofstream f(path, std::ios::binary);
+    f << bytes;
+}
+
+/// A fresh empty directory under the build tree's working directory.
+inline std::string temp_dir() {
+    char tmpl[] = "attn-test-XXXXXX";
+    const char* d = mkdtemp(tmpl);
+    return std::string(d ? d : ".");
+}
+
+/// Runs `attn <args>` through the shell from the source directory (so data/... paths
+/// work), feeding `input` on stdin. args is shell text: quote as needed.
+inline run_result run_attn(const std::string& args, const std::string& input = "") {
+    static int counter = 0;
+    const std::string base = std::string("/tmp/attn-run-") + std::to_string(getpid()) + "-" + std::to_string(counter++);
+    spit(base + ".in", input);
+    const std::string cmd = std::string("cd '") + ATTN_SOURCE_DIR + "' && '" + ATTN_BINARY + "' " + args +
+                            " <'" + base + ".in' >'" + base + ".out' 2>'" + base + ".err'";
+    const int status = std::system(cmd.c_str());
+    run_result r;
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = slurp(base + ".out");
+    r.err = slurp(base + ".err");
+    std::remove((base + ".in").c_str());
+    std::remove((base + ".out").c_str());
+    std::remove((base + ".err").c_str());
+    return r;
+}
+
+}  // namespace attn_test
