@@ -1,0 +1,298 @@
+// core::attention against the naive double-precision reference, plus the properties
+// every attention result must have.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <string>
+
+#include "attn/core/attention.hpp"
+#include "attn/error.hpp"
+#include "reference.hpp"
+
+using namespace attn::core;
+
+namespace {
+
+struct case_params {
+    ref::dims d;
+    bool causal = false;
+    long long offset = 0;             // causal offset (same for every batch item)
+    std::vector<std::size_t> lengths;  // valid keys per batch item
+    bool bool_mask = false;           // a random (B,1,Tq,Tk) bool attn_mask
+    bool float_bias = false;          // a random (Tq,Tk) additive bias with some −∞
+    double softcap = 0;
+    bool nan_rows = false;
+    unsigned seed = 1;
+};
+
+std::string describe(const case_params& c) {
+    const auto& d = c.d;
+    return "B=" + std::to_string(d.B) + " Hq=" + std::to_string(d.Hq) + " Hkv=" + std::to_string(d.Hkv) +
+           " Tq=" + std::to_string(d.Tq) + " Tk=" + std::to_string(d.Tk) + " Dk=" + std::to_string(d.Dk) +
+           " Dv=" + std::to_string(d.Dv) + " causal=" + std::to_string(c.causal) + " offset=" +
+           std::to_string(c.offset) + " lengths=" + std::to_string(c.lengths.size()) + " bool_mask=" +
+           std::to_string(c.bool_mask) + " float_bias=" + std::to_string(c.float_bias) +
+           " softcap=" + std::to_string(c.softcap) + " seed=" + std::to_string(c.seed);
+}
+
+template <class T>
+tensor4<T> to4(const std::vector<double>& v, std::size_t a, std::size_t b, std::size_t c, std::size_t d) {
+    tensor4<T> t = tensor4<T>::from_shape({a, b, c, d});
+    std::transform(v.begin(), v.end(), t.begin(), [](double x) { return static_cast<T>(x); });
+    return t;
+}
+
+template <class T>
+void check_against_reference(const case_params& c) {
+    CAPTURE(describe(c));
+    CAPTURE(sizeof(T));
+    const auto& d = c.d;
+    const auto q = ref::random_normal(d.B * d.Hq * d.Tq * d.Dk, c.seed);
+    const auto k = ref::random_normal(d.B * d.Hkv * d.Tk * d.Dk, c.seed + 100);
+    const auto v = ref::random_normal(d.B * d.Hkv * d.Tk * d.Dv, c.seed + 200);
+    std::mt19937 gen(c.seed + 300);
+    std::vector<std::uint8_t> bmask(d.B * d.Tq * d.Tk);
+    for (auto& x : bmask) x = gen() % 4 != 0;
+    std::vector<double> fbias(d.Tq * d.Tk);
+    for (auto& x : fbias) x = gen() % 5 == 0 ? -std::numeric_limits<double>::infinity() : (gen() % 1000) / 1000.0;
+
+    mask<T> m;
+    m.B = d.B, m.H = d.Hq, m.Tq = d.Tq, m.Tk = d.Tk;
+    if (c.causal) {
+        m.causal = true;
+        m.causal_offset.assign(d.B, c.offset);
+    }
+    m.lengths = c.lengths;
+    if (c.bool_mask) {
+        broadcast_mask<std::uint8_t> bm;
+        bm.shape = {d.B, 1, d.Tq, d.Tk};
+        bm.data = bmask;
+        m.allowed.push_back(bm);
+    }
+    if (c.float_bias) {
+        broadcast_mask<T> bm;
+        bm.shape = {1, 1, d.Tq, d.Tk};
+        for (double x : fbias) bm.data.push_back(static_cast<T>(x));
+        m.bias.push_back(bm);
+    }
+    const ref::allow_fn allowed = [&](std::size_t b, std::size_t, std::size_t i, std::size_t j) {
+        if (c.causal && static_cast<long long>(j) > static_cast<long long>(i) + c.offset) return false;
+        if (!c.lengths.empty() && j >= c.lengths[b]) return false;
+        if (c.bool_mask && !bmask[(b * d.Tq + i) * d.Tk + j]) return false;
+        return true;
+    };
+    const ref::bias_fn bias = [&](std::size_t, std::size_t, std::size_t i, std::size_t j) {
+        return c.float_bias ? static_cast<double>(static_cast<T>(fbias[i * d.Tk + j])) : 0.0;
+    };
+    const double scale = 1.0 / std::sqrt(static_cast<double>(d.Dk));
+    const ref::result want = ref::attention(q, k, v, d, scale, c.softcap, allowed, bias, c.nan_rows);
+
+    attention_options o;
+    o.scale = scale;
+    o.softcap = c.softcap;
+    o.rows = c.nan_rows ? masked_rows::nan : masked_rows::zero;
+    o.keep_qk = o.keep_scaled = o.keep_scores = o.keep_weights = o.keep_lse = true;
+    const auto got = attention(to4<T>(q, d.B, d.Hq, d.Tq, d.Dk), to4<T>(k, d.B, d.Hkv, d.Tk, d.Dk),
+                               to4<T>(v, d.B, d.Hkv, d.Tk, d.Dv), m, o);
+
+    // float64: agreement to rounding; float32: ~1e-6 relative on O(1) values.
+    const double tol = sizeof(T) == 8 ? 1e-12 : 2e-5;
+    const std::pair<const char*, std::pair<const T*, const std::vector<double>*>> stages[] = {
+        {"qk", {got.qk.data(), &want.qk}},         {"scaled", {got.scaled.data(), &want.scaled}},
+        {"scores", {got.scores.data(), &want.scores}}, {"weights", {got.weights.data(), &want.weights}},
+        {"output", {got.output.data(), &want.output}}, {"lse", {got.lse.data(), &want.lse}}};
+    for (const auto& [name, p] : stages) {
+        CAPTURE(name);
+        bool close = false;
+        std::size_t worst = 0;
+        const double md = ref::max_diff(p.first, *p.second, p.second->size(), tol, tol, close, worst);
+        CAPTURE(md);
+        CAPTURE(worst);
+        CHECK(close);
+    }
+}
+
+std::vector<case_params> reference_cases() {
+    std::vector<case_params> cases;
+    auto add = [&](case_params c) { cases.push_back(c); };
+    case_params c;
+    c.d = {1, 1, 1, 4, 4, 8, 8};
+    add(c);
+    c.causal = true;
+    add(c);
+    c.d = {2, 3, 3, 5, 9, 7, 5};  // Tq ≠ Tk, Dk ≠ Dv
+    c.causal = false;
+    c.seed = 2;
+    add(c);
+    c.causal = true;  // top-left: offset 0, keys beyond i never seen
+    add(c);
+    c.offset = 4;  // bottom-right (Tk − Tq)
+    add(c);
+    c.offset = -2;  // negative offset: leading rows fully masked
+    add(c);
+    c.d = {2, 6, 2, 70, 130, 16, 12};  // GQA, several query blocks
+    c.causal = true;
+    c.offset = 60;
+    c.lengths = {130, 97};
+    c.seed = 3;
+    add(c);
+    c.lengths = {0, 5};  // an empty item: every row fully masked
+    add(c);
+    c.causal = false;
+    c.lengths = {};
+    c.bool_mask = true;
+    c.seed = 4;
+    add(c);
+    c.float_bias = true;
+    add(c);
+    c.softcap = 2.5;
+    c.causal = true;
+    c.offset = 1;
+    add(c);
+    c.nan_rows = true;
+    c.offset = -3;
+    add(c);
+    c.d = {1, 4, 1, 3, 200, 64, 64};  // MQA, long keys
+    c.bool_mask = c.float_bias = c.nan_rows = false;
+    c.softcap = 0;
+    c.causal = true;
+    c.offset = 197;
+    c.seed = 5;
+    add(c);
+    return cases;
+}
+
+}  // namespace
+
+TEST_CASE("attention matches the double-precision reference on every stage (float64)") {
+    for (const auto& c : reference_cases()) check_against_reference<double>(c);
+}
+
+TEST_CASE("attention matches the double-precision reference on every stage (float32)") {
+    for (const auto& c : reference_cases()) check_against_reference<float>(c);
+}
+
+namespace {
+
+struct small_problem {
+    std::size_t B = 2, H = 2, Tq = 6, Tk = 6, D = 4;
+    tensor4<double> q, k, v;
+    explicit small_problem(unsigned seed) {
+        q = to4<double>(ref::random_normal(B * H * Tq * D, seed), B, H, Tq, D);
+        k = to4<double>(ref::random_normal(B * H * Tk * D, seed + 1), B, H, Tk, D);
+        v = to4<double>(ref::random_normal(B * H * Tk * D, seed + 2), B, H, Tk, D);
+    }
+    mask<double> causal_mask(std::vector<std::size_t> lengths = {}) const {
+        mask<double> m;
+        m.B = B, m.H = H, m.Tq = Tq, m.Tk = Tk;
+        m.causal = true;
+        m.causal_offset.assign(B, 0);
+        m.lengths = std::move(lengths);
+        return m;
+    }
+};
+
+attention_options all_stages() {
+    attention_options o;
+    o.scale = 0.5;
+    o.keep_qk = o.keep_scaled = o.keep_scores = o.keep_weights = o.keep_lse = true;
+    return o;
+}
+
+}  // namespace
+
+TEST_CASE("weight rows sum to 1, or to 0 when fully masked; masked cells are exactly 0") {
+    small_problem p(11);
+    const auto m = p.causal_mask({6, 0});  // item 1: no valid keys at all
+    const auto r = attention(p.q, p.k, p.v, m, all_stages());
+    for (std::size_t b = 0; b < p.B; ++b)
+        for (std::size_t h = 0; h < p.H; ++h)
+            for (std::size_t i = 0; i < p.Tq; ++i) {
+                CAPTURE(b);
+                CAPTURE(h);
+                CAPTURE(i);
+                double sum = 0;
+                for (std::size_t j = 0; j < p.Tk; ++j) {
+                    const double w = r.weights(b, h, i, j);
+                    sum += w;
+                    if (j > i || b == 1) {
+                        CHECK(w == 0.0);
+                        CHECK(r.scores(b, h, i, j) == -std::numeric_limits<double>::infinity());
+                    }
+                }
+                CHECK(sum == doctest::Approx(b == 1 ? 0.0 : 1.0).epsilon(1e-14));
+                if (b == 1)
+                    for (std::size_t e = 0; e < p.D; ++e) CHECK(r.output(b, h, i, e) == 0.0);
+            }
+}
+
+TEST_CASE("permuting keys and values together leaves the output unchanged") {
+    small_problem p(21);
+    mask<double> none;
+    none.B = p.B, none.H = p.H, none.Tq = p.Tq, none.Tk = p.Tk;
+    const auto base = attention(p.q, p.k, p.v, none, all_stages());
+    std::vector<std::size_t> perm(p.Tk);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::reverse(perm.begin(), perm.end());
+    std::swap(perm[0], perm[2]);
+    tensor4<double> k2 = p.k, v2 = p.v;
+    for (std::size_t b = 0; b < p.B; ++b)
+        for (std::size_t h = 0; h < p.H; ++h)
+            for (std::size_t j = 0; j < p.Tk; ++j)
+                for (std::size_t e = 0; e < p.D; ++e) {
+                    k2(b, h, j, e) = p.k(b, h, perm[j], e);
+                    v2(b, h, j, e) = p.v(b, h, perm[j], e);
+                }
+    const auto permuted = attention(p.q, k2, v2, none, all_stages());
+    for (std::size_t i = 0; i < base.output.size(); ++i) {
+        CAPTURE(i);
+        CHECK(permuted.output.data()[i] == doctest::Approx(base.output.data()[i]).epsilon(1e-13));
+    }
+}
+
+TEST_CASE("under a causal mask an output row never changes when later tokens change") {
+    small_problem p(31);
+    const auto m = p.causal_mask();
+    const auto base = attention(p.q, p.k, p.v, m, all_stages());
+    for (std::size_t t = 1; t < p.Tk; ++t) {
+        CAPTURE(t);
+        tensor4<double> k2 = p.k, v2 = p.v, q2 = p.q;
+        for (std::size_t b = 0; b < p.B; ++b)
+            for (std::size_t h = 0; h < p.H; ++h)
+                for (std::size_t j = t; j < p.Tk; ++j)
+                    for (std::size_t e = 0; e < p.D; ++e) {
+                        k2(b, h, j, e) += 3.0;
+                        v2(b, h, j, e) -= 5.0;
+                        q2(b, h, j, e) *= -2.0;
+                    }
+        const auto changed = attention(q2, k2, v2, m, all_stages());
+        for (std::size_t b = 0; b < p.B; ++b)
+            for (std::size_t h = 0; h < p.H; ++h)
+                for (std::size_t i = 0; i < t; ++i)
+                    for (std::size_t e = 0; e < p.D; ++e) CHECK(changed.output(b, h, i, e) == base.output(b, h, i, e));
+    }
+}
+
+TEST_CASE("a finite mask fill replaces masked scores, with no fully-masked special case") {
+    small_problem p(41);
+    auto m = p.causal_mask({6, 0});
+    m.fill = -1e9;
+    const auto r = attention(p.q, p.k, p.v, m, all_stages());
+    // Item 1 is fully masked: every score is -1e9, so softmax is uniform (masked_fill idiom).
+    for (std::size_t j = 0; j < p.Tk; ++j) {
+        CHECK(r.scores(1, 0, 2, j) == -1e9);
+        CHECK(r.weights(1, 0, 2, j) == doctest::Approx(1.0 / 6).epsilon(1e-14));
+    }
+    CHECK(r.weights(0, 0, 0, 1) == 0.0);  // exp(-1e9 - s) underflows to exactly 0
+}
+
+TEST_CASE("attention rejects shapes that disagree") {
+    small_problem p(51);
+    mask<double> m;
+    m.B = p.B, m.H = p.H, m.Tq = p.Tq, m.Tk = p.Tk + 1;
+    CHECK_THROWS_WITH_AS(attention(p.q, p.k, p.v, m, all_stages()), "attention: q, k, v and mask shapes disagree",
+                         attn::shape_error);
+}
