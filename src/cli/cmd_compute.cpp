@@ -231,12 +231,11 @@ void setup_compute(CLI::App& app, int& exit_status) {
         ->capture_default_str()
         ->group("Masks");
     c->scale_opt = sub->add_option("--scale", c->scale, "Multiplier of Q·Kᵀ (default 1/sqrt(Dk))");
-    sub->add_option("--softcap", c->softcap, "If > 0: scaled = c·tanh(scaled/c), before masking")
-        ->check(CLI::NonNegativeNumber);
+    sub->add_option("--softcap", c->softcap, "If > 0: scaled = c·tanh(scaled/c), before masking");
     sub->add_option("--heads", c->heads, "Query heads: splits the last axis of rank-3 inputs head-major")
-        ->check(CLI::PositiveNumber);
+        ->check(CLI::Range(1, 1 << 20));
     sub->add_option("--kv-heads", c->kv_heads, "Key/value heads (GQA/MQA; default = --heads)")
-        ->check(CLI::PositiveNumber);
+        ->check(CLI::Range(1, 1 << 20));
     sub->add_option("--weight-layout", c->weight_layout,
                     "out-in: Q = X·W_qᵀ + b (PyTorch nn.Linear); in-out: Q = X·W_q + b")
         ->check(CLI::IsMember({"out-in", "in-out"}))
@@ -261,7 +260,7 @@ void setup_compute(CLI::App& app, int& exit_status) {
         ->check(CLI::Range(1, 17))
         ->group("Output");
     sub->add_flag("--compact", c->compact, "JSON on one line")->group("Output");
-    sub->add_option("-j,--jobs", c->jobs, "Worker threads (default: all cores)")->check(CLI::PositiveNumber);
+    sub->add_option("-j,--jobs", c->jobs, "Worker threads (default: all cores)")->check(CLI::Range(1, 1 << 20));
     sub->callback([c, &exit_status]() { exit_status = run_compute(*c); });
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <string>
 
@@ -25,6 +26,12 @@ using io::named_array;
 std::string num(std::size_t n) { return std::to_string(n); }
 
 std::string rank_text(std::size_t r) { return num(r) + "-D"; }
+
+std::string num(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return buf;
+}
 
 /// Looks up inputs by their DESIGN name.
 class input_set {
@@ -381,7 +388,7 @@ io::document run(const input_set& in, const std::vector<std::string>& bundle_tok
             throw usage_error("--dump", "unknown stage '" + s + "' (expected q, k, v, qk, scaled, scores, weights, output, lse, present_key or present_value)");
     const auto wants = [&](const char* s) { return std::find(o.dump.begin(), o.dump.end(), s) != o.dump.end(); };
     if (o.softcap < 0 || !std::isfinite(o.softcap))
-        throw usage_error("--softcap", "must be a finite value ≥ 0 " + expected_got("≥ 0", std::to_string(o.softcap)));
+        throw usage_error("--softcap", "must be finite and not negative " + expected_got("≥ 0", num(o.softcap)));
 
     prepared<T> p = prepare_qkv<T>(in, o);
     const std::size_t B = p.q.shape(0), Hq = p.q.shape(1), Tq = p.q.shape(2), Dk = p.q.shape(3);

@@ -1,0 +1,235 @@
+// `attn compute` through the real binary: the notebook's tables, the shipped examples,
+// output files and every error path with its exit code and exact message.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <sys/stat.h>
+
+#include <nlohmann/json.hpp>
+
+#include "attn/io/npy.hpp"
+#include "attn/io/npz.hpp"
+#include "cli_util.hpp"
+#include "reference.hpp"
+
+using attn_test::run_attn;
+using attn_test::slurp;
+using nlohmann::json;
+
+namespace {
+
+json golden() { return json::parse(slurp(std::string(ATTN_SOURCE_DIR) + "/tests/fixtures/golden/seed000.json")); }
+
+double as_number(const json& j) {
+    if (j.is_string()) {
+        const auto s = j.get<std::string>();
+        if (s == "NaN") return std::nan("");
+        return s == "Infinity" ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
+    }
+    return j.get<double>();
+}
+
+/// Every element of two nested JSON lists within tol (NaN/∞ by position).
+void check_table(const json& got, const json& want, double tol, const std::string& name) {
+    CAPTURE(name);
+    REQUIRE(got.size() == want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) {
+        REQUIRE(got[i].size() == want[i].size());
+        for (std::size_t j = 0; j < want[i].size(); ++j) {
+            CAPTURE(i);
+            CAPTURE(j);
+            const double g = as_number(got[i][j]), w = as_number(want[i][j]);
+            if (std::isinf(w) || std::isnan(w))
+                CHECK((g == w || (std::isnan(g) && std::isnan(w))));
+            else
+                CHECK(std::abs(g - w) <= tol);
+        }
+    }
+}
+
+std::vector<double> flat(const json& rows) {
+    std::vector<double> v;
+    for (const auto& r : rows)
+        for (const auto& x : r) v.push_back(x.get<double>());
+    return v;
+}
+
+bool exists(const std::string& path) {
+    struct stat st;
+    return stat(path.c_str(), &st) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("attn compute --mask causal reproduces the notebook's tables (npz and JSON inputs)") {
+    const json g = golden();
+    for (const char* input : {"data/notebook.npz", "data/notebook.json"}) {
+        CAPTURE(input);
+        const auto r = run_attn(std::string("compute --mask causal ") + input + " --dump qk,scaled,weights,output");
+        REQUIRE(r.code == 0);
+        CHECK(r.err.empty());
+        const json out = json::parse(r.out);
+        check_table(out["qk"], g["qk"], 2e-7, "qk");
+        check_table(out["scaled"], g["scaled"], 2e-7, "scaled");
+        check_table(out["weights"], g["weights"], 2e-7, "weights");
+        check_table(out["output"], g["output"], 2e-7, "output");
+        CHECK(out["meta"]["mask"] == json::array({"causal"}));
+        CHECK(out["meta"]["causal_align"] == "top-left");
+        CHECK(out["meta"]["dtype"] == "float64");
+        CHECK(out["meta"]["shapes"]["weights"] == json::array({4, 4}));
+        CHECK(out["meta"]["shapes"]["output"] == json::array({4, 8}));
+    }
+}
+
+TEST_CASE("the JSON bundle's tokens and --tokens label the output") {
+    const auto from_bundle = run_attn("compute --mask causal data/notebook.json --dump weights");
+    REQUIRE(from_bundle.code == 0);
+    CHECK(json::parse(from_bundle.out)["tokens"] == json::array({"my", "name", "is", "Aj"}));
+    const auto from_option = run_attn("compute --mask causal data/notebook.npz --dump weights --tokens 'my name is Aj'");
+    REQUIRE(from_option.code == 0);
+    CHECK(json::parse(from_option.out)["tokens"] == json::array({"my", "name", "is", "Aj"}));
+}
+
+TEST_CASE("a lone X (.npy, and the same bytes on stdin) is self-attention Q = K = V = X") {
+    const json g = golden();
+    const auto x = flat(g["q"]);  // data/x.npy holds the notebook's q table
+    ref::dims d;
+    d.Tq = d.Tk = 4;
+    d.Dk = d.Dv = 8;
+    const auto want = ref::attention(
+        x, x, x, d, 1 / std::sqrt(8.0), 0, [](auto, auto, auto i, auto j) { return j <= i; }, nullptr);
+    const std::string x_bytes = slurp(std::string(ATTN_SOURCE_DIR) + "/data/x.npy");
+    for (const std::string input : {"data/x.npy", "-"}) {
+        CAPTURE(input);
+        const auto r = run_attn("compute --mask causal --dump weights,output " + input, input == "-" ? x_bytes : "");
+        REQUIRE(r.code == 0);
+        const json out = json::parse(r.out);
+        const auto w = flat(out["weights"]), o = flat(out["output"]);
+        bool close = false;
+        std::size_t worst = 0;
+        CHECK(ref::max_diff(w, want.weights, 16, 1e-15, 1e-14, close, worst) < 1e-14);
+        CHECK(close);
+        CHECK(ref::max_diff(o, want.output, 32, 1e-15, 1e-14, close, worst) < 1e-14);
+        CHECK(close);
+    }
+}
+
+TEST_CASE("float32 numbers print as the shortest text that round-trips in float32") {
+    // Q = K = V = X with X = [[0.1]]: weights [[1]], output [[0.1]] in float32.
+    const auto r = run_attn("compute --dump output --compact --dtype float32 -", "[[0.1]]");
+    REQUIRE(r.code == 0);
+    CHECK(r.out.find("\"output\":[[0.1]]") != std::string::npos);
+}
+
+TEST_CASE("masked cells are -Infinity strings in JSON; CSV is tidy long format") {
+    auto r = run_attn("compute --mask causal data/x.npy --dump scores --compact");
+    REQUIRE(r.code == 0);
+    const json out = json::parse(r.out);
+    CHECK(out["scores"][0][1] == "-Infinity");
+    CHECK(out["scores"][2][3] == "-Infinity");
+    CHECK(out["scores"][3][3].is_number());
+
+    r = run_attn("compute --mask causal data/x.npy --dump weights --format csv");
+    REQUIRE(r.code == 0);
+    CHECK(r.out.rfind("tensor,batch,head,row,col,value\nweights,0,0,0,0,1\nweights,0,0,0,1,0\n", 0) == 0);
+    CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 17);
+}
+
+TEST_CASE("-o writes atomically, with the format taken from the extension") {
+    const std::string dir = std::string(ATTN_SOURCE_DIR) + "/build-test-out";
+    mkdir(dir.c_str(), 0755);
+    const std::string path = dir + "/weights.npy";
+    std::remove(path.c_str());
+    auto r = run_attn("compute --mask causal data/x.npy --dump weights -o '" + path + "'");
+    REQUIRE(r.code == 0);
+    CHECK(r.out.empty());
+    const attn::array w = attn::io::read_npy(slurp(path), path);
+    CHECK(w.shape == attn::shape_t{4, 4});
+    CHECK(w.type == attn::dtype::f8);
+    CHECK(w.value(1) == 0.0);
+    CHECK(w.value(0) == 1.0);
+
+    // A failing run (npy needs one stage) leaves neither the file nor a temporary.
+    const std::string bad = dir + "/all.npy";
+    std::remove(bad.c_str());
+    r = run_attn("compute data/x.npy -o '" + bad + "'");
+    CHECK(r.code == 2);
+    CHECK_FALSE(exists(bad));
+    CHECK(slurp(dir + "/../build-test-out/weights.npy").size() > 0);
+
+    const std::string npz = dir + "/stages.npz";
+    r = run_attn("compute --mask causal data/x.npy --dump scores,weights,output -o '" + npz + "'");
+    REQUIRE(r.code == 0);
+    const auto arrays = attn::io::read_npz(slurp(npz), npz);
+    REQUIRE(arrays.size() == 3);
+    CHECK(arrays[0].name == "scores");
+    CHECK(arrays[2].name == "output");
+    CHECK(arrays[2].value.shape == attn::shape_t{4, 8});
+}
+
+TEST_CASE("errors: one line on stderr, nothing on stdout, documented exit codes") {
+    struct error_case {
+        const char* args;
+        int code;
+        const char* message;
+    };
+    const error_case cases[] = {
+        {"compute missing.npy", 1, "attn: error: missing.npy: cannot open file (No such file or directory)\n"},
+        {"compute --mask causal,bogus data/x.npy", 2, "attn: error: --mask: bogus not in {none,causal,padding}\n"},
+        {"compute --mask padding data/x.npy", 2,
+         "attn: error: --mask: padding needs a source (expected --lengths, a key_padding_mask or token_ids with "
+         "--pad-id, got none)\n"},
+        {"compute --lengths 3,4 data/x.npy", 1,
+         "attn: error: --lengths: one length per batch item (expected 1 value, got 2)\n"},
+        {"compute --lengths 9 data/x.npy", 1,
+         "attn: error: --lengths: length exceeds the number of keys (expected ≤ 4, got 9)\n"},
+        {"compute --heads 3 data/x.npy", 1,
+         "attn: error: x: last axis does not split into heads (expected a multiple of 3, got 8)\n"},
+        {"compute --format npy data/x.npy", 2,
+         "attn: error: --format: npy holds one tensor; pick one stage with --dump (expected 1 stage, got 3)\n"},
+        {"compute --dump weights,foo data/x.npy", 2,
+         "attn: error: --dump: unknown stage 'foo' (expected q, k, v, qk, scaled, scores, weights, output, lse, "
+         "present_key or present_value)\n"},
+        {"compute --mask-fill 5 data/x.npy", 2,
+         "attn: error: --mask-fill: not a number ≤ 0 (expected -inf or a number like -1e9, got 5)\n"},
+        {"compute --softcap -1 data/x.npy", 2,
+         "attn: error: --softcap: must be finite and not negative (expected ≥ 0, got -1)\n"},
+        {"compute data/x.npy -o /nonexistent/dir/out.json", 1,
+         "attn: error: /nonexistent/dir/out.json: cannot write file (No such file or directory)\n"},
+        {"compute", 2, "attn: error: attn compute: no input (expected INPUT or --x/--q/--k/--v, got none)\n"},
+        {"compute --q data/x.npy", 1, "attn: error: inputs: q needs k and v (expected q, k, v, got q)\n"},
+        {"compute --tokens 'a b' data/x.npy", 1, "attn: error: --tokens: one token per query (expected 4, got 2)\n"},
+        {"compute --q data/x.npy --k data/notebook.npz:k --v data/notebook.npz:nope", 1,
+         "attn: error: data/notebook.npz:nope: no array named 'nope' (expected one of: q, k, v)\n"},
+        {"compute --pad-id 0 data/x.npy", 2,
+         "attn: error: --pad-id: needs token ids (expected a token_ids array, got none)\n"},
+        {"", 2, "attn: error: A subcommand is required\n"},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.args);
+        const auto r = run_attn(c.args);
+        CHECK(r.code == c.code);
+        CHECK(r.err == c.message);
+        CHECK(r.out.empty());
+    }
+}
+
+TEST_CASE("unknown options are usage errors (exit 2); --help and --version exit 0") {
+    auto r = run_attn("compute --bogus data/x.npy");
+    CHECK(r.code == 2);
+    CHECK(r.err.rfind("attn: error: ", 0) == 0);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    r = run_attn("compute --help");
+    CHECK(r.code == 0);
+    CHECK(r.out.find("--causal-align") != std::string::npos);
+    r = run_attn("--help");
+    CHECK(r.code == 0);
+    CHECK(r.out.find("Exit codes: 0 success; 1 data error") != std::string::npos);
+    r = run_attn("--version");
+    CHECK(r.code == 0);
+    CHECK(r.out == std::string(ATTN_VERSION) + "\n");
+}
