@@ -187,8 +187,12 @@ prepared<T> prepare_qkv(const input_set& in, const pipeline_options& o) {
         const array* w[3] = {in.find("w_q"), in.find("w_k"), in.find("w_v")};
         const bool any = w[0] || w[1] || w[2];
         if (any && !(w[0] && w[1] && w[2]))
-            throw value_error("inputs", "projection weights come in threes " +
-                                            expected_got("w_q, w_k, w_v", std::string(w[0] ? "w_q " : "") + (w[1] ? "w_k " : "") + (w[2] ? "w_v" : "")));
+        {
+            std::string got;
+            for (int i = 0; i < 3; ++i)
+                if (w[i]) got += std::string(got.empty() ? "" : ", ") + (i == 0 ? "w_q" : i == 1 ? "w_k" : "w_v");
+            throw value_error("inputs", "projection weights come in threes " + expected_got("w_q, w_k, w_v", got));
+        }
         if (any) {
             wq = as_matrix<T>(*w[0], "w_q");
             wk = as_matrix<T>(*w[1], "w_k");

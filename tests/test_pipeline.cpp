@@ -1,0 +1,369 @@
+// core::compute: inputs → Q/K/V (projection, heads, cache) → masks → stages in the
+// input's layout, against the double-precision reference.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "attn/core/pipeline.hpp"
+#include "attn/error.hpp"
+#include "reference.hpp"
+
+using attn::array;
+using attn::shape_t;
+using attn::io::named_array;
+using namespace attn::core;
+
+namespace {
+
+array f64(shape_t shape, const std::vector<double>& v) { return array::from<double>(std::move(shape), v.data()); }
+
+array f32(shape_t shape, const std::vector<double>& v) {
+    std::vector<float> f(v.begin(), v.end());
+    return array::from<float>(std::move(shape), f.data());
+}
+
+template <class E>
+array typed(attn::dtype t, shape_t shape, const std::vector<E>& v) {
+    array a;
+    a.type = t;
+    a.shape = std::move(shape);
+    a.data.resize(v.size() * sizeof(E));
+    std::memcpy(a.data.data(), v.data(), a.data.size());
+    return a;
+}
+
+const array& stage(const attn::io::document& doc, const std::string& name) {
+    for (const auto& t : doc.tensors)
+        if (t.name == name) return t.value;
+    FAIL("no stage " << name);
+    throw 0;
+}
+
+std::vector<double> values(const array& a) { return a.to_vector<double>(); }
+
+void check_close(const std::vector<double>& got, const std::vector<double>& want, double tol, const char* what) {
+    CAPTURE(what);
+    REQUIRE(got.size() == want.size());
+    bool close = false;
+    std::size_t worst = 0;
+    const double md = ref::max_diff(got, want, want.size(), tol, tol, close, worst);
+    CAPTURE(md);
+    CAPTURE(worst);
+    CHECK(close);
+}
+
+/// (B, T, H·D) head-major → (B, H, T, D), written independently of core::split_heads.
+std::vector<double> to_heads(const std::vector<double>& x, std::size_t B, std::size_t T, std::size_t H, std::size_t D) {
+    std::vector<double> out(x.size());
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t t = 0; t < T; ++t)
+            for (std::size_t h = 0; h < H; ++h)
+                for (std::size_t d = 0; d < D; ++d) out[((b * H + h) * T + t) * D + d] = x[(b * T + t) * H * D + h * D + d];
+    return out;
+}
+
+std::vector<double> from_heads(const std::vector<double>& x, std::size_t B, std::size_t T, std::size_t H, std::size_t D) {
+    std::vector<double> out(x.size());
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t t = 0; t < T; ++t)
+            for (std::size_t h = 0; h < H; ++h)
+                for (std::size_t d = 0; d < D; ++d) out[(b * T + t) * H * D + h * D + d] = x[((b * H + h) * T + t) * D + d];
+    return out;
+}
+
+/// y = x · Wᵀ + b with W (out, in), rows of x of width in.
+std::vector<double> linear_ref(const std::vector<double>& x, std::size_t rows, std::size_t in,
+                               const std::vector<double>& w, std::size_t out, const std::vector<double>& b) {
+    std::vector<double> y(rows * out);
+    for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t o = 0; o < out; ++o) {
+            double s = b.empty() ? 0.0 : b[o];
+            for (std::size_t i = 0; i < in; ++i) s += x[r * in + i] * w[o * in + i];
+            y[r * out + o] = s;
+        }
+    return y;
+}
+
+pipeline_options dump_all() {
+    pipeline_options o;
+    o.dump = {"qk", "scaled", "scores", "weights", "output", "lse"};
+    return o;
+}
+
+}  // namespace
+
+TEST_CASE("rank-3 inputs split head-major with --heads/--kv-heads (GQA) and merge back") {
+    const std::size_t B = 2, Tq = 3, Tk = 5, Hq = 4, Hkv = 2, D = 3, Dv = 2;
+    const auto q = ref::random_normal(B * Tq * Hq * D, 1);
+    const auto k = ref::random_normal(B * Tk * Hkv * D, 2);
+    const auto v = ref::random_normal(B * Tk * Hkv * Dv, 3);
+    pipeline_options o = dump_all();
+    o.heads = Hq;
+    o.kv_heads = Hkv;
+    o.causal = true;
+    const auto doc = compute({{"q", f64({B, Tq, Hq * D}, q)}, {"k", f64({B, Tk, Hkv * D}, k)}, {"v", f64({B, Tk, Hkv * Dv}, v)}},
+                             {}, o);
+    ref::dims d{B, Hq, Hkv, Tq, Tk, D, Dv};
+    const auto want = ref::attention(to_heads(q, B, Tq, Hq, D), to_heads(k, B, Tk, Hkv, D), to_heads(v, B, Tk, Hkv, Dv), d,
+                                     1 / std::sqrt(3.0), 0, [](auto, auto, auto i, auto j) { return j <= i; }, nullptr);
+    CHECK(stage(doc, "weights").shape == shape_t{B, Hq, Tq, Tk});
+    CHECK(stage(doc, "output").shape == shape_t{B, Tq, Hq * Dv});
+    CHECK(stage(doc, "lse").shape == shape_t{B, Hq, Tq});
+    check_close(values(stage(doc, "weights")), want.weights, 1e-13, "weights");
+    check_close(values(stage(doc, "output")), from_heads(want.output, B, Tq, Hq, Dv), 1e-13, "output");
+    check_close(values(stage(doc, "lse")), want.lse, 1e-13, "lse");
+    CHECK(doc.meta["heads"] == 4);
+    CHECK(doc.meta["kv_heads"] == 2);
+}
+
+TEST_CASE("stage shapes follow the input's layout") {
+    const auto x2 = ref::random_normal(4 * 6, 5);
+    auto o = dump_all();
+    auto doc = compute({{"x", f64({4, 6}, x2)}}, {}, o);
+    CHECK(stage(doc, "weights").shape == shape_t{4, 4});
+    CHECK(stage(doc, "output").shape == shape_t{4, 6});
+    CHECK(stage(doc, "lse").shape == shape_t{4});
+
+    doc = compute({{"x", f64({1, 4, 6}, x2)}}, {}, o);
+    CHECK(stage(doc, "weights").shape == shape_t{1, 4, 4});
+    CHECK(stage(doc, "output").shape == shape_t{1, 4, 6});
+
+    o.heads = 2;
+    doc = compute({{"x", f64({1, 4, 6}, x2)}}, {}, o);
+    CHECK(stage(doc, "weights").shape == shape_t{1, 2, 4, 4});
+    CHECK(stage(doc, "output").shape == shape_t{1, 4, 6});
+
+    o.average_heads = true;
+    doc = compute({{"x", f64({1, 4, 6}, x2)}}, {}, o);
+    CHECK(stage(doc, "weights").shape == shape_t{1, 4, 4});
+    CHECK(stage(doc, "lse").shape == shape_t{1, 4});
+
+    o = dump_all();
+    doc = compute({{"x", f64({1, 1, 4, 6}, x2)}}, {}, o);
+    CHECK(stage(doc, "weights").shape == shape_t{1, 1, 4, 4});
+    CHECK(stage(doc, "output").shape == shape_t{1, 1, 4, 6});
+}
+
+TEST_CASE("--average-heads is the mean of the per-head weights") {
+    const auto x = ref::random_normal(2 * 5 * 8, 7);
+    auto o = dump_all();
+    o.heads = 4;
+    const auto per_head = values(stage(compute({{"x", f64({2, 5, 8}, x)}}, {}, o), "weights"));
+    o.average_heads = true;
+    const auto mean = values(stage(compute({{"x", f64({2, 5, 8}, x)}}, {}, o), "weights"));
+    std::vector<double> want(2 * 5 * 5, 0);
+    for (std::size_t b = 0; b < 2; ++b)
+        for (std::size_t h = 0; h < 4; ++h)
+            for (std::size_t c = 0; c < 25; ++c) want[b * 25 + c] += per_head[(b * 4 + h) * 25 + c] / 4;
+    check_close(mean, want, 1e-15, "mean weights");
+}
+
+TEST_CASE("projections: out-in (nn.Linear) and in-out layouts, packed in_proj, cross-attention, W_o") {
+    const std::size_t B = 2, T = 3, S = 4, E = 4, Ekv = 3, H = 2, Dh = 2;
+    const auto x = ref::random_normal(B * T * E, 11);
+    const auto xkv = ref::random_normal(B * S * Ekv, 12);
+    const auto wq = ref::random_normal(H * Dh * E, 13), wk = ref::random_normal(H * Dh * Ekv, 14),
+               wv = ref::random_normal(H * Dh * Ekv, 15), wo = ref::random_normal(E * H * Dh, 16);
+    const auto bq = ref::random_normal(H * Dh, 17), bk = ref::random_normal(H * Dh, 18), bv = ref::random_normal(H * Dh, 19),
+               bo = ref::random_normal(E, 20);
+    const auto Q = linear_ref(x, B * T, E, wq, H * Dh, bq);
+    const auto K = linear_ref(xkv, B * S, Ekv, wk, H * Dh, bk);
+    const auto V = linear_ref(xkv, B * S, Ekv, wv, H * Dh, bv);
+    const auto att = ref::attention(to_heads(Q, B, T, H, Dh), to_heads(K, B, S, H, Dh), to_heads(V, B, S, H, Dh),
+                                    ref::dims{B, H, H, T, S, Dh, Dh}, 1 / std::sqrt(2.0), 0, nullptr, nullptr);
+    const auto want = linear_ref(from_heads(att.output, B, T, H, Dh), B * T, H * Dh, wo, E, bo);
+
+    std::vector<named_array> in{{"x", f64({B, T, E}, x)},        {"x_kv", f64({B, S, Ekv}, xkv)},
+                                {"w_q", f64({H * Dh, E}, wq)},   {"w_k", f64({H * Dh, Ekv}, wk)},
+                                {"w_v", f64({H * Dh, Ekv}, wv)}, {"b_q", f64({H * Dh}, bq)},
+                                {"b_k", f64({H * Dh}, bk)},      {"b_v", f64({H * Dh}, bv)},
+                                {"w_o", f64({E, H * Dh}, wo)},   {"b_o", f64({E}, bo)}};
+    pipeline_options o;
+    o.heads = H;
+    o.dump = {"output", "weights", "q"};
+    const auto doc = compute(in, {}, o);
+    check_close(values(stage(doc, "output")), want, 1e-12, "output (out-in)");
+    check_close(values(stage(doc, "q")), Q, 1e-13, "q after projection");
+    check_close(values(stage(doc, "weights")), att.weights, 1e-13, "weights");
+    CHECK(doc.meta["weight_layout"] == "out-in");
+
+    // The same weights stored transposed, (in, out), with --weight-layout in-out.
+    auto transpose = [](const std::vector<double>& w, std::size_t r, std::size_t c) {
+        std::vector<double> t(w.size());
+        for (std::size_t i = 0; i < r; ++i)
+            for (std::size_t j = 0; j < c; ++j) t[j * r + i] = w[i * c + j];
+        return t;
+    };
+    std::vector<named_array> in_t = in;
+    in_t[2].value = f64({E, H * Dh}, transpose(wq, H * Dh, E));
+    in_t[3].value = f64({Ekv, H * Dh}, transpose(wk, H * Dh, Ekv));
+    in_t[4].value = f64({Ekv, H * Dh}, transpose(wv, H * Dh, Ekv));
+    in_t[8].value = f64({H * Dh, E}, transpose(wo, E, H * Dh));
+    o.layout = weight_layout::in_out;
+    check_close(values(stage(compute(in_t, {}, o), "output")), want, 1e-12, "output (in-out)");
+
+    // Packed self-attention weights equal separate ones.
+    const auto wk_self = ref::random_normal(H * Dh * E, 21), wv_self = ref::random_normal(H * Dh * E, 22);
+    std::vector<double> packed(wq);
+    packed.insert(packed.end(), wk_self.begin(), wk_self.end());
+    packed.insert(packed.end(), wv_self.begin(), wv_self.end());
+    std::vector<double> packed_b(bq);
+    packed_b.insert(packed_b.end(), bk.begin(), bk.end());
+    packed_b.insert(packed_b.end(), bv.begin(), bv.end());
+    pipeline_options self;
+    self.heads = H;
+    self.dump = {"output"};
+    const auto a = compute({{"x", f64({B, T, E}, x)}, {"in_proj_weight", f64({3 * H * Dh, E}, packed)},
+                            {"in_proj_bias", f64({3 * H * Dh}, packed_b)}},
+                           {}, self);
+    const auto b = compute({{"x", f64({B, T, E}, x)}, {"w_q", f64({H * Dh, E}, wq)}, {"w_k", f64({H * Dh, E}, wk_self)},
+                            {"w_v", f64({H * Dh, E}, wv_self)}, {"b_q", f64({H * Dh}, bq)}, {"b_k", f64({H * Dh}, bk)},
+                            {"b_v", f64({H * Dh}, bv)}},
+                           {}, self);
+    check_close(values(stage(a, "output")), values(stage(b, "output")), 0, "packed = separate");
+}
+
+TEST_CASE("KV cache: past keys come first, causal offset = past length, present_* are 4-D") {
+    const std::size_t B = 1, H = 2, P = 3, L = 2, D = 4;
+    const auto q = ref::random_normal(B * H * L * D, 31), k = ref::random_normal(B * H * L * D, 32),
+               v = ref::random_normal(B * H * L * D, 33), pk = ref::random_normal(B * H * P * D, 34),
+               pv = ref::random_normal(B * H * P * D, 35);
+    pipeline_options o;
+    o.causal = true;
+    o.dump = {"weights", "output", "present_key", "present_value"};
+    const auto doc = compute({{"q", f64({B, H, L, D}, q)},
+                              {"k", f64({B, H, L, D}, k)},
+                              {"v", f64({B, H, L, D}, v)},
+                              {"past_key", f64({B, H, P, D}, pk)},
+                              {"past_value", f64({B, H, P, D}, pv)}},
+                             {}, o);
+    std::vector<double> kt, vt;
+    for (std::size_t h = 0; h < H; ++h) {
+        kt.insert(kt.end(), pk.begin() + h * P * D, pk.begin() + (h + 1) * P * D);
+        kt.insert(kt.end(), k.begin() + h * L * D, k.begin() + (h + 1) * L * D);
+        vt.insert(vt.end(), pv.begin() + h * P * D, pv.begin() + (h + 1) * P * D);
+        vt.insert(vt.end(), v.begin() + h * L * D, v.begin() + (h + 1) * L * D);
+    }
+    const auto want = ref::attention(q, kt, vt, ref::dims{B, H, H, L, P + L, D, D}, 0.5, 0,
+                                     [](auto, auto, auto i, auto j) { return j <= i + 3; }, nullptr);
+    check_close(values(stage(doc, "present_key")), kt, 0, "present_key");
+    check_close(values(stage(doc, "present_value")), vt, 0, "present_value");
+    check_close(values(stage(doc, "weights")), want.weights, 1e-13, "weights");
+    check_close(values(stage(doc, "output")), want.output, 1e-13, "output");
+    CHECK(stage(doc, "present_key").shape == shape_t{B, H, P + L, D});
+    CHECK(doc.meta["past_length"] == 3);
+}
+
+TEST_CASE("padding sources: lengths, bottom-right causal, key_padding_mask (True = pad), token ids") {
+    const std::size_t B = 2, T = 4, D = 3;
+    const auto x = ref::random_normal(B * T * D, 41);
+    auto weights_for = [&](std::vector<named_array> extra, pipeline_options o) {
+        extra.push_back({"x", f64({B, T, D}, x)});
+        o.dump = {"weights"};
+        return values(stage(compute(extra, {}, o), "weights"));
+    };
+    auto reference = [&](const ref::allow_fn& allowed) {
+        return ref::attention(x, x, x, ref::dims{B, 1, 1, T, T, D, D}, 1 / std::sqrt(3.0), 0, allowed, nullptr).weights;
+    };
+    pipeline_options o;
+    o.lengths = {4, 2};
+    const auto by_lengths = weights_for({}, o);
+    check_close(by_lengths, reference([](auto b, auto, auto, auto j) { return j < (b ? 2u : 4u); }), 1e-14, "lengths");
+
+    // Bottom-right causal with lengths: offset = lengths[b] − Tq (FlashAttention, ONNX nonpad).
+    o.causal = true;
+    o.align = causal_align::bottom_right;
+    const auto br = weights_for({}, o);
+    check_close(br,
+                reference([](auto b, auto, auto i, auto j) {
+                    const long long len = b ? 2 : 4;
+                    return static_cast<long long>(j) < len && static_cast<long long>(j) <= static_cast<long long>(i) + len - 4;
+                }),
+                1e-14, "bottom-right");
+
+    const std::vector<std::uint8_t> kpm{0, 0, 0, 0, 0, 0, 1, 1};  // True = padding
+    check_close(weights_for({{"key_padding_mask", typed(attn::dtype::b1, {B, T}, kpm)}}, pipeline_options{}), by_lengths,
+                0, "key_padding_mask");
+
+    pipeline_options ids;
+    ids.pad_id = 0;
+    const std::vector<std::int64_t> tok{5, 6, 7, 8, 9, 3, 0, 0};
+    check_close(weights_for({{"token_ids", typed(attn::dtype::i8, {B, T}, tok)}}, ids), by_lengths, 0, "token ids");
+}
+
+TEST_CASE("attn_mask: bool True = attend, float added; broadcast right-aligned; short last axis padded") {
+    const std::size_t T = 3, D = 2;
+    const auto x = ref::random_normal(T * D, 51);
+    auto weights_for = [&](const array& m) {
+        pipeline_options o;
+        o.dump = {"weights"};
+        return values(stage(compute({{"x", f64({T, D}, x)}, {"attn_mask", m}}, {}, o), "weights"));
+    };
+    const std::vector<std::uint8_t> allow{1, 0, 1, 1, 1, 0, 0, 0, 1};
+    const auto want = ref::attention(x, x, x, ref::dims{1, 1, 1, T, T, D, D}, 1 / std::sqrt(2.0), 0,
+                                     [&](auto, auto, auto i, auto j) { return allow[i * T + j] != 0; }, nullptr);
+    check_close(weights_for(typed(attn::dtype::b1, {T, T}, allow)), want.weights, 1e-15, "bool mask");
+    check_close(weights_for(typed(attn::dtype::b1, {1, 1, T, T}, allow)), want.weights, 1e-15, "4-D bool mask");
+    const double ninf = -std::numeric_limits<double>::infinity();
+    std::vector<double> additive(allow.size());
+    for (std::size_t i = 0; i < allow.size(); ++i) additive[i] = allow[i] ? 0.0 : ninf;
+    check_close(weights_for(f64({T, T}, additive)), want.weights, 1e-15, "float mask");
+
+    // Last axis 2 < Tk = 3: the third key is padded as masked (ONNX).
+    const std::vector<std::uint8_t> short_mask{1, 1, 1, 1, 1, 1};
+    const auto padded = ref::attention(x, x, x, ref::dims{1, 1, 1, T, T, D, D}, 1 / std::sqrt(2.0), 0,
+                                       [](auto, auto, auto, auto j) { return j < 2; }, nullptr);
+    check_close(weights_for(typed(attn::dtype::b1, {T, 2}, short_mask)), padded.weights, 1e-15, "short mask");
+
+    CHECK_THROWS_WITH_AS(weights_for(typed(attn::dtype::b1, {2, T}, std::vector<std::uint8_t>(6, 1))),
+                         "attn_mask: does not broadcast to (B, Hq, Tq, Tk) (expected (1, 1, 3, 3), got (2, 3))",
+                         attn::shape_error);
+}
+
+TEST_CASE("compute dtype: float32 and float16 inputs compute in float32, float64 and integers in float64") {
+    const auto x = ref::random_normal(3 * 2, 61);
+    pipeline_options o;
+    o.dump = {"weights"};
+    CHECK(stage(compute({{"x", f32({3, 2}, x)}}, {}, o), "weights").type == attn::dtype::f4);
+    CHECK(stage(compute({{"x", f64({3, 2}, x)}}, {}, o), "weights").type == attn::dtype::f8);
+    const std::vector<std::uint16_t> half{0x3c00, 0x4000, 0xbc00, 0x3800, 0x0000, 0x4200};  // 1 2 -1 0.5 0 3
+    CHECK(stage(compute({{"x", typed(attn::dtype::f2, {3, 2}, half)}}, {}, o), "weights").type == attn::dtype::f4);
+    const std::vector<std::int32_t> ints{1, 2, -1, 0, 0, 3};
+    const auto doc = compute({{"x", typed(attn::dtype::i4, {3, 2}, ints)}}, {}, o);
+    CHECK(stage(doc, "weights").type == attn::dtype::f8);
+    CHECK(doc.meta["dtype"] == "float64");
+    o.compute_type = attn::dtype::f4;
+    CHECK(stage(compute({{"x", f64({3, 2}, x)}}, {}, o), "weights").type == attn::dtype::f4);
+}
+
+TEST_CASE("inputs that do not fit together are rejected with one clear message") {
+    const auto a = ref::random_normal(24, 71);
+    pipeline_options o;
+    CHECK_THROWS_WITH_AS(compute({{"q", f64({4, 6}, a)}, {"k", f64({4, 5}, a)}, {"v", f64({4, 6}, a)}}, {}, o),
+                         "k: head width differs from q's (Dk) (expected 6, got 5)", attn::shape_error);
+    CHECK_THROWS_WITH_AS(compute({{"q", f64({4, 6}, a)}, {"k", f64({4, 6}, a)}, {"v", f64({3, 6}, a)}}, {}, o),
+                         "v: does not match k's batch, heads and length (expected (1, 1, 4, Dv), got (1, 1, 3, 6))",
+                         attn::shape_error);
+    CHECK_THROWS_WITH_AS(compute({{"x", f64({4, 6}, a)}, {"w_q", f64({6, 6}, a)}}, {}, o),
+                         "inputs: projection weights come in threes (expected w_q, w_k, w_v, got w_q)",
+                         attn::value_error);
+    CHECK_THROWS_WITH_AS(compute({{"x", f64({4, 6}, a)}, {"w_q", f64({6, 4}, a)}, {"w_k", f64({6, 4}, a)},
+                                  {"w_v", f64({6, 4}, a)}},
+                                 {}, o),
+                         "w_q: weight does not fit the input's last axis (expected (out, 6), got (6, 4))",
+                         attn::shape_error);
+    CHECK_THROWS_WITH_AS(compute({{"x", f64({4, 6}, a)}, {"past_key", f64({1, 1, 4, 6}, a)}}, {}, o),
+                         "inputs: past_key and past_value come together (expected both, got past_key only)",
+                         attn::value_error);
+    CHECK_THROWS_WITH_AS(compute({{"lengths", f64({2}, {1, 2})}}, {}, o),
+                         "inputs: nothing to attend over (expected x, or q, k and v, got neither)", attn::value_error);
+    o.heads = 4;
+    o.kv_heads = 3;
+    CHECK_THROWS_WITH_AS(compute({{"q", f64({1, 2, 12}, a)}, {"k", f64({1, 2, 9}, a)}, {"v", f64({1, 2, 9}, a)}}, {}, o),
+                         "heads: query heads are not a multiple of key/value heads (expected Hq % Hkv == 0, got Hq = 4, "
+                         "Hkv = 3)",
+                         attn::shape_error);
+}
