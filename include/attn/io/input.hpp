@@ -21,6 +21,9 @@ struct bundle {
     const array* find(const std::string& name) const;
 };
 
+/// True for the array names attn looks for in a bundle (DESIGN §2), lower case.
+bool is_attn_name(const std::string& name);
+
 /// Reads a whole file, or all of stdin for "-". Throws io_error naming the path.
 std::string read_file(const std::string& path);
 

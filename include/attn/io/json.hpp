@@ -1,0 +1,36 @@
+#pragma once
+/// \file json.hpp
+/// JSON in and out. Non-finite numbers are the strings "NaN", "Infinity", "-Infinity"
+/// (the protobuf JSON mapping), both ways.
+
+#include <iosfwd>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "attn/io/document.hpp"
+#include "attn/io/input.hpp"
+
+namespace attn::io {
+
+/// Parses a JSON input: a top-level list is X; an object maps names (case-insensitive,
+/// stored lower-cased) to nested lists, and unknown keys are ignored only in the sense
+/// that they are kept for the caller to ignore. A "tokens" entry (list of strings or
+/// one space-separated string) fills bundle::tokens. Nested lists must be rectangular.
+/// Element type: bool if all are booleans, int64 if all are integers, else float64.
+/// Throws format_error (syntax, ragged lists, non-numeric entries) naming `source`.
+bundle read_json(std::string_view text, const std::string& source);
+
+/// Writes `doc` as one JSON object: "meta", then "tokens" if any, then one key per
+/// tensor holding nested lists. Numbers: shortest round-trip text for the tensor's own
+/// dtype (float32 0.1 → 0.1) or `style.precision` significant digits. Streams without
+/// building a DOM. Pretty (innermost lists on one line) unless style.compact.
+/// Throws io_error if `out` fails.
+void write_json(std::ostream& out, const document& doc, const text_style& style);
+
+/// JSON Lines: write_json with style.compact forced, so the object is exactly one
+/// line ending in "\n" (one line per input in batch runs, DESIGN §2).
+/// Throws io_error if `out` fails.
+void write_jsonl(std::ostream& out, const document& doc, const text_style& style);
+
+}  // namespace attn::io

@@ -1,0 +1,263 @@
+// JSON input (DESIGN §2): nested lists become arrays, "tokens" becomes labels, anything
+// else is skipped. Parsing is nlohmann/json's; this file only maps the DOM to arrays.
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+#include "attn/error.hpp"
+#include "attn/io/json.hpp"
+
+namespace attn::io {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+constexpr std::size_t max_rank = 4;
+
+std::string lower(std::string s) {
+    for (auto& c : s)
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    return s;
+}
+
+/// A JSON value as named in messages: "a number", "null", "an object", "a list of 2
+/// elements", or a string as written (shortened).
+std::string describe(const json& v) {
+    switch (v.type()) {
+        case json::value_t::null: return "null";
+        case json::value_t::boolean: return "a boolean";
+        case json::value_t::number_integer:
+        case json::value_t::number_unsigned:
+        case json::value_t::number_float: return "a number";
+        case json::value_t::object: return "an object";
+        case json::value_t::array:
+            return "a list of " + std::to_string(v.size()) + (v.size() == 1 ? " element" : " elements");
+        case json::value_t::string: {
+            constexpr std::size_t max_len = 32;
+            std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
+            if (s.size() > max_len) {
+                std::size_t cut = max_len;
+                while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xc0) == 0x80) --cut;  // UTF-8 boundary
+                s = s.substr(0, cut) + "...";
+            }
+            return s;
+        }
+        default: return "an unsupported value";
+    }
+}
+
+/// The one-line form of nlohmann's parse errors: "invalid JSON at line 1, column 4
+/// (invalid literal)". nlohmann's "last read: ..." echo of raw input is dropped.
+std::string parse_error_message(const std::string& what) {
+    std::string text = what.substr(what.find("] ") == std::string::npos ? 0 : what.find("] ") + 2);
+    if (auto p = text.find("; last read:"); p != std::string::npos) text.erase(p);
+    const std::string at_prefix = "parse error at ";
+    if (text.compare(0, at_prefix.size(), at_prefix) == 0) {
+        const std::size_t colon = text.find(": ");
+        const std::string where = text.substr(at_prefix.size(), colon - at_prefix.size());
+        std::string reason = colon == std::string::npos ? "" : text.substr(colon + 2);
+        if (auto dash = reason.find(" - "); dash != std::string::npos) reason.erase(0, dash + 3);
+        return "invalid JSON at " + where + (reason.empty() ? "" : " (" + reason + ")");
+    }
+    return "invalid JSON (" + text + ")";
+}
+
+enum class leaf_kind { boolean, integer, floating, invalid };
+
+/// What a leaf is: invalid for anything but a number, a boolean or one of the
+/// non-finite strings.
+leaf_kind classify(const json& v) {
+    switch (v.type()) {
+        case json::value_t::boolean: return leaf_kind::boolean;
+        case json::value_t::number_integer: return leaf_kind::integer;
+        case json::value_t::number_unsigned:
+            // Beyond int64 it cannot be stored exactly as an int64 array; NumPy would pick
+            // uint64 or object, we fall back to float64.
+            return v.get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())
+                       ? leaf_kind::integer
+                       : leaf_kind::floating;
+        case json::value_t::number_float: return leaf_kind::floating;
+        case json::value_t::string: {
+            const auto& s = v.get_ref<const std::string&>();
+            if (s == "NaN" || s == "Infinity" || s == "-Infinity") return leaf_kind::floating;
+            break;
+        }
+        default: break;
+    }
+    return leaf_kind::invalid;
+}
+
+double to_double(const json& v) {
+    if (v.is_boolean()) return v.get<bool>() ? 1.0 : 0.0;
+    if (v.is_string()) {
+        const auto& s = v.get_ref<const std::string&>();
+        if (s == "NaN") return std::numeric_limits<double>::quiet_NaN();
+        return s == "Infinity" ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
+    }
+    return v.get<double>();
+}
+
+/// Checks that a nested list is rectangular with the given shape and collects its leaves
+/// in C order, noting which element type they fit.
+struct flattener {
+    const shape_t& shape;
+    const std::string& source;
+    std::vector<const json*> leaves;
+    bool all_bool = true;
+    bool all_int = true;
+    std::vector<std::size_t> index;  // position of the node being visited
+
+    /// "[1][0]": where the offending node is, spelled only when there is an error.
+    std::string where() const {
+        std::string s;
+        for (std::size_t i : index) s += "[" + std::to_string(i) + "]";
+        return s;
+    }
+
+    void walk(const json& node, std::size_t depth) {
+        if (depth == shape.size()) {
+            if (node.is_array())
+                throw format_error(source, "ragged nested list at " + where() + " " +
+                                               expected_got("a number", describe(node)));
+            const leaf_kind kind = classify(node);
+            if (kind == leaf_kind::invalid)
+                throw format_error(source, "non-numeric entry at " + where() + " " +
+                                               expected_got("a number", describe(node)));
+            all_bool = all_bool && kind == leaf_kind::boolean;
+            all_int = all_int && kind != leaf_kind::floating;
+            leaves.push_back(&node);
+            return;
+        }
+        if (!node.is_array() || node.size() != shape[depth]) {
+            const std::string expected = "a list of " + std::to_string(shape[depth]) +
+                                         (shape[depth] == 1 ? " element" : " elements");
+            throw format_error(source, "ragged nested list at " + where() + " " +
+                                           expected_got(expected, describe(node)));
+        }
+        index.push_back(0);
+        for (std::size_t i = 0; i < node.size(); ++i) {
+            index.back() = i;
+            walk(node[i], depth + 1);
+        }
+        index.pop_back();
+    }
+};
+
+/// A nested list as an array. `source` names the list in messages.
+array to_array(const json& value, const std::string& source) {
+    // The first element at each level fixes the shape; walk() then holds every other
+    // element to it.
+    shape_t shape;
+    for (const json* node = &value; node->is_array(); node = &node->front()) {
+        shape.push_back(node->size());
+        if (node->empty()) break;
+    }
+    if (shape.size() > max_rank)
+        throw value_error(source, "unsupported rank " +
+                                      expected_got("0 to 4 dimensions", std::to_string(shape.size())));
+
+    flattener f{shape, source, {}, true, true, {}};
+    f.walk(value, 0);
+    const bool all_bool = f.all_bool, all_int = f.all_int;
+
+    array a;
+    a.shape = shape;
+    const std::size_t n = f.leaves.size();
+    if (n > 0 && all_bool) {
+        a.type = dtype::b1;
+        a.data.resize(n);
+        for (std::size_t i = 0; i < n; ++i) a.data[i] = f.leaves[i]->get<bool>() ? std::byte{1} : std::byte{0};
+    } else if (n > 0 && all_int) {
+        a.type = dtype::i8;
+        a.data.resize(n * sizeof(std::int64_t));
+        for (std::size_t i = 0; i < n; ++i) {
+            const json& leaf = *f.leaves[i];
+            const std::int64_t v = leaf.is_boolean() ? (leaf.get<bool>() ? 1 : 0) : leaf.get<std::int64_t>();
+            std::memcpy(a.data.data() + i * sizeof v, &v, sizeof v);
+        }
+    } else {
+        a.type = dtype::f8;
+        a.data.resize(n * sizeof(double));
+        for (std::size_t i = 0; i < n; ++i) {
+            const double v = to_double(*f.leaves[i]);
+            std::memcpy(a.data.data() + i * sizeof v, &v, sizeof v);
+        }
+    }
+    return a;
+}
+
+std::vector<std::string> to_tokens(const json& value, const std::string& source) {
+    std::vector<std::string> tokens;
+    const std::string expected = "a list of strings or one string";
+    if (value.is_string()) {
+        const auto& s = value.get_ref<const std::string&>();
+        std::size_t i = 0;
+        auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; };
+        while (i < s.size()) {
+            while (i < s.size() && space(s[i])) ++i;
+            std::size_t j = i;
+            while (j < s.size() && !space(s[j])) ++j;
+            if (j > i) tokens.push_back(s.substr(i, j - i));
+            i = j;
+        }
+    } else if (value.is_array()) {
+        for (const auto& t : value) {
+            if (!t.is_string()) throw format_error(source, "bad tokens " + expected_got(expected, "a list holding " + describe(t)));
+            tokens.push_back(t.get<std::string>());
+        }
+    } else {
+        throw format_error(source, "bad tokens " + expected_got(expected, describe(value)));
+    }
+    return tokens;
+}
+
+}  // namespace
+
+bundle read_json(std::string_view text, const std::string& source) {
+    json doc;
+    try {
+        doc = json::parse(text.begin(), text.end());
+    } catch (const json::parse_error& e) {
+        throw format_error(source, parse_error_message(e.what()));
+    } catch (const json::exception& e) {
+        // e.g. out_of_range.406 "number overflow parsing '1e999'"
+        throw format_error(source, parse_error_message(e.what()));
+    }
+
+    bundle b;
+    if (doc.is_array()) {
+        b.arrays.push_back({"x", to_array(doc, source)});
+        return b;
+    }
+    if (!doc.is_object())
+        throw format_error(source, "not an attn JSON input " + expected_got("a list or an object", describe(doc)));
+    for (const auto& [key, value] : doc.items()) {
+        const std::string name = lower(key);
+        const std::string where = source + ":" + key;
+        if (name == "tokens") {
+            b.tokens = to_tokens(value, where);
+            continue;
+        }
+        if (!value.is_array()) continue;  // settings, metadata: not ours to judge
+        for (const auto& existing : b.arrays)
+            if (existing.name == name)
+                throw format_error(where, "duplicate array name " + expected_got("each name once, ignoring case",
+                                                                                 "'" + name + "' twice"));
+        if (is_attn_name(name)) {
+            b.arrays.push_back({name, to_array(value, where)});
+            continue;
+        }
+        // Unknown names are ignored unless they read as an array (a lone one is X).
+        try {
+            b.arrays.push_back({name, to_array(value, where)});
+        } catch (const format_error&) {
+        } catch (const value_error&) {
+        }
+    }
+    return b;
+}
+
+}  // namespace attn::io

@@ -1,0 +1,199 @@
+// .npz archives through libzip, entirely in memory: the reader opens a zip source over
+// the caller's bytes, the writer builds the archive in a libzip buffer source.
+
+#include "attn/io/npz.hpp"
+
+#include <zip.h>
+
+#include <memory>
+#include <ostream>
+#include <sstream>
+
+#include "attn/error.hpp"
+#include "attn/io/npy.hpp"
+
+namespace attn::io {
+namespace {
+
+constexpr std::string_view npy_suffix = ".npy";
+// Deflate cannot expand data by more than about 1032:1, so a member claiming more than
+// that (plus slack for tiny members) is lying about its size; reading it would only be
+// a way to exhaust memory.
+constexpr std::uint64_t max_deflate_ratio = 1032;
+constexpr std::uint64_t size_slack = 1 << 16;
+constexpr std::size_t read_chunk = 1 << 20;
+
+struct archive_closer {
+    void operator()(zip_t* z) const { zip_discard(z); }
+};
+struct file_closer {
+    void operator()(zip_file_t* f) const { zip_fclose(f); }
+};
+using archive_ptr = std::unique_ptr<zip_t, archive_closer>;
+using file_ptr = std::unique_ptr<zip_file_t, file_closer>;
+
+/// libzip messages start with a capital ("Not a zip archive"); ours are lower-case.
+std::string lower_first(std::string s) {
+    // ...but acronyms ("CRC error") stay as they are.
+    if (s.size() > 1 && s[0] >= 'A' && s[0] <= 'Z' && s[1] >= 'a' && s[1] <= 'z') s[0] = static_cast<char>(s[0] - 'A' + 'a');
+    return s;
+}
+
+std::string zip_message(zip_error_t* error) { return lower_first(zip_error_strerror(error)); }
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+    return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+/// Reads a whole member, never holding more than its (checked) declared size.
+std::string read_member(zip_t* z, zip_uint64_t index, const zip_stat_t& st, const std::string& source) {
+    if ((st.valid & ZIP_STAT_SIZE) && (st.valid & ZIP_STAT_COMP_SIZE) &&
+        st.size > st.comp_size * max_deflate_ratio + size_slack)
+        throw format_error(source, "implausible member size " +
+                                       expected_got("at most " + std::to_string(st.comp_size * max_deflate_ratio +
+                                                                                size_slack) +
+                                                        " bytes",
+                                                    std::to_string(st.size)));
+    file_ptr file(zip_fopen_index(z, index, 0));
+    if (!file) throw format_error(source, "cannot read member (" + zip_message(zip_get_error(z)) + ")");
+    const std::uint64_t limit = (st.valid & ZIP_STAT_SIZE) ? st.size
+                                : (st.valid & ZIP_STAT_COMP_SIZE) ? st.comp_size * max_deflate_ratio + size_slack
+                                                                  : 0;
+    std::string data;
+    for (;;) {
+        const std::size_t old = data.size();
+        // One byte beyond the declared size is requested so that a member with more
+        // data than it declares is noticed.
+        const std::uint64_t want = std::min<std::uint64_t>(read_chunk, limit + 1 - old);
+        data.resize(old + static_cast<std::size_t>(want));
+        const zip_int64_t n = zip_fread(file.get(), data.data() + old, want);
+        if (n < 0)
+            throw format_error(source, "cannot read member (" +
+                                           lower_first(zip_file_strerror(file.get())) + ")");
+        data.resize(old + static_cast<std::size_t>(n));
+        if (n == 0) break;
+        if (data.size() > limit)
+            throw format_error(source, "member larger than declared " +
+                                           expected_got(std::to_string(limit) + " bytes", "more"));
+    }
+    return data;
+}
+
+}  // namespace
+
+bool is_zip(std::string_view bytes) {
+    const std::string_view head = bytes.substr(0, 4);
+    return head == std::string_view("PK\x03\x04", 4) || head == std::string_view("PK\x05\x06", 4);
+}
+
+std::vector<named_array> read_npz(std::string_view bytes, const std::string& source) {
+    // libzip opens zero bytes as a new, empty archive; a file has to be one already.
+    if (!is_zip(bytes)) throw format_error(source, "not a valid .npz archive (not a zip archive)");
+    zip_error_t error;
+    zip_error_init(&error);
+    zip_source_t* src = zip_source_buffer_create(bytes.data(), bytes.size(), 0, &error);
+    if (!src) {
+        const std::string msg = zip_message(&error);
+        zip_error_fini(&error);
+        throw format_error(source, "not a valid .npz archive (" + msg + ")");
+    }
+    archive_ptr z(zip_open_from_source(src, ZIP_RDONLY, &error));
+    if (!z) {
+        zip_source_free(src);
+        const std::string msg = zip_message(&error);
+        zip_error_fini(&error);
+        throw format_error(source, "not a valid .npz archive (" + msg + ")");
+    }
+    zip_error_fini(&error);
+
+    std::vector<named_array> arrays;
+    const zip_int64_t count = zip_get_num_entries(z.get(), 0);
+    for (zip_int64_t i = 0; i < count; ++i) {
+        const auto index = static_cast<zip_uint64_t>(i);
+        zip_stat_t st;
+        zip_stat_init(&st);
+        if (zip_stat_index(z.get(), index, 0, &st) != 0 || !(st.valid & ZIP_STAT_NAME))
+            throw format_error(source, "not a valid .npz archive (" + zip_message(zip_get_error(z.get())) + ")");
+        const std::string member = st.name;
+        // np.load returns members without the suffix as raw bytes; they hold no array.
+        if (!ends_with(member, npy_suffix)) continue;
+        std::string name = member.substr(0, member.size() - npy_suffix.size());
+        const std::string member_source = source + ":" + name;
+        const std::string content = read_member(z.get(), index, st, member_source);
+        arrays.push_back({std::move(name), read_npy(content, member_source)});
+    }
+    return arrays;
+}
+
+void write_npz(std::ostream& out, const std::vector<named_array>& arrays) {
+    if (arrays.empty()) {
+        // libzip removes an archive left with no entries; np.savez() writes a lone
+        // end-of-central-directory record, and so do we.
+        const std::string empty = std::string("PK\x05\x06", 4) + std::string(18, '\0');
+        out.write(empty.data(), static_cast<std::streamsize>(empty.size()));
+        if (!out) throw io_error("", "cannot write .npz data");
+        return;
+    }
+    // libzip keeps pointers to the member buffers until zip_close, so they live here.
+    std::vector<std::string> members;
+    members.reserve(arrays.size());
+    for (const auto& a : arrays) {
+        std::ostringstream s;
+        write_npy(s, a.value);
+        members.push_back(std::move(s).str());
+    }
+
+    zip_error_t error;
+    zip_error_init(&error);
+    zip_source_t* buffer = zip_source_buffer_create(nullptr, 0, 0, &error);
+    if (!buffer) throw io_error("", "cannot create .npz archive (" + zip_message(&error) + ")");
+    zip_source_keep(buffer);  // the archive's close would free it; we read the result from it
+    std::unique_ptr<zip_source_t, decltype(&zip_source_free)> keep(buffer, &zip_source_free);
+    archive_ptr z(zip_open_from_source(buffer, ZIP_TRUNCATE, &error));
+    if (!z) {
+        const std::string msg = zip_message(&error);
+        zip_error_fini(&error);
+        throw io_error("", "cannot create .npz archive (" + msg + ")");
+    }
+    zip_error_fini(&error);
+
+    auto fail = [&](zip_t* archive) {
+        throw io_error("", "cannot create .npz archive (" + zip_message(zip_get_error(archive)) + ")");
+    };
+    for (std::size_t i = 0; i < arrays.size(); ++i) {
+        zip_source_t* member = zip_source_buffer(z.get(), members[i].data(), members[i].size(), 0);
+        if (!member) fail(z.get());
+        const std::string name = arrays[i].name + std::string(npy_suffix);
+        const zip_int64_t index = zip_file_add(z.get(), name.c_str(), member, ZIP_FL_ENC_UTF_8);
+        if (index < 0) {
+            zip_source_free(member);
+            fail(z.get());
+        }
+        const auto idx = static_cast<zip_uint64_t>(index);
+        // Stored, like np.savez; a fixed time stamp makes the output reproducible.
+        if (zip_set_file_compression(z.get(), idx, ZIP_CM_STORE, 0) != 0 ||
+            zip_file_set_mtime(z.get(), idx, 315532800 /* 1980-01-01, the DOS epoch */, 0) != 0)
+            fail(z.get());
+    }
+    if (zip_close(z.get()) != 0) fail(z.get());
+    z.release();  // zip_close freed it
+
+    if (zip_source_open(buffer) != 0)
+        throw io_error("", "cannot read .npz archive back (" + zip_message(zip_source_error(buffer)) + ")");
+    std::string bytes;
+    char chunk[1 << 16];
+    for (;;) {
+        const zip_int64_t n = zip_source_read(buffer, chunk, sizeof chunk);
+        if (n < 0) {
+            zip_source_close(buffer);
+            throw io_error("", "cannot read .npz archive back (" + zip_message(zip_source_error(buffer)) + ")");
+        }
+        if (n == 0) break;
+        bytes.append(chunk, static_cast<std::size_t>(n));
+    }
+    zip_source_close(buffer);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out) throw io_error("", "cannot write .npz data");
+}
+
+}  // namespace attn::io
