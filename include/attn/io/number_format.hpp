@@ -1,0 +1,66 @@
+#pragma once
+/// \file number_format.hpp
+/// The one number formatter behind every text writer (json, jsonl, csv, table), so
+/// that a value prints the same way in all of them.
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+
+namespace attn::io {
+
+/// Buffer size that format_number never exceeds (17 significant digits, sign,
+/// point and a 3-digit exponent need 24; quoted "-Infinity" needs 11).
+inline constexpr int number_buffer_size = 32;
+
+/// Highest precision honoured: float64 carries no more than 17 significant digits.
+inline constexpr int max_precision = 17;
+
+namespace detail {
+
+inline int copy_literal(char* out, const char* text) {
+    const std::size_t n = std::strlen(text);
+    std::memcpy(out, text, n);
+    return static_cast<int>(n);
+}
+
+template <class T>
+int format_number_impl(char* out, T v, int precision, bool json) {
+    if (std::isnan(v)) return copy_literal(out, json ? "\"NaN\"" : "nan");
+    if (std::isinf(v)) {
+        if (v > 0) return copy_literal(out, json ? "\"Infinity\"" : "inf");
+        return copy_literal(out, json ? "\"-Infinity\"" : "-inf");
+    }
+    // JSON parsers (nlohmann, Python's json) read "-0" as the integer 0 and lose the
+    // sign; "-0.0" is a float everywhere.
+    if (json && v == 0 && std::signbit(v)) return copy_literal(out, "-0.0");
+    char* const end = out + number_buffer_size;
+    const std::to_chars_result r =
+        precision > 0 ? std::to_chars(out, end, v, std::chars_format::general,
+                                      std::min(precision, max_precision))
+                      : std::to_chars(out, end, v);
+    return static_cast<int>(r.ptr - out);
+}
+
+}  // namespace detail
+
+/// Writes `v` as text at `out` (at least number_buffer_size bytes; no terminating NUL)
+/// and returns the number of characters written.
+/// precision 0: the shortest text that reads back as the same float (std::to_chars,
+/// so float32 0.1 → "0.1", 1/3f → "0.33333334"); precision N > 0: N significant
+/// digits as printf's "%.Ng" (trailing zeros dropped), N capped at 17.
+/// Non-finite values: json → the quoted strings "NaN", "Infinity", "-Infinity" (the
+/// protobuf JSON mapping); otherwise nan, inf, -inf (read by numpy and pandas).
+/// The sign of NaN is not printed. -0.0 prints as "-0.0" in JSON (so that parsers that
+/// read "-0" as the integer 0 keep the sign) and as "-0" otherwise.
+inline int format_number(char* out, float v, int precision, bool json) {
+    return detail::format_number_impl(out, v, precision, json);
+}
+
+/// The float64 overload: shortest round-trip text for a double.
+inline int format_number(char* out, double v, int precision, bool json) {
+    return detail::format_number_impl(out, v, precision, json);
+}
+
+}  // namespace attn::io

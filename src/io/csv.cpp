@@ -1,0 +1,120 @@
+#include "attn/io/csv.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "attn/error.hpp"
+#include "attn/io/number_format.hpp"
+#include "text_buffer.hpp"
+
+namespace attn::io {
+
+namespace {
+
+using detail::text_buffer;
+
+/// RFC 4180 quoting, only when the name needs it (stage names never do).
+std::string csv_field(const std::string& s) {
+    if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+    std::string q = "\"";
+    for (char c : s) {
+        if (c == '"') q += '"';
+        q += c;
+    }
+    return q + "\"";
+}
+
+char* put_index(char* p, std::size_t i) {
+    p = std::to_chars(p, p + 20, i).ptr;
+    *p++ = ',';
+    return p;
+}
+
+/// A tensor seen as (B, H, R, C) per the rank mapping of csv.hpp.
+struct layout4 {
+    std::size_t batch = 1, head = 1, rows = 1, cols = 1;
+};
+
+layout4 csv_layout(const named_array& t) {
+    const shape_t& s = t.value.shape;
+    switch (s.size()) {
+        case 0: return {};
+        case 1: return {1, 1, s[0], 1};
+        case 2: return {1, 1, s[0], s[1]};
+        case 3: return {s[0], 1, s[1], s[2]};
+        case 4: return {s[0], s[1], s[2], s[3]};
+    }
+    throw shape_error(t.name, "cannot write a tensor of rank " + std::to_string(s.size()) +
+                                  " as CSV " + expected_got("rank 0 to 4", shape_string(s)));
+}
+
+/// Lines for rows [first, last) of the (B·H·R, C) view: "name,b,h,r," once per row,
+/// then "c,value\n" per element.
+template <class T>
+void put_lines(text_buffer& b, const std::string& name, const T* data, const layout4& l,
+               int precision, std::size_t first, std::size_t last) {
+    std::vector<char> prefix(name.size() + 3 * 21 + 1);
+    std::copy(name.begin(), name.end(), prefix.begin());
+    char* const after_name = prefix.data() + name.size();
+    *after_name = ',';
+    for (std::size_t k = first; k < last; ++k) {
+        const std::size_t r = k % l.rows;
+        const std::size_t h = (k / l.rows) % l.head;
+        const std::size_t bi = k / (l.rows * l.head);
+        char* end = put_index(put_index(put_index(after_name + 1, bi), h), r);
+        const std::size_t prefix_len = static_cast<std::size_t>(end - prefix.data());
+        const T* row = data + k * l.cols;
+        for (std::size_t c = 0; c < l.cols; ++c) {
+            char* p = b.reserve(prefix_len + 22 + number_buffer_size);
+            std::memcpy(p, prefix.data(), prefix_len);
+            char* q = put_index(p + prefix_len, c);
+            q += format_number(q, row[c], precision, false);
+            *q++ = '\n';
+            b.commit(static_cast<std::size_t>(q - p));
+        }
+    }
+}
+
+template <class T>
+void put_tensor(text_buffer& b, const named_array& t, const T* data, int precision) {
+    const layout4 l = csv_layout(t);
+    const std::string name = csv_field(t.name);
+    const std::size_t rows = l.batch * l.head * l.rows;
+    if (rows * l.cols == 0) return;
+    detail::emit_rows(b, rows, l.cols, [&](text_buffer& out, std::size_t first, std::size_t last) {
+        put_lines(out, name, data, l, precision, first, last);
+    });
+}
+
+}  // namespace
+
+void write_csv(std::ostream& out, const document& doc, const text_style& style) {
+    for (const named_array& t : doc.tensors) {
+        // Reject bad tensors before the first byte, not halfway through the file.
+        detail::check_layout(t.name, t.value);
+        csv_layout(t);
+    }
+    text_buffer b(&out);
+    b.append("tensor,batch,head,row,col,value\n");
+    for (const named_array& t : doc.tensors) {
+        const array& a = t.value;
+        if (a.type == dtype::f4) {
+            put_tensor(b, t, reinterpret_cast<const float*>(a.data.data()), style.precision);
+        } else if (a.type == dtype::f8) {
+            put_tensor(b, t, reinterpret_cast<const double*>(a.data.data()), style.precision);
+        } else if (a.type == dtype::f2) {
+            const std::vector<float> v = a.to_vector<float>();
+            put_tensor(b, t, v.data(), style.precision);
+        } else {
+            const std::vector<double> v = a.to_vector<double>();
+            put_tensor(b, t, v.data(), style.precision);
+        }
+    }
+    b.finish();
+}
+
+}  // namespace attn::io

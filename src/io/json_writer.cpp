@@ -1,0 +1,232 @@
+// write_json / write_jsonl: streamed, never through a nlohmann DOM for tensors (a DOM
+// costs ~180 MB and 3× the time for a 2048×2048 matrix, and prints float32 0.1 as
+// 0.10000000149011612).
+
+#include <cstring>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "attn/error.hpp"
+#include "attn/io/json.hpp"
+#include "attn/io/number_format.hpp"
+#include "text_buffer.hpp"
+
+namespace attn::io {
+
+namespace {
+
+using detail::text_buffer;
+using nlohmann::ordered_json;
+
+constexpr int indent_step = 2;
+
+std::string dump_scalar(const ordered_json& v) {
+    // `replace` keeps invalid UTF-8 in a token or setting from aborting the output.
+    return v.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+}
+
+std::string quoted(const std::string& s) { return dump_scalar(ordered_json(s)); }
+
+bool is_container(const ordered_json& v) { return v.is_object() || v.is_array(); }
+
+/// Small JSON values (meta) in the same layout as the tensors: one key per line,
+/// lists of scalars on one line.
+void put_value(text_buffer& b, const ordered_json& v, int indent, bool pretty) {
+    if (!pretty || !is_container(v) || v.empty()) {
+        b.append(dump_scalar(v));
+        return;
+    }
+    if (v.is_object()) {
+        b.put('{');
+        bool first = true;
+        for (const auto& [key, item] : v.items()) {
+            if (!first) b.put(',');
+            first = false;
+            b.newline(indent + indent_step);
+            b.append(quoted(key));
+            b.append(": ");
+            put_value(b, item, indent + indent_step, pretty);
+        }
+        b.newline(indent);
+        b.put('}');
+        return;
+    }
+    bool flat = true;
+    for (const auto& item : v) flat = flat && !is_container(item);
+    b.put('[');
+    bool first = true;
+    for (const auto& item : v) {
+        if (!first) b.append(flat ? ", " : ",");
+        first = false;
+        if (!flat) b.newline(indent + indent_step);
+        put_value(b, item, indent + indent_step, pretty);
+    }
+    if (!flat) b.newline(indent);
+    b.put(']');
+}
+
+template <class T>
+void put_number(text_buffer& b, T v, int precision) {
+    b.commit(static_cast<std::size_t>(format_number(b.reserve(number_buffer_size), v, precision, true)));
+}
+
+/// One innermost list, always on one line.
+template <class T>
+void put_row(text_buffer& b, const T* x, std::size_t n, int precision, bool pretty) {
+    b.put('[');
+    for (std::size_t i = 0; i < n; ++i) {
+        char* p = b.reserve(number_buffer_size + 2);
+        int k = 0;
+        if (i) {
+            p[k++] = ',';
+            if (pretty) p[k++] = ' ';
+        }
+        k += format_number(p + k, x[i], precision, true);
+        b.commit(static_cast<std::size_t>(k));
+    }
+    b.put(']');
+}
+
+/// Rows [first, last) of a rank ≥ 2 tensor, each with the brackets, commas and
+/// indentation that precede it. A row's prefix depends only on its multi-index over
+/// the leading axes, so blocks of rows can be formatted independently: before row k
+/// the levels below the deepest axis whose index is nonzero close and reopen.
+/// `base` is the indentation of the line holding the tensor's key.
+template <class T>
+void put_rows(text_buffer& b, const T* data, const shape_t& shape, int base, int precision,
+              bool pretty, std::size_t first, std::size_t last) {
+    const std::size_t last_lead = shape.size() - 2;  // deepest leading axis
+    const std::size_t n = shape.back();
+    std::vector<std::size_t> idx(last_lead + 1);
+    const auto level = [&](std::size_t axis) { return base + indent_step * static_cast<int>(axis); };
+    for (std::size_t k = first; k < last; ++k) {
+        std::size_t rest = k;
+        for (std::size_t a = last_lead + 1; a-- > 0;) {
+            idx[a] = rest % shape[a];
+            rest /= shape[a];
+        }
+        std::size_t changed = 0;
+        if (k > 0) {
+            changed = last_lead;
+            while (idx[changed] == 0) --changed;
+            for (std::size_t a = last_lead; a > changed; --a) {
+                if (pretty) b.newline(level(a));
+                b.put(']');
+            }
+            b.put(',');
+        }
+        for (std::size_t a = changed + 1; a <= last_lead; ++a) {
+            if (pretty) b.newline(level(a));
+            b.put('[');
+        }
+        if (pretty) b.newline(level(last_lead + 1));
+        put_row(b, data + k * n, n, precision, pretty);
+    }
+}
+
+/// A tensor with a zero-length leading axis: nested empty lists, no numbers.
+void put_empty(text_buffer& b, const shape_t& shape, std::size_t axis, int indent, bool pretty) {
+    if (axis + 1 >= shape.size() || shape[axis] == 0) {
+        b.append("[]");
+        return;
+    }
+    b.put('[');
+    for (std::size_t i = 0; i < shape[axis]; ++i) {
+        if (i) b.put(',');
+        if (pretty) b.newline(indent + indent_step);
+        put_empty(b, shape, axis + 1, indent + indent_step, pretty);
+    }
+    if (pretty) b.newline(indent);
+    b.put(']');
+}
+
+template <class T>
+void put_tensor(text_buffer& b, const T* data, const shape_t& shape, int base, int precision, bool pretty) {
+    const std::size_t rank = shape.size();
+    if (rank == 0) {
+        put_number(b, data[0], precision);
+        return;
+    }
+    if (rank == 1) {
+        put_row(b, data, shape[0], precision, pretty);
+        return;
+    }
+    std::size_t rows = 1;
+    for (std::size_t a = 0; a + 1 < rank; ++a) rows *= shape[a];
+    if (rows == 0) {
+        put_empty(b, shape, 0, base, pretty);
+        return;
+    }
+    b.put('[');
+    detail::emit_rows(b, rows, shape.back(), [&](text_buffer& t, std::size_t first, std::size_t last) {
+        put_rows(t, data, shape, base, precision, pretty, first, last);
+    });
+    for (std::size_t a = rank - 2; a > 0; --a) {
+        if (pretty) b.newline(base + indent_step * static_cast<int>(a));
+        b.put(']');
+    }
+    if (pretty) b.newline(base);
+    b.put(']');
+}
+
+/// float32 prints as float32 (shortest text for the float), float64 as double;
+/// float16 widens exactly to float, anything else to double.
+void put_array(text_buffer& b, const named_array& t, int base, int precision, bool pretty) {
+    const array& a = t.value;
+    detail::check_layout(t.name, a);
+    if (a.type == dtype::f4) {
+        put_tensor(b, reinterpret_cast<const float*>(a.data.data()), a.shape, base, precision, pretty);
+    } else if (a.type == dtype::f8) {
+        put_tensor(b, reinterpret_cast<const double*>(a.data.data()), a.shape, base, precision, pretty);
+    } else if (a.type == dtype::f2) {
+        const std::vector<float> v = a.to_vector<float>();
+        put_tensor(b, v.data(), a.shape, base, precision, pretty);
+    } else {
+        const std::vector<double> v = a.to_vector<double>();
+        put_tensor(b, v.data(), a.shape, base, precision, pretty);
+    }
+}
+
+}  // namespace
+
+void write_json(std::ostream& out, const document& doc, const text_style& style) {
+    const bool pretty = !style.compact;
+    text_buffer b(&out);
+    bool first = true;
+    const auto key = [&](const std::string& name) {
+        if (!first) b.put(',');
+        first = false;
+        if (pretty) b.newline(indent_step);
+        b.append(quoted(name));
+        b.append(pretty ? ": " : ":");
+    };
+
+    b.put('{');
+    key("meta");
+    put_value(b, doc.meta.is_null() ? ordered_json::object() : doc.meta, indent_step, pretty);
+    if (!doc.tokens.empty()) {
+        key("tokens");
+        b.put('[');
+        for (std::size_t i = 0; i < doc.tokens.size(); ++i) {
+            if (i) b.append(pretty ? ", " : ",");
+            b.append(quoted(doc.tokens[i]));
+        }
+        b.put(']');
+    }
+    for (const named_array& t : doc.tensors) {
+        key(t.name);
+        put_array(b, t, indent_step, style.precision, pretty);
+    }
+    if (pretty) b.newline(0);
+    b.append("}\n");
+    b.finish();
+}
+
+void write_jsonl(std::ostream& out, const document& doc, const text_style& style) {
+    text_style compact = style;
+    compact.compact = true;
+    write_json(out, doc, compact);
+}
+
+}  // namespace attn::io

@@ -1,0 +1,154 @@
+#include "attn/io/output.hpp"
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <system_error>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "attn/error.hpp"
+
+namespace attn::io {
+
+namespace {
+
+// Registry of temporaries for remove_pending_temporaries(). A signal handler may only
+// touch lock-free atomics and call unlink, so paths live in fixed static buffers and
+// a slot is claimed by compare-and-swap: free → busy (being filled) → armed.
+// Whoever moves a slot out of `armed` owns it: the atomic_file (to free it) or the
+// signal handler (to unlink the path; the slot then stays busy as the process exits).
+constexpr int max_pending = 64;
+constexpr std::size_t max_path = 4096;
+enum : int { slot_free = 0, slot_busy = 1, slot_armed = 2 };
+
+struct pending_slot {
+    std::atomic<int> state{slot_free};
+    char path[max_path];
+};
+static_assert(std::atomic<int>::is_always_lock_free, "signal handlers need lock-free atomics");
+
+pending_slot pending[max_pending];
+
+int register_temporary(const std::string& path) {
+    if (path.size() >= max_path) return -1;
+    for (int i = 0; i < max_pending; ++i) {
+        int expected = slot_free;
+        if (pending[i].state.compare_exchange_strong(expected, slot_busy, std::memory_order_acquire)) {
+            std::memcpy(pending[i].path, path.c_str(), path.size() + 1);
+            pending[i].state.store(slot_armed, std::memory_order_release);
+            return i;
+        }
+    }
+    return -1;
+}
+
+void unregister_temporary(int& slot) {
+    if (slot < 0) return;
+    int expected = slot_armed;
+    pending[slot].state.compare_exchange_strong(expected, slot_free, std::memory_order_acq_rel);
+    slot = -1;
+}
+
+std::string describe(int err) { return std::system_category().message(err); }
+
+[[noreturn]] void fail(const std::string& path, int err) {
+    throw io_error(path, "cannot write file (" + describe(err) + ")");
+}
+
+/// The process umask without changing it (umask(2) would race with other threads).
+mode_t current_umask() {
+    static const mode_t mask = [] {
+        mode_t m = 022;
+        if (std::FILE* f = std::fopen("/proc/self/status", "r")) {
+            char line[256];
+            unsigned value = 0;
+            while (std::fgets(line, sizeof line, f))
+                if (std::sscanf(line, "Umask: %o", &value) == 1) {
+                    m = static_cast<mode_t>(value);
+                    break;
+                }
+            std::fclose(f);
+        }
+        return m;
+    }();
+    return mask;
+}
+
+}  // namespace
+
+void remove_pending_temporaries() noexcept {
+    for (auto& slot : pending) {
+        int expected = slot_armed;
+        if (slot.state.compare_exchange_strong(expected, slot_busy, std::memory_order_acq_rel))
+            ::unlink(slot.path);
+    }
+}
+
+atomic_file::atomic_file(std::string path) : path_(std::move(path)) {
+    if (path_.empty()) throw io_error(path_, "cannot write file (empty path)");
+    mode_t mode = 0666 & ~current_umask();
+    struct stat st {};
+    if (::stat(path_.c_str(), &st) == 0) {
+        if (S_ISDIR(st.st_mode)) fail(path_, EISDIR);
+        mode = st.st_mode & 07777;
+    }
+
+    std::string templ = path_ + ".attn-XXXXXX";
+    const int fd = ::mkstemp(templ.data());
+    if (fd < 0) fail(path_, errno);
+    temp_ = templ;
+    slot_ = register_temporary(temp_);
+    // mkstemp creates the file 0600; give it the mode the destination should keep.
+    ::fchmod(fd, mode);
+    out_.open(temp_, std::ios::binary | std::ios::trunc);
+    const int open_err = errno;
+    ::close(fd);
+    if (!out_.is_open()) {
+        ::unlink(temp_.c_str());
+        unregister_temporary(slot_);
+        fail(path_, open_err ? open_err : EIO);
+    }
+}
+
+atomic_file::~atomic_file() {
+    if (committed_) return;
+    out_.close();
+    ::unlink(temp_.c_str());
+    unregister_temporary(slot_);
+}
+
+void atomic_file::commit() {
+    if (committed_) return;
+    errno = 0;
+    out_.flush();
+    int err = errno;
+    bool ok = out_.good();
+    if (ok) {
+        errno = 0;
+        out_.close();
+        err = errno;
+        ok = !out_.fail();
+    }
+    if (ok && std::rename(temp_.c_str(), path_.c_str()) != 0) {
+        err = errno;
+        ok = false;
+    }
+    if (!ok) {
+        out_.close();
+        ::unlink(temp_.c_str());
+        unregister_temporary(slot_);
+        committed_ = true;  // nothing left for the destructor to remove
+        fail(path_, err ? err : EIO);
+    }
+    committed_ = true;
+    unregister_temporary(slot_);
+}
+
+}  // namespace attn::io

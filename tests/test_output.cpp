@@ -1,0 +1,152 @@
+// atomic_file and remove_pending_temporaries (attn/io/output.hpp).
+
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "attn/error.hpp"
+#include "attn/io/output.hpp"
+
+namespace {
+
+/// A fresh directory under /tmp, removed (with its files) at scope exit.
+struct scratch_dir {
+    std::string path;
+    scratch_dir() {
+        char templ[] = "/tmp/attn-test-output-XXXXXX";
+        REQUIRE(::mkdtemp(templ) != nullptr);
+        path = templ;
+    }
+    ~scratch_dir() {
+        for (const auto& name : entries()) ::unlink((path + "/" + name).c_str());
+        ::rmdir(path.c_str());
+    }
+    std::vector<std::string> entries() const {
+        std::vector<std::string> out;
+        if (DIR* d = ::opendir(path.c_str())) {
+            while (const dirent* e = ::readdir(d)) {
+                const std::string name = e->d_name;
+                if (name != "." && name != "..") out.push_back(name);
+            }
+            ::closedir(d);
+        }
+        return out;
+    }
+};
+
+std::string slurp(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    std::ostringstream s;
+    s << f.rdbuf();
+    return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("atomic_file: commit creates the file with the content and leaves no temporary") {
+    scratch_dir dir;
+    const std::string path = dir.path + "/out.json";
+    {
+        attn::io::atomic_file f(path);
+        f.stream() << "{\"a\": 1}\n";
+        CHECK(dir.entries().size() == 1);  // only the temporary so far
+        CHECK(dir.entries()[0].rfind("out.json.attn-", 0) == 0);
+        f.commit();
+    }
+    CHECK(slurp(path) == "{\"a\": 1}\n");
+    CHECK(dir.entries() == std::vector<std::string>{"out.json"});
+}
+
+TEST_CASE("atomic_file: without commit there is no file and no temporary") {
+    scratch_dir dir;
+    {
+        attn::io::atomic_file f(dir.path + "/out.csv");
+        f.stream() << "partial";
+    }
+    CHECK(dir.entries().empty());
+}
+
+TEST_CASE("atomic_file: an existing file is replaced only on commit and keeps its mode") {
+    scratch_dir dir;
+    const std::string path = dir.path + "/out.txt";
+    {
+        std::ofstream(path) << "old";
+    }
+    REQUIRE(::chmod(path.c_str(), 0640) == 0);
+    {
+        attn::io::atomic_file f(path);
+        f.stream() << "new";
+    }
+    CHECK(slurp(path) == "old");
+    {
+        attn::io::atomic_file f(path);
+        f.stream() << "new";
+        f.commit();
+    }
+    CHECK(slurp(path) == "new");
+    struct stat st {};
+    REQUIRE(::stat(path.c_str(), &st) == 0);
+    CHECK((st.st_mode & 07777) == 0640);
+    CHECK(dir.entries().size() == 1);
+}
+
+TEST_CASE("atomic_file: a new file gets 0666 minus the umask, not mkstemp's 0600") {
+    scratch_dir dir;
+    const mode_t mask = ::umask(022);
+    const std::string path = dir.path + "/new.npy";
+    {
+        attn::io::atomic_file f(path);
+        f.commit();
+    }
+    ::umask(mask);
+    struct stat st {};
+    REQUIRE(::stat(path.c_str(), &st) == 0);
+    CHECK((st.st_mode & 07777) == 0644);
+}
+
+TEST_CASE("atomic_file: a missing directory is an io_error naming the destination") {
+    scratch_dir dir;
+    const std::string path = dir.path + "/missing/out.json";
+    CHECK_THROWS_WITH_AS(attn::io::atomic_file{path},
+                         (path + ": cannot write file (No such file or directory)").c_str(), attn::io_error);
+}
+
+TEST_CASE("atomic_file: a directory as destination is an io_error") {
+    scratch_dir dir;
+    CHECK_THROWS_WITH_AS(attn::io::atomic_file{dir.path},
+                         (dir.path + ": cannot write file (Is a directory)").c_str(), attn::io_error);
+    CHECK(dir.entries().empty());
+}
+
+TEST_CASE("atomic_file: commit on a failed stream throws and removes the temporary") {
+    scratch_dir dir;
+    const std::string path = dir.path + "/out.json";
+    {
+        attn::io::atomic_file f(path);
+        f.stream() << "data";
+        f.stream().setstate(std::ios::badbit);  // as after a failed write (disk full)
+        CHECK_THROWS_AS(f.commit(), attn::io_error);
+    }
+    CHECK(dir.entries().empty());
+}
+
+TEST_CASE("remove_pending_temporaries: deletes live temporaries, keeps committed files") {
+    scratch_dir dir;
+    attn::io::atomic_file done(dir.path + "/done.txt");
+    done.stream() << "ok";
+    done.commit();
+    attn::io::atomic_file a(dir.path + "/a.txt");
+    attn::io::atomic_file b(dir.path + "/b.txt");
+    a.stream() << "x";
+    CHECK(dir.entries().size() == 3);
+    attn::io::remove_pending_temporaries();
+    CHECK(dir.entries() == std::vector<std::string>{"done.txt"});
+}

@@ -1,0 +1,132 @@
+// write_table (attn/io/table.hpp): alignment, labels, precision, colour.
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "attn/io/table.hpp"
+
+using attn::array;
+using attn::shape_t;
+using attn::io::document;
+
+namespace {
+
+template <class T>
+attn::io::named_array tensor(const std::string& name, shape_t shape, std::vector<T> values) {
+    return {name, array::from<T>(std::move(shape), values.data())};
+}
+
+std::string table_of(const document& doc, bool color = false, int precision = 0) {
+    std::ostringstream s;
+    attn::io::write_table(s, doc, {precision, false}, color);
+    return s.str();
+}
+
+/// Removes ANSI SGR sequences (ESC [ digits/semicolons m).
+std::string strip_ansi(const std::string& s) {
+    std::string out;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        if (s[i] == '\x1b' && i + 1 < s.size() && s[i + 1] == '[') {
+            i += 2;
+            while (i < s.size() && s[i] != 'm') ++i;
+            continue;
+        }
+        out += s[i];
+    }
+    return out;
+}
+
+document weights_doc() {
+    document doc;
+    doc.tokens = {"my", "name"};
+    doc.tensors.push_back(tensor<float>("weights", {2, 2}, {1, 0, 0.5f, 0.5f}));
+    return doc;
+}
+
+const double inf = std::numeric_limits<double>::infinity();
+
+}  // namespace
+
+TEST_CASE("write_table: 2-D with token labels on rows and columns") {
+    CHECK(table_of(weights_doc()) ==
+          "weights (2, 2)\n"
+          "       my  name\n"
+          "my      1     0\n"
+          "name  0.5   0.5\n");
+}
+
+TEST_CASE("write_table: 4-D blocks, index labels, default precision 4, non-finite") {
+    document doc;
+    doc.tokens = {"only", "three", "tokens"};  // matches neither rows nor columns
+    doc.tensors.push_back(tensor<double>("scores", {1, 2, 2, 2},
+                                         {1.0 / 3.0, -inf, 0.5, 0.25, 2, 1e-5, std::nan(""), 100000}));
+    const std::string expected =
+        "scores (1, 2, 2, 2)\n"
+        "batch 0, head 0\n"
+        "        0      1\n"
+        "0  0.3333   -inf\n"
+        "1     0.5   0.25\n"
+        "\n"
+        "batch 0, head 1\n"
+        "        0      1\n"
+        "0       2  1e-05\n"
+        "1     nan  1e+05\n";
+    CHECK(table_of(doc) == expected);
+    CHECK(table_of(doc, true) == expected);  // only "weights" is shaded
+}
+
+TEST_CASE("write_table: 3-D blocks are labelled by batch; precision option") {
+    document doc;
+    doc.tensors.push_back(tensor<float>("output", {2, 1, 2}, {1.0f / 3.0f, 2, -0.5f, 10}));
+    CHECK(table_of(doc, false, 2) ==
+          "output (2, 1, 2)\n"
+          "batch 0\n"
+          "      0   1\n"
+          "0  0.33   2\n"
+          "\n"
+          "batch 1\n"
+          "      0   1\n"
+          "0  -0.5  10\n");
+}
+
+TEST_CASE("write_table: 1-D is one row, 0-D one number, tensors separated by a blank line") {
+    document doc;
+    doc.tokens = {"a", "b", "c"};
+    doc.tensors.push_back(tensor<float>("lse", {3}, {1, 2, 30}));
+    doc.tensors.push_back(tensor<double>("s", {}, {2.5}));
+    doc.tensors.push_back(tensor<double>("e", {0, 2}, {}));
+    CHECK(table_of(doc) ==
+          "lse (3,)\n"
+          "  a  b   c\n"
+          "  1  2  30\n"
+          "\n"
+          "s ()\n"
+          "2.5\n"
+          "\n"
+          "e (0, 2)\n"
+          "(empty)\n");
+}
+
+TEST_CASE("write_table: colour shades weights white to blue and keeps the alignment") {
+    const std::string plain = table_of(weights_doc(), false);
+    const std::string colored = table_of(weights_doc(), true);
+    CHECK(plain.find('\x1b') == std::string::npos);
+    CHECK(colored.find("\x1b[48;2;255;255;255m") != std::string::npos);  // 0 → white
+    CHECK(colored.find("\x1b[48;2;8;48;107m") != std::string::npos);     // 1 → blue
+    CHECK(colored.find("\x1b[0m") != std::string::npos);
+    CHECK(strip_ansi(colored) == plain);
+}
+
+TEST_CASE("write_table: control characters in tokens cannot emit escape codes") {
+    document doc;
+    doc.tokens = {"\x1b[31m", "b"};
+    doc.tensors.push_back(tensor<float>("weights", {2, 2}, {1, 0, 0, 1}));
+    const std::string text = table_of(doc, false);
+    CHECK(text.find('\x1b') == std::string::npos);
+    CHECK(text.find("\\x1B[31m") != std::string::npos);
+}
