@@ -131,6 +131,13 @@ TEST_CASE("stage shapes follow the input's layout") {
     CHECK(stage(doc, "weights").shape == shape_t{1, 4, 4});
     CHECK(stage(doc, "output").shape == shape_t{1, 4, 6});
 
+    o.heads = 2;  // rank 2 has no batch axis to keep: (H, Tq, Tk), as unbatched nn.MultiheadAttention
+    doc = compute({{"x", f64({4, 6}, x2)}}, {}, o);
+    CHECK(stage(doc, "weights").shape == shape_t{2, 4, 4});
+    CHECK(stage(doc, "lse").shape == shape_t{2, 4});
+    CHECK(stage(doc, "output").shape == shape_t{4, 6});
+    o.heads = 0;
+
     o.heads = 2;
     doc = compute({{"x", f64({1, 4, 6}, x2)}}, {}, o);
     CHECK(stage(doc, "weights").shape == shape_t{1, 2, 4, 4});

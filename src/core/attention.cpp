@@ -10,18 +10,146 @@
 
 #include "attn/error.hpp"
 #include "blas.hpp"
+#include "rowops.hpp"
 
 namespace attn::core {
 
 namespace {
 
-constexpr std::size_t query_block = 64;
+constexpr std::size_t query_block = 64;  // rows per task: a GEMM tall enough for BLAS
+constexpr std::size_t key_block = 256;   // streaming path: 64×256 scores stay in L2
 
-/// Copies n values into a full row of length Tk, filling the tail with `tail`.
+/// One (batch item, query head, block of query rows) unit of work and its inputs.
 template <class T>
-void store_row(T* dst, const T* src, std::size_t n, std::size_t Tk, T tail) {
-    std::copy_n(src, n, dst);
-    std::fill(dst + n, dst + Tk, tail);
+struct block_job {
+    std::size_t b, h, i0, nb;
+    const T* q;  // (nb, Dk), row stride Dk
+    const T* k;  // (Tk, Dk) of kv head h / group
+    const T* v;  // (Tk, Dv)
+    T* out;      // (nb, Dv) of the output
+};
+
+struct dims {
+    std::size_t Tq, Tk, Dk, Dv;
+};
+
+template <class T>
+void softcap_row(T* x, std::size_t n, T cap) {
+    if (cap > 0)
+        for (std::size_t j = 0; j < n; ++j) x[j] = cap * std::tanh(x[j] / cap);
+}
+
+template <class T>
+void fill_masked_output(T* out, std::size_t n, masked_rows rows) {
+    std::fill(out, out + n, rows == masked_rows::nan ? std::numeric_limits<T>::quiet_NaN() : T(0));
+}
+
+/// Keys ≥ the returned index are masked with −∞ for every row of the block.
+template <class T>
+std::size_t block_key_end(const mask<T>& m, std::size_t b, std::size_t i0, std::size_t nb) {
+    std::size_t end = 0;
+    for (std::size_t i = i0; i < i0 + nb; ++i) end = std::max(end, m.visible_end(b, i));
+    return end;
+}
+
+/// Materialising path: the Tq×Tk stages of the block are computed row by row into the
+/// result tensors (or scratch), then output = weights · V in one GEMM.
+template <class T>
+void materialise_block(const block_job<T>& job, const dims& d, const mask<T>& m, const attention_options& o,
+                       attention_result<T>& r, bool full_rows) {
+    const std::size_t kend = full_rows ? d.Tk : block_key_end(m, job.b, job.i0, job.nb);
+    const std::size_t ld = std::max<std::size_t>(kend, 1);
+    thread_local std::vector<T> s_buf, p_buf;
+    s_buf.resize(job.nb * ld);
+    p_buf.resize(job.nb * ld);
+    T* S = s_buf.data();
+    T* P = p_buf.data();
+    const T scale = static_cast<T>(o.scale);
+    if (kend > 0)
+        detail::gemm(false, true, static_cast<int>(job.nb), static_cast<int>(kend), static_cast<int>(d.Dk),
+                     o.keep_qk ? T(1) : scale, job.q, static_cast<int>(d.Dk), job.k, static_cast<int>(d.Dk), T(0), S,
+                     static_cast<int>(ld));
+    const T nan = std::numeric_limits<T>::quiet_NaN();
+    for (std::size_t row = 0; row < job.nb; ++row) {
+        const std::size_t i = job.i0 + row;
+        T* srow = S + row * ld;
+        if (o.keep_qk) {
+            std::copy_n(srow, kend, &r.qk(job.b, job.h, i, 0));
+            detail::multiply(srow, kend, scale);
+        }
+        softcap_row(srow, kend, static_cast<T>(o.softcap));
+        if (o.keep_scaled) std::copy_n(srow, kend, &r.scaled(job.b, job.h, i, 0));
+        T* scores = o.keep_scores ? &r.scores(job.b, job.h, i, 0) : P + row * ld;
+        T* weights = o.keep_weights ? &r.weights(job.b, job.h, i, 0) : P + row * ld;
+        const bool full = kend == 0 || m.apply_row(job.b, job.h, i, srow, scores, kend);
+        const T lse = softmax_row(scores, weights, kend, full, o.rows);
+        if (o.keep_lse) r.lse(job.b, job.h, i) = lse;
+        if (o.keep_weights && kend < d.Tk)
+            std::fill(weights + kend, weights + d.Tk, full && o.rows == masked_rows::nan ? nan : T(0));
+    }
+    if (d.Dv == 0) return;
+    if (kend == 0) {
+        fill_masked_output(job.out, job.nb * d.Dv, o.rows);
+        return;
+    }
+    const T* A = o.keep_weights ? &r.weights(job.b, job.h, job.i0, 0) : P;
+    detail::gemm(false, false, static_cast<int>(job.nb), static_cast<int>(d.Dv), static_cast<int>(kend), T(1), A,
+                 static_cast<int>(o.keep_weights ? d.Tk : ld), job.v, static_cast<int>(d.Dv), T(0), job.out,
+                 static_cast<int>(d.Dv));
+}
+
+/// Streaming path (no Tq×Tk stage wanted): online softmax over key blocks, as in
+/// FlashAttention (Dao et al. 2022, Alg. 1; Milakov & Gimelshein 2018). Memory per
+/// thread is one 64×256 score tile; key blocks past every row's visible end are skipped.
+template <class T>
+void stream_block(const block_job<T>& job, const dims& d, const mask<T>& m, const attention_options& o,
+                  attention_result<T>& r, bool inf_fill) {
+    constexpr T neg_inf = -std::numeric_limits<T>::infinity();
+    const std::size_t kend = inf_fill ? block_key_end(m, job.b, job.i0, job.nb) : d.Tk;
+    thread_local std::vector<T> s_buf, run_max, run_sum;
+    thread_local std::vector<std::uint8_t> seen;
+    s_buf.resize(job.nb * key_block);
+    run_max.assign(job.nb, neg_inf);
+    run_sum.assign(job.nb, T(0));
+    seen.assign(job.nb, 0);
+    T* S = s_buf.data();
+    std::fill(job.out, job.out + job.nb * d.Dv, T(0));
+    const T scale = static_cast<T>(o.scale);
+
+    for (std::size_t j0 = 0; j0 < kend; j0 += key_block) {
+        const std::size_t j1 = std::min(kend, j0 + key_block), n = j1 - j0;
+        detail::gemm(false, true, static_cast<int>(job.nb), static_cast<int>(n), static_cast<int>(d.Dk), scale, job.q,
+                     static_cast<int>(d.Dk), job.k + j0 * d.Dk, static_cast<int>(d.Dk), T(0), S, static_cast<int>(n));
+        for (std::size_t row = 0; row < job.nb; ++row) {
+            T* srow = S + row * n;
+            softcap_row(srow, n, static_cast<T>(o.softcap));
+            if (m.apply_range(job.b, job.h, job.i0 + row, srow, srow, j0, j1)) {
+                std::fill(srow, srow + n, T(0));  // contributes nothing to this row
+                continue;
+            }
+            seen[row] = 1;
+            const T m_new = std::max(run_max[row], detail::row_max(srow, n));
+            const T correction = run_max[row] == neg_inf ? T(0) : std::exp(run_max[row] - m_new);
+            run_sum[row] = run_sum[row] * correction + detail::exp_sum(srow, srow, n, m_new);
+            if (correction != T(1)) detail::multiply(job.out + row * d.Dv, d.Dv, correction);
+            run_max[row] = m_new;
+        }
+        if (d.Dv > 0)
+            detail::gemm(false, false, static_cast<int>(job.nb), static_cast<int>(d.Dv), static_cast<int>(n), T(1), S,
+                         static_cast<int>(n), job.v + j0 * d.Dv, static_cast<int>(d.Dv), T(1), job.out,
+                         static_cast<int>(d.Dv));
+    }
+    for (std::size_t row = 0; row < job.nb; ++row) {
+        T* out = job.out + row * d.Dv;
+        const std::size_t i = job.i0 + row;
+        if (!seen[row]) {
+            fill_masked_output(out, d.Dv, o.rows);
+            if (o.keep_lse) r.lse(job.b, job.h, i) = neg_inf;
+            continue;
+        }
+        detail::divide(out, d.Dv, run_sum[row]);
+        if (o.keep_lse) r.lse(job.b, job.h, i) = run_max[row] + std::log(run_sum[row]);
+    }
 }
 
 }  // namespace
@@ -35,11 +163,8 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
         Hkv == 0 || Hq % Hkv != 0 || m.B != B || m.H != Hq || m.Tq != Tq || m.Tk != Tk)
         throw shape_error("attention", "q, k, v and mask shapes disagree");
     const std::size_t group = Hq / Hkv;
-    constexpr T neg_inf = -std::numeric_limits<T>::infinity();
-    const T nan = std::numeric_limits<T>::quiet_NaN();
-    const T scale = static_cast<T>(o.scale);
-    const T cap = static_cast<T>(o.softcap);
     const bool inf_fill = std::isinf(m.fill) && m.fill < 0;
+    const bool materialise = o.keep_qk || o.keep_scaled || o.keep_scores || o.keep_weights;
     // Keys past the visible prefix can be skipped only when nothing needs their values.
     const bool full_rows = o.keep_qk || o.keep_scaled || o.keep_scores || !inf_fill;
 
@@ -51,10 +176,12 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
     if (o.keep_weights) r.weights = tensor4<T>::from_shape(tt);
     if (o.keep_lse) r.lse = tensor3<T>::from_shape({B, Hq, Tq});
     r.output = tensor4<T>::from_shape({B, Hq, Tq, Dv});
+    if (B * Hq * Tq == 0) return r;
 
+    const dims d{Tq, Tk, Dk, Dv};
     const std::size_t blocks = (Tq + query_block - 1) / query_block;
     const long long tasks = static_cast<long long>(B * Hq * blocks);
-    openblas_set_num_threads(1);
+    openblas_set_num_threads(1);  // one level of parallelism (TOOLCHAIN pitfall 5)
     const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
 
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
@@ -62,53 +189,19 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
         const std::size_t blk = static_cast<std::size_t>(task) % blocks;
         const std::size_t h = (static_cast<std::size_t>(task) / blocks) % Hq;
         const std::size_t b = static_cast<std::size_t>(task) / blocks / Hq;
-        const std::size_t i0 = blk * query_block, i1 = std::min(Tq, i0 + query_block), nb = i1 - i0;
-        const std::size_t hk = h / group;
-
-        std::size_t kend = Tk;
-        if (!full_rows) {
-            kend = 0;
-            for (std::size_t i = i0; i < i1; ++i) kend = std::max(kend, m.visible_end(b, i));
-        }
-        thread_local std::vector<T> s_buf, p_buf;
-        s_buf.resize(nb * std::max<std::size_t>(kend, 1));
-        p_buf.resize(nb * std::max<std::size_t>(kend, 1));
-        T* S = s_buf.data();
-        T* P = p_buf.data();
-        const T* Qp = &q(b, h, i0, 0);
-        const T* Kp = &k(b, hk, 0, 0);
-        const T* Vp = &v(b, hk, 0, 0);
-        T* Op = &r.output(b, h, i0, 0);
-
-        if (kend > 0) {
-            if (Dk > 0)
-                detail::gemm(false, true, static_cast<int>(nb), static_cast<int>(kend), static_cast<int>(Dk), T(1),
-                             Qp, static_cast<int>(Dk), Kp, static_cast<int>(Dk), T(0), S, static_cast<int>(kend));
-            else
-                std::fill(S, S + nb * kend, T(0));
-        }
-        for (std::size_t r_ = 0; r_ < nb; ++r_) {
-            const std::size_t i = i0 + r_;
-            T* srow = S + r_ * kend;
-            T* prow = P + r_ * kend;
-            if (o.keep_qk) store_row(&r.qk(b, h, i, 0), srow, kend, Tk, neg_inf);
-            for (std::size_t j = 0; j < kend; ++j) srow[j] *= scale;
-            if (cap > 0)
-                for (std::size_t j = 0; j < kend; ++j) srow[j] = cap * std::tanh(srow[j] / cap);
-            if (o.keep_scaled) store_row(&r.scaled(b, h, i, 0), srow, kend, Tk, neg_inf);
-            const bool full = kend == 0 || m.apply_row(b, h, i, srow, prow, kend);
-            if (o.keep_scores) store_row(&r.scores(b, h, i, 0), prow, kend, Tk, neg_inf);
-            const T lse = softmax_row(prow, prow, kend, full, o.rows);
-            if (o.keep_lse) r.lse(b, h, i) = lse;
-            if (o.keep_weights)
-                store_row(&r.weights(b, h, i, 0), prow, kend, Tk, full && o.rows == masked_rows::nan ? nan : T(0));
-        }
-        if (Dv == 0) continue;
-        if (kend > 0)
-            detail::gemm(false, false, static_cast<int>(nb), static_cast<int>(Dv), static_cast<int>(kend), T(1), P,
-                         static_cast<int>(kend), Vp, static_cast<int>(Dv), T(0), Op, static_cast<int>(Dv));
+        const std::size_t i0 = blk * query_block;
+        const block_job<T> job{b,
+                               h,
+                               i0,
+                               std::min(Tq, i0 + query_block) - i0,
+                               q.data() + ((b * Hq + h) * Tq + i0) * Dk,
+                               k.data() + (b * Hkv + h / group) * Tk * Dk,
+                               v.data() + (b * Hkv + h / group) * Tk * Dv,
+                               r.output.data() + ((b * Hq + h) * Tq + i0) * Dv};
+        if (materialise)
+            materialise_block(job, d, m, o, r, full_rows);
         else
-            std::fill(Op, Op + nb * Dv, o.rows == masked_rows::nan ? nan : T(0));
+            stream_block(job, d, m, o, r, inf_fill);
     }
     return r;
 }

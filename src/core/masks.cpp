@@ -17,18 +17,25 @@ std::size_t mask<T>::visible_end(std::size_t b, std::size_t i) const {
 }
 
 template <class T>
-bool mask<T>::apply_row(std::size_t b, std::size_t h, std::size_t i, const T* scaled, T* scores,
-                        std::size_t n) const {
+bool mask<T>::apply_range(std::size_t b, std::size_t h, std::size_t i, const T* scaled, T* scores, std::size_t j0,
+                          std::size_t j1) const {
     constexpr T neg_inf = -std::numeric_limits<T>::infinity();
     const bool inf_fill = std::isinf(fill) && fill < 0;
-    const std::size_t end = visible_end(b, i);
+    const std::size_t n = j1 - j0;
+    const std::size_t end = std::clamp(visible_end(b, i), j0, j1) - j0;  // visible prefix of the range
+    if (key_allowed.empty() && allowed.empty() && bias.empty()) {
+        // Only causal/lengths: a visible prefix, then masked cells (the common case).
+        std::copy_n(scaled, end, scores);
+        for (std::size_t j = end; j < n; ++j) scores[j] = inf_fill ? scaled[j] + neg_inf : fill;
+        return inf_fill && end == 0 && n > 0;
+    }
     // masked[j] = 1 when a boolean source (causal, lengths, key_allowed, bool attn_mask)
-    // masks key j. Per-thread scratch: rows are applied by many threads at once.
+    // masks key j0 + j. Per-thread scratch: rows are applied by many threads at once.
     thread_local std::vector<std::uint8_t> masked;
     masked.assign(n, 0);
-    if (end < n) std::fill(masked.begin() + static_cast<std::ptrdiff_t>(end), masked.end(), 1);
+    std::fill(masked.begin() + static_cast<std::ptrdiff_t>(end), masked.end(), 1);
     if (!key_allowed.empty()) {
-        const std::uint8_t* ka = key_allowed.data() + b * Tk;
+        const std::uint8_t* ka = key_allowed.data() + b * Tk + j0;
         for (std::size_t j = 0; j < n; ++j) masked[j] |= !ka[j];
     }
     for (const auto& m : allowed) {
@@ -37,7 +44,7 @@ bool mask<T>::apply_row(std::size_t b, std::size_t h, std::size_t i, const T* sc
         if (len == 1) {
             if (!r[0]) std::fill(masked.begin(), masked.end(), 1);
         } else {
-            for (std::size_t j = 0; j < n; ++j) masked[j] |= j < len ? !r[j] : 1;
+            for (std::size_t j = 0; j < n; ++j) masked[j] |= j0 + j < len ? !r[j0 + j] : 1;
         }
     }
     bool full = inf_fill;
@@ -50,7 +57,7 @@ bool mask<T>::apply_row(std::size_t b, std::size_t h, std::size_t i, const T* sc
         }
     }
     if (bias.empty()) return full && n > 0;
-    // A row is fully masked when every cell is masked by −∞ from some source.
+    // With float masks, a row is fully masked when every cell is −∞ from some source.
     thread_local std::vector<std::uint8_t> inf_cell;
     inf_cell.assign(n, 0);
     for (std::size_t j = 0; j < n; ++j) inf_cell[j] = masked[j] && inf_fill;
@@ -58,7 +65,8 @@ bool mask<T>::apply_row(std::size_t b, std::size_t h, std::size_t i, const T* sc
         const T* r = m.row(b, h, i);
         const std::size_t len = m.shape[3];
         for (std::size_t j = 0; j < n; ++j) {
-            const T v = len == 1 ? r[0] : (j < len ? r[j] : neg_inf);
+            const std::size_t c = j0 + j;
+            const T v = len == 1 ? r[0] : (c < len ? r[c] : neg_inf);
             scores[j] += v;
             if (v == neg_inf) inf_cell[j] = 1;
         }

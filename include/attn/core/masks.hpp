@@ -60,11 +60,18 @@ struct mask {
     /// lengths (the prefix that can be visible); in [0, Tk].
     std::size_t visible_end(std::size_t b, std::size_t i) const;
 
-    /// scores[j] = scaled[j] masked and biased, for j < n (n ≤ Tk; a caller may stop at
-    /// visible_end when every later key is masked with −∞), row (b, h, i).
-    /// Returns true when the row is fully masked: every cell was masked with −∞ fill or
-    /// has a −∞ bias (the check is on the mask, not the values — ONNX Attention).
-    bool apply_row(std::size_t b, std::size_t h, std::size_t i, const T* scaled, T* scores, std::size_t n) const;
+    /// scores[j] = scaled[j] masked and biased, for the keys j0 + j of row (b, h, i),
+    /// j < j1 − j0 (scaled and scores point at key j0). Returns true when every cell of
+    /// the range is masked: masked with −∞ fill or given a −∞ bias (the check is on the
+    /// mask, not the values — ONNX Attention's fully-masked rule).
+    bool apply_range(std::size_t b, std::size_t h, std::size_t i, const T* scaled, T* scores, std::size_t j0,
+                     std::size_t j1) const;
+
+    /// apply_range over keys [0, n), n ≤ Tk (a caller may stop at visible_end when every
+    /// later key is masked with −∞). Returns true when the row is fully masked.
+    bool apply_row(std::size_t b, std::size_t h, std::size_t i, const T* scaled, T* scores, std::size_t n) const {
+        return apply_range(b, h, i, scaled, scores, 0, n);
+    }
 };
 
 }  // namespace attn::core

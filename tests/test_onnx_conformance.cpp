@@ -1,0 +1,248 @@
+// ONNX Attention (opset 23/24) conformance: the 76 backend node tests of
+// onnx/onnx@6be0677f, converted to .npy + case.json under tests/fixtures/onnx-attention/
+// (a copy of ../shared/conformance/onnx-attention, so this test needs nothing outside
+// the repository). Each case is run through the real binary with the CLI options that
+// express its attributes, and every ONNX output is compared with expected_<output>.npy.
+//
+// ONNX → attn mapping (see SPEC_SUMMARY.md in the fixture directory):
+//   Q K V attn_mask past_key past_value  → --q --k --v --attn-mask --past-key --past-value
+//   nonpad_kv_seqlen                     → --lengths (and, with is_causal, --causal-align
+//                                          bottom-right: offset = nonpad[b] - Tq)
+//   is_causal scale softcap              → --mask causal, --scale, --softcap
+//   q_num_heads kv_num_heads (3-D input) → --heads, --kv-heads
+//   Y present_key present_value          → output, present_key, present_value
+//   qk_matmul_output, mode 0/1 / 2 / 3   → scaled / scores / weights
+//   softmax_precision                    → ignored (attn's softmax runs in the compute dtype)
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "attn/io/npy.hpp"
+#include "attn/io/npz.hpp"
+#include "attn/tensor.hpp"
+#include "cli_util.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr std::size_t onnx_case_count = 76;  // INDEX.md: 152 dirs, 76 `_expanded` duplicates skipped
+
+std::string onnx_fixture_dir() { return std::string(ATTN_SOURCE_DIR) + "/tests/fixtures/onnx-attention"; }
+
+/// Names of the case directories (those holding a case.json), sorted.
+std::vector<std::string> onnx_case_names() {
+    std::vector<std::string> names;
+    for (const auto& entry : fs::directory_iterator(onnx_fixture_dir()))
+        if (entry.is_directory() && fs::exists(entry.path() / "case.json"))
+            names.push_back(entry.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+std::string quoted(const std::string& s) { return "'" + s + "'"; }
+
+/// Shortest text that reads back as the same double (attributes are float32 values
+/// widened to double in case.json, e.g. scale 0.009999999776482582).
+std::string exact_number(double x) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.17g", x);
+    return buf;
+}
+
+/// "(1, 0, 3, 5)": the multi-index of flat C-order position `flat` in `shape`.
+std::string index_string(const attn::shape_t& shape, std::size_t flat) {
+    std::vector<std::size_t> idx(shape.size());
+    for (std::size_t d = shape.size(); d-- > 0;) {
+        idx[d] = shape[d] == 0 ? 0 : flat % shape[d];
+        flat = shape[d] == 0 ? 0 : flat / shape[d];
+    }
+    std::ostringstream s;
+    s << "(";
+    for (std::size_t d = 0; d < idx.size(); ++d) s << (d ? ", " : "") << idx[d];
+    s << (idx.size() == 1 ? ",)" : ")");
+    return s.str();
+}
+
+/// Result of comparing an attn output with an ONNX expected array.
+struct comparison {
+    bool ok = true;
+    std::string summary;  // shape, max |a-e| and where, first NaN/inf or tolerance failure
+};
+
+/// allclose that knows NaN and ±inf: shapes equal; NaN and ±inf must agree by position
+/// and sign before any tolerance; finite pairs need |a-e| <= atol + rtol·|e|.
+comparison compare_arrays(const attn::array& got, const attn::array& want, double atol, double rtol) {
+    comparison c;
+    std::ostringstream s;
+    if (got.shape != want.shape) {
+        c.ok = false;
+        s << "shape " << attn::shape_string(got.shape) << " != expected " << attn::shape_string(want.shape);
+        c.summary = s.str();
+        return c;
+    }
+    double max_abs = 0.0;
+    std::size_t max_at = 0, nonfinite_bad = 0, tol_bad = 0;
+    std::size_t first_nonfinite = 0, first_tol = 0;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+        const double a = got.value(i), e = want.value(i);
+        if (std::isnan(a) || std::isnan(e) || std::isinf(a) || std::isinf(e)) {
+            const bool same = (std::isnan(a) && std::isnan(e)) || a == e;  // a == e: same infinity
+            if (!same && nonfinite_bad++ == 0) first_nonfinite = i;
+            continue;
+        }
+        const double d = std::fabs(a - e);
+        if (d > max_abs) max_abs = d, max_at = i;
+        if (d > atol + rtol * std::fabs(e) && tol_bad++ == 0) first_tol = i;
+    }
+    c.ok = nonfinite_bad == 0 && tol_bad == 0;
+    s << "shape " << attn::shape_string(want.shape) << ", max |a-e| = " << max_abs << " at "
+      << index_string(want.shape, max_at);
+    if (want.size() > 0) s << " (got " << got.value(max_at) << ", expected " << want.value(max_at) << ")";
+    if (nonfinite_bad > 0)
+        s << "; " << nonfinite_bad << " NaN/inf mismatches, first at " << index_string(want.shape, first_nonfinite)
+          << " (got " << got.value(first_nonfinite) << ", expected " << want.value(first_nonfinite) << ")";
+    if (tol_bad > 0)
+        s << "; " << tol_bad << " of " << want.size() << " elements outside atol=" << atol << " + rtol=" << rtol
+          << "·|e|, first at " << index_string(want.shape, first_tol) << " (got " << got.value(first_tol)
+          << ", expected " << want.value(first_tol) << ")";
+    c.summary = s.str();
+    return c;
+}
+
+attn::array read_npy_file(const std::string& path) { return attn::io::read_npy(attn_test::slurp(path), path); }
+
+/// One case turned into an attn command line, and the stage that answers each ONNX output.
+struct onnx_run {
+    std::string args;                              // without --dump/--format/-o
+    std::map<std::string, std::string> stage_of;   // ONNX output name → attn stage name
+    std::map<std::string, std::string> file_of;    // ONNX output name → expected_*.npy
+    bool float16 = false;                          // any expected output is float16
+    std::vector<std::string> problems;             // case.json entries this mapping does not know
+};
+
+onnx_run plan_case(const std::string& dir, const json& meta) {
+    static const std::map<std::string, std::string> input_option = {
+        {"Q", "--q"}, {"K", "--k"}, {"V", "--v"}, {"attn_mask", "--attn-mask"},
+        {"past_key", "--past-key"}, {"past_value", "--past-value"}};
+    onnx_run run;
+    std::ostringstream args;
+    bool has_nonpad = false;
+    for (const auto& [key, input] : meta.at("inputs").items()) {
+        const std::string name = input.at("schema_name").get<std::string>();
+        const std::string path = dir + "/" + input.at("file").get<std::string>();
+        if (name == "nonpad_kv_seqlen") {
+            const attn::array lengths = read_npy_file(path);
+            args << " --lengths ";
+            for (std::size_t i = 0; i < lengths.size(); ++i)
+                args << (i ? "," : "") << static_cast<std::int64_t>(lengths.value(i));
+            has_nonpad = true;
+        } else if (const auto it = input_option.find(name); it != input_option.end()) {
+            args << " " << it->second << " " << quoted(path);
+        } else {
+            run.problems.push_back("input " + name);
+        }
+    }
+    int mode = 0;
+    const json& attrs = meta.at("attributes");
+    for (const auto& [name, value] : attrs.items()) {
+        if (name == "is_causal") {
+            if (value.get<int>() != 0) args << " --mask causal" << (has_nonpad ? " --causal-align bottom-right" : "");
+        } else if (name == "scale") {
+            args << " --scale " << exact_number(value.get<double>());
+        } else if (name == "softcap") {
+            args << " --softcap " << exact_number(value.get<double>());
+        } else if (name == "q_num_heads") {
+            args << " --heads " << value.get<int>();
+        } else if (name == "kv_num_heads") {
+            args << " --kv-heads " << value.get<int>();
+        } else if (name == "qk_matmul_output_mode") {
+            mode = value.get<int>();
+        } else if (name != "softmax_precision") {
+            run.problems.push_back("attribute " + name);
+        }
+    }
+    for (const auto& [key, output] : meta.at("outputs").items()) {
+        const std::string name = output.at("schema_name").get<std::string>();
+        if (output.at("dtype").get<std::string>() == "float16") run.float16 = true;
+        run.file_of[name] = dir + "/" + output.at("file").get<std::string>();
+        if (name == "Y") run.stage_of[name] = "output";
+        else if (name == "present_key" || name == "present_value") run.stage_of[name] = name;
+        else if (name == "qk_matmul_output" && mode >= 0 && mode <= 3)
+            run.stage_of[name] = mode <= 1 ? "scaled" : mode == 2 ? "scores" : "weights";
+        else run.problems.push_back("output " + name + " (qk_matmul_output_mode " + std::to_string(mode) + ")");
+    }
+    run.args = args.str();
+    return run;
+}
+
+const attn::array* find_array(const std::vector<attn::io::named_array>& arrays, const std::string& name) {
+    for (const auto& a : arrays)
+        if (a.name == name) return &a.value;
+    return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("onnx conformance: the fixture directory holds the 76 converted cases") {
+    const auto names = onnx_case_names();
+    CHECK(names.size() == onnx_case_count);
+    const json index = json::parse(attn_test::slurp(onnx_fixture_dir() + "/cases.json"));
+    CHECK(index.at("written").get<std::size_t>() == onnx_case_count);
+}
+
+TEST_CASE("onnx conformance: every ONNX Attention backend test case matches attn") {
+    const std::string tmp = "/tmp/attn-onnx-" + std::to_string(::getpid()) + ".npz";
+    std::size_t cases_run = 0, outputs_compared = 0;
+    for (const std::string& name : onnx_case_names()) {
+        INFO("case " << name);
+        const std::string dir = onnx_fixture_dir() + "/" + name;
+        const json meta = json::parse(attn_test::slurp(dir + "/case.json"));
+        const onnx_run run = plan_case(dir, meta);
+        CHECK_MESSAGE(run.problems.empty(), "unmapped case.json entries, first: "
+                                                << (run.problems.empty() ? "" : run.problems.front()));
+        if (!run.problems.empty() || run.stage_of.empty()) continue;
+
+        // float32 outputs match a float64 computation within 2.4e-7 (SPEC_SUMMARY); float16
+        // outputs are rounded to 11 significant bits (relative step 2^-11 ≈ 4.9e-4), while
+        // attn computes float16 inputs in float32 and writes float32.
+        const double tol = run.float16 ? 1e-3 : 1e-5;
+        std::string dump;
+        for (const auto& [output, stage] : run.stage_of) dump += (dump.empty() ? "" : ",") + stage;
+        const std::string args = "compute" + run.args + " --dump " + dump + " --format npz -o " + quoted(tmp);
+        INFO("attn " << args);
+        std::remove(tmp.c_str());
+        const auto r = attn_test::run_attn(args);
+        ++cases_run;
+        CHECK_MESSAGE(r.code == 0, "exit code " << r.code << ": " << r.err);
+        if (r.code != 0) continue;
+        const auto got = attn::io::read_npz(attn_test::slurp(tmp), tmp);
+        for (const auto& [output, stage] : run.stage_of) {
+            INFO("ONNX output " << output << " = attn stage " << stage);
+            const attn::array* a = find_array(got, stage);
+            CHECK_MESSAGE(a != nullptr, "stage missing from the npz");
+            if (a == nullptr) continue;
+            const comparison c = compare_arrays(*a, read_npy_file(run.file_of.at(output)), tol, tol);
+            CHECK_MESSAGE(c.ok, c.summary);
+            ++outputs_compared;
+        }
+    }
+    std::remove(tmp.c_str());
+    CHECK(cases_run == onnx_case_count);
+    // 76 Y + 20 present_key + 20 present_value + 17 qk_matmul_output (INDEX.md).
+    CHECK(outputs_compared == 133);
+}
