@@ -97,18 +97,20 @@ double array::value(std::size_t i) const {
 }
 
 template <class T>
-std::vector<T> array::to_vector() const {
+void array::copy_to(T* out) const {
     const std::size_t n = size();
-    std::vector<T> out(n);
-    if (type == dtype_of<float>() && std::is_same_v<T, float>) {
-        std::memcpy(out.data(), data.data(), n * sizeof(T));
-    } else if (type == dtype_of<double>() && std::is_same_v<T, double>) {
-        std::memcpy(out.data(), data.data(), n * sizeof(T));
-    } else if (type == dtype::i8 && std::is_same_v<T, std::int64_t>) {
-        std::memcpy(out.data(), data.data(), n * sizeof(T));
+    if ((type == dtype::f4 && std::is_same_v<T, float>) || (type == dtype::f8 && std::is_same_v<T, double>) ||
+        (type == dtype::i8 && std::is_same_v<T, std::int64_t>)) {
+        if (n) std::memcpy(out, data.data(), n * sizeof(T));
     } else {
         for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<T>(value(i));
     }
+}
+
+template <class T>
+std::vector<T> array::to_vector() const {
+    std::vector<T> out(size());
+    copy_to(out.data());
     return out;
 }
 
@@ -122,6 +124,8 @@ array array::from(shape_t shape, const T* values) {
     return a;
 }
 
+template void array::copy_to<float>(float*) const;
+template void array::copy_to<double>(double*) const;
 template std::vector<float> array::to_vector<float>() const;
 template std::vector<double> array::to_vector<double>() const;
 template std::vector<std::int64_t> array::to_vector<std::int64_t>() const;

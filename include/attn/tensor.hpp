@@ -58,11 +58,17 @@ struct array {
     template <class T>
     std::vector<T> to_vector() const;
 
+    /// The same conversion into out[0, size()) (float or double), without a temporary.
+    template <class T>
+    void copy_to(T* out) const;
+
     /// Builds a float32 (T=float) or float64 (T=double) array from C-order values.
     template <class T>
     static array from(shape_t shape, const T* values);
 };
 
+extern template void array::copy_to<float>(float*) const;
+extern template void array::copy_to<double>(double*) const;
 extern template std::vector<float> array::to_vector<float>() const;
 extern template std::vector<double> array::to_vector<double>() const;
 extern template std::vector<std::int64_t> array::to_vector<std::int64_t>() const;

@@ -147,10 +147,10 @@ int run_compute(const compute_options& c) {
     const core::pipeline_options settings = pipeline_settings(c);
     const io::format f = output_format(c);
     if (c.inputs.size() <= 1) {
-        const io::bundle b = gather_inputs(c.inputs.empty() ? std::string() : c.inputs.front(), c);
+        io::bundle b = gather_inputs(c.inputs.empty() ? std::string() : c.inputs.front(), c);
         if (b.arrays.empty())
             throw usage_error("attn compute", "no input " + expected_got("INPUT or --x/--q/--k/--v", "none"));
-        const io::document doc = core::compute(b.arrays, b.tokens, settings);
+        const io::document doc = core::compute(std::move(b.arrays), b.tokens, settings);
         emit(doc, f, c);
         return exit_ok;
     }
@@ -162,8 +162,8 @@ int run_compute(const compute_options& c) {
     int status = exit_ok;
     for (const auto& input : c.inputs) {
         try {
-            const io::bundle b = gather_inputs(input, c);
-            io::document doc = core::compute(b.arrays, b.tokens, settings);
+            io::bundle b = gather_inputs(input, c);
+            io::document doc = core::compute(std::move(b.arrays), b.tokens, settings);
             doc.meta["input"] = input;
             io::text_style style;
             style.precision = c.precision;

@@ -33,25 +33,31 @@ std::string num(double v) {
     return buf;
 }
 
-/// Looks up inputs by their DESIGN name.
+/// Looks up inputs by their DESIGN name. Owns them, so that arrays already converted
+/// to compute tensors can be released (peak memory for long sequences).
 class input_set {
 public:
-    explicit input_set(const std::vector<named_array>& arrays) : arrays_(arrays) {}
+    explicit input_set(std::vector<named_array> arrays) : arrays_(std::move(arrays)) {}
     const array* find(const std::string& name) const {
         for (const auto& a : arrays_)
             if (a.name == name) return &a.value;
         return nullptr;
     }
+    /// Frees the data of the named arrays (they stay findable, with their shapes).
+    void release(std::initializer_list<const char*> names) {
+        for (auto& a : arrays_)
+            for (const char* n : names)
+                if (a.name == n) std::vector<std::byte>().swap(a.value.data);
+    }
 
 private:
-    const std::vector<named_array>& arrays_;
+    std::vector<named_array> arrays_;
 };
 
 template <class T, std::size_t N>
 xt::xtensor<T, N> to_tensor(const array& a, const std::array<std::size_t, N>& shape) {
     auto t = xt::xtensor<T, N>::from_shape(shape);
-    const auto values = a.to_vector<T>();
-    std::copy(values.begin(), values.end(), t.begin());
+    a.copy_to(t.data());
     return t;
 }
 
@@ -384,7 +390,7 @@ array stage_array(const tensor4<T>& t, std::size_t input_rank) {
 }
 
 template <class T>
-io::document run(const input_set& in, const std::vector<std::string>& bundle_tokens, const pipeline_options& o) {
+io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, const pipeline_options& o) {
     for (const auto& s : o.dump)
         if (std::find(stage_names().begin(), stage_names().end(), s) == stage_names().end())
             throw usage_error("--dump", "unknown stage '" + s + "' (expected q, k, v, qk, scaled, scores, weights, output, lse, present_key or present_value)");
@@ -393,6 +399,7 @@ io::document run(const input_set& in, const std::vector<std::string>& bundle_tok
         throw usage_error("--softcap", "must be finite and not negative " + expected_got("≥ 0", num(o.softcap)));
 
     prepared<T> p = prepare_qkv<T>(in, o);
+    in.release({"q", "k", "v", "x", "x_kv"});
     const std::size_t B = p.q.shape(0), Hq = p.q.shape(1), Tq = p.q.shape(2), Dk = p.q.shape(3);
     if (p.k.shape(0) != B)
         throw shape_error("k", "batch size differs from q's " + expected_got(num(B), num(p.k.shape(0))));
@@ -408,7 +415,7 @@ io::document run(const input_set& in, const std::vector<std::string>& bundle_tok
                                        expected_got("Hq % Hkv == 0", "Hq = " + num(Hq) + ", Hkv = " + num(Hkv)));
 
     // KV cache: past keys/values come first on the sequence axis (ONNX present_key/value).
-    tensor4<T> key = p.k, value = p.v;
+    tensor4<T> key, value;
     std::size_t past = 0;
     const array* pk = in.find("past_key");
     const array* pv = in.find("past_value");
@@ -422,7 +429,13 @@ io::document run(const input_set& in, const std::vector<std::string>& bundle_tok
         key = concat_sequence(past_k, p.k, "past_key");
         value = concat_sequence(past_v, p.v, "past_value");
         past = past_k.shape(2);
+        in.release({"past_key", "past_value"});
+    } else {
+        key = std::move(p.k);  // no cache: the new keys are all the keys
+        value = std::move(p.v);
     }
+    const tensor4<T>& new_k = pk ? p.k : key;
+    const tensor4<T>& new_v = pk ? p.v : value;
     const std::size_t Tk = key.shape(2);
 
     std::vector<std::string> masks_used;
@@ -450,8 +463,8 @@ io::document run(const input_set& in, const std::vector<std::string>& bundle_tok
     for (const auto& s : o.dump) {
         array a;
         if (s == "q") a = in_input_layout(p.q, rank);
-        else if (s == "k") a = in_input_layout(p.k, rank);
-        else if (s == "v") a = in_input_layout(p.v, rank);
+        else if (s == "k") a = in_input_layout(new_k, rank);
+        else if (s == "v") a = in_input_layout(new_v, rank);
         else if (s == "present_key") a = array::from<T>({B, Hkv, Tk, Dk}, key.data());
         else if (s == "present_value") a = array::from<T>({B, Hkv, Tk, value.shape(3)}, value.data());
         else if (s == "lse") {
@@ -503,9 +516,9 @@ io::document run(const input_set& in, const std::vector<std::string>& bundle_tok
 
 }  // namespace
 
-io::document compute(const std::vector<io::named_array>& inputs, const std::vector<std::string>& bundle_tokens,
+io::document compute(std::vector<io::named_array> inputs, const std::vector<std::string>& bundle_tokens,
                      const pipeline_options& options) {
-    const input_set in(inputs);
+    input_set in(std::move(inputs));
     dtype t = dtype::f8;
     if (options.compute_type) {
         t = *options.compute_type;

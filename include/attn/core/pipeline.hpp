@@ -39,11 +39,11 @@ struct pipeline_options {
 };
 
 /// Runs the pipeline on `inputs` (names as in DESIGN §2, lower case; unknown names
-/// ignored). Returns the document the writers print: meta, tokens and the dumped
+/// ignored), taking them by value so that each is freed once converted. Returns the document the writers print: meta, tokens and the dumped
 /// stages in `options.dump` order, each in the input's layout (DESIGN §2 "Tensor shapes").
 /// Throws value_error / shape_error for inputs that do not fit together, usage_error
 /// for options that contradict the inputs (e.g. `--mask padding` with no padding source).
-io::document compute(const std::vector<io::named_array>& inputs, const std::vector<std::string>& bundle_tokens,
+io::document compute(std::vector<io::named_array> inputs, const std::vector<std::string>& bundle_tokens,
                      const pipeline_options& options);
 
 }  // namespace attn::core

@@ -12,7 +12,9 @@ namespace attn::io {
 /// every tensor in `doc`. Index mapping by rank: 4-D (b,h,r,c); 3-D (b,r,c), head 0;
 /// 2-D (r,c), batch 0, head 0; 1-D (r), col 0; 0-D all 0. Numbers as in write_json;
 /// non-finite values are "nan", "inf", "-inf" (parsed by pandas and numpy.loadtxt).
-/// Throws io_error if `out` fails.
+/// Tensor names containing a comma, quote or newline are quoted (RFC 4180).
+/// Throws io_error if `out` fails, shape_error (before writing anything) for a tensor of
+/// rank above 4, value_error if a tensor's bytes do not match its shape.
 void write_csv(std::ostream& out, const document& doc, const text_style& style);
 
 }  // namespace attn::io

@@ -25,7 +25,9 @@ bundle read_json(std::string_view text, const std::string& source);
 /// tensor holding nested lists. Numbers: shortest round-trip text for the tensor's own
 /// dtype (float32 0.1 → 0.1) or `style.precision` significant digits. Streams without
 /// building a DOM. Pretty (innermost lists on one line) unless style.compact.
-/// Throws io_error if `out` fails.
+/// Number text comes from format_number (attn/io/number_format.hpp); large tensors are
+/// formatted by several threads (as many as omp_get_max_threads()) in row blocks.
+/// Throws io_error if `out` fails, value_error if a tensor's bytes do not match its shape.
 void write_json(std::ostream& out, const document& doc, const text_style& style);
 
 /// JSON Lines: write_json with style.compact forced, so the object is exactly one

@@ -11,9 +11,9 @@ namespace attn::io {
 /// Writes every tensor of `doc` as text for a human:
 ///
 ///     weights (2, 2)
-///             my  name
-///     my       1     0
-///     name   0.5   0.5
+///            my  name
+///     my      1     0
+///     name  0.5   0.5
 ///
 /// A title line "<name> <shape>" (NumPy tuple notation), then the last two axes as a
 /// matrix, one block per leading index labelled "batch b" (rank 3), "batch b, head h"
