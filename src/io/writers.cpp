@@ -36,12 +36,7 @@ bool is_binary(format f) { return f == format::npy || f == format::npz; }
 void write_document(std::ostream& out, const document& doc, format f, const text_style& style, bool color) {
     switch (f) {
         case format::json: write_json(out, doc, style); break;
-        case format::jsonl: {
-            text_style compact = style;
-            compact.compact = true;
-            write_json(out, doc, compact);
-            break;
-        }
+        case format::jsonl: write_jsonl(out, doc, style); break;
         case format::csv: write_csv(out, doc, style); break;
         case format::npy:
             if (doc.tensors.size() != 1)
