@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <omp.h>
+#include <sys/mman.h>
 
 #include "attn/error.hpp"
 #include "blas.hpp"
@@ -16,8 +17,11 @@ namespace attn::core {
 
 namespace {
 
-constexpr std::size_t query_block = 64;  // rows per task: a GEMM tall enough for BLAS
-constexpr std::size_t key_block = 256;   // streaming path: 64×256 scores stay in L2
+// Rows per task. Materialising: tall enough that K is packed for BLAS only Tq/256
+// times. Streaming: a 128×256 score tile stays in L2.
+constexpr std::size_t materialise_rows = 256;
+constexpr std::size_t stream_rows = 128;
+constexpr std::size_t key_block = 256;
 
 /// One (batch item, query head, block of query rows) unit of work and its inputs.
 template <class T>
@@ -32,6 +36,18 @@ struct block_job {
 struct dims {
     std::size_t Tq, Tk, Dk, Dv;
 };
+
+/// Large result tensors are fresh memory: ask for transparent huge pages before the
+/// first touch (TOOLCHAIN pitfall 6: ~2.2 µs per 4 KiB page fault), as NumPy does.
+template <class T, std::size_t N>
+xt::xtensor<T, N> fresh_tensor(const std::array<std::size_t, N>& shape) {
+    auto t = xt::xtensor<T, N>::from_shape(shape);
+    constexpr std::uintptr_t huge = 2u << 20;
+    const std::uintptr_t begin = (reinterpret_cast<std::uintptr_t>(t.data()) + huge - 1) & ~(huge - 1);
+    const std::uintptr_t end = (reinterpret_cast<std::uintptr_t>(t.data() + t.size())) & ~(huge - 1);
+    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+    return t;
+}
 
 template <class T>
 void softcap_row(T* x, std::size_t n, T cap) {
@@ -59,11 +75,9 @@ void materialise_block(const block_job<T>& job, const dims& d, const mask<T>& m,
                        attention_result<T>& r, bool full_rows) {
     const std::size_t kend = full_rows ? d.Tk : block_key_end(m, job.b, job.i0, job.nb);
     const std::size_t ld = std::max<std::size_t>(kend, 1);
-    thread_local std::vector<T> s_buf, p_buf;
+    thread_local std::vector<T> s_buf;
     s_buf.resize(job.nb * ld);
-    p_buf.resize(job.nb * ld);
     T* S = s_buf.data();
-    T* P = p_buf.data();
     const T scale = static_cast<T>(o.scale);
     if (kend > 0)
         detail::gemm(false, true, static_cast<int>(job.nb), static_cast<int>(kend), static_cast<int>(d.Dk),
@@ -79,8 +93,9 @@ void materialise_block(const block_job<T>& job, const dims& d, const mask<T>& m,
         }
         softcap_row(srow, kend, static_cast<T>(o.softcap));
         if (o.keep_scaled) std::copy_n(srow, kend, &r.scaled(job.b, job.h, i, 0));
-        T* scores = o.keep_scores ? &r.scores(job.b, job.h, i, 0) : P + row * ld;
-        T* weights = o.keep_weights ? &r.weights(job.b, job.h, i, 0) : P + row * ld;
+        // Masks and softmax work in place in the scratch row unless a stage is kept.
+        T* scores = o.keep_scores ? &r.scores(job.b, job.h, i, 0) : srow;
+        T* weights = o.keep_weights ? &r.weights(job.b, job.h, i, 0) : srow;
         const bool full = kend == 0 || m.apply_row(job.b, job.h, i, srow, scores, kend);
         const T lse = softmax_row(scores, weights, kend, full, o.rows);
         if (o.keep_lse) r.lse(job.b, job.h, i) = lse;
@@ -92,7 +107,7 @@ void materialise_block(const block_job<T>& job, const dims& d, const mask<T>& m,
         fill_masked_output(job.out, job.nb * d.Dv, o.rows);
         return;
     }
-    const T* A = o.keep_weights ? &r.weights(job.b, job.h, job.i0, 0) : P;
+    const T* A = o.keep_weights ? &r.weights(job.b, job.h, job.i0, 0) : S;
     detail::gemm(false, false, static_cast<int>(job.nb), static_cast<int>(d.Dv), static_cast<int>(kend), T(1), A,
                  static_cast<int>(o.keep_weights ? d.Tk : ld), job.v, static_cast<int>(d.Dv), T(0), job.out,
                  static_cast<int>(d.Dv));
@@ -170,15 +185,16 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
 
     attention_result<T> r;
     const std::array<std::size_t, 4> tt{B, Hq, Tq, Tk};
-    if (o.keep_qk) r.qk = tensor4<T>::from_shape(tt);
-    if (o.keep_scaled) r.scaled = tensor4<T>::from_shape(tt);
-    if (o.keep_scores) r.scores = tensor4<T>::from_shape(tt);
-    if (o.keep_weights) r.weights = tensor4<T>::from_shape(tt);
+    if (o.keep_qk) r.qk = fresh_tensor<T, 4>(tt);
+    if (o.keep_scaled) r.scaled = fresh_tensor<T, 4>(tt);
+    if (o.keep_scores) r.scores = fresh_tensor<T, 4>(tt);
+    if (o.keep_weights) r.weights = fresh_tensor<T, 4>(tt);
     if (o.keep_lse) r.lse = tensor3<T>::from_shape({B, Hq, Tq});
-    r.output = tensor4<T>::from_shape({B, Hq, Tq, Dv});
+    r.output = fresh_tensor<T, 4>({B, Hq, Tq, Dv});
     if (B * Hq * Tq == 0) return r;
 
     const dims d{Tq, Tk, Dk, Dv};
+    const std::size_t query_block = materialise ? materialise_rows : stream_rows;
     const std::size_t blocks = (Tq + query_block - 1) / query_block;
     const long long tasks = static_cast<long long>(B * Hq * blocks);
     openblas_set_num_threads(1);  // one level of parallelism (TOOLCHAIN pitfall 5)

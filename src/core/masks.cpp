@@ -25,7 +25,7 @@ bool mask<T>::apply_range(std::size_t b, std::size_t h, std::size_t i, const T* 
     const std::size_t end = std::clamp(visible_end(b, i), j0, j1) - j0;  // visible prefix of the range
     if (key_allowed.empty() && allowed.empty() && bias.empty()) {
         // Only causal/lengths: a visible prefix, then masked cells (the common case).
-        std::copy_n(scaled, end, scores);
+        if (scores != scaled) std::copy_n(scaled, end, scores);
         for (std::size_t j = end; j < n; ++j) scores[j] = inf_fill ? scaled[j] + neg_inf : fill;
         return inf_fill && end == 0 && n > 0;
     }

@@ -63,7 +63,7 @@ struct mask {
     /// scores[j] = scaled[j] masked and biased, for the keys j0 + j of row (b, h, i),
     /// j < j1 − j0 (scaled and scores point at key j0). Returns true when every cell of
     /// the range is masked: masked with −∞ fill or given a −∞ bias (the check is on the
-    /// mask, not the values — ONNX Attention's fully-masked rule).
+    /// mask, not the values — ONNX Attention's fully-masked rule). scores may be scaled.
     bool apply_range(std::size_t b, std::size_t h, std::size_t i, const T* scaled, T* scores, std::size_t j0,
                      std::size_t j1) const;
 
