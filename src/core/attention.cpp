@@ -198,7 +198,11 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
     const std::size_t blocks = (Tq + query_block - 1) / query_block;
     const long long tasks = static_cast<long long>(B * Hq * blocks);
     openblas_set_num_threads(1);  // one level of parallelism (TOOLCHAIN pitfall 5)
-    const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
+    // Waking a second thread costs more than a few MFLOP of work: small problems run
+    // on fewer threads (each gets at least ~64 MFLOP, about a millisecond), and never more than tasks.
+    const double work = 4.0 * static_cast<double>(B * Hq * Tq) * static_cast<double>(Tk) * std::max(Dk, Dv);
+    const long long useful = std::max(1LL, std::min(tasks, static_cast<long long>(work / 64e6)));
+    const int threads = static_cast<int>(std::min<long long>(o.threads > 0 ? o.threads : omp_get_max_threads(), useful));
 
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
     for (long long task = 0; task < tasks; ++task) {
