@@ -12,7 +12,7 @@ packages=(
 )
 # Fixture generation and benchmark baselines (run with /usr/bin/python3); not needed to build or test.
 if [[ "${ATTN_SETUP_PYTHON:-0}" == 1 ]]; then
-  packages+=(python3-numpy python3-torch hyperfine)
+  packages+=(python3-numpy python3-torch hyperfine time)
 fi
 
 sudo=""

@@ -1,4 +1,5 @@
 #include <csignal>
+#include <signal.h>
 #include <cstdio>
 #include <exception>
 #include <iostream>
@@ -25,11 +26,23 @@ extern "C" void on_signal(int sig) {
     _exit(128 + sig);
 }
 
+/// Interrupted runs leave no partial file (DESIGN §2). A signal that is ignored when attn
+/// starts (nohup, `attn ... &` in a script) stays ignored.
+void remove_temporaries_on(int sig) {
+    struct sigaction old {};
+    if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) return;
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, nullptr);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::signal(SIGINT, on_signal);
-    std::signal(SIGTERM, on_signal);
+    remove_temporaries_on(SIGINT);
+    remove_temporaries_on(SIGTERM);
+    remove_temporaries_on(SIGHUP);
 
     CLI::App app{"attn: scaled dot-product attention with every stage dumped (scores, weights, output) "
                  "as JSON, CSV or NumPy files.",
@@ -39,6 +52,11 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     int status = exit_ok;
     setup_compute(app, status);
+    setup_generate(app, status);
+    setup_posenc(app, status);
+    setup_inspect(app, status);
+    setup_compare(app, status);
+    setup_plot(app, status);
 
     try {
         app.parse(argc, argv);

@@ -6,6 +6,10 @@
 #include <limits>
 #include <map>
 #include <sstream>
+#include <cerrno>
+#include <cstring>
+#include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 #include "attn/core/pipeline.hpp"
@@ -13,6 +17,8 @@
 #include "attn/io/input.hpp"
 #include "attn/io/output.hpp"
 #include "attn/io/writers.hpp"
+#include "batch.hpp"
+#include "cmd_plot.hpp"
 #include "commands.hpp"
 #include "pipeline_options.hpp"
 
@@ -28,6 +34,8 @@ struct compute_options {
     std::string output;
     int precision = 0;
     bool compact = false;
+    std::string manifest;
+    std::string plot;
 };
 
 io::format output_format(const compute_options& c) {
@@ -53,48 +61,55 @@ void emit(const io::document& doc, io::format f, const compute_options& c) {
     file.commit();
 }
 
-int run_compute(const compute_options& c) {
-    const core::pipeline_options settings = pipeline_settings(c.pipeline, c.dump);
-    const io::format f = output_format(c);
-    if (c.inputs.size() <= 1) {
-        io::bundle b = gather_inputs(c.inputs.empty() ? std::string() : c.inputs.front(), c.pipeline);
-        if (b.arrays.empty())
-            throw usage_error("attn compute", "no input " + expected_got("INPUT or --x/--q/--k/--v", "none"));
-        const io::document doc = core::compute(std::move(b.arrays), b.tokens, settings);
-        emit(doc, f, c);
-        return exit_ok;
+/// -o names a directory: ends with '/' (created if missing) or is one already.
+bool directory_target(const std::string& path) {
+    struct stat st;
+    if (!path.empty() && path.back() == '/') {
+        if (stat(path.c_str(), &st) != 0 && mkdir(path.c_str(), 0777) != 0)
+            throw io_error(path, std::string("cannot create directory (") + std::strerror(errno) + ")");
+        return true;
     }
-    // Several inputs: one JSON Lines record each, in input order; a bad item is
-    // reported and the others still complete.
-    if (f != io::format::jsonl && f != io::format::json)
-        throw usage_error("--format", "several inputs are written as JSON Lines " + expected_got("jsonl", c.format));
-    std::ostringstream all;
-    int status = exit_ok;
-    for (const auto& input : c.inputs) {
-        try {
-            io::bundle b = gather_inputs(input, c.pipeline);
-            io::document doc = core::compute(std::move(b.arrays), b.tokens, settings);
-            doc.meta["input"] = input;
-            io::text_style style;
-            style.precision = c.precision;
-            io::write_document(all, doc, io::format::jsonl, style, false);
-        } catch (const usage_error&) {
-            throw;
-        } catch (const error& e) {
-            std::cerr << "attn: error: " << e.what() << '\n';
-            nlohmann::ordered_json rec{{"input", input}, {"error", e.what()}};
-            all << rec.dump() << '\n';
-            status = exit_data_error;
-        }
-    }
-    if (c.output.empty() || c.output == "-") {
-        std::cout << all.str() << std::flush;
+    return !path.empty() && stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/// Several inputs, a manifest, or -o DIR/: a batch run.
+int run_several(const compute_options& c, const core::pipeline_options& settings) {
+    std::vector<batch_job> jobs;
+    if (!c.manifest.empty()) {
+        if (!c.inputs.empty())
+            throw usage_error("--manifest", "takes the inputs from the manifest " + expected_got("no INPUT", c.inputs.front()));
+        jobs = read_manifest(c.manifest, settings);
     } else {
-        io::atomic_file file(c.output);
-        file.stream() << all.str();
-        file.commit();
+        for (const auto& input : c.inputs) jobs.push_back({input, settings, ""});
     }
-    return status;
+    batch_output out;
+    out.style.precision = c.precision;
+    out.style.compact = c.compact;
+    if (directory_target(c.output)) {
+        out.dir = c.output;
+        out.format = c.format.empty() ? io::format::json : io::parse_format(c.format);
+    } else {
+        const io::format f = output_format(c);
+        if (f != io::format::jsonl && f != io::format::json)
+            throw usage_error("--format", "several inputs are written as JSON Lines, or one file each with -o DIR/ " +
+                                              expected_got("jsonl", c.format.empty() ? c.output : c.format));
+        out.file = c.output;
+    }
+    const int workers = c.pipeline.jobs > 0 ? c.pipeline.jobs : static_cast<int>(std::thread::hardware_concurrency());
+    return run_batch(jobs, c.pipeline, out, workers);
+}
+
+int run_compute(const compute_options& c) {
+    if (!c.plot.empty()) check_plot_option(c.plot, c.inputs.size() > 1 || !c.manifest.empty() || directory_target(c.output));
+    const core::pipeline_options settings = pipeline_settings(c.pipeline, c.plot.empty() ? c.dump : with_plot_stages(c.dump));
+    if (c.inputs.size() > 1 || !c.manifest.empty() || directory_target(c.output)) return run_several(c, settings);
+    const io::format f = output_format(c);
+    io::bundle b = gather_inputs(c.inputs.empty() ? std::string() : c.inputs.front(), c.pipeline);
+    if (b.arrays.empty()) throw usage_error("attn compute", "no input " + expected_got("INPUT or --x/--q/--k/--v", "none"));
+    io::document doc = core::compute(std::move(b.arrays), b.tokens, settings);
+    if (!c.plot.empty()) plot_weights(doc, c.plot, c.dump);
+    emit(doc, f, c);
+    return exit_ok;
 }
 
 }  // namespace
@@ -122,6 +137,14 @@ void setup_compute(CLI::App& app, int& exit_status) {
         ->check(CLI::Range(1, 17))
         ->group("Output");
     sub->add_flag("--compact", c->compact, "JSON on one line")->group("Output");
+    sub->add_option("--manifest", c->manifest,
+                    "Batch: JSON Lines, one job per line: {\"input\": FILE, ...compute options} (- = stdin)")
+        ->type_name("FILE")
+        ->group("Batch");
+    sub->add_option("--plot", c->plot,
+                    "Also draw the weights of batch 0, head 0 as a heatmap (.png, .svg or .pdf; see attn plot)")
+        ->type_name("FILE")
+        ->group("Output");
     sub->callback([c, &exit_status]() { exit_status = run_compute(*c); });
 }
 

@@ -14,5 +14,10 @@ enum exit_code : int { exit_ok = 0, exit_data_error = 1, exit_usage_error = 2 };
 int main(int argc, char** argv);
 
 void setup_compute(CLI::App& app, int& exit_status);
+void setup_generate(CLI::App& app, int& exit_status);
+void setup_posenc(CLI::App& app, int& exit_status);
+void setup_inspect(CLI::App& app, int& exit_status);
+void setup_compare(CLI::App& app, int& exit_status);
+void setup_plot(CLI::App& app, int& exit_status);
 
 }  // namespace attn::cli

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <limits>
 #include <sstream>
@@ -97,7 +98,25 @@ void add_pipeline_options(CLI::App& sub, pipeline_cli& c) {
     sub.add_flag("--average-heads", c.average_heads, "Average Tq×Tk stages over heads (average_attn_weights)")
         ->group("Output");
     sub.add_option("--tokens", c.tokens, "Token labels, space-separated, e.g. \"my name is Aj\"")->group("Output");
+    sub.add_option("--posenc", c.posenc,
+                    "Add sinusoidal positional encodings to X (and X_kv) before the projections: interleaved "
+                    "(sin/cos alternating, Vaswani et al.) or concat (sines then cosines, tensor2tensor)")
+        ->check(CLI::IsMember({"interleaved", "concat"}));
+    sub.add_option("--posenc-base", c.posenc_base, "Base of the --posenc frequencies")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
     sub.add_option("-j,--jobs", c.jobs, "Worker threads (default: all cores)")->check(CLI::Range(1, 1 << 20));
+    add_max_bytes_option(sub);
+}
+
+void add_max_bytes_option(CLI::App& sub) {
+    // Applied while parsing, before the subcommand reads anything.
+    sub.add_option_function<std::uint64_t>(
+           "--max-bytes", [](std::uint64_t n) { io::set_max_array_bytes(static_cast<std::size_t>(n)); },
+           "Refuse input arrays (and files) larger than N bytes before reading them; suffixes K, M, G, T "
+           "are powers of 1024, e.g. 512M, 2G (default: half of physical memory)")
+        ->transform(CLI::AsSizeValue(false))
+        ->type_name("N");
 }
 
 core::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std::string> dump) {
@@ -123,6 +142,8 @@ core::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std:
     p.average_heads = c.average_heads;
     p.tokens = split_words(c.tokens);
     p.threads = c.jobs;
+    if (!c.posenc.empty()) p.posenc = core::parse_posenc_style(c.posenc);
+    p.posenc_base = c.posenc_base;
     return p;
 }
 
@@ -131,11 +152,82 @@ io::bundle gather_inputs(const std::string& input, const pipeline_cli& c) {
     if (!input.empty()) b = io::load_bundle(input);
     for (const auto& [name, spec] : c.tensor_files) {
         array a = io::load_array(spec);
-        auto it = std::find_if(b.arrays.begin(), b.arrays.end(), [&](const io::named_array& n) { return n.name == name; });
+        auto it = std::find_if(b.arrays.begin(), b.arrays.end(), [&wanted = name](const io::named_array& n) { return n.name == wanted; });
         if (it != b.arrays.end()) it->value = std::move(a);
         else b.arrays.push_back({name, std::move(a)});
     }
     return b;
+}
+
+namespace {
+
+std::vector<std::string> string_list(const nlohmann::json& v, char delimiter) {
+    std::vector<std::string> out;
+    if (v.is_array()) {
+        for (const auto& x : v) out.push_back(x.get<std::string>());
+        return out;
+    }
+    std::string item;
+    std::istringstream in(v.get<std::string>());
+    while (std::getline(in, item, delimiter))
+        if (!item.empty()) out.push_back(item);
+    return out;
+}
+
+}  // namespace
+
+void apply_job_settings(core::pipeline_options& p, const nlohmann::json& job, const std::string& source) {
+    for (const auto& [raw_key, v] : job.items()) {
+        std::string key = raw_key;
+        std::replace(key.begin(), key.end(), '-', '_');
+        try {
+            if (key == "input") continue;
+            if (key == "mask") {
+                for (const auto& m : string_list(v, ',')) {
+                    if (m != "none" && m != "causal" && m != "padding")
+                        throw value_error(source, "mask: unknown mask " + expected_got("none, causal or padding", m));
+                    p.causal = p.causal || m == "causal";
+                    p.padding = p.padding || m == "padding";
+                }
+            } else if (key == "causal") p.causal = v.get<bool>();
+            else if (key == "causal_align") {
+                const auto a = v.get<std::string>();
+                if (a != "top-left" && a != "bottom-right")
+                    throw value_error(source, "causal_align: unknown alignment " + expected_got("top-left or bottom-right", a));
+                p.align = a == "top-left" ? core::causal_align::top_left : core::causal_align::bottom_right;
+            } else if (key == "lengths") p.lengths = v.get<std::vector<std::size_t>>();
+            else if (key == "pad_id") p.pad_id = v.get<long long>();
+            else if (key == "scale") p.scale = v.get<double>();
+            else if (key == "softcap") p.softcap = v.get<double>();
+            else if (key == "heads") p.heads = v.get<std::size_t>();
+            else if (key == "kv_heads") p.kv_heads = v.get<std::size_t>();
+            else if (key == "weight_layout") {
+                const auto w = v.get<std::string>();
+                if (w != "out-in" && w != "in-out")
+                    throw value_error(source, "weight_layout: unknown layout " + expected_got("out-in or in-out", w));
+                p.layout = w == "in-out" ? core::weight_layout::in_out : core::weight_layout::out_in;
+            } else if (key == "mask_fill") p.mask_fill = v.is_string() ? parse_fill(v.get<std::string>()) : v.get<double>();
+            else if (key == "masked_rows") {
+                const auto r = v.get<std::string>();
+                if (r != "zero" && r != "nan")
+                    throw value_error(source, "masked_rows: unknown mode " + expected_got("zero or nan", r));
+                p.rows = r == "nan" ? core::masked_rows::nan : core::masked_rows::zero;
+            } else if (key == "dtype") {
+                const auto d = v.get<std::string>();
+                if (d != "float32" && d != "float64")
+                    throw value_error(source, "dtype: unknown dtype " + expected_got("float32 or float64", d));
+                p.compute_type = d == "float32" ? dtype::f4 : dtype::f8;
+            } else if (key == "dump") p.dump = string_list(v, ',');
+            else if (key == "average_heads") p.average_heads = v.get<bool>();
+            else if (key == "tokens") p.tokens = v.is_array() ? string_list(v, ' ') : split_words(v.get<std::string>());
+            else
+                throw value_error(source, "unknown key '" + raw_key + "' (expected input or a compute option such as mask, lengths, scale)");
+        } catch (const nlohmann::json::exception&) {
+            throw value_error(source, raw_key + ": wrong type " + expected_got("the option's type", std::string(v.type_name())));
+        } catch (const usage_error& e) {
+            throw value_error(source, e.what());
+        }
+    }
 }
 
 }  // namespace attn::cli

@@ -30,6 +30,8 @@ struct pipeline_cli {
     bool average_heads = false;
     std::string tokens;
     int jobs = 0;
+    std::string posenc;               // "", interleaved or concat
+    double posenc_base = 10000.0;
 
     CLI::Option* pad_id_opt = nullptr;  // given or not
     CLI::Option* scale_opt = nullptr;
@@ -38,11 +40,21 @@ struct pipeline_cli {
 /// Binds the pipeline options to `c`, which must outlive parsing and the callback.
 void add_pipeline_options(CLI::App& sub, pipeline_cli& c);
 
+/// Adds `--max-bytes N` (512M, 2G, …): sets io::set_max_array_bytes while parsing, so
+/// every reader afterwards refuses larger arrays. add_pipeline_options includes it; other
+/// subcommands that read inputs can add it alone.
+void add_max_bytes_option(CLI::App& sub);
+
 /// The library settings for these options and the stages to dump. Throws usage_error.
 core::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std::string> dump);
 
 /// Loads one INPUT bundle (none when `input` is empty) plus every per-tensor option,
 /// which replaces a bundle array of the same name.
 io::bundle gather_inputs(const std::string& input, const pipeline_cli& c);
+
+/// Applies one manifest job's settings (JSON object: "mask": "causal", "lengths": [3],
+/// "scale": 1, …; keys are the long option names, '-' or '_') on top of `p`. "input"
+/// is skipped. Throws value_error(source, …) for an unknown key or a bad value.
+void apply_job_settings(core::pipeline_options& p, const nlohmann::json& job, const std::string& source);
 
 }  // namespace attn::cli

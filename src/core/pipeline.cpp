@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <string>
 
 #include "attn/core/attention.hpp"
 #include "attn/core/heads.hpp"
+#include "attn/core/stats.hpp"
 #include "attn/error.hpp"
 
 namespace attn::core {
@@ -15,7 +17,7 @@ namespace attn::core {
 const std::vector<std::string>& stage_names() {
     static const std::vector<std::string> names{"q",      "k",       "v",      "qk",          "scaled",
                                                 "scores", "weights", "output", "lse",         "present_key",
-                                                "present_value"};
+                                                "present_value", "stats"};
     return names;
 }
 
@@ -98,6 +100,20 @@ void check_nonempty(const shape_t& s, const char* name) {
         if (d == 0) throw shape_error(name, "empty axis " + expected_got("no zero-length axis", shape_string(s)));
 }
 
+/// Adds the sinusoidal encodings of positions first, first + 1, … to x (B, T, E) along
+/// the sequence axis, in double, rounding once to T (as X + PE in NumPy would).
+template <class T>
+void add_posenc(tensor3<T>& x, const pipeline_options& o, std::size_t first, const char* name) {
+    const std::size_t B = x.shape(0), Tn = x.shape(1), E = x.shape(2);
+    if (E % 2 != 0)
+        throw shape_error(name, "--posenc needs an even embedding width " + expected_got("an even E", num(E)));
+    const std::vector<double> pe = positional_encoding(Tn, E, *o.posenc, o.posenc_base, first);
+    for (std::size_t b = 0; b < B; ++b) {
+        T* row = x.data() + b * Tn * E;
+        for (std::size_t i = 0; i < Tn * E; ++i) row[i] = static_cast<T>(static_cast<double>(row[i]) + pe[i]);
+    }
+}
+
 /// Q, K, V in (B, H, T, D) with what is needed to put results back in the input's layout.
 template <class T>
 struct prepared {
@@ -112,6 +128,8 @@ prepared<T> prepare_qkv(const input_set& in, const pipeline_options& o) {
     const array* qa = in.find("q");
     const array* xa = in.find("x");
     if (qa) {
+        if (o.posenc)
+            throw usage_error("--posenc", "adds to embeddings X, not to q, k, v " + expected_got("x", "q, k, v"));
         const array* ka = in.find("k");
         const array* va = in.find("v");
         if (!ka || !va)
@@ -144,6 +162,8 @@ prepared<T> prepare_qkv(const input_set& in, const pipeline_options& o) {
     check_float(*xa, "x");
     check_nonempty(xa->shape, "x");
     p.rank = xa->rank();
+    if (o.posenc && p.rank != 2 && p.rank != 3)
+        throw shape_error("x", "--posenc needs X of rank 2 or 3 " + expected_got("(T, E) or (B, T, E)", shape_string(xa->shape)));
     if (p.rank == 4 && !xkv && !in.find("w_q") && !in.find("in_proj_weight")) {
         // A lone 4-D array is self-attention over (B, H, T, D): Q = K = V = X.
         p.q = as_rank4<T>(*xa, "x");
@@ -152,7 +172,12 @@ prepared<T> prepare_qkv(const input_set& in, const pipeline_options& o) {
             throw shape_error("--heads", "differs from x's head axis " + expected_got(num(p.q.shape(1)), num(o.heads)));
         return p;
     }
-    const tensor3<T> x = as_batched<T>(*xa, "x");
+    tensor3<T> x = as_batched<T>(*xa, "x");
+    if (o.posenc) {
+        // With a KV cache (self-attention), the new tokens follow the cached ones.
+        const array* pk = in.find("past_key");
+        add_posenc(x, o, !xkv && pk && pk->rank() == 4 ? pk->shape[2] : 0, "x");
+    }
     tensor3<T> x_kv;
     if (xkv) {
         check_float(*xkv, "x_kv");
@@ -160,6 +185,7 @@ prepared<T> prepare_qkv(const input_set& in, const pipeline_options& o) {
         if (xkv->rank() != xa->rank())
             throw shape_error("x_kv", "rank differs from x's " + expected_got(rank_text(xa->rank()), rank_text(xkv->rank())));
         x_kv = as_batched<T>(*xkv, "x_kv");
+        if (o.posenc) add_posenc(x_kv, o, 0, "x_kv");
         if (x_kv.shape(0) != x.shape(0))
             throw shape_error("x_kv", "batch size differs from x's " + expected_got(num(x.shape(0)), num(x_kv.shape(0))));
     }
@@ -389,11 +415,55 @@ array stage_array(const tensor4<T>& t, std::size_t input_rank) {
     return array::from<T>(layout_shape({t.shape(0), t.shape(1), t.shape(2), t.shape(3)}, input_rank), t.data());
 }
 
+/// A 0-d or rank-n int64 array from C-order values.
+array int64_array(shape_t shape, const std::vector<std::int64_t>& v) {
+    array a;
+    a.type = dtype::i8;
+    a.shape = std::move(shape);
+    a.data.resize(v.size() * sizeof(std::int64_t));
+    if (!v.empty()) std::memcpy(a.data.data(), v.data(), a.data.size());
+    return a;
+}
+
+/// The `stats` stage as tensors "stats.dk", "stats.var_q", … (stats.hpp): the variances
+/// 0-d, the row statistics shaped like lse (the Tq×Tk stage shape without the key
+/// axis). With --average-heads the row statistics describe the head-averaged weights
+/// (the weights that are dumped); the variances always cover every head.
+/// dk and argmax are int64, the rest in the compute dtype.
+template <class T>
+void append_stats(io::document& doc, const tensor4<T>& q, const tensor4<T>& k, const attention_result<T>& r,
+                  std::size_t rank, bool average_heads) {
+    const tensor4<T> averaged = average_heads ? mean_heads(r.weights) : tensor4<T>();
+    const tensor4<T>& w = average_heads ? averaged : r.weights;
+    const std::size_t B = w.shape(0), H = w.shape(1), Tq = w.shape(2), Tk = w.shape(3);
+    const attention_stats st = compute_stats<T>(q.shape(3), q.data(), q.size(), k.data(), k.size(), r.qk.data(),
+                                                r.scaled.data(), r.qk.size(), w.data(), B * H * Tq, Tk);
+    shape_t rows = layout_shape({B, H, Tq, 1}, average_heads ? std::min<std::size_t>(rank, 3) : rank);
+    rows.pop_back();
+    const auto scalar = [](double v) {
+        const T x = static_cast<T>(v);
+        return array::from<T>({}, &x);
+    };
+    const auto per_row = [&](const std::vector<double>& v) {
+        const std::vector<T> x(v.begin(), v.end());
+        return array::from<T>(rows, x.data());
+    };
+    doc.tensors.push_back({"stats.dk", int64_array({}, {static_cast<std::int64_t>(st.dk)})});
+    doc.tensors.push_back({"stats.var_q", scalar(st.var_q)});
+    doc.tensors.push_back({"stats.var_k", scalar(st.var_k)});
+    doc.tensors.push_back({"stats.var_qk", scalar(st.var_qk)});
+    doc.tensors.push_back({"stats.var_scaled", scalar(st.var_scaled)});
+    doc.tensors.push_back({"stats.entropy", per_row(st.rows.entropy)});
+    doc.tensors.push_back({"stats.max_weight", per_row(st.rows.max_weight)});
+    doc.tensors.push_back({"stats.argmax", int64_array(rows, st.rows.argmax)});
+    doc.tensors.push_back({"stats.row_sum", per_row(st.rows.row_sum)});
+}
+
 template <class T>
 io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, const pipeline_options& o) {
     for (const auto& s : o.dump)
         if (std::find(stage_names().begin(), stage_names().end(), s) == stage_names().end())
-            throw usage_error("--dump", "unknown stage '" + s + "' (expected q, k, v, qk, scaled, scores, weights, output, lse, present_key or present_value)");
+            throw usage_error("--dump", "unknown stage '" + s + "' (expected q, k, v, qk, scaled, scores, weights, output, lse, present_key, present_value or stats)");
     const auto wants = [&](const char* s) { return std::find(o.dump.begin(), o.dump.end(), s) != o.dump.end(); };
     if (o.softcap < 0 || !std::isfinite(o.softcap))
         throw usage_error("--softcap", "must be finite and not negative " + expected_got("≥ 0", num(o.softcap)));
@@ -445,10 +515,11 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     ao.scale = o.scale ? *o.scale : 1.0 / std::sqrt(static_cast<double>(Dk));
     ao.softcap = o.softcap;
     ao.rows = o.rows;
-    ao.keep_qk = wants("qk");
-    ao.keep_scaled = wants("scaled");
+    // stats reads qk, scaled and weights, so the kernel keeps them even when not dumped.
+    ao.keep_qk = wants("qk") || wants("stats");
+    ao.keep_scaled = wants("scaled") || wants("stats");
     ao.keep_scores = wants("scores");
-    ao.keep_weights = wants("weights");
+    ao.keep_weights = wants("weights") || wants("stats");
     ao.keep_lse = wants("lse");
     ao.threads = o.threads;
     attention_result<T> r = attention(p.q, key, value, m, ao);
@@ -461,6 +532,10 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     const std::size_t rank = p.rank;
     const array* wo = in.find("w_o");
     for (const auto& s : o.dump) {
+        if (s == "stats") {
+            append_stats(doc, p.q, key, r, rank, o.average_heads);
+            continue;
+        }
         array a;
         if (s == "q") a = in_input_layout(p.q, rank);
         else if (s == "k") a = in_input_layout(new_k, rank);
@@ -508,6 +583,10 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     meta["past_length"] = past;
     if (p.projected) meta["weight_layout"] = in.find("in_proj_weight") || o.layout == weight_layout::out_in ? "out-in" : "in-out";
     meta["average_heads"] = o.average_heads;
+    if (o.posenc) {
+        meta["posenc"] = posenc_style_name(*o.posenc);
+        meta["posenc_base"] = o.posenc_base;
+    }
     nlohmann::ordered_json shapes = nlohmann::ordered_json::object();
     for (const auto& t : doc.tensors) shapes[t.name] = t.value.shape;
     meta["shapes"] = shapes;

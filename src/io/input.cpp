@@ -7,12 +7,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <iostream>
 #include <cstdio>
 
 #include "attn/error.hpp"
 #include "attn/io/json.hpp"
+#include "attn/io/limits.hpp"
 #include "attn/io/npy.hpp"
 
 namespace attn::io {
@@ -71,6 +73,17 @@ std::string name_list(const bundle& b) {
     return s.empty() ? "none" : s;
 }
 
+/// The largest input file read_file accepts: max_array_bytes() plus room for headers.
+std::size_t max_file_bytes() {
+    const std::size_t max = max_array_bytes();
+    return max > SIZE_MAX - file_overhead_bytes ? SIZE_MAX : max + file_overhead_bytes;
+}
+
+[[noreturn]] void file_too_large(const std::string& source, const std::string& got) {
+    throw value_error(source, "file too large for --max-bytes " +
+                                  expected_got("at most " + std::to_string(max_file_bytes()) + " bytes", got));
+}
+
 bool exists(const std::string& path) {
     struct stat st;
     return ::stat(path.c_str(), &st) == 0;
@@ -92,8 +105,10 @@ std::string read_file(const std::string& path) {
         std::string s;
         std::streambuf* buf = std::cin.rdbuf();
         char chunk[1 << 16];
-        for (std::streamsize n; buf && (n = buf->sgetn(chunk, sizeof chunk)) > 0;)
+        for (std::streamsize n; buf && (n = buf->sgetn(chunk, sizeof chunk)) > 0;) {
             s.append(chunk, static_cast<std::size_t>(n));
+            if (s.size() > max_file_bytes()) file_too_large("<stdin>", "more");
+        }
         if (!buf || std::ferror(stdin)) throw io_error("<stdin>", "cannot read standard input");
         return s;
     }
@@ -106,6 +121,14 @@ std::string read_file(const std::string& path) {
     struct stat st;
     if (::fstat(fd, &st) != 0) throw io_error(path, std::string("cannot read file (") + std::strerror(errno) + ")");
     if (S_ISDIR(st.st_mode)) throw io_error(path, std::string("cannot read file (") + std::strerror(EISDIR) + ")");
+    if (S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) > max_file_bytes()) {
+        // Nothing of the size is allocated; a .npy header still gets its precise message.
+        std::string head(file_overhead_bytes, '\0');
+        const ssize_t n = ::pread(fd, head.data(), head.size(), 0);
+        head.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+        if (is_npy(head)) check_npy_head(head, path);
+        file_too_large(path, std::to_string(st.st_size));
+    }
     std::string data;
     // The size is only a hint (pipes, /proc files and growing files report others).
     if (S_ISREG(st.st_mode) && st.st_size > 0) data.reserve(static_cast<std::size_t>(st.st_size));
@@ -118,6 +141,7 @@ std::string read_file(const std::string& path) {
         }
         if (n == 0) break;
         data.append(chunk, static_cast<std::size_t>(n));
+        if (data.size() > max_file_bytes()) file_too_large(path, "more");
     }
     return data;
 }

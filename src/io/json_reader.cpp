@@ -9,6 +9,7 @@
 
 #include "attn/error.hpp"
 #include "attn/io/json.hpp"
+#include "attn/io/limits.hpp"
 
 namespace attn::io {
 namespace {
@@ -166,6 +167,7 @@ array to_array(const json& value, const std::string& source) {
     array a;
     a.shape = shape;
     const std::size_t n = f.leaves.size();
+    check_array_bytes(n * (n > 0 && all_bool ? 1 : 8), source);  // bool is 1 byte, int64/float64 8
     if (n > 0 && all_bool) {
         a.type = dtype::b1;
         a.data.resize(n);

@@ -203,6 +203,10 @@ void write_json(std::ostream& out, const document& doc, const text_style& style)
     };
 
     b.put('{');
+    if (!doc.input.empty()) {
+        key("input");
+        b.append(quoted(doc.input));
+    }
     key("meta");
     put_value(b, doc.meta.is_null() ? ordered_json::object() : doc.meta, indent_step, pretty);
     if (!doc.tokens.empty()) {
@@ -214,9 +218,39 @@ void write_json(std::ostream& out, const document& doc, const text_style& style)
         }
         b.put(']');
     }
-    for (const named_array& t : doc.tensors) {
-        key(t.name);
-        put_array(b, t, indent_step, style.precision, pretty);
+    // A dotted name is a member of an object: every "stats.<member>" tensor goes into
+    // one object "stats" written where the first of them is (one level: the name is
+    // split at its first dot), so that `jq .stats.var_qk` works.
+    const auto group_of = [](const std::string& name) {
+        const std::size_t dot = name.find('.');
+        return dot == std::string::npos || dot == 0 || dot + 1 == name.size() ? std::string() : name.substr(0, dot);
+    };
+    for (std::size_t i = 0; i < doc.tensors.size(); ++i) {
+        const named_array& t = doc.tensors[i];
+        const std::string group = group_of(t.name);
+        if (group.empty()) {
+            key(t.name);
+            put_array(b, t, indent_step, style.precision, pretty);
+            continue;
+        }
+        bool written = false;
+        for (std::size_t j = 0; j < i && !written; ++j) written = group_of(doc.tensors[j].name) == group;
+        if (written) continue;
+        key(group);
+        b.put('{');
+        bool first_member = true;
+        for (std::size_t j = i; j < doc.tensors.size(); ++j) {
+            const named_array& m = doc.tensors[j];
+            if (group_of(m.name) != group) continue;
+            if (!first_member) b.put(',');
+            first_member = false;
+            if (pretty) b.newline(2 * indent_step);
+            b.append(quoted(m.name.substr(group.size() + 1)));
+            b.append(pretty ? ": " : ":");
+            put_array(b, m, 2 * indent_step, style.precision, pretty);
+        }
+        if (pretty) b.newline(indent_step);
+        b.put('}');
     }
     if (pretty) b.newline(0);
     b.append("}\n");

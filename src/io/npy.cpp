@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "attn/error.hpp"
+#include "attn/io/limits.hpp"
 
 namespace attn::io {
 namespace {
@@ -320,7 +321,7 @@ std::uint64_t read_le(std::string_view bytes, std::size_t offset, std::size_t wi
 
 bool is_npy(std::string_view bytes) { return bytes.substr(0, magic.size()) == magic; }
 
-array read_npy(std::string_view bytes, const std::string& source) {
+array read_npy(std::string_view bytes, const std::string& source, npy_layout* stored) {
     if (!is_npy(bytes)) {
         const std::string got = bytes.empty() ? "an empty file" : escape_bytes(bytes.substr(0, magic.size()));
         throw format_error(source, "not a .npy file " + expected_got("magic \\x93NUMPY", got));
@@ -402,6 +403,8 @@ array read_npy(std::string_view bytes, const std::string& source) {
                                                         "shape " + shape_string(shape) + " of " +
                                                             std::string(dtype_name(info.type))));
     }
+    // Before the data is looked at: a header alone can declare any size (io/limits.hpp).
+    check_array_bytes(nbytes, source);
     const std::size_t present = bytes.size() - data_offset;
     if (present < nbytes)
         throw format_error(source, "truncated .npy data " +
@@ -419,11 +422,16 @@ array read_npy(std::string_view bytes, const std::string& source) {
     if (a.type == dtype::b1)
         for (auto& b : a.data) b = b != std::byte{0} ? std::byte{1} : std::byte{0};
     if (fortran->truth && shape.size() > 1) a.data = fortran_to_c(a.data, a.shape, width);
+    if (stored) {
+        const char prefix = descr->str.empty() ? '=' : descr->str[0];
+        const bool big = prefix == '>' || (prefix != '<' && !host_is_little_endian());
+        stored->byte_order = width == 1 ? '|' : big ? '>' : '<';
+        stored->fortran_order = fortran->truth;
+    }
     return a;
 }
 
-void write_npy(std::ostream& out, const array& a) {
-    const std::size_t width = dtype_size(a.type);
+void write_npy_header(std::ostream& out, const array& a) {
     std::string descr;
     switch (a.type) {
         case dtype::b1: descr = "|b1"; break;
@@ -465,6 +473,22 @@ void write_npy(std::ostream& out, const array& a) {
     header += '\n';
     out.write(preamble.data(), static_cast<std::streamsize>(preamble.size()));
     out.write(header.data(), static_cast<std::streamsize>(header.size()));
+}
+
+void check_npy_head(std::string_view head, const std::string& source) {
+    // read_npy checks the declared size against the limit before it looks at the data,
+    // so on a head holding the whole header it throws exactly that value_error (or the
+    // one for an unsupported dtype or rank, which the whole file would give too); its
+    // format_errors here only say that the data or the header is cut short.
+    try {
+        (void)read_npy(head, source);
+    } catch (const format_error&) {
+    }
+}
+
+void write_npy(std::ostream& out, const array& a) {
+    const std::size_t width = dtype_size(a.type);
+    write_npy_header(out, a);
     if (host_is_little_endian() || width == 1) {
         out.write(reinterpret_cast<const char*>(a.data.data()), static_cast<std::streamsize>(a.data.size()));
     } else {

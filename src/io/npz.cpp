@@ -75,6 +75,9 @@ std::string read_member(zip_t* z, zip_uint64_t index, const zip_stat_t& st, cons
         if (data.size() > limit)
             throw format_error(source, "member larger than declared " +
                                            expected_got(std::to_string(limit) + " bytes", "more"));
+        // A full first chunk holds the .npy header: an array over --max-bytes is refused
+        // before the rest of the member is read.
+        if (old == 0 && data.size() == read_chunk && is_npy(data)) check_npy_head(data, source);
     }
     return data;
 }
@@ -86,7 +89,8 @@ bool is_zip(std::string_view bytes) {
     return head == std::string_view("PK\x03\x04", 4) || head == std::string_view("PK\x05\x06", 4);
 }
 
-std::vector<named_array> read_npz(std::string_view bytes, const std::string& source) {
+std::vector<named_array> read_npz(std::string_view bytes, const std::string& source,
+                                  std::vector<npy_layout>* stored) {
     // libzip opens zero bytes as a new, empty archive; a file has to be one already.
     if (!is_zip(bytes)) throw format_error(source, "not a valid .npz archive (not a zip archive)");
     zip_error_t error;
@@ -120,7 +124,9 @@ std::vector<named_array> read_npz(std::string_view bytes, const std::string& sou
         std::string name = member.substr(0, member.size() - npy_suffix.size());
         const std::string member_source = source + ":" + name;
         const std::string content = read_member(z.get(), index, st, member_source);
-        arrays.push_back({std::move(name), read_npy(content, member_source)});
+        npy_layout layout;
+        arrays.push_back({std::move(name), read_npy(content, member_source, &layout)});
+        if (stored) stored->push_back(layout);
     }
     return arrays;
 }
@@ -134,13 +140,14 @@ void write_npz(std::ostream& out, const std::vector<named_array>& arrays) {
         if (!out) throw io_error("", "cannot write .npz data");
         return;
     }
-    // libzip keeps pointers to the member buffers until zip_close, so they live here.
-    std::vector<std::string> members;
-    members.reserve(arrays.size());
+    // Each member is two fragments, the .npy header and the array's own bytes, so the
+    // data is not copied; libzip keeps the pointers until zip_close, so headers live here.
+    std::vector<std::string> headers;
+    headers.reserve(arrays.size());
     for (const auto& a : arrays) {
         std::ostringstream s;
-        write_npy(s, a.value);
-        members.push_back(std::move(s).str());
+        write_npy_header(s, a.value);
+        headers.push_back(std::move(s).str());
     }
 
     zip_error_t error;
@@ -161,7 +168,11 @@ void write_npz(std::ostream& out, const std::vector<named_array>& arrays) {
         throw io_error("", "cannot create .npz archive (" + zip_message(zip_get_error(archive)) + ")");
     };
     for (std::size_t i = 0; i < arrays.size(); ++i) {
-        zip_source_t* member = zip_source_buffer(z.get(), members[i].data(), members[i].size(), 0);
+        const zip_buffer_fragment_t parts[2] = {
+            {reinterpret_cast<zip_uint8_t*>(headers[i].data()), headers[i].size()},
+            {reinterpret_cast<zip_uint8_t*>(const_cast<std::byte*>(arrays[i].value.data.data())),
+             arrays[i].value.data.size()}};
+        zip_source_t* member = zip_source_buffer_fragment(z.get(), parts, parts[1].length ? 2 : 1, 0);
         if (!member) fail(z.get());
         const std::string name = arrays[i].name + std::string(npy_suffix);
         const zip_int64_t index = zip_file_add(z.get(), name.c_str(), member, ZIP_FL_ENC_UTF_8);
@@ -180,19 +191,17 @@ void write_npz(std::ostream& out, const std::vector<named_array>& arrays) {
 
     if (zip_source_open(buffer) != 0)
         throw io_error("", "cannot read .npz archive back (" + zip_message(zip_source_error(buffer)) + ")");
-    std::string bytes;
-    char chunk[1 << 16];
+    std::vector<char> chunk(1 << 20);
     for (;;) {
-        const zip_int64_t n = zip_source_read(buffer, chunk, sizeof chunk);
+        const zip_int64_t n = zip_source_read(buffer, chunk.data(), chunk.size());
         if (n < 0) {
             zip_source_close(buffer);
             throw io_error("", "cannot read .npz archive back (" + zip_message(zip_source_error(buffer)) + ")");
         }
         if (n == 0) break;
-        bytes.append(chunk, static_cast<std::size_t>(n));
+        out.write(chunk.data(), static_cast<std::streamsize>(n));
     }
     zip_source_close(buffer);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     if (!out) throw io_error("", "cannot write .npz data");
 }
 

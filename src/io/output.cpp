@@ -1,6 +1,9 @@
 #include "attn/io/output.hpp"
 
 #include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <thread>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -81,6 +84,42 @@ mode_t current_umask() {
     return mask;
 }
 
+/// Creates "<path>.attn-XXXXXX" (mode 0600, like mkstemp) and returns its descriptor,
+/// or -1 with errno set. The name is registered for remove_pending_temporaries() before
+/// the file exists: a signal arriving at any moment, on any thread, finds every
+/// temporary that exists (unlinking a name not yet created is harmless).
+int create_temporary(const std::string& path, std::string& temp, int& slot) {
+    static const char letters[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    static std::atomic<unsigned> counter{0};
+    std::uint64_t seed = (static_cast<std::uint64_t>(::getpid()) << 32) ^
+                         static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    for (int attempt = 0; attempt < 100; ++attempt) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL + counter.fetch_add(1);
+        std::string name = path + ".attn-";
+        for (int i = 0; i < 6; ++i) name += letters[(seed >> (10 + 6 * i)) % (sizeof letters - 1)];
+        temp = name;
+        slot = register_temporary(temp);
+        const int fd = ::open(temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd >= 0) return fd;
+        const int err = errno;
+        unregister_temporary(slot);
+        if (err != EEXIST) {
+            errno = err;
+            return -1;
+        }
+    }
+    errno = EEXIST;
+    return -1;
+}
+
+/// Test-only hook: with ATTN_TEST_PAUSE_BEFORE_COMMIT_MS=N in the environment, commit()
+/// waits N milliseconds with the complete temporary file in place, so that tests can
+/// interrupt a run at a known point (tests/test_cli_signals.cpp). Not for users.
+void pause_for_tests() {
+    if (const char* ms = std::getenv("ATTN_TEST_PAUSE_BEFORE_COMMIT_MS"))
+        std::this_thread::sleep_for(std::chrono::milliseconds(std::atol(ms)));
+}
+
 }  // namespace
 
 void remove_pending_temporaries() noexcept {
@@ -100,12 +139,9 @@ atomic_file::atomic_file(std::string path) : path_(std::move(path)) {
         mode = st.st_mode & 07777;
     }
 
-    std::string templ = path_ + ".attn-XXXXXX";
-    const int fd = ::mkstemp(templ.data());
+    const int fd = create_temporary(path_, temp_, slot_);
     if (fd < 0) fail(path_, errno);
-    temp_ = templ;
-    slot_ = register_temporary(temp_);
-    // mkstemp creates the file 0600; give it the mode the destination should keep.
+    // The temporary is created 0600; give it the mode the destination should keep.
     ::fchmod(fd, mode);
     out_.open(temp_, std::ios::binary | std::ios::trunc);
     const int open_err = errno;
@@ -136,6 +172,7 @@ void atomic_file::commit() {
         err = errno;
         ok = !out_.fail();
     }
+    if (ok) pause_for_tests();
     if (ok && std::rename(temp_.c_str(), path_.c_str()) != 0) {
         err = errno;
         ok = false;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "attn/core/masks.hpp"
+#include "attn/core/posenc.hpp"
 #include "attn/core/projection.hpp"
 #include "attn/core/softmax.hpp"
 #include "attn/io/document.hpp"
@@ -35,6 +36,11 @@ struct pipeline_options {
     std::vector<std::string> dump{"scores", "weights", "output"};
     bool average_heads = false;
     std::vector<std::string> tokens;         ///< overrides a bundle's tokens
+    /// Sinusoidal encodings (posenc.hpp) added to X and X_kv before the projections,
+    /// over the sequence axis, each from position 0 (X from the past length when a KV
+    /// cache is given and there is no X_kv). Needs X of rank 2 or 3.
+    std::optional<posenc_style> posenc;
+    double posenc_base = 10000.0;
     int threads = 0;
 };
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "attn/io/limits.hpp"
 #include "attn/io/npz.hpp"
 
 namespace attn::io {
@@ -24,7 +25,10 @@ struct bundle {
 /// True for the array names attn looks for in a bundle (DESIGN §2), lower case.
 bool is_attn_name(const std::string& name);
 
-/// Reads a whole file, or all of stdin for "-". Throws io_error naming the path.
+/// Reads a whole file, or all of stdin for "-". Throws io_error naming the path, or
+/// value_error for a file larger than max_array_bytes() + file_overhead_bytes
+/// (io/limits.hpp; a .npy gets read_npy's message about its array instead), checked
+/// before the file is read.
 std::string read_file(const std::string& path);
 
 /// Loads a file of any kind attn reads, recognised by its first bytes:

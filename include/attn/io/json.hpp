@@ -18,7 +18,8 @@ namespace attn::io {
 /// that they are kept for the caller to ignore. A "tokens" entry (list of strings or
 /// one space-separated string) fills bundle::tokens. Nested lists must be rectangular.
 /// Element type: bool if all are booleans, int64 if all are integers, else float64.
-/// Throws format_error (syntax, ragged lists, non-numeric entries) naming `source`.
+/// Throws format_error (syntax, ragged lists, non-numeric entries) naming `source`, or
+/// value_error for an array larger than max_array_bytes() (io/limits.hpp).
 bundle read_json(std::string_view text, const std::string& source);
 
 /// Writes `doc` as one JSON object: "meta", then "tokens" if any, then one key per

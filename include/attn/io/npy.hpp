@@ -14,18 +14,41 @@ namespace attn::io {
 /// True when `bytes` starts with the .npy magic "\x93NUMPY".
 bool is_npy(std::string_view bytes);
 
+/// How a .npy file stores its data, before read_npy converts it to C order and the
+/// host's byte order (`attn inspect` shows it).
+struct npy_layout {
+    /// '<' little-endian, '>' big-endian, '|' not applicable (1-byte types: bool, int8,
+    /// uint8, whatever prefix the descr has). A native '=' or a missing prefix is
+    /// resolved to the host's order, as NumPy does when it reads the file.
+    char byte_order = '|';
+    bool fortran_order = false;
+};
+
 /// Parses a whole .npy file held in memory.
 /// Accepts versions 1.0/2.0/3.0; dtypes b1, i1–i8, u1–u8, f2, f4, f8 in either byte
 /// order ('<', '>', '|', '='); C or Fortran order; rank 0 to 4. The result is C-order,
 /// native-endian. Validation is strict: magic, version, header dict syntax and keys,
-/// shape overflow, and the declared data size against the bytes present — a bad file
-/// never causes a crash or an allocation larger than the file.
-/// Throws format_error (malformed file) or value_error (unsupported dtype or rank),
-/// with `source` (the file name) as the error source.
-array read_npy(std::string_view bytes, const std::string& source);
+/// shape overflow, the declared data size against max_array_bytes() (attn/io/limits.hpp)
+/// and then against the bytes present — a bad file never causes a crash or an
+/// allocation larger than the file.
+/// Throws format_error (malformed file) or value_error (unsupported dtype or rank, array
+/// over the limit), with `source` (the file name) as the error source.
+/// If `stored` is not null it receives how the file stores the data (see npy_layout).
+array read_npy(std::string_view bytes, const std::string& source, npy_layout* stored = nullptr);
+
+/// Refuses early, from the first bytes of a .npy file (or .npz member) that hold at least
+/// its whole header, an array larger than max_array_bytes() (attn/io/limits.hpp), so that
+/// the rest need not be read: throws value_error as read_npy would. Silent about a head
+/// that is cut short or malformed (read_npy reports that once everything is read).
+void check_npy_head(std::string_view head, const std::string& source);
 
 /// Writes `a` as a version 1.0 .npy (2.0 when the header would not fit), little-endian,
 /// C order, that `numpy.load` reads back bit for bit. Throws io_error if `out` fails.
 void write_npy(std::ostream& out, const array& a);
+
+/// Writes only the preamble and header write_npy puts before the data bytes of `a`
+/// (what a .npz member needs ahead of the array's own bytes). Little-endian hosts only
+/// give a file that matches write_npy when followed by `a.data` as is.
+void write_npy_header(std::ostream& out, const array& a);
 
 }  // namespace attn::io

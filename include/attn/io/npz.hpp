@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "attn/io/npy.hpp"
 #include "attn/tensor.hpp"
 
 namespace attn::io {
@@ -23,8 +24,10 @@ bool is_zip(std::string_view bytes);
 
 /// Reads every `<name>.npy` member of an .npz held in memory, in archive order; the
 /// name is the member name without ".npy". Throws format_error for a broken archive
-/// or member (the source is "<source>:<member>" for member errors).
-std::vector<named_array> read_npz(std::string_view bytes, const std::string& source);
+/// or member (the source is "<source>:<member>" for member errors). If `stored` is not
+/// null it receives each array's npy_layout, in the same order.
+std::vector<named_array> read_npz(std::string_view bytes, const std::string& source,
+                                  std::vector<npy_layout>* stored = nullptr);
 
 /// Writes the arrays as an uncompressed .npz (`np.savez` layout, members "<name>.npy").
 /// Throws io_error if `out` fails.

@@ -17,8 +17,9 @@ namespace attn::io {
 /// "cannot write file (No such file or directory)".
 class atomic_file {
 public:
-    /// Creates "<path>.attn-XXXXXX" in the destination's directory (mkstemp) and
-    /// registers it for remove_pending_temporaries(). Throws io_error.
+    /// Creates "<path>.attn-XXXXXX" in the destination's directory (as mkstemp does) and
+    /// registers it for remove_pending_temporaries() — before it exists, so that no
+    /// signal can leave it behind. Throws io_error.
     explicit atomic_file(std::string path);
     atomic_file(const atomic_file&) = delete;
     atomic_file& operator=(const atomic_file&) = delete;
@@ -29,6 +30,8 @@ public:
 
     /// Flushes, closes and renames the temporary file onto the destination.
     /// Throws io_error (e.g. disk full), after which the temporary file is removed.
+    /// Test-only hook: ATTN_TEST_PAUSE_BEFORE_COMMIT_MS=N in the environment makes it wait
+    /// N ms before the rename, so tests can interrupt a run at a known point.
     void commit();
 
 private:

@@ -1,0 +1,32 @@
+#pragma once
+/// \file limits.hpp
+/// How large an input array the readers accept (`--max-bytes`). Hostile or broken files
+/// can declare any shape; the limit is checked against the declared size before the
+/// array is allocated, so a bad header cannot exhaust memory.
+
+#include <cstddef>
+#include <string>
+
+namespace attn::io {
+
+/// Half of the machine's physical memory, sysconf(_SC_PHYS_PAGES) · sysconf(_SC_PAGESIZE)
+/// / 2 (cgroup limits are not consulted), or SIZE_MAX when the system cannot tell.
+std::size_t default_max_array_bytes();
+
+/// The largest array the readers accept, in bytes of data (element count × element
+/// size, as stored): read_npy, each .npz member, each JSON array. Input files are read
+/// whole, so load_bundle/read_file also refuse a file larger than this plus
+/// file_overhead_bytes. Process-wide and thread-safe; the default is
+/// default_max_array_bytes().
+std::size_t max_array_bytes();
+void set_max_array_bytes(std::size_t bytes);
+
+/// Room allowed for headers, zip structure and JSON punctuation beyond max_array_bytes()
+/// when an input file's size is checked (1 MiB).
+constexpr std::size_t file_overhead_bytes = std::size_t{1} << 20;
+
+/// Throws value_error(source, "array too large for --max-bytes (expected at most
+/// <max_array_bytes()> bytes, got <bytes>)") when bytes > max_array_bytes().
+void check_array_bytes(std::size_t bytes, const std::string& source);
+
+}  // namespace attn::io

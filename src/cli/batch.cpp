@@ -1,0 +1,168 @@
+#include "batch.hpp"
+
+#include <atomic>
+#include <condition_variable>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <unistd.h>
+
+#include "attn/error.hpp"
+#include "attn/io/output.hpp"
+#include "commands.hpp"
+
+namespace attn::cli {
+
+namespace {
+
+/// "dir/in1.npz" → "in1"; "-" → "stdin".
+std::string stem(const std::string& path) {
+    if (path == "-") return "stdin";
+    const auto slash = path.find_last_of('/');
+    std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+    const auto dot = name.find_last_of('.');
+    if (dot != std::string::npos && dot > 0) name.erase(dot);
+    return name;
+}
+
+const char* extension(io::format f) {
+    switch (f) {
+        case io::format::json: return ".json";
+        case io::format::jsonl: return ".jsonl";
+        case io::format::csv: return ".csv";
+        case io::format::npy: return ".npy";
+        case io::format::npz: return ".npz";
+        case io::format::table: return ".txt";
+    }
+    return "";
+}
+
+/// The error text of a failed job, naming its input unless the message already does.
+std::string job_error(const std::string& input, const std::string& what) {
+    return what.rfind(input + ":", 0) == 0 ? what : input + ": " + what;
+}
+
+/// One output file per input: stems made unique by an index suffix when they repeat.
+std::vector<std::string> output_paths(const std::vector<batch_job>& jobs, const batch_output& out) {
+    std::vector<std::string> paths;
+    std::set<std::string> used;
+    std::string dir = out.dir;
+    if (!dir.empty() && dir.back() != '/') dir += '/';
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+        std::string name = stem(jobs[i].input);
+        if (!used.insert(name).second) name += "-" + std::to_string(i);
+        used.insert(name);
+        paths.push_back(dir + name + extension(out.format));
+    }
+    return paths;
+}
+
+}  // namespace
+
+std::vector<batch_job> read_manifest(const std::string& path, const core::pipeline_options& base) {
+    std::istringstream text(io::read_file(path));
+    std::vector<batch_job> jobs;
+    std::string line;
+    for (std::size_t n = 1; std::getline(text, line); ++n) {
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        const std::string source = (path == "-" ? std::string("<stdin>") : path) + ":" + std::to_string(n);
+        batch_job job;
+        job.settings = base;
+        try {
+            const auto j = nlohmann::json::parse(line);
+            if (!j.is_object() || !j.contains("input") || !j["input"].is_string())
+                throw value_error(source, "bad job " + expected_got("an object with \"input\": \"FILE\"", j.type_name()));
+            job.input = j["input"].get<std::string>();
+            apply_job_settings(job.settings, j, source);
+        } catch (const nlohmann::json::parse_error&) {
+            job.error = source + ": invalid JSON line";
+        } catch (const error& e) {
+            job.error = e.what();
+        }
+        if (job.input.empty()) job.input = source;
+        jobs.push_back(std::move(job));
+    }
+    return jobs;
+}
+
+int run_batch(const std::vector<batch_job>& jobs, const pipeline_cli& cli, const batch_output& out, int workers) {
+    const std::size_t n = jobs.size();
+    const bool to_dir = !out.dir.empty();
+    const std::vector<std::string> paths = to_dir ? output_paths(jobs, out) : std::vector<std::string>{};
+    std::vector<std::optional<std::string>> records(n);  // JSON Lines text, by input order
+    std::vector<std::uint8_t> failed(n, 0);
+    std::mutex mutex;
+    std::condition_variable ready;
+    std::atomic<std::size_t> next{0};
+    const bool progress = isatty(STDERR_FILENO);
+
+    const auto work = [&] {
+        for (std::size_t i; (i = next.fetch_add(1)) < n;) {
+            const batch_job& job = jobs[i];
+            std::string record;
+            std::string err = job.error;
+            if (err.empty()) {
+                try {
+                    io::bundle b = gather_inputs(job.input, cli);
+                    core::pipeline_options settings = job.settings;
+                    settings.threads = 1;  // one level of parallelism: over inputs
+                    io::document doc = core::compute(std::move(b.arrays), b.tokens, settings);
+                    if (to_dir) {
+                        io::atomic_file file(paths[i]);
+                        io::write_document(file.stream(), doc, out.format, out.style, false);
+                        file.commit();
+                    } else {
+                        doc.input = job.input;
+                        std::ostringstream line;
+                        io::write_document(line, doc, io::format::jsonl, out.style, false);
+                        record = line.str();
+                    }
+                } catch (const error& e) {
+                    err = job_error(job.input, e.what());
+                } catch (const std::bad_alloc&) {
+                    err = job_error(job.input, "out of memory");
+                }
+            }
+            if (!err.empty()) record = nlohmann::ordered_json{{"input", job.input}, {"error", err}}.dump() + "\n";
+            std::lock_guard<std::mutex> lock(mutex);
+            if (!err.empty()) {
+                failed[i] = 1;
+                std::cerr << (progress ? "\r\x1b[K" : "") << "attn: error: " << err << '\n';
+            }
+            records[i] = std::move(record);
+            ready.notify_one();
+        }
+    };
+
+    std::optional<io::atomic_file> file;
+    if (!to_dir && !out.file.empty() && out.file != "-") file.emplace(out.file);
+    std::ostream& sink = file ? file->stream() : std::cout;
+
+    std::vector<std::thread> pool;
+    const std::size_t threads = std::max<std::size_t>(1, std::min<std::size_t>(workers, n));
+    for (std::size_t t = 0; t < threads; ++t) pool.emplace_back(work);
+    // The calling thread writes records in input order as they become ready.
+    for (std::size_t i = 0; i < n; ++i) {
+        std::unique_lock<std::mutex> lock(mutex);
+        ready.wait(lock, [&] { return records[i].has_value(); });
+        std::string record = std::move(*records[i]);
+        records[i].reset();
+        if (progress) std::cerr << "\rattn: " << (i + 1) << "/" << n << std::flush;
+        lock.unlock();
+        if (!to_dir) sink << record;
+    }
+    for (auto& t : pool) t.join();
+    if (progress) std::cerr << "\r\x1b[K" << std::flush;
+    sink.flush();
+    if (!sink) throw io_error(out.file.empty() ? "<stdout>" : out.file, "write failed");
+    if (file) file->commit();
+    for (auto f : failed)
+        if (f) return exit_data_error;
+    return exit_ok;
+}
+
+}  // namespace attn::cli

@@ -1,0 +1,216 @@
+// attn plot: heatmap of a weights/scores tensor with token labels (DESIGN §2).
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "attn/core/pipeline.hpp"
+#include "attn/error.hpp"
+#include "attn/io/input.hpp"
+#include "attn/io/json.hpp"
+#include "attn/io/npy.hpp"
+#include "attn/io/npz.hpp"
+#include "attn/io/plot.hpp"
+#include "cmd_plot.hpp"
+#include "commands.hpp"
+#include "pipeline_options.hpp"
+
+namespace attn::cli {
+
+namespace {
+
+struct plot_options {
+    std::string input;
+    pipeline_cli pipeline;
+    std::vector<const CLI::Option*> compute_only;  // pipeline options that make no sense for attn output
+    std::string stage = "weights";
+    std::size_t batch = 0, head = 0;
+    bool grid = false;
+    std::string output;
+    double vmin = 0, vmax = 0;
+    std::string title;
+    CLI::Option* vmin_opt = nullptr;
+    CLI::Option* vmax_opt = nullptr;
+    CLI::Option* title_opt = nullptr;
+};
+
+/// Stages only attn writes (q, k, v are also input names, so they prove nothing).
+bool is_output_stage(const std::string& name) {
+    for (const char* s : {"qk", "scaled", "scores", "weights", "output", "lse", "present_key", "present_value"})
+        if (name == s) return true;
+    return false;
+}
+
+bool is_stage(const std::string& name) {
+    const auto& all = core::stage_names();
+    return std::find(all.begin(), all.end(), name) != all.end();
+}
+
+std::string lower(std::string s) {
+    for (auto& c : s)
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    return s;
+}
+
+/// The "meta" object of a JSON text that has one at top level, else null. Arrays at the
+/// top two levels (the data) are skipped unparsed into values, so this stays cheap.
+nlohmann::ordered_json json_meta(const std::string& text) {
+    using json = nlohmann::ordered_json;
+    std::string key;
+    const json::parser_callback_t skip_data = [&key](int depth, json::parse_event_t event, json& parsed) {
+        if (event == json::parse_event_t::key && depth == 1) key = parsed.get<std::string>();
+        if (event == json::parse_event_t::array_start) return depth > 1 || (depth == 1 && key == "meta");
+        return true;
+    };
+    try {
+        json doc = json::parse(text, skip_data);
+        if (doc.is_object() && doc.contains("meta") && doc["meta"].is_object()) return doc["meta"];
+    } catch (const json::exception&) {
+        // Not JSON or not an object: the compute-input reader reports it properly.
+    }
+    return json();
+}
+
+/// What INPUT turned out to be: attn's own output (`doc`) or a compute input (`inputs`).
+struct loaded {
+    bool is_output = false;
+    io::document doc;
+    io::bundle inputs;
+};
+
+/// Reads INPUT once (it may be stdin) and tells attn output from a compute input: a JSON
+/// object with "meta", or an .npz holding stages only attn writes (weights, scores, …).
+loaded load_input(const std::string& path) {
+    const std::string source = path == "-" ? "<stdin>" : path;
+    const std::string bytes = io::read_file(path);
+    loaded r;
+    if (io::is_npy(bytes)) {
+        r.inputs.arrays.push_back({"x", io::read_npy(bytes, source)});
+        return r;
+    }
+    if (io::is_zip(bytes)) {
+        r.inputs.arrays = io::read_npz(bytes, source);
+        for (auto& a : r.inputs.arrays) a.name = lower(a.name);
+        r.is_output = std::any_of(r.inputs.arrays.begin(), r.inputs.arrays.end(),
+                                  [](const io::named_array& a) { return is_output_stage(a.name); });
+    } else {
+        if (bytes.find_first_not_of(" \t\r\n") == std::string::npos)
+            throw format_error(source, "empty input " + expected_got(".npy, .npz or JSON", bytes.empty() ? "0 bytes" : "only whitespace"));
+        r.doc.meta = json_meta(bytes);
+        r.is_output = !r.doc.meta.is_null();
+        r.inputs = io::read_json(bytes, source);
+    }
+    if (r.is_output) {
+        for (auto& a : r.inputs.arrays)
+            if (is_stage(a.name)) r.doc.tensors.push_back(std::move(a));
+        r.doc.tokens = std::move(r.inputs.tokens);
+        r.inputs = {};
+    } else if (r.inputs.arrays.size() == 1 && !io::is_attn_name(r.inputs.arrays.front().name)) {
+        r.inputs.arrays.front().name = "x";  // the bundle naming rule of io::load_bundle
+    }
+    return r;
+}
+
+/// Per-tensor options (--q, --x, …) replace a bundle's array of the same name, as in compute.
+void add_tensor_options(io::bundle& b, const pipeline_cli& c) {
+    io::bundle extra = gather_inputs("", c);
+    for (auto& e : extra.arrays) {
+        auto it = std::find_if(b.arrays.begin(), b.arrays.end(), [&](const io::named_array& a) { return a.name == e.name; });
+        if (it != b.arrays.end()) it->value = std::move(e.value);
+        else b.arrays.push_back(std::move(e));
+    }
+}
+
+int run_plot(const plot_options& c) {
+    io::image_format_from_path(c.output);  // a usage error before any work
+    const core::pipeline_options settings =
+        pipeline_settings(c.pipeline, c.stage == "weights" ? std::vector<std::string>{"weights", "scores"}
+                                                           : std::vector<std::string>{c.stage});
+    io::document doc;
+    loaded in;
+    if (!c.input.empty()) in = load_input(c.input);
+    if (in.is_output) {
+        for (const CLI::Option* o : c.compute_only)
+            if (o->count())
+                throw usage_error(o->get_name(), "does not apply to attn output, which is already computed " +
+                                                     expected_got("a compute input", "attn output in " + c.input));
+        doc = std::move(in.doc);
+        if (!settings.tokens.empty()) doc.tokens = settings.tokens;
+    } else {
+        add_tensor_options(in.inputs, c.pipeline);
+        if (in.inputs.arrays.empty())
+            throw usage_error("attn plot", "no input " + expected_got("INPUT or --x/--q/--k/--v", "none"));
+        doc = core::compute(std::move(in.inputs.arrays), in.inputs.tokens, settings);
+    }
+
+    io::heatmap_view view;
+    view.stage = c.stage;
+    view.batch = c.batch;
+    view.head = c.head;
+    view.grid = c.grid;
+    io::heatmap_spec spec = io::heatmap_from_document(doc, view);
+    if (c.vmin_opt->count()) spec.vmin = c.vmin;
+    if (c.vmax_opt->count()) spec.vmax = c.vmax;
+    if (c.title_opt->count()) spec.title = c.title;
+    io::write_heatmap(c.output, spec);
+    return exit_ok;
+}
+
+}  // namespace
+
+std::vector<std::string> with_plot_stages(std::vector<std::string> dump) {
+    for (const char* s : {"weights", "scores"})
+        if (std::find(dump.begin(), dump.end(), s) == dump.end()) dump.push_back(s);
+    return dump;
+}
+
+void check_plot_option(const std::string& path, bool batch) {
+    try {
+        io::image_format_from_path(path);
+    } catch (const usage_error& e) {
+        throw usage_error("--plot", e.message());
+    }
+    if (batch) throw usage_error("--plot", "plots a single input " + expected_got("one INPUT", "a batch run"));
+}
+
+void plot_weights(io::document& doc, const std::string& path, const std::vector<std::string>& dump) {
+    io::write_heatmap(path, io::heatmap_from_document(doc, io::heatmap_view{}));
+    const auto extra = [&](const io::named_array& t) { return std::find(dump.begin(), dump.end(), t.name) == dump.end(); };
+    for (const auto& t : doc.tensors)
+        if (extra(t) && doc.meta.contains("shapes")) doc.meta["shapes"].erase(t.name);
+    doc.tensors.erase(std::remove_if(doc.tensors.begin(), doc.tensors.end(), extra), doc.tensors.end());
+}
+
+void setup_plot(CLI::App& app, int& exit_status) {
+    auto c = std::make_shared<plot_options>();
+    CLI::App* sub = app.add_subcommand(
+        "plot", "Heatmap of a weights/scores tensor with token labels (PNG, SVG or PDF by -o's extension).");
+    sub->add_option("INPUT", c->input,
+                    "attn's own output (.json with \"meta\", or .npz of stages), or a compute input (.npy, .npz, "
+                    ".json, - for stdin), which is computed first with the options below");
+    const std::size_t before = sub->get_options().size();
+    add_pipeline_options(*sub, c->pipeline);
+    const std::vector<const CLI::Option*> all = std::as_const(*sub).get_options();
+    for (std::size_t i = before; i < all.size(); ++i)
+        if (all[i]->get_name() != "--tokens") c->compute_only.push_back(all[i]);
+
+    sub->add_option("-o,--output", c->output, "Image to write (atomically): .png, .svg or .pdf")->required()->group("Plot");
+    sub->add_option("--stage", c->stage, "Stage to draw: qk, scaled, scores or weights (colour range 0..1)")
+        ->check(CLI::IsMember({"qk", "scaled", "scores", "weights"}))
+        ->capture_default_str()
+        ->group("Plot");
+    sub->add_option("--batch", c->batch, "Batch item to draw")->capture_default_str()->group("Plot");
+    CLI::Option* head = sub->add_option("--head", c->head, "Head to draw")->capture_default_str()->group("Plot");
+    sub->add_flag("--grid", c->grid, "Draw every head of the batch item, one panel each, one colour bar")
+        ->excludes(head)
+        ->group("Plot");
+    c->vmin_opt = sub->add_option("--vmin", c->vmin, "Colour range start (default: data minimum; weights 0)")->group("Plot");
+    c->vmax_opt = sub->add_option("--vmax", c->vmax, "Colour range end (default: data maximum; weights 1)")->group("Plot");
+    c->title_opt = sub->add_option("--title", c->title, "Title (default: stage, mask, scale, batch/head)")->group("Plot");
+    sub->callback([c, &exit_status]() { exit_status = run_plot(*c); });
+}
+
+}  // namespace attn::cli

@@ -1,0 +1,44 @@
+// The readers' size limit (include/attn/io/limits.hpp).
+
+#include "attn/io/limits.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <limits>
+
+#include "attn/error.hpp"
+
+namespace attn::io {
+
+namespace {
+
+std::atomic<std::size_t>& limit() {
+    static std::atomic<std::size_t> value{default_max_array_bytes()};
+    return value;
+}
+
+}  // namespace
+
+std::size_t default_max_array_bytes() {
+    const long pages = sysconf(_SC_PHYS_PAGES);
+    const long page_size = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page_size <= 0) return std::numeric_limits<std::size_t>::max();
+    std::size_t total = 0;
+    if (__builtin_mul_overflow(static_cast<std::size_t>(pages), static_cast<std::size_t>(page_size), &total))
+        return std::numeric_limits<std::size_t>::max();
+    return total / 2;
+}
+
+std::size_t max_array_bytes() { return limit().load(std::memory_order_relaxed); }
+
+void set_max_array_bytes(std::size_t bytes) { limit().store(bytes, std::memory_order_relaxed); }
+
+void check_array_bytes(std::size_t bytes, const std::string& source) {
+    const std::size_t max = max_array_bytes();
+    if (bytes > max)
+        throw value_error(source, "array too large for --max-bytes " +
+                                      expected_got("at most " + std::to_string(max) + " bytes", std::to_string(bytes)));
+}
+
+}  // namespace attn::io

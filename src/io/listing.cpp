@@ -1,0 +1,114 @@
+// list_arrays: arrays as stored, for inspect and compare.
+
+#include "attn/io/listing.hpp"
+
+#include <cstdint>
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+#include "attn/error.hpp"
+#include "attn/io/input.hpp"
+#include "attn/io/json.hpp"
+#include "attn/io/npy.hpp"
+#include "attn/io/npz.hpp"
+
+namespace attn::io {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::string order_name(char c) { return c == '<' ? "little" : c == '>' ? "big" : "n/a"; }
+
+/// A JSON number, boolean or non-finite string as a 0-d array (bool, int64 or
+/// float64, as read_json types lists); false for anything else.
+bool scalar_array(const json& v, array& out) {
+    out.shape = {};
+    if (v.is_boolean()) {
+        out.type = dtype::b1;
+        out.data = {v.get<bool>() ? std::byte{1} : std::byte{0}};
+        return true;
+    }
+    if (v.is_number_integer() && (v.is_number_unsigned() ? v.get<std::uint64_t>() <= INT64_MAX : true)) {
+        const std::int64_t x = v.get<std::int64_t>();
+        out.type = dtype::i8;
+        out.data.resize(sizeof x);
+        std::memcpy(out.data.data(), &x, sizeof x);
+        return true;
+    }
+    if (v.is_number() || (v.is_string() && (v == "NaN" || v == "Infinity" || v == "-Infinity"))) {
+        // read_json decodes the protobuf strings; a one-element list reuses it.
+        const bundle b = read_json("[" + v.dump() + "]", "");
+        out = b.arrays.front().value;
+        out.shape = {};
+        return true;
+    }
+    return false;
+}
+
+/// The arrays under `node` (an object), named prefix + key; nested objects recurse.
+void walk_object(const json& node, const std::string& prefix, const std::string& source,
+                 std::vector<listed_array>& out) {
+    for (const auto& [key, value] : node.items()) {
+        const std::string name = prefix + key;
+        if (prefix.empty() && (key == "meta" || key == "tokens")) continue;
+        if (value.is_object()) {
+            walk_object(value, name + ".", source, out);
+            continue;
+        }
+        if (value.is_array()) {
+            // Lists that are not numeric arrays (strings, ragged) are skipped, as compute
+            // skips unknown names; read_json reports them only for names it needs.
+            try {
+                bundle b = read_json(value.dump(), source + ":" + name);
+                out.push_back({name, std::move(b.arrays.front().value), "n/a"});
+            } catch (const format_error&) {
+            } catch (const value_error&) {
+            }
+            continue;
+        }
+        array a;
+        if (!prefix.empty() && scalar_array(value, a)) out.push_back({name, std::move(a), "n/a"});
+    }
+}
+
+}  // namespace
+
+std::vector<listed_array> list_arrays(const std::string& path) {
+    const std::string source = path == "-" ? "<stdin>" : path;
+    const std::string bytes = read_file(path);
+    std::vector<listed_array> out;
+    if (is_npy(bytes)) {
+        npy_layout layout;
+        array a = read_npy(bytes, source, &layout);
+        out.push_back({"", std::move(a), order_name(layout.byte_order)});
+        return out;
+    }
+    if (is_zip(bytes)) {
+        std::vector<npy_layout> layouts;
+        std::vector<named_array> arrays = read_npz(bytes, source, &layouts);
+        for (std::size_t i = 0; i < arrays.size(); ++i)
+            out.push_back({arrays[i].name, std::move(arrays[i].value), order_name(layouts[i].byte_order)});
+        return out;
+    }
+    if (bytes.find_first_not_of(" \t\r\n") == std::string::npos)
+        throw format_error(source, "empty input " + expected_got(".npy, .npz or JSON", bytes.empty() ? "0 bytes" : "only whitespace"));
+    json doc;
+    try {
+        doc = json::parse(bytes);
+    } catch (const json::exception&) {
+        read_json(bytes, source);  // throws the reader's one-line message for the same error
+        throw;
+    }
+    if (doc.is_array()) {
+        bundle b = read_json(bytes, source);
+        out.push_back({"", std::move(b.arrays.front().value), "n/a"});
+        return out;
+    }
+    if (!doc.is_object()) read_json(bytes, source);  // throws "not an attn JSON input"
+    walk_object(doc, "", source, out);
+    return out;
+}
+
+}  // namespace attn::io

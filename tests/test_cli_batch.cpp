@@ -1,0 +1,138 @@
+// Batch runs of `attn compute` through the real binary: several inputs, manifests,
+// one file per input, and the 1000-input run with 100 corrupted files.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <sstream>
+#include <string>
+#include <sys/stat.h>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_util.hpp"
+
+using attn_test::run_attn;
+using attn_test::slurp;
+using attn_test::spit;
+using nlohmann::json;
+
+namespace {
+
+std::vector<json> lines(const std::string& text) {
+    std::vector<json> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) out.push_back(json::parse(line));
+    return out;
+}
+
+std::string scratch(const std::string& name) {
+    const std::string dir = std::string(ATTN_SOURCE_DIR) + "/build-test-out/" + name;
+    mkdir((std::string(ATTN_SOURCE_DIR) + "/build-test-out").c_str(), 0755);
+    std::system(("rm -rf '" + dir + "'").c_str());
+    mkdir(dir.c_str(), 0755);
+    return dir;
+}
+
+}  // namespace
+
+TEST_CASE("several inputs: JSON Lines in input order, a bad item reported, the others complete, exit 1") {
+    const std::string dir = scratch("batch-three");
+    spit(dir + "/bad.npy", "\x93NUMPY garbage");
+    const auto r = run_attn("compute --mask causal --dump weights data/x.npy '" + dir + "/bad.npy' data/notebook.npz");
+    CHECK(r.code == 1);
+    const auto recs = lines(r.out);
+    REQUIRE(recs.size() == 3);
+    CHECK(recs[0]["input"] == "data/x.npy");
+    CHECK(recs[0]["weights"][0][0] == 1);
+    CHECK(recs[1]["input"] == dir + "/bad.npy");
+    CHECK(recs[1]["error"].get<std::string>().rfind(dir + "/bad.npy: ", 0) == 0);
+    CHECK_FALSE(recs[1].contains("weights"));
+    CHECK(recs[2]["input"] == "data/notebook.npz");
+    CHECK(recs[2]["weights"][1][0].get<double>() == doctest::Approx(0.51359112).epsilon(1e-7));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.err.rfind("attn: error: " + dir + "/bad.npy: ", 0) == 0);
+}
+
+TEST_CASE("a manifest gives each job its own settings; bad lines fail on their own") {
+    const std::string manifest =
+        "{\"input\": \"data/x.npy\", \"mask\": \"causal\", \"dump\": \"weights\"}\n"
+        "\n"
+        "{\"input\": \"data/x.npy\", \"lengths\": [2], \"dump\": [\"weights\"]}\n"
+        "{\"input\": \"data/x.npy\", \"bogus\": 1}\n"
+        "not json\n"
+        "{\"input\": \"data/notebook.npz\", \"causal_align\": \"sideways\", \"mask\": \"causal\"}\n";
+    const auto r = run_attn("compute --manifest -", manifest);
+    CHECK(r.code == 1);
+    const auto recs = lines(r.out);
+    REQUIRE(recs.size() == 5);
+    CHECK(recs[0]["meta"]["mask"] == json::array({"causal"}));
+    CHECK(recs[0]["weights"][0][1] == 0);
+    CHECK(recs[1]["meta"]["lengths"] == json::array({2}));
+    CHECK(recs[1]["weights"][3][2] == 0);
+    CHECK(recs[1]["weights"][0][1] != 0);
+    CHECK(recs[2]["error"] == "<stdin>:4: unknown key 'bogus' (expected input or a compute option such as mask, lengths, scale)");
+    CHECK(recs[3]["error"] == "<stdin>:5: invalid JSON line");
+    CHECK(recs[4]["error"] ==
+          "<stdin>:6: causal_align: unknown alignment (expected top-left or bottom-right, got sideways)");
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 3);
+}
+
+TEST_CASE("-o DIR/ writes one file per input, named from the input's stem and the format") {
+    const std::string dir = scratch("batch-dir");
+    const auto r = run_attn("compute --dump weights data/x.npy data/notebook.npz -o '" + dir + "/out/' --format csv");
+    REQUIRE(r.code == 0);
+    CHECK(r.out.empty());
+    const std::string x = slurp(dir + "/out/x.csv");
+    const std::string nb = slurp(dir + "/out/notebook.csv");
+    CHECK(x.rfind("tensor,batch,head,row,col,value\nweights,0,0,0,0,", 0) == 0);
+    CHECK(std::count(nb.begin(), nb.end(), '\n') == 17);
+}
+
+TEST_CASE("--manifest with INPUTs, or a binary format for a JSON Lines run, is a usage error") {
+    auto r = run_attn("compute --manifest - data/x.npy", "");
+    CHECK(r.code == 2);
+    CHECK(r.err == "attn: error: --manifest: takes the inputs from the manifest (expected no INPUT, got data/x.npy)\n");
+    r = run_attn("compute data/x.npy data/x.npy --format npz");
+    CHECK(r.code == 2);
+    CHECK(r.err ==
+          "attn: error: --format: several inputs are written as JSON Lines, or one file each with -o DIR/ (expected "
+          "jsonl, got npz)\n");
+}
+
+TEST_CASE("1000 inputs, 100 of them corrupted: 900 results, 100 error records, exit 1") {
+    const std::string dir = scratch("batch-1000");
+    const std::string good = slurp(std::string(ATTN_SOURCE_DIR) + "/data/x.npy");
+    std::string args = "compute --mask causal --dump output -j 2";
+    for (int i = 0; i < 1000; ++i) {
+        const std::string path = dir + "/in" + std::to_string(i) + ".npy";
+        std::string bytes = good;
+        if (i % 10 == 3) {
+            switch ((i / 10) % 4) {
+                case 0: bytes.resize(bytes.size() - 5); break;      // truncated data
+                case 1: bytes[0] = 'X'; break;                      // bad magic: not npy, not JSON
+                case 2: bytes.replace(bytes.find("<f8"), 3, "<c8"); break;  // unsupported dtype
+                case 3: bytes = "[[1, 2], [3]]"; break;             // ragged JSON
+            }
+        }
+        spit(path, bytes);
+        args += " '" + path + "'";
+    }
+    const auto r = run_attn(args);
+    CHECK(r.code == 1);
+    const auto recs = lines(r.out);
+    REQUIRE(recs.size() == 1000);
+    int ok = 0, failed = 0;
+    for (int i = 0; i < 1000; ++i) {
+        CAPTURE(i);
+        CHECK(recs[i]["input"] == dir + "/in" + std::to_string(i) + ".npy");
+        if (i % 10 == 3) {
+            failed += recs[i].contains("error");
+        } else {
+            ok += recs[i].contains("output") && recs[i]["output"].size() == 4;
+        }
+    }
+    CHECK(ok == 900);
+    CHECK(failed == 100);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 100);
+}
