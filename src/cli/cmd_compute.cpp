@@ -124,7 +124,7 @@ void setup_compute(CLI::App& app, int& exit_status) {
     add_pipeline_options(*sub, c->pipeline);
     sub->add_option("--dump", c->dump,
                     "Stages to write, comma-separated: q k v qk scaled scores weights output lse present_key "
-                    "present_value")
+                    "present_value stats")
         ->delimiter(',')
         ->allow_extra_args(false)
         ->capture_default_str()
