@@ -22,8 +22,9 @@ namespace attn::io {
 /// value_error for an array larger than max_array_bytes() (io/limits.hpp).
 bundle read_json(std::string_view text, const std::string& source);
 
-/// Writes `doc` as one JSON object: "meta", then "tokens" if any, then one key per
-/// tensor holding nested lists. Numbers: shortest round-trip text for the tensor's own
+/// Writes `doc` as one JSON object: "input" if set (batch runs), "meta", then "tokens"
+/// if any, then one key per tensor holding nested lists. A dotted name "a.b" nests: all
+/// "a.*" tensors form one object "a" at the first one's place (the stats stage). Numbers: shortest round-trip text for the tensor's own
 /// dtype (float32 0.1 → 0.1) or `style.precision` significant digits. Streams without
 /// building a DOM. Pretty (innermost lists on one line) unless style.compact.
 /// Number text comes from format_number (attn/io/number_format.hpp); large tensors are
