@@ -20,68 +20,19 @@
 
 #include "attn/io/npz.hpp"
 #include "attn/tensor.hpp"
+#include "array_compare.hpp"
 #include "cli_util.hpp"
 
 namespace {
 
 using nlohmann::json;
+using attn_test::comparison;
+using attn_test::compare_arrays;
 
 std::string torch_fixture_dir() { return std::string(ATTN_SOURCE_DIR) + "/tests/fixtures/torch"; }
 
 std::string quoted(const std::string& s) { return "'" + s + "'"; }
 
-/// "(1, 0, 3)": the multi-index of flat C-order position `flat` in `shape`.
-std::string index_string(const attn::shape_t& shape, std::size_t flat) {
-    std::vector<std::size_t> idx(shape.size());
-    for (std::size_t d = shape.size(); d-- > 0;) {
-        idx[d] = shape[d] == 0 ? 0 : flat % shape[d];
-        flat = shape[d] == 0 ? 0 : flat / shape[d];
-    }
-    std::ostringstream s;
-    s << "(";
-    for (std::size_t d = 0; d < idx.size(); ++d) s << (d ? ", " : "") << idx[d];
-    s << (idx.size() == 1 ? ",)" : ")");
-    return s.str();
-}
-
-struct comparison {
-    bool ok = true;
-    std::string summary;  // shape, max |a-e| and where, first NaN/inf or tolerance failure
-};
-
-/// Shapes equal; NaN and ±inf agree by position and sign; finite pairs |a-e| <= atol.
-comparison compare_abs(const attn::array& got, const attn::array& want, double atol) {
-    comparison c;
-    std::ostringstream s;
-    s.precision(17);
-    if (got.shape != want.shape) {
-        c.ok = false;
-        s << "shape " << attn::shape_string(got.shape) << " != expected " << attn::shape_string(want.shape);
-        c.summary = s.str();
-        return c;
-    }
-    double max_abs = 0.0;
-    std::size_t max_at = 0, nonfinite_bad = 0, first_nonfinite = 0;
-    for (std::size_t i = 0; i < want.size(); ++i) {
-        const double a = got.value(i), e = want.value(i);
-        if (std::isnan(a) || std::isnan(e) || std::isinf(a) || std::isinf(e)) {
-            const bool same = (std::isnan(a) && std::isnan(e)) || a == e;
-            if (!same && nonfinite_bad++ == 0) first_nonfinite = i;
-            continue;
-        }
-        const double d = std::fabs(a - e);
-        if (d > max_abs) max_abs = d, max_at = i;
-    }
-    c.ok = nonfinite_bad == 0 && max_abs <= atol;
-    s << "shape " << attn::shape_string(want.shape) << ", max |a-e| = " << max_abs << " (atol " << atol << ") at "
-      << index_string(want.shape, max_at);
-    if (want.size() > 0) s << " (got " << got.value(max_at) << ", expected " << want.value(max_at) << ")";
-    if (nonfinite_bad > 0)
-        s << "; " << nonfinite_bad << " NaN/inf mismatches, first at " << index_string(want.shape, first_nonfinite)
-          << " (got " << got.value(first_nonfinite) << ", expected " << want.value(first_nonfinite) << ")";
-    c.summary = s.str();
-    return c;
-}
 
 const attn::array* find_array(const std::vector<attn::io::named_array>& arrays, const std::string& name) {
     for (const auto& a : arrays)
@@ -122,7 +73,7 @@ TEST_CASE("torch fixtures: attn matches nn.MultiheadAttention on every case of c
             CHECK_MESSAGE(a != nullptr, "stage missing from attn's npz");
             if (a == nullptr) continue;
             CHECK(a->type == attn::dtype::f8);  // --dtype float64 must be honoured
-            const comparison c = compare_abs(*a, *e, 1e-10);
+            const comparison c = compare_arrays(*a, *e, 1e-10, 0.0);
             CHECK_MESSAGE(c.ok, c.summary);
         }
         ++cases_run;

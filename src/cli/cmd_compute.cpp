@@ -20,6 +20,7 @@
 #include "batch.hpp"
 #include "cmd_plot.hpp"
 #include "commands.hpp"
+#include "output_target.hpp"
 #include "pipeline_options.hpp"
 
 namespace attn::cli {
@@ -49,16 +50,8 @@ void emit(const io::document& doc, io::format f, const compute_options& c) {
     io::text_style style;
     style.precision = c.precision;
     style.compact = c.compact;
-    if (c.output.empty() || c.output == "-") {
-        if (io::is_binary(f) && isatty(STDOUT_FILENO))
-            throw usage_error("--format", "binary output to a terminal " + expected_got("-o FILE or a redirect", "a terminal"));
-        const bool color = f == io::format::table && isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR");
-        io::write_document(std::cout, doc, f, style, color);
-        return;
-    }
-    io::atomic_file file(c.output);
-    io::write_document(file.stream(), doc, f, style, false);
-    file.commit();
+    const bool color = is_stdout(c.output) && f == io::format::table && isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR");
+    write_output(c.output, io::is_binary(f), [&](std::ostream& out) { io::write_document(out, doc, f, style, color); });
 }
 
 /// -o names a directory: ends with '/' (created if missing) or is one already.

@@ -10,6 +10,7 @@
 #include "attn/io/npz.hpp"
 #include "attn/io/output.hpp"
 #include "commands.hpp"
+#include "output_target.hpp"
 
 namespace attn::cli {
 
@@ -25,7 +26,7 @@ struct generate_cli {
 /// "npz", "npy" or "json": --format, else -o's extension, else json (stdout).
 std::string output_format(const generate_cli& c) {
     if (!c.format.empty()) return c.format;
-    if (c.output.empty() || c.output == "-") return "json";
+    if (is_stdout(c.output)) return "json";
     const std::size_t dot = c.output.rfind('.');
     const std::string ext = dot == std::string::npos || c.output.find('/', dot) != std::string::npos ? "" : c.output.substr(dot);
     if (ext == ".npz") return "npz";
@@ -62,16 +63,7 @@ int run_generate(generate_cli& c) {
         throw usage_error("--format", "npy holds one array, X " +
                                           expected_got("--embed E without --weights or --len-kv", names));
     }
-    if (c.output.empty() || c.output == "-") {
-        if (format != "json" && isatty(STDOUT_FILENO))
-            throw usage_error("--format", "binary output to a terminal " + expected_got("-o FILE or a redirect", "a terminal"));
-        write(std::cout, arrays, format, c);
-        std::cout.flush();
-        return exit_ok;
-    }
-    io::atomic_file file(c.output);
-    write(file.stream(), arrays, format, c);
-    file.commit();
+    write_output(c.output, format != "json", [&](std::ostream& out) { write(out, arrays, format, c); });
     return exit_ok;
 }
 

@@ -8,6 +8,7 @@
 #include "attn/io/output.hpp"
 #include "attn/io/writers.hpp"
 #include "commands.hpp"
+#include "output_target.hpp"
 
 namespace attn::cli {
 
@@ -52,16 +53,7 @@ int run_posenc(const posenc_cli& c) {
     doc.meta["shapes"] = {{"pe", doc.tensors.front().value.shape}};
     io::text_style text;
     text.precision = c.precision;
-    if (c.output.empty() || c.output == "-") {
-        if (io::is_binary(f) && isatty(STDOUT_FILENO))
-            throw usage_error("--format", "binary output to a terminal " + expected_got("-o FILE or a redirect", "a terminal"));
-        io::write_document(std::cout, doc, f, text, false);
-        std::cout.flush();
-        return exit_ok;
-    }
-    io::atomic_file file(c.output);
-    io::write_document(file.stream(), doc, f, text, false);
-    file.commit();
+    write_output(c.output, io::is_binary(f), [&](std::ostream& out) { io::write_document(out, doc, f, text, false); });
     return exit_ok;
 }
 
