@@ -119,8 +119,9 @@ array array::from(shape_t shape, const T* values) {
     array a;
     a.type = dtype_of<T>();
     a.shape = std::move(shape);
-    a.data.resize(a.size() * sizeof(T));
-    if (!a.data.empty()) std::memcpy(a.data.data(), values, a.data.size());
+    // One pass: a range assign copies without first zero-filling (resize would).
+    const auto* bytes = reinterpret_cast<const std::byte*>(values);
+    a.data.assign(bytes, bytes + a.size() * sizeof(T));
     return a;
 }
 
