@@ -9,6 +9,7 @@
 
 namespace attn::core {
 
+/// Compute tensors of rank 2, 3, 4 (row-major, contiguous): the kernel's containers.
 template <class T>
 using tensor2 = xt::xtensor<T, 2>;
 template <class T>

@@ -10,6 +10,7 @@
 
 namespace attn::io {
 
+/// The output formats of DESIGN §2.
 enum class format { json, jsonl, csv, npy, npz, table };
 
 /// "json", "jsonl", "csv", "npy", "npz", "table" → format. Throws usage_error.
