@@ -9,8 +9,10 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "${ATTN} --help failed (${rc})")
 endif()
 
-# CLI11 lists them as "  name   description" lines after "Subcommands:".
+# CLI11 lists them as "  name   description" lines after "Subcommands:", up to a blank line.
 string(REGEX REPLACE ".*\nSubcommands:\n" "" listing "${top}")
+string(FIND "${listing}" "\n\n" end)
+string(SUBSTRING "${listing}" 0 ${end} listing)
 string(REGEX MATCHALL "(^|\n)  [a-z][a-z0-9-]*" names "${listing}")
 set(text "[SUBCOMMANDS]\n")
 foreach(name IN LISTS names)
@@ -41,7 +43,7 @@ get_filename_component(dir ${OUT} DIRECTORY)
 set(include_file ${dir}/attn.h2m)
 file(WRITE ${include_file} "${text}")
 execute_process(
-  COMMAND ${HELP2MAN} --no-info --version-string=${VERSION}
+  COMMAND ${HELP2MAN} --no-info --locale=C.UTF-8 --version-string=${VERSION}
           --name=scaled\ dot-product\ attention\ with\ every\ stage\ dumped
           --include=${include_file} --output=${OUT} ${ATTN}
   RESULT_VARIABLE rc)

@@ -3,10 +3,11 @@
 //
 // Input layout: "<argv lines>\0<file bytes>". Each line of the part before the first NUL
 // is one argument after `attn compute`; the bytes after it are written to a file named
-// "in" in a private scratch directory, which is the working directory during the run, so
+// "in" in a private scratch directory (under $TMPDIR), which is the working directory during the run, so
 // arguments such as `in`, `--q in:q` or `-o out.npz` refer to it. Without a NUL there is
-// no file. Arguments that could reach outside the scratch directory or block on stdin
-// (anything with '/', "-", "--opt=-") are dropped.
+// no file. Arguments that could reach outside the scratch directory or read stdin
+// (anything with '/', "-", "--opt=-") are dropped; stdin is /dev/null anyway, and the
+// readers' limit is 64 MiB unless the input gives --max-bytes.
 //
 // attn::cli::main catches every attn::error and returns an exit code; a crash, a
 // sanitizer report, a leak, a hang or an escaped exception is a bug.
@@ -16,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -25,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "attn/io/limits.hpp"
 #include "cli/commands.hpp"
 
 namespace {
@@ -47,11 +50,17 @@ private:
 void clear_scratch();
 
 // A plain array: the atexit cleanup must not outlive a static std::string.
-char scratch[] = "/tmp/attn-fuzz-cli-XXXXXX";
+char scratch[4096];
 
 const char* scratch_dir() {
     static const bool made = [] {
+        const char* tmp = std::getenv("TMPDIR");
+        std::snprintf(scratch, sizeof scratch, "%s/attn-fuzz-cli-XXXXXX", tmp && *tmp ? tmp : "/tmp");
         if (!mkdtemp(scratch)) std::abort();
+        // A manifest can still name "-": stdin is empty rather than a terminal to wait on.
+        const int null = open("/dev/null", O_RDONLY);
+        if (null < 0 || dup2(null, 0) < 0) std::abort();
+        close(null);
         std::atexit([] {
             clear_scratch();
             rmdir(scratch);
@@ -107,6 +116,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
 
+    // Each run starts from the same limit, whatever --max-bytes the previous one gave;
+    // 64 MiB keeps inputs a manifest may name (/dev/zero) within the fuzzer's memory.
+    attn::io::set_max_array_bytes(std::size_t{64} << 20);
     null_buffer sink;
     std::streambuf* out = std::cout.rdbuf(&sink);
     std::streambuf* err = std::cerr.rdbuf(&sink);

@@ -21,10 +21,14 @@ case "$build" in /*) ;; *) build="$root/$build" ;; esac
 
 set -e
 cmake -S . -B "$build" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DATTN_FUZZ=ON -DATTN_SANITIZE=ON -DATTN_BUILD_TESTS=OFF >/dev/null
+  -DATTN_FUZZ=ON -DATTN_SANITIZE=ON -DATTN_BUILD_TESTS=OFF -DATTN_BUILD_BENCH=OFF >/dev/null
 cmake --build "$build" -j2 --target "${targets[@]/#/attn_fuzz_}"
 set +e
 
+# The CLI target's scratch directories (fuzz_cli.cpp) go here, and go away with it.
+export TMPDIR="$build/tmp"
+rm -rf "$TMPDIR"
+mkdir -p "$TMPDIR"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 failed=()
@@ -46,6 +50,7 @@ for t in "${targets[@]}"; do
     failed+=("$t")
   fi
 done
+rm -rf "$TMPDIR"
 if ((${#failed[@]})); then
   echo "fuzz: FAILED: ${failed[*]}"
   exit 1

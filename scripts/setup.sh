@@ -9,6 +9,8 @@ packages=(
   libcli11-dev nlohmann-json3-dev doctest-dev
   libzip-dev zipcmp zipmerge ziptool   # libzip's CMake package references these tools
   libcairo2-dev fonts-dejavu-core
+  clang libclang-rt-dev libomp-dev     # fuzz targets and their CI corpus replay (clang++, libFuzzer)
+  help2man                             # the attn(1) man page, generated from --help
 )
 # Fixture generation and benchmark baselines (run with /usr/bin/python3); not needed to build or test.
 if [[ "${ATTN_SETUP_PYTHON:-0}" == 1 ]]; then

@@ -83,10 +83,14 @@ TEST_CASE("--max-bytes: sizes with suffixes; the limit is inclusive") {
         CHECK(r.code == 0);
         CHECK(r.err.empty());
     }
-    const auto r = run_attn("compute --max-bytes lots data/x.npy");
-    CHECK(r.code == 2);
-    CHECK(r.err.rfind("attn: error: ", 0) == 0);
-    CHECK(r.err.find("--max-bytes") != std::string::npos);
+    for (const char* n : {"lots", "-5", "2X", "16E", "99999999999999999999"}) {
+        CAPTURE(n);
+        const auto r = run_attn(std::string("compute --max-bytes ") + n + " data/x.npy");
+        CHECK(r.code == 2);
+        CHECK(r.err == std::string("attn: error: --max-bytes: not a size (expected a number of bytes, or with K, M, G "
+                                   "or T like 512M, got ") + n + ")\n");
+        CHECK(r.out.empty());
+    }
 }
 
 TEST_CASE("--max-bytes: a file (or stdin) far over the limit is not read at all") {

@@ -2,6 +2,8 @@
 #include "pipeline_options.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -37,6 +39,26 @@ double parse_fill(const std::string& text) {
     if (text.empty() || *end != '\0' || std::isnan(v) || v > 0)
         throw usage_error("--mask-fill", "not a number ≤ 0 " + expected_got("-inf or a number like -1e9", text));
     return v;
+}
+
+/// "1048576", "512K", "512M", "2G", "1T" (also "2GiB", "2gb"): bytes, suffixes in powers
+/// of 1024 as in coreutils and CLI11's AsSizeValue, which accepts negative numbers.
+std::size_t parse_size(const std::string& option, const std::string& text) {
+    std::size_t n = 0;
+    const char* end = text.data() + text.size();
+    const auto [p, ec] = std::from_chars(text.data(), end, n);
+    std::string unit(p, end);
+    for (auto& ch : unit) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (unit.size() > 1 && unit.back() == 'b') unit.pop_back();
+    if (unit.size() > 1 && unit.back() == 'i') unit.pop_back();
+    const std::string units = "kmgtpe";
+    const std::size_t power = unit.empty() || unit == "b" ? 0 : unit.size() == 1 ? units.find(unit[0]) + 1 : 0;
+    std::size_t bytes = n;
+    bool ok = ec == std::errc() && p != text.data() && (unit.empty() || unit == "b" || power != 0);
+    for (std::size_t i = 0; ok && i < power; ++i) ok = !__builtin_mul_overflow(bytes, std::size_t{1024}, &bytes);
+    if (!ok)
+        throw usage_error(option, "not a size " + expected_got("a number of bytes, or with K, M, G or T like 512M", text));
+    return bytes;
 }
 
 std::vector<std::string> split_words(const std::string& text) {
@@ -111,11 +133,10 @@ void add_pipeline_options(CLI::App& sub, pipeline_cli& c) {
 
 void add_max_bytes_option(CLI::App& sub) {
     // Applied while parsing, before the subcommand reads anything.
-    sub.add_option_function<std::uint64_t>(
-           "--max-bytes", [](std::uint64_t n) { io::set_max_array_bytes(static_cast<std::size_t>(n)); },
+    sub.add_option_function<std::string>(
+           "--max-bytes", [](const std::string& text) { io::set_max_array_bytes(parse_size("--max-bytes", text)); },
            "Refuse input arrays (and files) larger than N bytes before reading them; suffixes K, M, G, T "
            "are powers of 1024, e.g. 512M, 2G (default: half of physical memory)")
-        ->transform(CLI::AsSizeValue(false))
         ->type_name("N");
 }
 

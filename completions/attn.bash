@@ -1,0 +1,88 @@
+# bash completion for attn, installed as share/bash-completion/completions/attn.
+#
+# The options of `attn compute` are listed here, with their values where they are
+# fixed; tests/test_completion.cpp checks that every long option of `attn compute --help`
+# and every subcommand of `attn --help` appears in this file. The other subcommands'
+# options are read from their own --help when completing, so they cannot go stale.
+
+_attn_subcommands="compute generate posenc inspect compare plot"
+
+_attn_compute_options="--help --q --k --v --x --x-kv --wq --wk --wv --bq --bk --bv --wo --bo
+  --in-proj-weight --in-proj-bias --attn-mask --key-padding-mask --token-ids --past-key --past-value
+  --mask --causal --causal-align --lengths --pad-id --mask-fill --masked-rows
+  --scale --softcap --heads --kv-heads --weight-layout --dtype --posenc --posenc-base
+  --average-heads --tokens --dump --format --output --precision --compact --plot
+  --jobs --max-bytes --manifest"
+
+_attn_stages="q k v qk scaled scores weights output lse present_key present_value"
+
+# Long options defined in `attn SUBCOMMAND --help` (lines "  -o,--output TEXT ...").
+_attn_help_options() {
+    "$1" "$2" --help 2>/dev/null | sed -nE 's/^ +(-[a-zA-Z],)?(--[a-z0-9][a-z0-9-]*).*/\2/p'
+}
+
+# Completes the last item of a comma-separated list.
+_attn_comma_list() {
+    local prefix="" last=$cur
+    if [[ $cur == *,* ]]; then
+        prefix=${cur%,*},
+        last=${cur##*,}
+    fi
+    COMPREPLY=($(compgen -P "$prefix" -W "$1" -- "$last"))
+    compopt -o nospace 2>/dev/null
+}
+
+_attn() {
+    local cur prev words cword split
+    _init_completion -s || return
+
+    local sub="" i
+    for ((i = 1; i < cword; i++)); do
+        if [[ ${words[i]} != -* ]]; then
+            sub=${words[i]}
+            break
+        fi
+    done
+    if [[ -z $sub ]]; then
+        COMPREPLY=($(compgen -W "$_attn_subcommands --help --version" -- "$cur"))
+        return
+    fi
+
+    if [[ $sub == compute || $sub == plot ]]; then
+        case $prev in
+            --mask) _attn_comma_list "none causal padding"; return ;;
+            --dump) _attn_comma_list "$_attn_stages"; return ;;
+            --causal-align) COMPREPLY=($(compgen -W "top-left bottom-right" -- "$cur")); return ;;
+            --masked-rows) COMPREPLY=($(compgen -W "zero nan" -- "$cur")); return ;;
+            --weight-layout) COMPREPLY=($(compgen -W "out-in in-out" -- "$cur")); return ;;
+            --dtype) COMPREPLY=($(compgen -W "float32 float64" -- "$cur")); return ;;
+            --posenc) COMPREPLY=($(compgen -W "interleaved concat" -- "$cur")); return ;;
+            --format) COMPREPLY=($(compgen -W "json jsonl csv npy npz table" -- "$cur")); return ;;
+            --mask-fill) COMPREPLY=($(compgen -W "-inf -1e9" -- "$cur")); return ;;
+            --max-bytes) COMPREPLY=($(compgen -W "512M 1G 2G 4G" -- "$cur")); return ;;
+            --lengths | --pad-id | --scale | --softcap | --heads | --kv-heads | --posenc-base | --tokens | \
+                --precision | -j | --jobs)
+                return ;;
+            -o | --output | --plot | --manifest | --q | --k | --v | --x | --x-kv | --wq | --wk | --wv | --bq | \
+                --bk | --bv | --wo | --bo | --in-proj-weight | --in-proj-bias | --attn-mask | \
+                --key-padding-mask | --token-ids | --past-key | --past-value)
+                _filedir
+                return ;;
+        esac
+    fi
+    $split && return
+
+    if [[ $cur == -* ]]; then
+        local options
+        if [[ $sub == compute ]]; then
+            options=$_attn_compute_options
+        else
+            options=$(_attn_help_options "${words[0]}" "$sub")
+        fi
+        COMPREPLY=($(compgen -W "$options" -- "$cur"))
+        [[ ${COMPREPLY-} == *= ]] && compopt -o nospace
+        return
+    fi
+    _filedir
+}
+complete -F _attn attn

@@ -1,0 +1,77 @@
+// completions/attn.bash stays in sync with the CLI: every long option that
+// `attn compute --help` defines, and every subcommand of `attn --help`, appears in it.
+
+#include <doctest/doctest.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "cli_util.hpp"
+
+namespace {
+
+const std::string completion_path = std::string(ATTN_SOURCE_DIR) + "/completions/attn.bash";
+
+/// The long options defined in a CLI11 help text (lines "  -o,--output TEXT ...").
+std::set<std::string> defined_options(const std::string& help) {
+    std::set<std::string> out;
+    const std::regex line(R"(^ +(-[a-zA-Z],)?(--[a-z0-9][a-z0-9-]*))");
+    std::istringstream in(help);
+    for (std::string l; std::getline(in, l);) {
+        std::smatch m;
+        if (std::regex_search(l, m, line)) out.insert(m[2]);
+    }
+    return out;
+}
+
+/// True when `word` occurs in `text` delimited by non-option characters.
+bool has_word(const std::string& text, const std::string& word) {
+    auto is_word_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'; };
+    for (std::size_t p = text.find(word); p != std::string::npos; p = text.find(word, p + 1)) {
+        const bool start = p == 0 || !is_word_char(text[p - 1]);
+        const bool end = p + word.size() == text.size() || !is_word_char(text[p + word.size()]);
+        if (start && end) return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+TEST_CASE("completion: every long option of attn compute --help is completed") {
+    const std::string script = attn_test::slurp(completion_path);
+    REQUIRE_FALSE(script.empty());
+    const auto r = attn_test::run_attn("compute --help");
+    REQUIRE(r.code == 0);
+    const auto options = defined_options(r.out);
+    CHECK(options.size() > 40);
+    for (const auto& o : options) {
+        CAPTURE(o);
+        CHECK_MESSAGE(has_word(script, o), "add " << o << " to _attn_compute_options in completions/attn.bash");
+    }
+}
+
+TEST_CASE("completion: every subcommand of attn --help is completed") {
+    const std::string script = attn_test::slurp(completion_path);
+    const auto r = attn_test::run_attn("--help");
+    REQUIRE(r.code == 0);
+    const std::string listing = r.out.substr(r.out.find("Subcommands:\n") + 13);
+    std::istringstream in(listing.substr(0, listing.find("\n\n")));
+    int count = 0;
+    for (std::string l; std::getline(in, l);) {
+        std::smatch m;
+        if (!std::regex_search(l, m, std::regex("^  ([a-z][a-z0-9-]*)"))) continue;
+        CAPTURE(m[1].str());
+        CHECK(has_word(script, m[1]));
+        ++count;
+    }
+    CHECK(count >= 1);
+}
+
+TEST_CASE("completion: the script is valid bash") {
+    if (std::system("command -v bash >/dev/null 2>&1") != 0) return;
+    CHECK(std::system(("bash -n '" + completion_path + "'").c_str()) == 0);
+}
