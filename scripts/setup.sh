@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libxtensor-dev libxtensor-blas-dev libopenblas-dev
+  libopenblas0-openmp                  # the BLAS attn links: no pthread pool beside OpenMP
   libcli11-dev nlohmann-json3-dev doctest-dev
   libzip-dev zipcmp zipmerge ziptool   # libzip's CMake package references these tools
   libcairo2-dev fonts-dejavu-core

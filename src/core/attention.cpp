@@ -197,7 +197,10 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
     const std::size_t query_block = materialise ? materialise_rows : stream_rows;
     const std::size_t blocks = (Tq + query_block - 1) / query_block;
     const long long tasks = static_cast<long long>(B * Hq * blocks);
-    openblas_set_num_threads(1);  // one level of parallelism (TOOLCHAIN pitfall 5)
+    // One level of parallelism (TOOLCHAIN pitfall 5). Set once: each call nudges
+    // OpenBLAS's own thread pool.
+    static const bool single_threaded_blas = (openblas_set_num_threads(1), true);
+    (void)single_threaded_blas;
     // Waking a second thread costs more than a few MFLOP of work: small problems run
     // on fewer threads (each gets at least ~64 MFLOP, about a millisecond), and never more than tasks.
     const double work = 4.0 * static_cast<double>(B * Hq * Tq) * static_cast<double>(Tk) * std::max(Dk, Dv);
