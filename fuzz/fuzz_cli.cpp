@@ -3,9 +3,9 @@
 //
 // Input layout: "<argv lines>\0<file bytes>". Each line of the part before the first NUL
 // is one argument after `attn compute`; the bytes after it are written to a file named
-// "in" in a private scratch directory (under $TMPDIR), which is the working directory during the run, so
-// arguments such as `in`, `--q in:q` or `-o out.npz` refer to it. Without a NUL there is
-// no file. Arguments that could reach outside the scratch directory or read stdin
+// "in" in a private scratch directory (under $TMPDIR), the working directory during the
+// run, so arguments such as `in`, `--q in:q` or `-o out.npz` refer to it. Without a NUL
+// there is no file. Arguments that could reach outside the scratch directory or read stdin
 // (anything with '/', "-", "--opt=-") are dropped; stdin is /dev/null anyway, and the
 // readers' limit is 64 MiB unless the input gives --max-bytes.
 //
