@@ -136,3 +136,15 @@ TEST_CASE("1000 inputs, 100 of them corrupted: 900 results, 100 error records, e
     CHECK(failed == 100);
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 100);
 }
+
+TEST_CASE("an input name that is not UTF-8 fails on its own, without bringing the batch down") {
+    const std::string dir = scratch("batch-utf8");
+    const std::string bad = dir + "/\xff\xfe.npy";  // no such file, and not UTF-8
+    const auto r = run_attn("compute --mask causal --dump weights data/x.npy '" + bad + "'");
+    CHECK(r.code == 1);
+    const auto recs = lines(r.out);
+    REQUIRE(recs.size() == 2);
+    CHECK(recs[0]["weights"][0][0] == 1);
+    CHECK(recs[1]["error"].get<std::string>().find("cannot open file (No such file or directory)") != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}

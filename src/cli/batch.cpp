@@ -125,9 +125,17 @@ int run_batch(const std::vector<batch_job>& jobs, const pipeline_cli& cli, const
                     err = job_error(job.input, e.what());
                 } catch (const std::bad_alloc&) {
                     err = job_error(job.input, "out of memory");
+                } catch (const std::exception& e) {
+                    // Nothing may escape a worker thread (std::terminate): e.g. nlohmann's
+                    // type_error for a file name that is not UTF-8.
+                    err = job_error(job.input, e.what());
                 }
             }
-            if (!err.empty()) record = nlohmann::ordered_json{{"input", job.input}, {"error", err}}.dump() + "\n";
+            // File names need not be UTF-8: invalid bytes become U+FFFD in the record.
+            if (!err.empty())
+                record = nlohmann::ordered_json{{"input", job.input}, {"error", err}}.dump(
+                             -1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
+                         "\n";
             std::lock_guard<std::mutex> lock(mutex);
             if (!err.empty()) {
                 failed[i] = 1;
