@@ -4,7 +4,9 @@
 Seeds are small valid inputs that reach deep into each reader: .npy files of several
 dtypes, byte orders and layouts and .npz archives (copied from tests/fixtures/io/ and
 data/), JSON inputs, and for the CLI target argv lines plus an input file (the format is
-described in fuzz_cli.cpp). Pure Python: no NumPy needed.
+described in fuzz_cli.cpp). Pure Python: no NumPy needed. Only seed-* files are
+rewritten: inputs that once crashed a target (crash-*) stay in the corpus for good, and CI
+replays them (fuzz/CMakeLists.txt).
 """
 import json
 import pathlib
