@@ -8,6 +8,8 @@
 #include <numeric>
 #include <string>
 
+#include <omp.h>
+
 #include "attn/core/attention.hpp"
 #include "attn/error.hpp"
 #include "reference.hpp"
@@ -315,4 +317,19 @@ TEST_CASE("attention rejects shapes that disagree") {
     m.B = p.B, m.H = p.H, m.Tq = p.Tq, m.Tk = p.Tk + 1;
     CHECK_THROWS_WITH_AS(attention(p.q, p.k, p.v, m, all_stages()), "attention: q, k, v and mask shapes disagree",
                          attn::shape_error);
+}
+
+TEST_CASE("attention leaves the process's OpenMP thread count as it found it") {
+    // OpenBLAS's OpenMP build implements openblas_set_num_threads(1) as
+    // omp_set_num_threads(1); without the restore every later parallel region (the next
+    // attention call, the text writers) silently ran on one thread.
+    const int before = omp_get_max_threads();
+    omp_set_num_threads(2);
+    small_problem p(61);
+    auto m = p.causal_mask({0, 0});
+    attention_options o = all_stages();
+    o.threads = 0;
+    (void)attention(p.q, p.k, p.v, m, o);
+    CHECK(omp_get_max_threads() == 2);
+    omp_set_num_threads(before);
 }

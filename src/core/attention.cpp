@@ -198,8 +198,16 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
     const std::size_t blocks = (Tq + query_block - 1) / query_block;
     const long long tasks = static_cast<long long>(B * Hq * blocks);
     // One level of parallelism (TOOLCHAIN pitfall 5). Set once: each call nudges
-    // OpenBLAS's own thread pool.
-    static const bool single_threaded_blas = (openblas_set_num_threads(1), true);
+    // OpenBLAS's own thread pool. OpenBLAS's OpenMP build implements the call as
+    // omp_set_num_threads(1), which would leave every later parallel region of the
+    // process (this kernel's next call, the text writers) on one thread: restore it.
+    // Inside our parallel region that build runs GEMMs single-threaded by itself.
+    static const bool single_threaded_blas = [] {
+        const int omp_threads = omp_get_max_threads();
+        openblas_set_num_threads(1);
+        omp_set_num_threads(omp_threads);
+        return true;
+    }();
     (void)single_threaded_blas;
     // Waking a second thread costs more than a few MFLOP of work: small problems run
     // on fewer threads (each gets at least ~64 MFLOP, about a millisecond), and never more than tasks.
