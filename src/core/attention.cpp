@@ -7,7 +7,6 @@
 #include <vector>
 
 #include <omp.h>
-#include <sys/mman.h>
 
 #include "attn/error.hpp"
 #include "blas.hpp"
@@ -36,18 +35,6 @@ struct block_job {
 struct dims {
     std::size_t Tq, Tk, Dk, Dv;
 };
-
-/// Large result tensors are fresh memory: ask for transparent huge pages before the
-/// first touch (TOOLCHAIN pitfall 6: ~2.2 µs per 4 KiB page fault), as NumPy does.
-template <class T, std::size_t N>
-xt::xtensor<T, N> fresh_tensor(const std::array<std::size_t, N>& shape) {
-    auto t = xt::xtensor<T, N>::from_shape(shape);
-    constexpr std::uintptr_t huge = 2u << 20;
-    const std::uintptr_t begin = (reinterpret_cast<std::uintptr_t>(t.data()) + huge - 1) & ~(huge - 1);
-    const std::uintptr_t end = (reinterpret_cast<std::uintptr_t>(t.data() + t.size())) & ~(huge - 1);
-    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-    return t;
-}
 
 template <class T>
 void softcap_row(T* x, std::size_t n, T cap) {
@@ -185,12 +172,12 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
 
     attention_result<T> r;
     const std::array<std::size_t, 4> tt{B, Hq, Tq, Tk};
-    if (o.keep_qk) r.qk = fresh_tensor<T, 4>(tt);
-    if (o.keep_scaled) r.scaled = fresh_tensor<T, 4>(tt);
-    if (o.keep_scores) r.scores = fresh_tensor<T, 4>(tt);
-    if (o.keep_weights) r.weights = fresh_tensor<T, 4>(tt);
+    if (o.keep_qk) r.qk = tensor4<T>::from_shape(tt);
+    if (o.keep_scaled) r.scaled = tensor4<T>::from_shape(tt);
+    if (o.keep_scores) r.scores = tensor4<T>::from_shape(tt);
+    if (o.keep_weights) r.weights = tensor4<T>::from_shape(tt);
     if (o.keep_lse) r.lse = tensor3<T>::from_shape({B, Hq, Tq});
-    r.output = fresh_tensor<T, 4>({B, Hq, Tq, Dv});
+    r.output = tensor4<T>::from_shape({B, Hq, Tq, Dv});
     if (B * Hq * Tq == 0) return r;
 
     const dims d{Tq, Tk, Dk, Dv};

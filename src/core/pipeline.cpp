@@ -57,8 +57,8 @@ private:
 };
 
 template <class T, std::size_t N>
-xt::xtensor<T, N> to_tensor(const array& a, const std::array<std::size_t, N>& shape) {
-    auto t = xt::xtensor<T, N>::from_shape(shape);
+pooled_tensor<T, N> to_tensor(const array& a, const std::array<std::size_t, N>& shape) {
+    auto t = pooled_tensor<T, N>::from_shape(shape);
     a.copy_to(t.data());
     return t;
 }
@@ -84,7 +84,7 @@ tensor2<T> as_matrix(const array& a, const char* name) {
 }
 
 template <class T>
-std::optional<xt::xtensor<T, 1>> as_vector(const array* a, const char* name) {
+std::optional<tensor1<T>> as_vector(const array* a, const char* name) {
     if (!a) return std::nullopt;
     if (a->rank() != 1) throw shape_error(name, "wrong rank " + expected_got("1-D", rank_text(a->rank())));
     return to_tensor<T, 1>(*a, {a->shape[0]});
@@ -192,7 +192,7 @@ prepared<T> prepare_qkv(const input_set& in, const pipeline_options& o) {
     const tensor3<T>& src_kv = xkv ? x_kv : x;
 
     std::optional<tensor2<T>> wq, wk, wv;
-    std::optional<xt::xtensor<T, 1>> bq, bk, bv;
+    std::optional<tensor1<T>> bq, bk, bv;
     if (const array* ipw = in.find("in_proj_weight")) {
         // nn.MultiheadAttention's packed (3E, E) weight and (3E) bias: q, k, v in that order.
         const tensor2<T> w = as_matrix<T>(*ipw, "in_proj_weight");
@@ -208,7 +208,7 @@ prepared<T> prepare_qkv(const input_set& in, const pipeline_options& o) {
             if (b->shape(0) != 3 * e)
                 throw shape_error("in_proj_bias", "wrong length " + expected_got(shape_string({3 * e}), shape_string({b->shape(0)})));
             for (std::size_t part = 0; part < 3; ++part) {
-                xt::xtensor<T, 1> slice = xt::xtensor<T, 1>::from_shape({e});
+                tensor1<T> slice = tensor1<T>::from_shape({e});
                 std::copy_n(b->data() + part * e, e, slice.data());
                 (part == 0 ? bq : part == 1 ? bk : bv) = std::move(slice);
             }

@@ -9,7 +9,7 @@
 namespace attn::core {
 
 template <class T>
-tensor3<T> linear(const tensor3<T>& x, const tensor2<T>& w, const std::optional<xt::xtensor<T, 1>>& b,
+tensor3<T> linear(const tensor3<T>& x, const tensor2<T>& w, const std::optional<tensor1<T>>& b,
                   weight_layout layout, const char* source) {
     const std::size_t B = x.shape(0), S = x.shape(1), in = x.shape(2);
     const bool out_in = layout == weight_layout::out_in;
@@ -42,8 +42,8 @@ tensor3<T> linear(const tensor3<T>& x, const tensor2<T>& w, const std::optional<
 }
 
 template tensor3<float> linear(const tensor3<float>&, const tensor2<float>&,
-                               const std::optional<xt::xtensor<float, 1>>&, weight_layout, const char*);
+                               const std::optional<tensor1<float>>&, weight_layout, const char*);
 template tensor3<double> linear(const tensor3<double>&, const tensor2<double>&,
-                                const std::optional<xt::xtensor<double, 1>>&, weight_layout, const char*);
+                                const std::optional<tensor1<double>>&, weight_layout, const char*);
 
 }  // namespace attn::core

@@ -17,7 +17,7 @@ enum class weight_layout { out_in, in_out };
 /// Throws shape_error(source, …) when W's input axis is not `in` or b is not (out).
 /// Source: torch.nn.functional.linear.
 template <class T>
-tensor3<T> linear(const tensor3<T>& x, const tensor2<T>& w, const std::optional<xt::xtensor<T, 1>>& b,
+tensor3<T> linear(const tensor3<T>& x, const tensor2<T>& w, const std::optional<tensor1<T>>& b,
                   weight_layout layout, const char* source);
 
 }  // namespace attn::core

@@ -1,0 +1,45 @@
+#pragma once
+/// \file pool.hpp
+/// Memory for the compute tensors. Large blocks (≥ 4 MiB) are 2 MiB-aligned, asked to
+/// be backed by transparent huge pages, and kept after they are freed so that the next
+/// tensor of a similar size reuses them: a fresh 2048×2048×8 float32 weights tensor
+/// costs ~15 ms of kernel page clearing (TOOLCHAIN pitfall 6), which a process that
+/// computes attention repeatedly (a batch, a test sweep, a benchmark) pays only once.
+/// The cache is bounded (pool_cache_limit()); blocks beyond it go back to the system.
+
+#include <cstddef>
+
+namespace attn::core {
+
+/// Bytes of freed blocks the pool may keep: an eighth of physical memory, at most 2 GiB.
+std::size_t pool_cache_limit();
+
+/// Bytes currently held by freed blocks waiting for reuse.
+std::size_t pool_cached_bytes();
+
+/// Returns every cached block to the system.
+void pool_release();
+
+namespace detail {
+/// `bytes` of memory aligned to 64 bytes (2 MiB for large blocks). Throws std::bad_alloc.
+void* pool_allocate(std::size_t bytes);
+/// Returns a block from pool_allocate of the same `bytes`.
+void pool_deallocate(void* p, std::size_t bytes) noexcept;
+}  // namespace detail
+
+/// Standard allocator over the pool, for xtensor containers (tensor2/3/4 in heads.hpp).
+template <class T>
+struct pool_allocator {
+    using value_type = T;
+    pool_allocator() noexcept = default;
+    template <class U>
+    pool_allocator(const pool_allocator<U>&) noexcept {}
+    T* allocate(std::size_t n) { return static_cast<T*>(detail::pool_allocate(n * sizeof(T))); }
+    void deallocate(T* p, std::size_t n) noexcept { detail::pool_deallocate(p, n * sizeof(T)); }
+    template <class U>
+    bool operator==(const pool_allocator<U>&) const noexcept { return true; }
+    template <class U>
+    bool operator!=(const pool_allocator<U>&) const noexcept { return false; }
+};
+
+}  // namespace attn::core
