@@ -3,7 +3,8 @@
 # The options of `attn compute` are listed here, with their values where they are
 # fixed; tests/test_completion.cpp checks that every long option of `attn compute --help`
 # and every subcommand of `attn --help` appears in this file. The other subcommands'
-# options are read from their own --help when completing, so they cannot go stale.
+# options are read from their own --help when completing, so they cannot go stale;
+# the values of --max-bytes (compute, plot, inspect, compare) are completed for all.
 
 _attn_subcommands="compute generate posenc inspect compare plot"
 
@@ -48,6 +49,10 @@ _attn() {
         return
     fi
 
+    if [[ $prev == --max-bytes ]]; then
+        COMPREPLY=($(compgen -W "512M 1G 2G 4G" -- "$cur"))
+        return
+    fi
     if [[ $sub == compute || $sub == plot ]]; then
         case $prev in
             --mask) _attn_comma_list "none causal padding"; return ;;
@@ -59,7 +64,6 @@ _attn() {
             --posenc) COMPREPLY=($(compgen -W "interleaved concat" -- "$cur")); return ;;
             --format) COMPREPLY=($(compgen -W "json jsonl csv npy npz table" -- "$cur")); return ;;
             --mask-fill) COMPREPLY=($(compgen -W "-inf -1e9" -- "$cur")); return ;;
-            --max-bytes) COMPREPLY=($(compgen -W "512M 1G 2G 4G" -- "$cur")); return ;;
             --lengths | --pad-id | --scale | --softcap | --heads | --kv-heads | --posenc-base | --tokens | \
                 --precision | -j | --jobs)
                 return ;;

@@ -226,7 +226,7 @@ attention_options all_stages() {
 
 }  // namespace
 
-TEST_CASE("weight rows sum to 1, or to 0 when fully masked; masked cells are exactly 0") {
+TEST_CASE("weight rows sum to 1, or to 0 when fully masked, masked cells are exactly 0") {
     small_problem p(11);
     const auto m = p.causal_mask({6, 0});  // item 1: no valid keys at all
     const auto r = attention(p.q, p.k, p.v, m, all_stages());

@@ -54,7 +54,7 @@ TEST_CASE("several inputs: JSON Lines in input order, a bad item reported, the o
     CHECK(r.err.rfind("attn: error: " + dir + "/bad.npy: ", 0) == 0);
 }
 
-TEST_CASE("a manifest gives each job its own settings; bad lines fail on their own") {
+TEST_CASE("a manifest gives each job its own settings, bad lines fail on their own") {
     const std::string manifest =
         "{\"input\": \"data/x.npy\", \"mask\": \"causal\", \"dump\": \"weights\"}\n"
         "\n"

@@ -15,6 +15,7 @@
 #include "attn/io/npz.hpp"
 #include "cli_util.hpp"
 #include "reference.hpp"
+#include "scratch_dir.hpp"
 
 using attn_test::run_attn;
 using attn_test::slurp;
@@ -125,7 +126,7 @@ TEST_CASE("float32 numbers print as the shortest text that round-trips in float3
     CHECK(r.out.find("\"output\":[[0.1]]") != std::string::npos);
 }
 
-TEST_CASE("masked cells are -Infinity strings in JSON; CSV is tidy long format") {
+TEST_CASE("masked cells are -Infinity strings in JSON, CSV is tidy long format") {
     auto r = run_attn("compute --mask causal data/x.npy --dump scores --compact");
     REQUIRE(r.code == 0);
     const json out = json::parse(r.out);
@@ -218,7 +219,58 @@ TEST_CASE("errors: one line on stderr, nothing on stdout, documented exit codes"
     }
 }
 
-TEST_CASE("unknown options are usage errors (exit 2); --help and --version exit 0") {
+TEST_CASE("errors: a file that is not .npy, .npz or JSON says so, and broken JSON keeps its line and column") {
+    const attn_test::scratch_dir scratch;
+    struct content_case {
+        const char* file;
+        std::string bytes;
+        const char* message;  // after "attn: error: <dir>/<file>: "
+    };
+    const content_case cases[] = {
+        // 16 bytes from /dev/urandom, kept fixed.
+        {"random.bin", std::string("\xa4\x65\xb3\x97\xf8\xcf\xb4\xb5\xd7\x61\x8e\xf2\x92\x2e\xd8\xfb", 16),
+         "not a .npy, .npz or JSON file (starts with bytes a4 65 b3 97)"},
+        {"image.png", std::string("\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x04", 20),
+         "not a .npy, .npz or JSON file (starts with bytes 89 50 4e 47)"},
+        // A digit first, as in a raw int32 dump of 49: the NUL bytes give it away.
+        {"ints.bin", std::string("1\0\0\0\2\0\0\0", 8), "not a .npy, .npz or JSON file (starts with bytes 31 00 00 00)"},
+        {"table.csv", "a,b\n1,2\n", "not a .npy, .npz or JSON file (starts with bytes 61 2c 62 0a)"},
+        {"truncated.json", R"({"q": [[1, 2], [3)", "invalid JSON at line 1, column 18 (unexpected end of input; expected ']')"},
+        {"broken.json", "\n  [1, 2,, 3]", "invalid JSON at line 2, column 9 (unexpected ','; expected '[', '{', or a literal)"},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.file);
+        const std::string path = scratch.path + "/" + c.file;
+        attn_test::spit(path, c.bytes);
+        for (const char* command : {"compute", "inspect", "plot"}) {
+            CAPTURE(command);
+            const std::string args = std::string(command) + " '" + path + "'" +
+                                     (command == std::string("plot") ? " -o '" + scratch.path + "/p.png'" : "");
+            const auto r = run_attn(args);
+            CHECK(r.code == 1);
+            CHECK(r.err == "attn: error: " + path + ": " + c.message + "\n");
+            CHECK(r.out.empty());
+        }
+        const auto r = run_attn("compare '" + path + "' data/x.npy");
+        CHECK(r.code == 1);
+        CHECK(r.err == "attn: error: " + path + ": " + c.message + "\n");
+    }
+    // stdin, and a per-array option.
+    auto r = run_attn("compute -", std::string("\x89PNG\r\n\x1a\n", 8));
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: <stdin>: not a .npy, .npz or JSON file (starts with bytes 89 50 4e 47)\n");
+    attn_test::spit(scratch.path + "/x.png", std::string("\x89PNG\r\n\x1a\n", 8));
+    r = run_attn("compute --x '" + scratch.path + "/x.png'");
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: " + scratch.path + "/x.png: not a .npy, .npz or JSON file (starts with bytes 89 50 4e 47)\n");
+    // A UTF-8 byte order mark before JSON is skipped, as nlohmann/json skips it.
+    attn_test::spit(scratch.path + "/bom.json", "\xef\xbb\xbf[[1, 2], [3, 4]]");
+    r = run_attn("compute '" + scratch.path + "/bom.json' --dump weights --compact");
+    CHECK(r.code == 0);
+    CHECK(r.err.empty());
+}
+
+TEST_CASE("unknown options are usage errors (exit 2), --help and --version exit 0") {
     auto r = run_attn("compute --bogus data/x.npy");
     CHECK(r.code == 2);
     CHECK(r.err.rfind("attn: error: ", 0) == 0);

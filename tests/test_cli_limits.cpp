@@ -76,7 +76,88 @@ TEST_CASE("--max-bytes: the limit applies to .npy, .npz members, JSON arrays and
     }
 }
 
-TEST_CASE("--max-bytes: sizes with suffixes; the limit is inclusive") {
+TEST_CASE("--max-bytes: inspect and compare refuse an input over the limit as compute does") {
+    struct limit_case {
+        const char* args;
+        const char* source;
+        const char* max;
+    };
+    const limit_case cases[] = {
+        {"inspect --max-bytes 255 data/x.npy", "data/x.npy", "255"},
+        {"inspect --max-bytes 200 data/notebook.npz", "data/notebook.npz:q", "200"},
+        {"inspect --max-bytes 100 data/notebook.json", "data/notebook.json:q", "100"},
+        {"compare --max-bytes 255 data/x.npy data/x.npy", "data/x.npy", "255"},
+        {"compare --max-bytes 200 data/notebook.npz:k data/notebook.npz:k", "data/notebook.npz:q", "200"},
+        {"compare --max-bytes 100 data/notebook.json:v data/notebook.json:v", "data/notebook.json:q", "100"},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.args);
+        const auto r = run_attn(c.args);
+        CHECK(r.code == 1);
+        CHECK(r.err == too_large(c.source, c.max, "256"));
+        CHECK(r.out.empty());
+    }
+    // The limit is inclusive, and a bad size is a usage error, as for compute.
+    for (const char* args : {"inspect --max-bytes 256 data/x.npy", "compare --max-bytes 256 data/x.npy data/x.npy"}) {
+        CAPTURE(args);
+        const auto r = run_attn(args);
+        CHECK(r.code == 0);
+        CHECK(r.err.empty());
+    }
+    for (const char* args : {"inspect --max-bytes lots data/x.npy", "compare --max-bytes lots data/x.npy data/x.npy"}) {
+        CAPTURE(args);
+        const auto r = run_attn(args);
+        CHECK(r.code == 2);
+        CHECK(r.err == "attn: error: --max-bytes: not a size (expected a number of bytes, or with K, M, G or T like "
+                       "512M, got lots)\n");
+    }
+}
+
+TEST_CASE("--max-bytes: inspect reports the file over the limit and still lists the others") {
+    scratch s;
+    const std::string small = s.dir + "/small.json";
+    attn_test::spit(small, "[[1, 2]]");
+    const auto r = run_attn("inspect --format json --max-bytes 255 data/x.npy '" + small + "'");
+    CHECK(r.code == 1);
+    CHECK(r.err == too_large("data/x.npy", "255", "256"));
+    CHECK(r.out == "{\"file\":\"data/x.npy\",\"error\":\"data/x.npy: array too large for --max-bytes (expected at most "
+                   "255 bytes, got 256)\"}\n{\"file\":\"" + small + "\",\"arrays\":[{\"name\":null,\"dtype\":\"int64\","
+                   "\"shape\":[1,2],\"byte_order\":\"n/a\",\"count\":2,\"min\":1.0,\"max\":2.0,\"mean\":1.5,\"std\":0.5,"
+                   "\"nan\":0,\"posinf\":0,\"neginf\":0}]}\n");
+}
+
+TEST_CASE("--max-bytes: a JSON array under a name attn does not use is refused too, as an .npz member is") {
+    scratch s;
+    const std::string data = s.dir + "/data.json";
+    attn_test::spit(data, "{\"data\": [[1.5, 2.5], [3.5, 4.5]]}");  // a lone unknown name: X
+    const std::string out = s.dir + "/out.json";
+    REQUIRE(run_attn("compute --mask causal data/notebook.npz --dump scores,weights,stats -o '" + out + "'").code == 0);
+    struct limit_case {
+        std::string args;
+        std::string source;
+        const char* max;
+        const char* got;
+    };
+    // The first array over the limit in file order is named: in attn's output, scores.
+    const limit_case cases[] = {
+        {"compute --max-bytes 31 '" + data + "'", data + ":data", "31", "32"},
+        {"inspect --max-bytes 31 '" + data + "'", data + ":data", "31", "32"},
+        {"compare --max-bytes 31 '" + data + "' '" + data + "'", data + ":data", "31", "32"},
+        {"inspect --max-bytes 127 '" + out + "'", out + ":scores", "127", "128"},
+        {"compare --max-bytes 127 '" + out + ":weights' '" + out + ":weights'", out + ":scores", "127", "128"},
+        {"compare --max-bytes 127 '" + out + ":stats.var_qk' '" + out + ":stats.var_qk'", out + ":scores", "127",
+         "128"},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.args);
+        const auto r = run_attn(c.args);
+        CHECK(r.code == 1);
+        CHECK(r.err == too_large(c.source, c.max, c.got));
+        CHECK(r.out.empty());
+    }
+}
+
+TEST_CASE("--max-bytes: sizes with suffixes, the limit is inclusive") {
     for (const char* n : {"256", "1K", "1k", "512M", "2G", "1T", "1KiB"}) {
         CAPTURE(n);
         const auto r = run_attn(std::string("compute --max-bytes ") + n + " data/x.npy");
@@ -107,8 +188,11 @@ TEST_CASE("--max-bytes: a file (or stdin) far over the limit is not read at all"
 }
 
 TEST_CASE("--max-bytes is documented in --help with its default") {
-    const auto r = run_attn("compute --help");
-    CHECK(r.code == 0);
-    CHECK(r.out.find("--max-bytes") != std::string::npos);
-    CHECK(r.out.find("half of physical memory") != std::string::npos);
+    for (const char* command : {"compute", "plot", "inspect", "compare"}) {
+        CAPTURE(command);
+        const auto r = run_attn(std::string(command) + " --help");
+        CHECK(r.code == 0);
+        CHECK(r.out.find("--max-bytes") != std::string::npos);
+        CHECK(r.out.find("half of physical memory") != std::string::npos);
+    }
 }

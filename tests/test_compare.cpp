@@ -107,7 +107,7 @@ TEST_CASE("compare: NaN and ±∞ must agree by position and sign before any tol
     CHECK(std::isnan(r.worst_a));
 }
 
-TEST_CASE("compare: integers compare exactly; mixed dtypes in double; shapes must match") {
+TEST_CASE("compare: integers compare exactly, mixed dtypes in double, shapes must match") {
     CHECK(compare(i64({3}, {1, 2, 3}), i64({3}, {1, 2, 3}), 0, 0).close);
     const compare_result r = compare(i64({3}, {1, 2, 4}), i64({3}, {1, 2, 3}), 0, 0);
     CHECK_FALSE(r.close);

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "cli_util.hpp"
+#include "scratch_dir.hpp"
 
 namespace {
 
@@ -69,6 +70,27 @@ TEST_CASE("completion: every subcommand of attn --help is completed") {
         ++count;
     }
     CHECK(count >= 1);
+}
+
+TEST_CASE("completion: --max-bytes is offered, with sizes, for every subcommand that reads inputs") {
+    if (std::system("command -v bash >/dev/null 2>&1") != 0) return;
+    const attn_test::scratch_dir scratch;
+    // bash-completion's helpers, stubbed: the words split as a shell would, no files.
+    std::string script = "source '" + completion_path + "'\n" + R"(
+_init_completion() { words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD; cur=${words[cword]}; prev=${words[cword-1]}; split=false; }
+_filedir() { :; }
+compopt() { :; }
+complete_line() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _attn; echo "${COMPREPLY[*]}"; }
+)";
+    for (const char* sub : {"compute", "plot", "inspect", "compare"}) {
+        script += std::string("complete_line '") + ATTN_BINARY + "' " + sub + " --max-b\n";
+        script += std::string("complete_line '") + ATTN_BINARY + "' " + sub + " --max-bytes ''\n";
+    }
+    attn_test::spit(scratch.path + "/complete.sh", script);
+    REQUIRE(std::system(("bash '" + scratch.path + "/complete.sh' >'" + scratch.path + "/out' 2>&1").c_str()) == 0);
+    std::string expected;
+    for (int i = 0; i < 4; ++i) expected += "--max-bytes\n512M 1G 2G 4G\n";
+    CHECK(attn_test::slurp(scratch.path + "/out") == expected);
 }
 
 TEST_CASE("completion: the script is valid bash") {

@@ -135,6 +135,64 @@ TEST_CASE("input: load_bundle recognises content, not names") {
     }
 }
 
+TEST_CASE("input: check_json_start refuses what cannot be JSON, passes what starts like it") {
+    using attn::io::check_json_start;
+    SUBCASE("every byte a JSON value can begin with, after whitespace or a UTF-8 BOM") {
+        for (const std::string text : {"{", "[", "\"", "-", "0", "5", "9", "true", "false", "null", " \t\r\n[1]",
+                                       "\xef\xbb\xbf{}", "\xef\xbb\xbf \n[", "\xef\xbb\xbf"}) {
+            CAPTURE(text);
+            CHECK_NOTHROW(check_json_start(text, "in"));
+        }
+    }
+    SUBCASE("broken JSON passes: read_json reports where") {
+        CHECK_NOTHROW(check_json_start("{\"q\": [1,", "in"));
+        CHECK_NOTHROW(check_json_start("nope", "in"));
+        CHECK_NOTHROW(check_json_start("1,2,3\n4,5,6\n", "in"));
+    }
+    SUBCASE("UTF-8 text in the first 16 bytes, a sequence cut at byte 16, and anything after it") {
+        CHECK_NOTHROW(check_json_start("{\"tokens\": \"caf\xc3\xa9\"}", "in"));
+        CHECK_NOTHROW(check_json_start("[\"\xf0\x9f\x98\x80\xe2\x82\xac\"]", "in"));
+        CHECK_NOTHROW(check_json_start("{\"tokens\": \"caf\xe2\x82\xac\"}", "in"));  // € spans bytes 15-17
+        CHECK_NOTHROW(check_json_start("{\"tokens\": \"caf\xe9 (Latin-1)\"}", "in"));   // é at byte 15
+        CHECK_NOTHROW(check_json_start("{\"tokens\": \"a b c\xe9\"}", "in"));            // é at byte 17
+    }
+    SUBCASE("empty or blank") {
+        CHECK_THROWS_WITH_AS(check_json_start("", "in"), "in: empty input (expected .npy, .npz or JSON, got 0 bytes)",
+                             format_error);
+        CHECK_THROWS_WITH_AS(check_json_start(" \r\n\t", "in"),
+                             "in: empty input (expected .npy, .npz or JSON, got only whitespace)", format_error);
+    }
+    SUBCASE("a first byte no JSON value begins with, or bytes that are not UTF-8 text") {
+        struct bad_case {
+            std::string bytes;
+            const char* shown;
+        };
+        const bad_case cases[] = {
+            {std::string("\x89PNG\r\n\x1a\n", 8), "89 50 4e 47"},
+            {std::string("\x1f\x8b\x08\x00", 4), "1f 8b 08 00"},                // gzip
+            {"%PDF-1.7", "25 50 44 46"},
+            {"\xff\xfe[\0", "ff fe 5b"},                                       // UTF-16 with its BOM
+            {"\xef\xbb[]", "ef bb 5b 5d"},                                     // a broken BOM
+            {"  # comment", "20 20 23 20"},
+            {"x", "78"},
+            {std::string("1\0\0\0", 4), "31 00 00 00"},                         // control bytes
+            {"[1, 2,\x01 3]", "5b 31 2c 20"},
+            {"[\"\xc0\xaf\"]", "5b 22 c0 af"},                                 // overlong '/'
+            {"[\"\xed\xa0\x80\"]", "5b 22 ed a0"},                             // a surrogate
+            {"[\"\xf4\x90\x80\x80\"]", "5b 22 f4 90"},                         // beyond U+10FFFF
+            {"[\"\x80\"]", "5b 22 80 22"},                                     // a lone continuation byte
+            {"[\"\xc3(\"]", "5b 22 c3 28"},                                    // a cut sequence
+        };
+        for (const auto& c : cases) {
+            CAPTURE(c.shown);
+            CHECK_THROWS_WITH_AS(check_json_start(c.bytes, "f.bin"),
+                                 (std::string("f.bin: not a .npy, .npz or JSON file (starts with bytes ") + c.shown + ")")
+                                     .c_str(),
+                                 format_error);
+        }
+    }
+}
+
 TEST_CASE("input: load_array") {
     temp_dir dir;
     const std::string npz = io_test::fixture_path("npz/savez.npz");

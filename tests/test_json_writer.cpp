@@ -122,7 +122,7 @@ TEST_CASE("write_jsonl: compact forced") {
     CHECK(s.str() == compact(weights_doc()));
 }
 
-TEST_CASE("write_json: nested meta keeps the layout; lists of scalars on one line") {
+TEST_CASE("write_json: nested meta keeps the layout, lists of scalars on one line") {
     document doc;
     doc.meta["shapes"]["weights"] = {2, 2};
     doc.meta["mask"] = "causal";

@@ -46,7 +46,7 @@ TEST_CASE("read_npy reports the stored byte order and order of every fixture (<c
     CHECK(seen > 100);
 }
 
-TEST_CASE("read_npz reports each member's layout, in order; the default argument keeps old callers working") {
+TEST_CASE("read_npz reports each member's layout, in order, the default argument keeps old callers working") {
     std::ostringstream z;
     const double v[2] = {1, 2};
     attn::io::write_npz(z, {{"a", attn::array::from<double>({2}, v)}, {"B", attn::array::from<double>({1}, v)}});

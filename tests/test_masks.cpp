@@ -19,7 +19,7 @@ mask<double> blank(std::size_t Tq, std::size_t Tk) {
 }
 }  // namespace
 
-TEST_CASE("causal: key j visible from query i iff j <= i + offset; offsets can be negative") {
+TEST_CASE("causal: key j visible from query i iff j <= i + offset, offsets can be negative") {
     auto m = blank(3, 5);
     m.causal = true;
     m.causal_offset = {0};

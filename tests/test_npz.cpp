@@ -41,7 +41,7 @@ TEST_CASE("npz: is_zip") {
     CHECK_FALSE(attn::io::is_zip("\x93NUMPY"));
 }
 
-TEST_CASE("npz: members that are not .npy are skipped; a broken member names itself") {
+TEST_CASE("npz: members that are not .npy are skipped, a broken member names itself") {
     const std::string path = io_test::fixture_path("npz/bad_member.npz");
     const std::string bytes = io_test::slurp(path);
     CHECK_THROWS_WITH_AS(read_npz(bytes, "b.npz"), "b.npz:bad: truncated .npy header (expected 10 bytes, got 8)",

@@ -301,7 +301,7 @@ TEST_CASE("padding sources: lengths, bottom-right causal, key_padding_mask (True
     check_close(weights_for({{"token_ids", typed(attn::dtype::i8, {B, T}, tok)}}, ids), by_lengths, 0, "token ids");
 }
 
-TEST_CASE("attn_mask: bool True = attend, float added; broadcast right-aligned; short last axis padded") {
+TEST_CASE("attn_mask: bool True = attend, float added, broadcast right-aligned, short last axis padded") {
     const std::size_t T = 3, D = 2;
     const auto x = ref::random_normal(T * D, 51);
     auto weights_for = [&](const array& m) {

@@ -57,7 +57,7 @@ TEST_CASE("small blocks go straight back to the system, 64-byte aligned") {
     CHECK(pool_cached_bytes() == 0);
 }
 
-TEST_CASE("the cache never holds more than its limit; the oldest blocks leave first") {
+TEST_CASE("the cache never holds more than its limit, the oldest blocks leave first") {
     pool_release();
     const std::size_t limit = pool_cache_limit();
     REQUIRE(limit >= 16 * MiB);

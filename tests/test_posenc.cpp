@@ -183,7 +183,7 @@ TEST_CASE("compute --posenc errors: no X, odd width, rank 4") {
                          attn::shape_error);
 }
 
-TEST_CASE("attn posenc writes the closed form; odd D is a usage error") {
+TEST_CASE("attn posenc writes the closed form, odd D is a usage error") {
     const attn_test::scratch_dir scratch;
     const std::string& dir = scratch.path;
     for (const char* style : {"interleaved", "concat"}) {

@@ -21,7 +21,7 @@ TEST_CASE("softmax_row is stable for large scores and returns the log-sum-exp") 
     CHECK(lse == doctest::Approx(1001.0 + std::log(z)).epsilon(1e-15));
 }
 
-TEST_CASE("softmax_row: −∞ cells get exactly 0; fully masked rows are 0 or NaN") {
+TEST_CASE("softmax_row: −∞ cells get exactly 0, fully masked rows are 0 or NaN") {
     const double ninf = -std::numeric_limits<double>::infinity();
     const std::vector<float> s{0.5f, -std::numeric_limits<float>::infinity(), 0.5f};
     std::vector<float> w(3);

@@ -145,7 +145,7 @@ TEST_CASE("stats stage on the notebook matches NumPy (no mask and causal), dumpe
     }
 }
 
-TEST_CASE("stats rows are shaped like lse; variances cover every head; --average-heads summarises the mean weights") {
+TEST_CASE("stats rows are shaped like lse, variances cover every head, --average-heads summarises the mean weights") {
     // (B, T, H·D) = (2, 3, 2·4) with two heads, causal: loops over the reference's weights.
     const std::size_t B = 2, T = 3, H = 2, D = 4;
     const auto x = ref::random_normal(B * T * H * D, 11);
@@ -229,7 +229,7 @@ TEST_CASE("an unknown stage lists stats among the expected ones") {
                          attn::usage_error);
 }
 
-TEST_CASE("JSON writer: dotted names nest into one object at the first member's place; CSV and npz keep them") {
+TEST_CASE("JSON writer: dotted names nest into one object at the first member's place, CSV and npz keep them") {
     attn::io::document doc;
     doc.meta["x"] = 1;
     const double one = 1.5, two[2] = {0.25, -0.5};

@@ -27,7 +27,7 @@ TEST_CASE("summarize: min/max/mean/std over finite values, non-finite counted ap
     CHECK(s.std == doctest::Approx(std::sqrt(34.0 / 4)).epsilon(1e-15));
 }
 
-TEST_CASE("summarize: float32 accumulates in float64; empty and all-NaN arrays give NaN statistics") {
+TEST_CASE("summarize: float32 accumulates in float64, empty and all-NaN arrays give NaN statistics") {
     // 1e4 copies of 0.1f: a float32 running sum would drift; float64 does not.
     const std::vector<float> f(10000, 0.1f);
     const auto s = summarize(array::from<float>({f.size()}, f.data()));

@@ -80,7 +80,7 @@ TEST_CASE("write_table: 4-D blocks, index labels, default precision 4, non-finit
     CHECK(table_of(doc, true) == expected);  // only "weights" is shaded
 }
 
-TEST_CASE("write_table: 3-D blocks are labelled by batch; precision option") {
+TEST_CASE("write_table: 3-D blocks are labelled by batch, precision option") {
     document doc;
     doc.tensors.push_back(tensor<float>("output", {2, 1, 2}, {1.0f / 3.0f, 2, -0.5f, 10}));
     CHECK(table_of(doc, false, 2) ==

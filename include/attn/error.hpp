@@ -36,6 +36,11 @@ class shape_error : public error { using error::error; };
 /// Values are out of range or of the wrong kind (lengths > Tk, integer Q, unknown name).
 class value_error : public error { using error::error; };
 
+/// An input array or file is larger than `--max-bytes` (io/limits.hpp). A value_error
+/// (exit code 1) that readers skipping arrays they cannot use must let through, so that
+/// the limit holds for every array of a JSON file as it does for every .npz member.
+class limit_error : public value_error { using value_error::value_error; };
+
 /// The command line is wrong: unknown option value, conflicting options. Exit code 2.
 class usage_error : public error { using error::error; };
 

@@ -11,6 +11,7 @@
 #include "attn/io/listing.hpp"
 #include "attn/io/npy.hpp"
 #include "commands.hpp"
+#include "pipeline_options.hpp"
 
 namespace attn::cli {
 
@@ -61,6 +62,8 @@ array load(const std::string& spec, const std::string& name) {
     const std::string full = member.empty() ? path : path + ":" + member;
     try {
         return io::load_array(full);
+    } catch (const limit_error&) {
+        throw;
     } catch (const value_error&) {
         if (member.find('.') == std::string::npos) throw;
         for (auto& a : io::list_arrays(path))
@@ -132,6 +135,7 @@ void setup_compare(CLI::App& app, int& exit_status) {
                                   "Absolute tolerance (default: float16 1e-5, float32 1e-5, float64 1e-7, integers 0)")
                       ->check(CLI::NonNegativeNumber);
     sub->add_option("--name", c->name, "Array to take from A and B when they are bundles (.npz, JSON objects)");
+    add_max_bytes_option(*sub);
     sub->callback([c, &exit_status]() { exit_status = run_compare(*c); });
 }
 

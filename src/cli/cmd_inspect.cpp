@@ -13,6 +13,7 @@
 #include "attn/error.hpp"
 #include "attn/io/listing.hpp"
 #include "commands.hpp"
+#include "pipeline_options.hpp"
 
 namespace attn::cli {
 
@@ -131,6 +132,7 @@ void setup_inspect(CLI::App& app, int& exit_status) {
     sub->add_option("--format", c->format, "table (default) or json (one object per file and line, arrays in file order)")
         ->check(CLI::IsMember({"table", "json"}))
         ->capture_default_str();
+    add_max_bytes_option(*sub);
     sub->callback([c, &exit_status]() { exit_status = run_inspect(*c); });
 }
 

@@ -97,8 +97,7 @@ loaded load_input(const std::string& path) {
         r.is_output = std::any_of(r.inputs.arrays.begin(), r.inputs.arrays.end(),
                                   [](const io::named_array& a) { return is_output_stage(a.name); });
     } else {
-        if (bytes.find_first_not_of(" \t\r\n") == std::string::npos)
-            throw format_error(source, "empty input " + expected_got(".npy, .npz or JSON", bytes.empty() ? "0 bytes" : "only whitespace"));
+        io::check_json_start(bytes, source);
         r.doc.meta = json_meta(bytes);
         r.is_output = !r.doc.meta.is_null();
         r.inputs = io::read_json(bytes, source);

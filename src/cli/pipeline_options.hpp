@@ -41,8 +41,8 @@ struct pipeline_cli {
 void add_pipeline_options(CLI::App& sub, pipeline_cli& c);
 
 /// Adds `--max-bytes N` (512M, 2G, …): sets io::set_max_array_bytes while parsing, so
-/// every reader afterwards refuses larger arrays. add_pipeline_options includes it; other
-/// subcommands that read inputs can add it alone.
+/// every reader afterwards refuses larger arrays (limit_error, exit 1). add_pipeline_options
+/// includes it; inspect and compare, which read inputs too, add it alone.
 void add_max_bytes_option(CLI::App& sub);
 
 /// The library settings for these options and the stages to dump. Throws usage_error.

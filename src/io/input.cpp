@@ -8,9 +8,10 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
-#include <cstdio>
+#include <string_view>
 
 #include "attn/error.hpp"
 #include "attn/io/json.hpp"
@@ -43,6 +44,71 @@ std::string lower(std::string s) {
 
 std::string display_name(const std::string& path) { return path == "-" ? "<stdin>" : path; }
 
+/// How much of the start must be UTF-8 text: enough to expose a binary header (PNG,
+/// gzip, a raw float dump whose first byte happens to be a digit), short enough that a
+/// JSON file with a stray Latin-1 byte further on still gets read_json's line and column.
+constexpr std::size_t text_probe_bytes = 16;
+
+/// The length (1 to 4) of the UTF-8 sequence starting at s[i], or 0 if it is ill-formed:
+/// a stray continuation byte, an overlong form, a surrogate or beyond U+10FFFF (Unicode
+/// Table 3-7). A sequence cut off by the end of `s` is judged on the bytes present.
+std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) return 1;
+    std::size_t n = 0;
+    unsigned char lo = 0x80, hi = 0xbf;  // range of the second byte
+    if (c >= 0xc2 && c <= 0xdf) {
+        n = 2;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        n = 3;
+        if (c == 0xe0) lo = 0xa0;
+        if (c == 0xed) hi = 0x9f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        n = 4;
+        if (c == 0xf0) lo = 0x90;
+        if (c == 0xf4) hi = 0x8f;
+    } else {
+        return 0;
+    }
+    for (std::size_t k = 1; k < n && i + k < s.size(); ++k) {
+        const auto t = static_cast<unsigned char>(s[i + k]);
+        if (k == 1 ? (t < lo || t > hi) : (t < 0x80 || t > 0xbf)) return 0;
+    }
+    return n;
+}
+
+/// True when `bytes` (not blank) begin as a JSON text can, see check_json_start.
+bool starts_like_json(std::string_view bytes) {
+    constexpr std::string_view bom = "\xEF\xBB\xBF";  // nlohmann/json skips it, so we do
+    if (bytes.substr(0, bom.size()) == bom) bytes.remove_prefix(bom.size());
+    const std::size_t first = bytes.find_first_not_of(" \t\r\n");
+    if (first == std::string_view::npos) return true;  // a lone BOM: read_json says what is missing
+    if (std::string_view("{[\"-0123456789tfn").find(bytes[first]) == std::string_view::npos) return false;
+    const std::string_view probe = bytes.substr(0, text_probe_bytes);
+    for (std::size_t i = 0; i < probe.size();) {
+        const char c = probe[i];
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\r' && c != '\n') return false;
+        const std::size_t n = utf8_sequence_length(probe, i);
+        if (n == 0) return false;
+        i += n;
+    }
+    return true;
+}
+
+/// "89 50 4e 47": the first bytes of a file, in hex, for messages.
+std::string hex_head(std::string_view bytes) {
+    constexpr std::size_t shown = 4;
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string s;
+    for (std::size_t i = 0; i < bytes.size() && i < shown; ++i) {
+        const auto c = static_cast<unsigned char>(bytes[i]);
+        if (i) s += ' ';
+        s += digits[c >> 4];
+        s += digits[c & 0xf];
+    }
+    return s;
+}
+
 /// Reads a file without renaming anything: names lower-cased, in file order.
 bundle read_bundle(const std::string& path) {
     const std::string source = display_name(path);
@@ -52,9 +118,8 @@ bundle read_bundle(const std::string& path) {
         b.arrays.push_back({"x", read_npy(bytes, source)});
     } else if (is_zip(bytes)) {
         b.arrays = read_npz(bytes, source);
-    } else if (bytes.find_first_not_of(" \t\r\n") == std::string::npos) {
-        throw format_error(source, "empty input " + expected_got(".npy, .npz or JSON", bytes.empty() ? "0 bytes" : "only whitespace"));
     } else {
+        check_json_start(bytes, source);
         b = read_json(bytes, source);
     }
     for (auto& a : b.arrays) a.name = lower(a.name);
@@ -80,7 +145,7 @@ std::size_t max_file_bytes() {
 }
 
 [[noreturn]] void file_too_large(const std::string& source, const std::string& got) {
-    throw value_error(source, "file too large for --max-bytes " +
+    throw limit_error(source, "file too large for --max-bytes " +
                                   expected_got("at most " + std::to_string(max_file_bytes()) + " bytes", got));
 }
 
@@ -90,6 +155,13 @@ bool exists(const std::string& path) {
 }
 
 }  // namespace
+
+void check_json_start(std::string_view bytes, const std::string& source) {
+    if (bytes.find_first_not_of(" \t\r\n") == std::string_view::npos)
+        throw format_error(source, "empty input " + expected_got(".npy, .npz or JSON", bytes.empty() ? "0 bytes" : "only whitespace"));
+    if (!starts_like_json(bytes))
+        throw format_error(source, "not a .npy, .npz or JSON file (starts with bytes " + hex_head(bytes) + ")");
+}
 
 const array* bundle::find(const std::string& name) const {
     const std::string wanted = lower(name);

@@ -252,10 +252,13 @@ bundle read_json(std::string_view text, const std::string& source) {
             b.arrays.push_back({name, to_array(value, where)});
             continue;
         }
-        // Unknown names are ignored unless they read as an array (a lone one is X).
+        // Unknown names are ignored unless they read as an array (a lone one is X); an
+        // array over --max-bytes is refused all the same, as an .npz member would be.
         try {
             b.arrays.push_back({name, to_array(value, where)});
         } catch (const format_error&) {
+        } catch (const limit_error&) {
+            throw;
         } catch (const value_error&) {
         }
     }

@@ -37,7 +37,7 @@ void set_max_array_bytes(std::size_t bytes) { limit().store(bytes, std::memory_o
 void check_array_bytes(std::size_t bytes, const std::string& source) {
     const std::size_t max = max_array_bytes();
     if (bytes > max)
-        throw value_error(source, "array too large for --max-bytes " +
+        throw limit_error(source, "array too large for --max-bytes " +
                                       expected_got("at most " + std::to_string(max) + " bytes", std::to_string(bytes)));
 }
 

@@ -59,11 +59,14 @@ void walk_object(const json& node, const std::string& prefix, const std::string&
         }
         if (value.is_array()) {
             // Lists that are not numeric arrays (strings, ragged) are skipped, as compute
-            // skips unknown names; read_json reports them only for names it needs.
+            // skips unknown names; read_json reports them only for names it needs. An
+            // array over --max-bytes is refused, as compute refuses it.
             try {
                 bundle b = read_json(value.dump(), source + ":" + name);
                 out.push_back({name, std::move(b.arrays.front().value), "n/a"});
             } catch (const format_error&) {
+            } catch (const limit_error&) {
+                throw;
             } catch (const value_error&) {
             }
             continue;
@@ -92,8 +95,7 @@ std::vector<listed_array> list_arrays(const std::string& path) {
             out.push_back({arrays[i].name, std::move(arrays[i].value), order_name(layouts[i].byte_order)});
         return out;
     }
-    if (bytes.find_first_not_of(" \t\r\n") == std::string::npos)
-        throw format_error(source, "empty input " + expected_got(".npy, .npz or JSON", bytes.empty() ? "0 bytes" : "only whitespace"));
+    check_json_start(bytes, source);
     json doc;
     try {
         doc = json::parse(bytes);

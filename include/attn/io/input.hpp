@@ -4,6 +4,7 @@
 /// content, not by name (DESIGN §2).
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "attn/io/limits.hpp"
@@ -26,14 +27,26 @@ struct bundle {
 bool is_attn_name(const std::string& name);
 
 /// Reads a whole file, or all of stdin for "-". Throws io_error naming the path, or
-/// value_error for a file larger than max_array_bytes() + file_overhead_bytes
+/// limit_error (a value_error) for a file larger than max_array_bytes() + file_overhead_bytes
 /// (io/limits.hpp; a .npy gets read_npy's message about its array instead), checked
 /// before the file is read.
 std::string read_file(const std::string& path);
 
+/// Refuses content that is neither .npy nor .npz and cannot be JSON either, before it
+/// is parsed, so that a PNG or random bytes are not reported as a JSON syntax error.
+/// Throws format_error(source, "empty input (expected .npy, .npz or JSON, got 0 bytes)")
+/// (or "got only whitespace"), or format_error(source, "not a .npy, .npz or JSON file
+/// (starts with bytes 89 50 4e 47)") when, after an optional UTF-8 byte order mark and
+/// whitespace, the first byte cannot begin a JSON value (one of { [ " - 0-9 t f n,
+/// RFC 8259 §2-7), or the first 16 bytes are not UTF-8 text (ill-formed sequences, or
+/// control bytes other than whitespace, which JSON never holds raw; RFC 8259 §7, §8.1).
+/// Content that starts like JSON passes however broken: read_json then reports where.
+void check_json_start(std::string_view bytes, const std::string& source);
+
 /// Loads a file of any kind attn reads, recognised by its first bytes:
-/// "\x93NUMPY" → .npy, "PK" → .npz, otherwise JSON (see io/json.hpp).
-/// Throws io_error / format_error / value_error with the path as source.
+/// "\x93NUMPY" → .npy, "PK" → .npz, otherwise JSON (see io/json.hpp) if it starts like
+/// JSON (check_json_start). Throws io_error / format_error / value_error with the path
+/// as source.
 bundle load_bundle(const std::string& path);
 
 /// Loads one array from "FILE" or "FILE:NAME" (a member of an .npz or JSON object).

@@ -19,7 +19,8 @@ namespace attn::io {
 /// one space-separated string) fills bundle::tokens. Nested lists must be rectangular.
 /// Element type: bool if all are booleans, int64 if all are integers, else float64.
 /// Throws format_error (syntax, ragged lists, non-numeric entries) naming `source`, or
-/// value_error for an array larger than max_array_bytes() (io/limits.hpp).
+/// limit_error (a value_error) for an array larger than max_array_bytes()
+/// (io/limits.hpp), whatever its name.
 bundle read_json(std::string_view text, const std::string& source);
 
 /// Writes `doc` as one JSON object: "input" if set (batch runs), "meta", then "tokens"

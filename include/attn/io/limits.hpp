@@ -25,8 +25,9 @@ void set_max_array_bytes(std::size_t bytes);
 /// when an input file's size is checked (1 MiB).
 constexpr std::size_t file_overhead_bytes = std::size_t{1} << 20;
 
-/// Throws value_error(source, "array too large for --max-bytes (expected at most
-/// <max_array_bytes()> bytes, got <bytes>)") when bytes > max_array_bytes().
+/// Throws limit_error(source, "array too large for --max-bytes (expected at most
+/// <max_array_bytes()> bytes, got <bytes>)") when bytes > max_array_bytes(); limit_error
+/// is a value_error.
 void check_array_bytes(std::size_t bytes, const std::string& source);
 
 }  // namespace attn::io
