@@ -8,6 +8,7 @@ packages=(
   libxtensor-dev libxtensor-blas-dev libopenblas-dev
   libopenblas0-openmp                  # the BLAS attn links: no pthread pool beside OpenMP
   libcli11-dev nlohmann-json3-dev doctest-dev
+  libdragonbox-dev                     # shortest float-to-text for the JSON/CSV writers
   libzip-dev zipcmp zipmerge ziptool   # libzip's CMake package references these tools
   libcairo2-dev fonts-dejavu-core
   clang libclang-rt-dev libomp-dev     # fuzz targets and their CI corpus replay (clang++, libFuzzer)

@@ -3,6 +3,8 @@
 
 #include <doctest/doctest.h>
 
+#include <charconv>
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -71,6 +73,64 @@ TEST_CASE("format_number: shortest round-trip text in the value's own type") {
     CHECK(num(-0.0, 0, false) == "-0");
     CHECK(num(1e-5f) == "1e-05");
     CHECK(num(-std::numeric_limits<double>::denorm_min()) == "-5e-324");
+}
+
+namespace {
+
+/// Compares format_number(v) (Dragonbox) with std::to_chars(v), the reference it
+/// must reproduce byte for byte; returns the number of differences.
+template <class T, class Gen>
+std::size_t differences_from_to_chars(std::size_t count, Gen&& gen) {
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+        const T v = gen();
+        if (!std::isfinite(v) || (v == 0 && std::signbit(v))) continue;  // JSON spellings differ on purpose
+        char want[64];
+        const auto n = static_cast<std::size_t>(std::to_chars(want, want + sizeof want, v).ptr - want);
+        if (num(v) != std::string(want, n) || num(v, 0, false) != std::string(want, n)) {
+            if (differ < 3) MESSAGE("format_number(" << std::string(want, n) << ") = " << num(v));
+            ++differ;
+        }
+    }
+    return differ;
+}
+
+template <class T, class U>
+T from_bits(U bits) {
+    T v;
+    std::memcpy(&v, &bits, sizeof v);
+    return v;
+}
+
+}  // namespace
+
+TEST_CASE("format_number: shortest text equals std::to_chars for every kind of value") {
+    std::mt19937_64 gen(20261122);
+    std::uniform_real_distribution<double> exponent(0, 30);
+    // Every bit pattern family: random bits cover subnormals, huge and tiny values.
+    CHECK(differences_from_to_chars<float>(400000, [&] { return from_bits<float>(static_cast<std::uint32_t>(gen())); }) == 0);
+    CHECK(differences_from_to_chars<double>(400000, [&] { return from_bits<double>(gen()); }) == 0);
+    // Softmax weights, the common case.
+    CHECK(differences_from_to_chars<float>(200000, [&] { return static_cast<float>(std::exp(-exponent(gen))); }) == 0);
+    CHECK(differences_from_to_chars<double>(200000, [&] { return std::exp(-exponent(gen)); }) == 0);
+    // Integers (exact digits in fixed notation, even past the shortest digits), powers of ten.
+    CHECK(differences_from_to_chars<float>(100000, [&] {
+              return static_cast<float>(static_cast<std::int64_t>(gen() % 2000000000000ULL) - 1000000000000LL);
+          }) == 0);
+    CHECK(differences_from_to_chars<double>(100000, [&] {
+              return std::ldexp(static_cast<double>(gen() >> 11), static_cast<int>(gen() % 80));
+          }) == 0);
+    int p = -45;
+    CHECK(differences_from_to_chars<double>(700, [&] { return std::pow(10.0, p++ % 330) * 1.0; }) == 0);
+    CHECK(differences_from_to_chars<float>(90, [&] { return std::pow(10.0f, static_cast<float>((p++ % 90) - 45)); }) == 0);
+    CHECK(num(123456792.0f) == "123456792");  // exact, not the shortest "123456790"
+    CHECK(num(1e22) == "1e+22");
+    CHECK(num(1e21) == "1e+21");
+    CHECK(num(123456.0) == "123456");
+    CHECK(num(0.0001) == "1e-04");   // 5 characters against 6
+    CHECK(num(0.00012f) == "0.00012");  // a tie goes to fixed notation
+    CHECK(num(std::numeric_limits<float>::denorm_min()) == "1e-45");
+    CHECK(num(std::numeric_limits<double>::max()) == "1.7976931348623157e+308");
 }
 
 TEST_CASE("format_number: precision is significant digits, like printf %g") {

@@ -19,6 +19,13 @@ inline constexpr int max_precision = 17;
 
 namespace detail {
 
+/// Shortest round-trip text of a finite v, byte for byte what std::to_chars(v) writes
+/// (the shorter of fixed and scientific notation, ties to fixed; integral values in
+/// fixed notation printed exactly), ~2× faster: digits from the Dragonbox algorithm
+/// (Jeon 2020, Debian libdragonbox-dev). At most 24 characters. No NaN or infinity.
+int format_shortest(char* out, float v);
+int format_shortest(char* out, double v);
+
 inline int copy_literal(char* out, const char* text) {
     const std::size_t n = std::strlen(text);
     std::memcpy(out, text, n);
@@ -35,11 +42,9 @@ int format_number_impl(char* out, T v, int precision, bool json) {
     // JSON parsers (nlohmann, Python's json) read "-0" as the integer 0 and lose the
     // sign; "-0.0" is a float everywhere.
     if (json && v == 0 && std::signbit(v)) return copy_literal(out, "-0.0");
-    char* const end = out + number_buffer_size;
+    if (precision <= 0) return format_shortest(out, v);
     const std::to_chars_result r =
-        precision > 0 ? std::to_chars(out, end, v, std::chars_format::general,
-                                      std::min(precision, max_precision))
-                      : std::to_chars(out, end, v);
+        std::to_chars(out, out + number_buffer_size, v, std::chars_format::general, std::min(precision, max_precision));
     return static_cast<int>(r.ptr - out);
 }
 
