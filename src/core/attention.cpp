@@ -188,7 +188,7 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
     // OpenBLAS's own thread pool. OpenBLAS's OpenMP build implements the call as
     // omp_set_num_threads(1), which would leave every later parallel region of the
     // process (this kernel's next call, the text writers) on one thread: restore it.
-    // Inside our parallel region that build runs GEMMs single-threaded by itself.
+    // Inside an active parallel region that build runs GEMMs single-threaded by itself.
     static const bool single_threaded_blas = [] {
         const int omp_threads = omp_get_max_threads();
         openblas_set_num_threads(1);
@@ -201,6 +201,15 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
     const double work = 4.0 * static_cast<double>(B * Hq * Tq) * static_cast<double>(Tk) * std::max(Dk, Dv);
     const long long useful = std::max(1LL, std::min(tasks, static_cast<long long>(work / 64e6)));
     const int threads = static_cast<int>(std::min<long long>(o.threads > 0 ? o.threads : omp_get_max_threads(), useful));
+    // A one-thread region is inactive, so OpenBLAS's OpenMP build would fork its own
+    // team for every small GEMM (T=128: 1 ms became 40 ms). This thread's OpenMP
+    // setting is lowered to one for the call, and restored.
+    const int caller_threads = omp_get_max_threads();
+    struct restore_threads {
+        int n;
+        ~restore_threads() { omp_set_num_threads(n); }
+    } restore{caller_threads};
+    if (threads == 1) omp_set_num_threads(1);
 
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
     for (long long task = 0; task < tasks; ++task) {

@@ -68,7 +68,7 @@ namespace detail {
 
 void* pool_allocate(std::size_t bytes) {
     if (bytes < large_block) {
-        void* p = std::aligned_alloc(64, (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64);
+        void* p = std::malloc(std::max<std::size_t>(bytes, 1));  // 16-byte aligned; loads are unaligned
         if (!p) throw std::bad_alloc();
         return p;
     }

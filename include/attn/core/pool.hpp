@@ -21,7 +21,7 @@ std::size_t pool_cached_bytes();
 void pool_release();
 
 namespace detail {
-/// `bytes` of memory aligned to 64 bytes (2 MiB for large blocks). Throws std::bad_alloc.
+/// `bytes` of memory (malloc alignment; 2 MiB-aligned for large blocks). Throws std::bad_alloc.
 void* pool_allocate(std::size_t bytes);
 /// Returns a block from pool_allocate of the same `bytes`.
 void pool_deallocate(void* p, std::size_t bytes) noexcept;
