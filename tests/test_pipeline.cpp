@@ -374,3 +374,22 @@ TEST_CASE("inputs that do not fit together are rejected with one clear message")
                          "Hkv = 3)",
                          attn::shape_error);
 }
+
+TEST_CASE("large stages reach the document as views of the result, small inputs as copies") {
+    const auto x = ref::random_normal(2 * 5 * 8, 9);
+    auto o = dump_all();
+    o.dump.push_back("q");
+    o.heads = 2;
+    const auto doc = compute({{"x", f64({1, 2, 5, 4}, x)}}, {}, o);
+    for (const char* s : {"qk", "scaled", "scores", "weights", "output", "lse"}) {
+        CAPTURE(s);
+        CHECK(stage(doc, s).data.is_view());
+    }
+    CHECK(!stage(doc, "q").data.is_view());
+    // The views outlive the compute call and its result variable.
+    const auto again = compute({{"x", f64({1, 2, 5, 4}, x)}}, {}, o);
+    CHECK(stage(doc, "weights").data == stage(again, "weights").data);
+    attn::io::document copy = doc;  // copies share the bytes, and stay equal
+    CHECK(copy.tensors.size() == doc.tensors.size());
+    CHECK(stage(copy, "weights").data == stage(doc, "weights").data);
+}

@@ -8,6 +8,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,12 +43,83 @@ std::string shape_string(const shape_t& shape);
 /// Decodes an IEEE 754 binary16 bit pattern to float, exactly (subnormals, ±inf, NaN).
 float half_to_float(std::uint16_t bits);
 
+/// The dtype tag of a C++ element type (float → f4, double → f8).
+template <class T>
+constexpr dtype dtype_of();
+template <> constexpr dtype dtype_of<float>() { return dtype::f4; }
+template <> constexpr dtype dtype_of<double>() { return dtype::f8; }
+
+/// The bytes of an array: owned, or a read-only view of memory that a shared owner
+/// keeps alive, so that a compute result reaches the writers without a copy (a
+/// 2048×2048×8 float32 weights tensor is 128 MiB: copying it cost more than writing
+/// it as .npy). The interface is the subset of std::vector<std::byte> attn uses.
+/// Anything that writes (non-const data(), operator[], begin(), resize) first turns
+/// a view into an owned copy, so a byte_buffer always behaves as a value.
+class byte_buffer {
+public:
+    byte_buffer() = default;
+    byte_buffer(std::vector<std::byte> bytes) : own_(std::move(bytes)) {}
+    byte_buffer(std::initializer_list<std::byte> bytes) : own_(bytes) {}
+
+    /// A view of [p, p + n), valid while `owner` lives (the buffer keeps it).
+    static byte_buffer view(std::shared_ptr<const void> owner, const std::byte* p, std::size_t n) {
+        byte_buffer b;
+        b.owner_ = std::move(owner);
+        b.view_ = p;
+        b.view_size_ = n;
+        return b;
+    }
+    bool is_view() const noexcept { return view_ != nullptr; }
+
+    const std::byte* data() const noexcept { return view_ ? view_ : own_.data(); }
+    std::byte* data() { return owned().data(); }
+    std::size_t size() const noexcept { return view_ ? view_size_ : own_.size(); }
+    bool empty() const noexcept { return size() == 0; }
+    const std::byte* begin() const noexcept { return data(); }
+    const std::byte* end() const noexcept { return data() + size(); }
+    std::byte* begin() { return data(); }
+    std::byte* end() { return data() + size(); }
+    const std::byte& operator[](std::size_t i) const noexcept { return data()[i]; }
+    std::byte& operator[](std::size_t i) { return owned()[i]; }
+
+    void resize(std::size_t n) { owned().resize(n); }
+    template <class It>
+    void assign(It first, It last) {
+        *this = byte_buffer();
+        own_.assign(first, last);
+    }
+    /// Frees the bytes (a view releases its owner).
+    void clear() noexcept { *this = byte_buffer(); }
+    std::vector<std::byte> to_vector() const { return {begin(), end()}; }
+
+    friend bool operator==(const byte_buffer& a, const byte_buffer& b) noexcept {
+        return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size()) == 0);
+    }
+    friend bool operator!=(const byte_buffer& a, const byte_buffer& b) noexcept { return !(a == b); }
+
+private:
+    std::vector<std::byte>& owned() {
+        if (view_) {
+            own_.assign(view_, view_ + view_size_);
+            view_ = nullptr;
+            view_size_ = 0;
+            owner_.reset();
+        }
+        return own_;
+    }
+
+    std::vector<std::byte> own_;
+    std::shared_ptr<const void> owner_;
+    const std::byte* view_ = nullptr;
+    std::size_t view_size_ = 0;
+};
+
 /// An n-d array: dtype, shape and C-order native-endian bytes
 /// (`data.size() == element_count(shape) * dtype_size(type)`).
 struct array {
     dtype type = dtype::f8;
     shape_t shape;
-    std::vector<std::byte> data;
+    byte_buffer data;
 
     std::size_t size() const { return element_count(shape); }
     std::size_t rank() const { return shape.size(); }
@@ -65,6 +139,17 @@ struct array {
     /// Builds a float32 (T=float) or float64 (T=double) array from C-order values.
     template <class T>
     static array from(shape_t shape, const T* values);
+
+    /// The same without a copy: views `values`, which `owner` keeps alive.
+    template <class T>
+    static array view(shape_t shape, std::shared_ptr<const void> owner, const T* values) {
+        array a;
+        a.type = dtype_of<T>();
+        a.shape = std::move(shape);
+        a.data = byte_buffer::view(std::move(owner), reinterpret_cast<const std::byte*>(values),
+                                   a.size() * sizeof(T));
+        return a;
+    }
 };
 
 extern template void array::copy_to<float>(float*) const;
@@ -75,10 +160,5 @@ extern template std::vector<std::int64_t> array::to_vector<std::int64_t>() const
 extern template array array::from<float>(shape_t, const float*);
 extern template array array::from<double>(shape_t, const double*);
 
-/// The dtype tag of a C++ element type (float → f4, double → f8).
-template <class T>
-constexpr dtype dtype_of();
-template <> constexpr dtype dtype_of<float>() { return dtype::f4; }
-template <> constexpr dtype dtype_of<double>() { return dtype::f8; }
 
 }  // namespace attn

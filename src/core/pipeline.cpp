@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 
 #include "attn/core/attention.hpp"
@@ -49,7 +50,7 @@ public:
     void release(std::initializer_list<const char*> names) {
         for (auto& a : arrays_)
             for (const char* n : names)
-                if (a.name == n) std::vector<std::byte>().swap(a.value.data);
+                if (a.name == n) a.value.data.clear();
     }
 
 private:
@@ -400,19 +401,38 @@ shape_t layout_shape(const shape_t& full, std::size_t input_rank) {
     return s;
 }
 
-/// (B, H, T, D) in the input's layout: 4-D as is; rank 3 → (B, T, H·D); rank 2 → (T, H·D).
-template <class T>
-array in_input_layout(const tensor4<T>& t, std::size_t input_rank) {
-    if (input_rank == 4) return array::from<T>({t.shape(0), t.shape(1), t.shape(2), t.shape(3)}, t.data());
-    const tensor3<T> m = merge_heads(t);
-    shape_t s{m.shape(0), m.shape(1), m.shape(2)};
-    if (input_rank == 2) s.erase(s.begin());
-    return array::from<T>(s, m.data());
+/// An array viewing `t`'s elements in place (no copy); `owner` keeps them alive.
+template <class Tensor>
+array view_of(shape_t shape, std::shared_ptr<const void> owner, const Tensor& t) {
+    return array::view(std::move(shape), std::move(owner), t.data());
 }
 
+/// A temporary tensor moved into shared ownership, as an array (no copy).
+template <class Tensor>
+array adopt(shape_t shape, Tensor&& t) {
+    auto owned = std::make_shared<std::decay_t<Tensor>>(std::forward<Tensor>(t));
+    const auto* values = owned->data();
+    return array::view(std::move(shape), std::move(owned), values);
+}
+
+/// (B, H, T, D) in the input's layout: 4-D as is; rank 3 → (B, T, H·D); rank 2 → (T, H·D).
+/// `owner` keeps `t` alive; a 4-D result views it, the others are merged copies.
 template <class T>
-array stage_array(const tensor4<T>& t, std::size_t input_rank) {
-    return array::from<T>(layout_shape({t.shape(0), t.shape(1), t.shape(2), t.shape(3)}, input_rank), t.data());
+array in_input_layout(const tensor4<T>& t, std::size_t input_rank, std::shared_ptr<const void> owner) {
+    if (input_rank == 4) {
+        shape_t s{t.shape(0), t.shape(1), t.shape(2), t.shape(3)};
+        return owner ? view_of(std::move(s), std::move(owner), t) : array::from<T>(std::move(s), t.data());
+    }
+    tensor3<T> m = merge_heads(t);
+    shape_t s{m.shape(0), m.shape(1), m.shape(2)};
+    if (input_rank == 2) s.erase(s.begin());
+    return adopt(std::move(s), std::move(m));
+}
+
+/// A Tq×Tk (or lse) stage in the input's leading axes, viewing `t` (kept by `owner`).
+template <class T>
+array stage_array(const tensor4<T>& t, std::size_t input_rank, std::shared_ptr<const void> owner) {
+    return view_of(layout_shape({t.shape(0), t.shape(1), t.shape(2), t.shape(3)}, input_rank), std::move(owner), t);
 }
 
 /// A 0-d or rank-n int64 array from C-order values.
@@ -522,7 +542,10 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     ao.keep_weights = wants("weights") || wants("stats");
     ao.keep_lse = wants("lse");
     ao.threads = o.threads;
-    attention_result<T> r = attention(p.q, key, value, m, ao);
+    // The result is shared by the arrays of the document, which view its tensors
+    // instead of copying them.
+    const auto result = std::make_shared<attention_result<T>>(attention(p.q, key, value, m, ao));
+    const attention_result<T>& r = *result;
 
     io::document doc;
     doc.tokens = o.tokens.empty() ? bundle_tokens : o.tokens;
@@ -537,31 +560,35 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
             continue;
         }
         array a;
-        if (s == "q") a = in_input_layout(p.q, rank);
-        else if (s == "k") a = in_input_layout(new_k, rank);
-        else if (s == "v") a = in_input_layout(new_v, rank);
+        if (s == "q") a = in_input_layout(p.q, rank, nullptr);
+        else if (s == "k") a = in_input_layout(new_k, rank, nullptr);
+        else if (s == "v") a = in_input_layout(new_v, rank, nullptr);
         else if (s == "present_key") a = array::from<T>({B, Hkv, Tk, Dk}, key.data());
         else if (s == "present_value") a = array::from<T>({B, Hkv, Tk, value.shape(3)}, value.data());
         else if (s == "lse") {
-            tensor4<T> l4 = tensor4<T>::from_shape({B, Hq, Tq, 1});
-            std::copy(r.lse.begin(), r.lse.end(), l4.begin());
-            if (o.average_heads) l4 = mean_heads(l4);
-            a = stage_array(l4, o.average_heads ? std::min<std::size_t>(rank, 3) : rank);
+            auto l4 = std::make_shared<tensor4<T>>(tensor4<T>::from_shape({B, Hq, Tq, 1}));
+            std::copy(r.lse.begin(), r.lse.end(), l4->begin());
+            if (o.average_heads) *l4 = mean_heads(*l4);
+            a = stage_array(*l4, o.average_heads ? std::min<std::size_t>(rank, 3) : rank, l4);
             a.shape.pop_back();
         } else if (s == "output") {
             if (wo) {
                 const tensor3<T> merged = merge_heads(r.output);
-                const tensor3<T> y = linear(merged, as_matrix<T>(*wo, "w_o"), as_vector<T>(in.find("b_o"), "b_o"), o.layout, "w_o");
+                tensor3<T> y = linear(merged, as_matrix<T>(*wo, "w_o"), as_vector<T>(in.find("b_o"), "b_o"), o.layout, "w_o");
                 shape_t shape{y.shape(0), y.shape(1), y.shape(2)};
                 if (rank == 2) shape.erase(shape.begin());
-                a = array::from<T>(shape, y.data());
+                a = adopt(std::move(shape), std::move(y));
             } else {
-                a = in_input_layout(r.output, rank);
+                a = in_input_layout(r.output, rank, result);
             }
         } else {
             const tensor4<T>& t = s == "qk" ? r.qk : s == "scaled" ? r.scaled : s == "scores" ? r.scores : r.weights;
-            if (o.average_heads) a = stage_array(mean_heads(t), std::min<std::size_t>(rank, 3));
-            else a = stage_array(t, rank);
+            if (o.average_heads) {
+                auto mean = std::make_shared<tensor4<T>>(mean_heads(t));
+                a = stage_array(*mean, std::min<std::size_t>(rank, 3), mean);
+            } else {
+                a = stage_array(t, rank, result);
+            }
         }
         doc.tensors.push_back({s, std::move(a)});
     }

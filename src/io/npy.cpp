@@ -277,15 +277,12 @@ descr_info parse_descr(const py_value& v, const std::string& source) {
     throw value_error(source, unsupported + expected_got(expected, snippet(v.str)));
 }
 
-void swap_bytes(std::vector<std::byte>& data, std::size_t width) {
-    for (std::size_t i = 0; i + width <= data.size(); i += width)
-        std::reverse(data.begin() + static_cast<std::ptrdiff_t>(i),
-                     data.begin() + static_cast<std::ptrdiff_t>(i + width));
+void swap_bytes(std::byte* data, std::size_t size, std::size_t width) {
+    for (std::size_t i = 0; i + width <= size; i += width) std::reverse(data + i, data + i + width);
 }
 
 /// Reorders Fortran-order (first axis fastest) elements into C order.
-std::vector<std::byte> fortran_to_c(const std::vector<std::byte>& in, const shape_t& shape,
-                                    std::size_t width) {
+std::vector<std::byte> fortran_to_c(const byte_buffer& in, const shape_t& shape, std::size_t width) {
     const std::size_t rank = shape.size();
     const std::size_t count = element_count(shape);
     std::vector<std::byte> out(in.size());
@@ -418,7 +415,7 @@ array read_npy(std::string_view bytes, const std::string& source, npy_layout* st
     a.shape = shape;
     a.data.resize(nbytes);
     if (nbytes) std::memcpy(a.data.data(), bytes.data() + data_offset, nbytes);
-    if (info.swap) swap_bytes(a.data, width);
+    if (info.swap) swap_bytes(a.data.data(), a.data.size(), width);
     if (a.type == dtype::b1)
         for (auto& b : a.data) b = b != std::byte{0} ? std::byte{1} : std::byte{0};
     if (fortran->truth && shape.size() > 1) a.data = fortran_to_c(a.data, a.shape, width);
@@ -492,8 +489,8 @@ void write_npy(std::ostream& out, const array& a) {
     if (host_is_little_endian() || width == 1) {
         out.write(reinterpret_cast<const char*>(a.data.data()), static_cast<std::streamsize>(a.data.size()));
     } else {
-        std::vector<std::byte> le = a.data;
-        swap_bytes(le, width);
+        std::vector<std::byte> le = a.data.to_vector();
+        swap_bytes(le.data(), le.size(), width);
         out.write(reinterpret_cast<const char*>(le.data()), static_cast<std::streamsize>(le.size()));
     }
     if (!out) throw io_error("", "cannot write .npy data");
