@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <initializer_list>
 #include <string>
 
 #include "cli_util.hpp"
@@ -42,6 +43,24 @@ std::string too_large(const std::string& source, const std::string& max, const s
            got + ")\n";
 }
 
+/// A command whose input `source` (256 bytes) is over `max`.
+struct limit_case {
+    const char* args;
+    const char* source;
+    const char* max;
+};
+
+/// Each command exits 1 with the too-large message and writes nothing.
+void check_refused(std::initializer_list<limit_case> cases) {
+    for (const auto& c : cases) {
+        CAPTURE(c.args);
+        const auto r = run_attn(c.args);
+        CHECK(r.code == 1);
+        CHECK(r.err == too_large(c.source, c.max, "256"));
+        CHECK(r.out.empty());
+    }
+}
+
 }  // namespace
 
 TEST_CASE("--max-bytes: a huge declared .npy is refused from its header, exit 1") {
@@ -55,48 +74,24 @@ TEST_CASE("--max-bytes: a huge declared .npy is refused from its header, exit 1"
 }
 
 TEST_CASE("--max-bytes: the limit applies to .npy, .npz members, JSON arrays and per-array options") {
-    struct limit_case {
-        const char* args;
-        const char* source;
-        const char* max;
-    };
-    const limit_case cases[] = {
+    check_refused({
         {"compute --max-bytes 255 data/x.npy", "data/x.npy", "255"},
         {"compute --max-bytes 200 data/notebook.npz", "data/notebook.npz:q", "200"},
         {"compute --max-bytes 100 data/notebook.json", "data/notebook.json:q", "100"},
         {"compute --q data/notebook.npz:q --k data/notebook.npz:k --v data/notebook.npz:v --max-bytes 0",
          "data/notebook.npz:q", "0"},
-    };
-    for (const auto& c : cases) {
-        CAPTURE(c.args);
-        const auto r = run_attn(c.args);
-        CHECK(r.code == 1);
-        CHECK(r.err == too_large(c.source, c.max, "256"));
-        CHECK(r.out.empty());
-    }
+    });
 }
 
 TEST_CASE("--max-bytes: inspect and compare refuse an input over the limit as compute does") {
-    struct limit_case {
-        const char* args;
-        const char* source;
-        const char* max;
-    };
-    const limit_case cases[] = {
+    check_refused({
         {"inspect --max-bytes 255 data/x.npy", "data/x.npy", "255"},
         {"inspect --max-bytes 200 data/notebook.npz", "data/notebook.npz:q", "200"},
         {"inspect --max-bytes 100 data/notebook.json", "data/notebook.json:q", "100"},
         {"compare --max-bytes 255 data/x.npy data/x.npy", "data/x.npy", "255"},
         {"compare --max-bytes 200 data/notebook.npz:k data/notebook.npz:k", "data/notebook.npz:q", "200"},
         {"compare --max-bytes 100 data/notebook.json:v data/notebook.json:v", "data/notebook.json:q", "100"},
-    };
-    for (const auto& c : cases) {
-        CAPTURE(c.args);
-        const auto r = run_attn(c.args);
-        CHECK(r.code == 1);
-        CHECK(r.err == too_large(c.source, c.max, "256"));
-        CHECK(r.out.empty());
-    }
+    });
     // The limit is inclusive, and a bad size is a usage error, as for compute.
     for (const char* args : {"inspect --max-bytes 256 data/x.npy", "compare --max-bytes 256 data/x.npy data/x.npy"}) {
         CAPTURE(args);
