@@ -3,6 +3,7 @@
 // must stay within one ulp of an 80-bit expl.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -131,4 +132,26 @@ TEST_CASE("exp_sum (float64) stores exp(x − shift) and returns their sum") {
     }
     CHECK(out[4] == 0.0);
     CHECK(sum == doctest::Approx(static_cast<double>(exact)).epsilon(1e-15));
+}
+
+TEST_CASE("stream_copy copies any length at any alignment (float32 and float64)") {
+    std::vector<float> src(300), dst(320);
+    for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i) * 0.5f - 7;
+    std::vector<double> srcd(src.begin(), src.end()), dstd(320);
+    for (std::size_t offset : {0, 1, 3, 15, 16}) {
+        for (std::size_t n : {0, 1, 15, 16, 17, 100, 283}) {
+            CAPTURE(offset);
+            CAPTURE(n);
+            std::fill(dst.begin(), dst.end(), -1.0f);
+            stream_copy(src.data(), dst.data() + offset, n);
+            std::fill(dstd.begin(), dstd.end(), -1.0);
+            stream_copy(srcd.data(), dstd.data() + offset, n);
+            store_fence();
+            CHECK(std::equal(src.begin(), src.begin() + static_cast<long>(n), dst.begin() + static_cast<long>(offset)));
+            CHECK(std::equal(srcd.begin(), srcd.begin() + static_cast<long>(n), dstd.begin() + static_cast<long>(offset)));
+            CHECK(dst[offset + n] == -1.0f);  // nothing past the end
+            CHECK(dstd[offset + n] == -1.0);
+            if (offset > 0) CHECK(dst[offset - 1] == -1.0f);
+        }
+    }
 }

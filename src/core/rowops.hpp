@@ -157,6 +157,33 @@ inline void divide(T* x, std::size_t n, T d) {
     for (; j < n; ++j) x[j] /= d;
 }
 
+/// dst[0..n) = src[0..n) with non-temporal stores where the CPU has them (AVX-512):
+/// the copy skips reading the destination's cache lines first and does not evict the
+/// working set, for a stage far larger than the caches that is written once. Call
+/// store_fence() before the data is read by another thread.
+template <class T>
+inline void stream_copy(const T* src, T* dst, std::size_t n) {
+    std::size_t j = 0;
+#if defined(__AVX512F__)
+    constexpr std::size_t W = 64 / sizeof(T);
+    for (; j < n && reinterpret_cast<std::uintptr_t>(dst + j) % 64 != 0; ++j) dst[j] = src[j];
+    for (; j + W <= n; j += W) {
+        if constexpr (std::is_same_v<T, float>)
+            _mm512_stream_ps(dst + j, _mm512_loadu_ps(src + j));
+        else
+            _mm512_stream_pd(dst + j, _mm512_loadu_pd(src + j));
+    }
+#endif
+    std::copy(src + j, src + n, dst + j);
+}
+
+/// Orders earlier non-temporal stores before later stores (sfence).
+inline void store_fence() {
+#if defined(__AVX512F__)
+    _mm_sfence();
+#endif
+}
+
 /// x[j] *= f.
 template <class T>
 inline void multiply(T* x, std::size_t n, T f) {
