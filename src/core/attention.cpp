@@ -106,7 +106,7 @@ void materialise_block(const block_job<T>& job, const dims& d, const mask<T>& m,
 
 /// Streaming path (no Tq×Tk stage wanted): online softmax over key blocks, as in
 /// FlashAttention (Dao et al. 2022, Alg. 1; Milakov & Gimelshein 2018). Memory per
-/// thread is one 64×256 score tile; key blocks past every row's visible end are skipped.
+/// thread is one 128×256 score tile; key blocks past every row's visible end are skipped.
 template <class T>
 void stream_block(const block_job<T>& job, const dims& d, const mask<T>& m, const attention_options& o,
                   attention_result<T>& r, bool inf_fill) {
