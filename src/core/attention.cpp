@@ -188,31 +188,27 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
     const std::size_t query_block = materialise ? materialise_rows : stream_rows;
     const std::size_t blocks = (Tq + query_block - 1) / query_block;
     const long long tasks = static_cast<long long>(B * Hq * blocks);
-    // One level of parallelism (TOOLCHAIN pitfall 5). Set once: each call nudges
-    // OpenBLAS's own thread pool. OpenBLAS's OpenMP build implements the call as
-    // omp_set_num_threads(1), which would leave every later parallel region of the
-    // process (this kernel's next call, the text writers) on one thread: restore it.
-    // Inside an active parallel region that build runs GEMMs single-threaded by itself.
-    static const bool single_threaded_blas = [] {
-        const int omp_threads = omp_get_max_threads();
-        openblas_set_num_threads(1);
-        omp_set_num_threads(omp_threads);
-        return true;
-    }();
-    (void)single_threaded_blas;
-    // Waking a second thread costs more than a few MFLOP of work: small problems run
-    // on fewer threads (each gets at least ~64 MFLOP, about a millisecond), and never more than tasks.
-    const double work = 4.0 * static_cast<double>(B * Hq * Tq) * static_cast<double>(Tk) * std::max(Dk, Dv);
-    const long long useful = std::max(1LL, std::min(tasks, static_cast<long long>(work / 64e6)));
-    const int threads = static_cast<int>(std::min<long long>(o.threads > 0 ? o.threads : omp_get_max_threads(), useful));
-    // A one-thread region is inactive, so OpenBLAS's OpenMP build would fork its own
-    // team for every small GEMM (T=128: 1 ms became 40 ms). This thread's OpenMP
-    // setting is lowered to one for the call, and restored.
+    // OpenBLAS's OpenMP build implements openblas_set_num_threads(n) as
+    // omp_set_num_threads(n), so this thread's OpenMP setting is read first and put
+    // back on return: later parallel regions of the process (the next call, the text
+    // writers) keep their threads.
     const int caller_threads = omp_get_max_threads();
     struct restore_threads {
         int n;
         ~restore_threads() { omp_set_num_threads(n); }
     } restore{caller_threads};
+    // One level of parallelism (TOOLCHAIN pitfall 5). Set once: each call nudges
+    // OpenBLAS's own thread pool. Inside an active parallel region the OpenMP build
+    // runs GEMMs single-threaded by itself.
+    static const bool single_threaded_blas = (openblas_set_num_threads(1), true);
+    (void)single_threaded_blas;
+    // Waking a second thread costs more than a few MFLOP of work: small problems run
+    // on fewer threads (each gets at least ~64 MFLOP, about a millisecond), and never more than tasks.
+    const double work = 4.0 * static_cast<double>(B * Hq * Tq) * static_cast<double>(Tk) * std::max(Dk, Dv);
+    const long long useful = std::max(1LL, std::min(tasks, static_cast<long long>(work / 64e6)));
+    const int threads = static_cast<int>(std::min<long long>(o.threads > 0 ? o.threads : caller_threads, useful));
+    // A one-thread region is inactive, so the OpenMP build would fork its own team for
+    // every small GEMM (T=128: 1 ms became 40 ms): the setting is one for such a call.
     if (threads == 1) omp_set_num_threads(1);
 
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
