@@ -34,18 +34,7 @@ void put_digits(char* out, std::uint64_t v, int n) {
         }
         if (end > stop) *--end = static_cast<char>('0' + x % 10);
     };
-    if (n > 8) {
-        put32(p, static_cast<std::uint32_t>(v % 100000000), p - 8);
-        p -= 8;
-        v /= 100000000;
-        n -= 8;
-        if (n > 8) {
-            put32(p, static_cast<std::uint32_t>(v % 100000000), p - 8);
-            p -= 8;
-            v /= 100000000;
-            n -= 8;
-        }
-    }
+    for (; n > 8; n -= 8, p -= 8, v /= 100000000) put32(p, static_cast<std::uint32_t>(v % 100000000), p - 8);
     put32(p, static_cast<std::uint32_t>(v), p - n);
 }
 
