@@ -22,6 +22,19 @@ inline std::string fixture_path(const std::string& relative) {
     return std::string(ATTN_SOURCE_DIR) + "/tests/fixtures/io/" + relative;
 }
 
+/// A version 1.0 .npy written by hand: header dict padded to 64 bytes, then `data`
+/// (which may be shorter than the shape declares).
+inline std::string npy_v1(const std::string& descr, const std::string& shape, const std::string& data) {
+    std::string h = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+    h.append(64 - (10 + h.size() + 1) % 64, ' ');
+    h += '\n';
+    std::string s = "\x93NUMPY\x01";
+    s += '\0';
+    s += static_cast<char>(h.size() & 0xff);
+    s += static_cast<char>(h.size() >> 8);
+    return s + h + data;
+}
+
 /// Raw bytes of a file, read independently of the library under test.
 inline std::string slurp(const std::string& path) {
     std::ifstream in(path, std::ios::binary);

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cli_util.hpp"
+#include "io_fixtures.hpp"
 
 using attn_test::run_attn;
 
@@ -25,18 +26,6 @@ struct scratch {
     }
     ~scratch() { std::system(("rm -rf '" + dir + "'").c_str()); }
 };
-
-/// A .npy holding only a header (version 1.0) that declares `shape` of float64.
-std::string npy_header_only(const std::string& shape) {
-    std::string h = "{'descr': '<f8', 'fortran_order': False, 'shape': " + shape + ", }";
-    h.append(64 - (10 + h.size() + 1) % 64, ' ');
-    h += '\n';
-    std::string s = "\x93NUMPY\x01";
-    s += '\0';
-    s += static_cast<char>(h.size() & 0xff);
-    s += static_cast<char>(h.size() >> 8);
-    return s + h;
-}
 
 std::string too_large(const std::string& source, const std::string& max, const std::string& got) {
     return "attn: error: " + source + ": array too large for --max-bytes (expected at most " + max + " bytes, got " +
@@ -66,7 +55,7 @@ void check_refused(std::initializer_list<limit_case> cases) {
 TEST_CASE("--max-bytes: a huge declared .npy is refused from its header, exit 1") {
     scratch s;
     const std::string big = s.dir + "/big.npy";
-    attn_test::spit(big, npy_header_only("(65536, 65536)"));  // 32 GiB declared, 128 bytes on disk
+    attn_test::spit(big, io_test::npy_v1("<f8", "(65536, 65536)", ""));  // 32 GiB declared, 128 bytes on disk
     const auto r = run_attn("compute --max-bytes 1G '" + big + "'");
     CHECK(r.code == 1);
     CHECK(r.err == too_large(big, "1073741824", "34359738368"));

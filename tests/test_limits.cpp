@@ -16,6 +16,7 @@
 #include "attn/io/limits.hpp"
 #include "attn/io/npy.hpp"
 #include "attn/io/npz.hpp"
+#include "io_fixtures.hpp"
 
 using attn::value_error;
 
@@ -27,18 +28,6 @@ struct limit_guard {
     explicit limit_guard(std::size_t n) { attn::io::set_max_array_bytes(n); }
     ~limit_guard() { attn::io::set_max_array_bytes(saved); }
 };
-
-/// A version 1.0 .npy: header dict, padded to 64 bytes, then `data`.
-std::string npy(const std::string& descr, const std::string& shape, const std::string& data) {
-    std::string h = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
-    h.append(64 - (10 + h.size() + 1) % 64, ' ');
-    h += '\n';
-    std::string s = "\x93NUMPY\x01";
-    s += '\0';
-    s += static_cast<char>(h.size() & 0xff);
-    s += static_cast<char>(h.size() >> 8);
-    return s + h + data;
-}
 
 std::string too_large(const std::string& source, std::size_t max, std::size_t got) {
     return source + ": array too large for --max-bytes (expected at most " + std::to_string(max) + " bytes, got " +
@@ -59,19 +48,19 @@ TEST_CASE("limits: read_npy refuses a declared size over the limit before readin
     limit_guard g(1 << 30);
     // 65536 x 65536 float64 = 32 GiB declared, no data present: the limit, not the
     // truncation, is reported.
-    const std::string big = npy("<f8", "(65536, 65536)", "");
+    const std::string big = io_test::npy_v1("<f8", "(65536, 65536)", "");
     CHECK_THROWS_WITH_AS(attn::io::read_npy(big, "big.npy"), too_large("big.npy", 1 << 30, 34359738368ULL).c_str(),
                          value_error);
     CHECK_THROWS_WITH_AS(attn::io::check_npy_head(big, "big.npy"),
                          too_large("big.npy", 1 << 30, 34359738368ULL).c_str(), value_error);
     // Within the limit, a short file is still a truncation (and check_npy_head is silent).
-    const std::string small = npy("<f4", "(2, 3)", std::string(8, '\0'));
+    const std::string small = io_test::npy_v1("<f4", "(2, 3)", std::string(8, '\0'));
     CHECK_THROWS_AS(attn::io::read_npy(small, "small.npy"), attn::format_error);
     CHECK_NOTHROW(attn::io::check_npy_head(small, "small.npy"));
 }
 
 TEST_CASE("limits: the boundary is inclusive") {
-    const std::string f = npy("<f8", "(4, 8)", std::string(256, '\0'));
+    const std::string f = io_test::npy_v1("<f8", "(4, 8)", std::string(256, '\0'));
     {
         limit_guard g(256);
         CHECK(attn::io::read_npy(f, "x.npy").size() == 32);
@@ -127,7 +116,8 @@ TEST_CASE("limits: files larger than the limit plus file_overhead_bytes are not 
     {
         // A .npy: its header names the array's size.
         const std::string path = dir + "/big.npy";
-        std::ofstream(path, std::ios::binary) << npy("<f8", "(2048, 128)", std::string(2048 * 128 * 8, '\0'));
+        std::ofstream(path, std::ios::binary)
+            << io_test::npy_v1("<f8", "(2048, 128)", std::string(2048 * 128 * 8, '\0'));
         CHECK_THROWS_WITH_AS(attn::io::load_bundle(path), too_large(path, 1024, 2097152).c_str(), value_error);
         std::remove(path.c_str());
     }
