@@ -1,6 +1,7 @@
 // The kernel's vector row loops (src/core/rowops.hpp) against scalar references: the
-// FMA-corrected division must equal IEEE division bit for bit, and the float64 exp
-// must stay within one ulp of an 80-bit expl.
+// FMA-corrected division (and its streamed copy) must equal IEEE division bit for bit,
+// the float64 exp must stay within one ulp of an 80-bit expl, and the unrolled row
+// maximum must equal the scalar one.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -50,6 +51,15 @@ void check_divide_matches_ieee(double log_range, unsigned seed) {
         std::vector<T> y = x;
         divide(y.data(), n, d);
         for (std::size_t i = 0; i < n; ++i) differ += !same_bits(y[i], static_cast<T>(x[i] / d));
+        // The same quotients, also streamed to a second row at any alignment.
+        std::vector<T> z = x, copy(n + 17, T(-1));
+        const std::size_t offset = static_cast<std::size_t>(round) % 17;
+        divide(z.data(), n, d, copy.data() + offset);
+        store_fence();
+        for (std::size_t i = 0; i < n; ++i)
+            differ += !same_bits(z[i], y[i]) + !same_bits(copy[offset + i], y[i]);
+        differ += std::count_if(copy.begin(), copy.begin() + static_cast<long>(offset), [](T c) { return c != -1; });
+        differ += std::count_if(copy.begin() + static_cast<long>(offset + n), copy.end(), [](T c) { return c != -1; });
         total += n;
     }
     CHECK(total > 400000);
@@ -134,24 +144,51 @@ TEST_CASE("exp_sum (float64) stores exp(x − shift) and returns their sum") {
     CHECK(sum == doctest::Approx(static_cast<double>(exact)).epsilon(1e-15));
 }
 
-TEST_CASE("stream_copy copies any length at any alignment (float32 and float64)") {
-    std::vector<float> src(300), dst(320);
-    for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i) * 0.5f - 7;
-    std::vector<double> srcd(src.begin(), src.end()), dstd(320);
-    for (std::size_t offset : {0, 1, 3, 15, 16}) {
-        for (std::size_t n : {0, 1, 15, 16, 17, 100, 283}) {
+TEST_CASE("divide with a copy: short rows, every alignment, and the NaN divisor") {
+    for (std::size_t offset = 0; offset < 16; ++offset) {
+        for (std::size_t n : {0, 1, 15, 16, 17, 33, 100}) {
             CAPTURE(offset);
             CAPTURE(n);
-            std::fill(dst.begin(), dst.end(), -1.0f);
-            stream_copy(src.data(), dst.data() + offset, n);
-            std::fill(dstd.begin(), dstd.end(), -1.0);
-            stream_copy(srcd.data(), dstd.data() + offset, n);
+            std::vector<float> x(n), copy(n + 32, -1.0f);
+            for (std::size_t i = 0; i < n; ++i) x[i] = static_cast<float>(i) * 0.5f + 0.25f;
+            std::vector<double> xd(x.begin(), x.end()), copyd(n + 32, -1.0);
+            const std::vector<float> x0 = x;
+            divide(x.data(), n, 3.0f, copy.data() + offset);
+            divide(xd.data(), n, std::numeric_limits<double>::quiet_NaN(), copyd.data() + offset);
             store_fence();
-            CHECK(std::equal(src.begin(), src.begin() + static_cast<long>(n), dst.begin() + static_cast<long>(offset)));
-            CHECK(std::equal(srcd.begin(), srcd.begin() + static_cast<long>(n), dstd.begin() + static_cast<long>(offset)));
-            CHECK(dst[offset + n] == -1.0f);  // nothing past the end
-            CHECK(dstd[offset + n] == -1.0);
-            if (offset > 0) CHECK(dst[offset - 1] == -1.0f);
+            for (std::size_t i = 0; i < n; ++i) {
+                CHECK(same_bits(x[i], x0[i] / 3.0f));
+                CHECK(same_bits(copy[offset + i], x[i]));
+                CHECK(std::isnan(copyd[offset + i]));
+            }
+            CHECK(copy[offset + n] == -1.0f);  // nothing past the end or before the start
+            CHECK(copyd[offset + n] == -1.0);
+            if (offset > 0) CHECK(copy[offset - 1] == -1.0f);
         }
     }
+}
+
+TEST_CASE("row_max equals the scalar maximum for every length and position of the maximum") {
+    std::mt19937 gen(5);
+    std::normal_distribution<float> dist;
+    for (std::size_t n = 1; n <= 80; ++n) {
+        std::vector<float> x(n);
+        for (auto& v : x) v = dist(gen);
+        for (std::size_t at = 0; at < n; ++at) {
+            std::vector<float> y = x;
+            y[at] = 100.0f + static_cast<float>(at);
+            CAPTURE(n);
+            CAPTURE(at);
+            CHECK(row_max(y.data(), n) == y[at]);
+            std::vector<double> yd(y.begin(), y.end());
+            CHECK(row_max(yd.data(), n) == yd[at]);
+        }
+    }
+    const float all_masked[40] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY,
+                                  -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY,
+                                  -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY,
+                                  -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY,
+                                  -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY,
+                                  -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    CHECK(row_max(all_masked, 40) == -INFINITY);
 }

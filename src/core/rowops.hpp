@@ -28,7 +28,8 @@ inline B fused_multiply_add(const B& x, const B& y, const B& z) {
     return xsimd::fma(x, y, z);
 }
 
-/// max over x[0..n); NaNs are ignored here and surface later through exp.
+/// max over x[0..n); NaNs are ignored here and surface later through exp. Four
+/// accumulators: one chain of vmaxps (4-cycle latency) held a 2048-key row to 512 cycles.
 template <class T>
 inline T row_max(const T* x, std::size_t n) {
     using batch = xsimd::batch<T>;
@@ -36,10 +37,16 @@ inline T row_max(const T* x, std::size_t n) {
     T m = -std::numeric_limits<T>::infinity();
     std::size_t j = 0;
     if (n >= W) {
-        batch acc = batch::load_unaligned(x);
-        for (j = W; j + W <= n; j += W) acc = xsimd::max(acc, batch::load_unaligned(x + j));
+        batch a0 = batch::load_unaligned(x), a1 = a0, a2 = a0, a3 = a0;
+        for (j = W; j + 4 * W <= n; j += 4 * W) {
+            a0 = xsimd::max(a0, batch::load_unaligned(x + j));
+            a1 = xsimd::max(a1, batch::load_unaligned(x + j + W));
+            a2 = xsimd::max(a2, batch::load_unaligned(x + j + 2 * W));
+            a3 = xsimd::max(a3, batch::load_unaligned(x + j + 3 * W));
+        }
+        for (; j + W <= n; j += W) a0 = xsimd::max(a0, batch::load_unaligned(x + j));
         alignas(64) T lanes[W];
-        acc.store_aligned(lanes);
+        xsimd::max(xsimd::max(a0, a1), xsimd::max(a2, a3)).store_aligned(lanes);
         for (std::size_t l = 0; l < W; ++l) m = std::max(m, lanes[l]);
     }
     for (; j < n; ++j) m = std::max(m, x[j]);
@@ -131,9 +138,12 @@ inline T exp_sum(const T* x, T* out, std::size_t n, T shift) {
 /// r = RN(1/d), corrected once by the exact FMA residual x − q·d (Markstein 1990;
 /// Muller et al., Handbook of Floating-Point Arithmetic, §4.7), which yields RN(x/d)
 /// whenever the residual cannot underflow. Lanes near the underflow range, and CPUs
-/// without FMA, take the division.
+/// without FMA, take the division. If `copy` is not null, copy[0..n) receives the same
+/// quotients in the same pass, through non-temporal stores where the CPU has them
+/// (AVX-512): writing a stage far larger than the caches skips reading its lines first
+/// and keeps the working set cached. Call store_fence() before another thread reads it.
 template <class T>
-inline void divide(T* x, std::size_t n, T d) {
+inline void divide(T* x, std::size_t n, T d, T* copy = nullptr) {
     using batch = xsimd::batch<T>;
     constexpr std::size_t W = batch::size;
     std::size_t j = 0;
@@ -142,39 +152,35 @@ inline void divide(T* x, std::size_t n, T d) {
     const T tiny = std::ldexp(T(1), std::numeric_limits<T>::min_exponent + std::numeric_limits<T>::digits + 2);
     const T r = T(1) / d;
     const batch vd(d), vr(r), vtiny(tiny), zero(T(0));
-    for (; j + W <= n; j += W) {
-        const batch a = batch::load_unaligned(x + j);
+    const auto quotient = [&](const batch& a) {
         const batch q = a * vr;
         batch c = fused_multiply_add(fused_multiply_add(-q, vd, a), vr, q);
         const auto small = (xsimd::abs(a) < vtiny) & (a != zero);
         if (xsimd::any(small)) c = xsimd::select(small, a / vd, c);
-        c.store_unaligned(x + j);
+        return c;
+    };
+#if defined(__AVX512F__)
+    if (copy && W * sizeof(T) == 64) {
+        for (; j < n && reinterpret_cast<std::uintptr_t>(copy + j) % 64 != 0; ++j) copy[j] = x[j] /= d;
+        for (; j + W <= n; j += W) {
+            const batch c = quotient(batch::load_unaligned(x + j));
+            c.store_unaligned(x + j);
+            if constexpr (std::is_same_v<T, float>)
+                _mm512_stream_ps(copy + j, c);
+            else
+                _mm512_stream_pd(copy + j, c);
+        }
+        for (; j < n; ++j) copy[j] = x[j] /= d;
+        return;
     }
+#endif
+    for (; j + W <= n; j += W) quotient(batch::load_unaligned(x + j)).store_unaligned(x + j);
 #else
     const batch b(d);
     for (; j + W <= n; j += W) (batch::load_unaligned(x + j) / b).store_unaligned(x + j);
 #endif
     for (; j < n; ++j) x[j] /= d;
-}
-
-/// dst[0..n) = src[0..n) with non-temporal stores where the CPU has them (AVX-512):
-/// the copy skips reading the destination's cache lines first and does not evict the
-/// working set, for a stage far larger than the caches that is written once. Call
-/// store_fence() before the data is read by another thread.
-template <class T>
-inline void stream_copy(const T* src, T* dst, std::size_t n) {
-    std::size_t j = 0;
-#if defined(__AVX512F__)
-    constexpr std::size_t W = 64 / sizeof(T);
-    for (; j < n && reinterpret_cast<std::uintptr_t>(dst + j) % 64 != 0; ++j) dst[j] = src[j];
-    for (; j + W <= n; j += W) {
-        if constexpr (std::is_same_v<T, float>)
-            _mm512_stream_ps(dst + j, _mm512_loadu_ps(src + j));
-        else
-            _mm512_stream_pd(dst + j, _mm512_loadu_pd(src + j));
-    }
-#endif
-    std::copy(src + j, src + n, dst + j);
+    if (copy) std::copy(x, x + n, copy);
 }
 
 /// Orders earlier non-temporal stores before later stores (sfence).
