@@ -1,7 +1,7 @@
 // The kernel's vector row loops (src/core/rowops.hpp) against scalar references: the
-// FMA-corrected division (and its streamed copy) must equal IEEE division bit for bit,
-// the float32 and float64 exps must stay within one ulp of an 80-bit expl, and the unrolled row
-// maximum must equal the scalar one.
+// FMA-corrected division must equal IEEE division bit for bit, the float32 and float64
+// exps must stay within one ulp of an 80-bit expl, the unrolled row maximum must equal
+// the scalar one, and the non-temporal copy must copy exactly its range.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -51,15 +51,6 @@ void check_divide_matches_ieee(double log_range, unsigned seed) {
         std::vector<T> y = x;
         divide(y.data(), n, d);
         for (std::size_t i = 0; i < n; ++i) differ += !same_bits(y[i], static_cast<T>(x[i] / d));
-        // The same quotients, also streamed to a second row at any alignment.
-        std::vector<T> z = x, copy(n + 17, T(-1));
-        const std::size_t offset = static_cast<std::size_t>(round) % 17;
-        divide(z.data(), n, d, copy.data() + offset);
-        store_fence();
-        for (std::size_t i = 0; i < n; ++i)
-            differ += !same_bits(z[i], y[i]) + !same_bits(copy[offset + i], y[i]);
-        differ += std::count_if(copy.begin(), copy.begin() + static_cast<long>(offset), [](T c) { return c != -1; });
-        differ += std::count_if(copy.begin() + static_cast<long>(offset + n), copy.end(), [](T c) { return c != -1; });
         total += n;
     }
     CHECK(total > 400000);
@@ -206,27 +197,53 @@ TEST_CASE("exp_sum (float64) stores exp(x − shift) and returns their sum") {
     CHECK(sum == doctest::Approx(static_cast<double>(exact)).epsilon(1e-15));
 }
 
-TEST_CASE("divide with a copy: short rows, every alignment, and the NaN divisor") {
+TEST_CASE("spread_copy copies any length at any alignment, in steps or at once (float32 and float64)") {
+    std::vector<float> src(300);
+    for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i) * 0.5f - 7;
+    const std::vector<double> srcd(src.begin(), src.end());
     for (std::size_t offset = 0; offset < 16; ++offset) {
-        for (std::size_t n : {0, 1, 15, 16, 17, 33, 100}) {
-            CAPTURE(offset);
-            CAPTURE(n);
-            std::vector<float> x(n), copy(n + 32, -1.0f);
-            for (std::size_t i = 0; i < n; ++i) x[i] = static_cast<float>(i) * 0.5f + 0.25f;
-            std::vector<double> xd(x.begin(), x.end()), copyd(n + 32, -1.0);
-            const std::vector<float> x0 = x;
-            divide(x.data(), n, 3.0f, copy.data() + offset);
-            divide(xd.data(), n, std::numeric_limits<double>::quiet_NaN(), copyd.data() + offset);
-            store_fence();
-            for (std::size_t i = 0; i < n; ++i) {
-                CHECK(same_bits(x[i], x0[i] / 3.0f));
-                CHECK(same_bits(copy[offset + i], x[i]));
-                CHECK(std::isnan(copyd[offset + i]));
+        for (std::size_t n : {0, 1, 15, 16, 17, 33, 100, 283}) {
+            for (int steps : {0, 3, 40}) {
+                CAPTURE(offset);
+                CAPTURE(n);
+                CAPTURE(steps);
+                std::vector<float> dst(320, -1.0f);
+                std::vector<double> dstd(320, -1.0);
+                spread_copy<float> c(src.data(), dst.data() + offset, n);
+                spread_copy<double> cd(srcd.data(), dstd.data() + offset, n);
+                for (int k = 0; k < steps; ++k) c.step(), cd.step();
+                c.finish();
+                cd.finish();
+                CHECK_FALSE(c.active());
+                store_fence();
+                CHECK(std::equal(src.begin(), src.begin() + static_cast<long>(n), dst.begin() + static_cast<long>(offset)));
+                CHECK(std::equal(srcd.begin(), srcd.begin() + static_cast<long>(n),
+                                 dstd.begin() + static_cast<long>(offset)));
+                CHECK(dst[offset + n] == -1.0f);  // nothing past the end or before the start
+                CHECK(dstd[offset + n] == -1.0);
+                if (offset > 0) CHECK(dst[offset - 1] == -1.0f);
             }
-            CHECK(copy[offset + n] == -1.0f);  // nothing past the end or before the start
-            CHECK(copyd[offset + n] == -1.0);
-            if (offset > 0) CHECK(copy[offset - 1] == -1.0f);
         }
+    }
+}
+
+TEST_CASE("softmax_values: a spread copy of the previous row changes nothing and is complete") {
+    std::mt19937 gen(11);
+    std::normal_distribution<float> dist(0.0f, 3.0f);
+    for (std::size_t n : {1, 16, 100, 2048}) {
+        CAPTURE(n);
+        std::vector<float> previous(n), scores(n), plain(n), spread(n), dst(n + 5, -1.0f);
+        for (std::size_t j = 0; j < n; ++j) previous[j] = dist(gen), scores[j] = dist(gen);
+        const float lse_plain = softmax_values(scores.data(), plain.data(), n);
+        spread_copy<float> copy(previous.data(), dst.data() + 3, n);
+        const float lse_spread = softmax_values(scores.data(), spread.data(), n, &copy);
+        store_fence();
+        CHECK_FALSE(copy.active());
+        CHECK(same_bits(lse_plain, lse_spread));
+        CHECK(std::equal(plain.begin(), plain.end(), spread.begin()));
+        CHECK(std::equal(previous.begin(), previous.end(), dst.begin() + 3));
+        CHECK(dst[2] == -1.0f);
+        CHECK(dst[n + 3] == -1.0f);
     }
 }
 

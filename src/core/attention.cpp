@@ -71,6 +71,7 @@ void materialise_block(const block_job<T>& job, const dims& d, const mask<T>& m,
                      o.keep_qk ? T(1) : scale, job.q, static_cast<int>(d.Dk), job.k, static_cast<int>(d.Dk), T(0), S,
                      static_cast<int>(ld));
     const T nan = std::numeric_limits<T>::quiet_NaN();
+    detail::spread_copy<T> previous;  // the previous row's weights, still being written out
     for (std::size_t row = 0; row < job.nb; ++row) {
         const std::size_t i = job.i0 + row;
         T* srow = S + row * ld;
@@ -82,16 +83,23 @@ void materialise_block(const block_job<T>& job, const dims& d, const mask<T>& m,
         if (o.keep_scaled) std::copy_n(srow, kend, &r.scaled(job.b, job.h, i, 0));
         // Masks and softmax work in place in the scratch row (unless the masked scores
         // are kept), which stays in cache for the output GEMM. Kept weights are streamed
-        // out with non-temporal stores by the division pass itself: 4–6% faster at
-        // T ≥ 2048 than writing them as the softmax output and reading them back, which
-        // first read every line it wrote, and 2–5% faster than a separate copy pass.
+        // out with non-temporal stores, 4–6% faster at T ≥ 2048 than writing them as the
+        // softmax output and reading them back (which first read every line it wrote),
+        // and the copy of row i runs inside row i+1's exp loop: 2–4% faster than a copy
+        // pass of its own, whose burst of stores stalled on the memory bus.
         T* scores = o.keep_scores ? &r.scores(job.b, job.h, i, 0) : srow;
         const bool full = kend == 0 || m.apply_row(job.b, job.h, i, srow, scores, kend);
-        T* weights = o.keep_weights ? &r.weights(job.b, job.h, i, 0) : nullptr;
-        const T lse = softmax_row(scores, srow, kend, full, o.rows, weights);
+        const T lse = full ? softmax_row(scores, srow, kend, true, o.rows)
+                           : detail::softmax_values(scores, srow, kend, &previous);
+        previous.finish();
         if (o.keep_lse) r.lse(job.b, job.h, i) = lse;
-        if (weights) std::fill(weights + kend, weights + d.Tk, full && o.rows == masked_rows::nan ? nan : T(0));
+        if (o.keep_weights) {
+            T* weights = &r.weights(job.b, job.h, i, 0);
+            previous = detail::spread_copy<T>(srow, weights, kend);
+            std::fill(weights + kend, weights + d.Tk, full && o.rows == masked_rows::nan ? nan : T(0));
+        }
     }
+    previous.finish();
     detail::store_fence();
     if (d.Dv == 0) return;
     if (kend == 0) {

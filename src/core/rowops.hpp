@@ -143,18 +143,70 @@ inline xsimd::batch<T, A> fast_exp(const xsimd::batch<T, A>& x) {
     return xsimd::exp(x);
 }
 
-/// out[j] = exp(x[j] − shift), returns Σ out[j] (NaN if any term is NaN). out may alias x.
+/// A copy of src[0..n) to dst with non-temporal stores where the CPU has them
+/// (AVX-512), spread over another loop: step() copies the next 64 bytes, finish() the
+/// rest. Writing a stage far larger than the caches this way skips reading its lines
+/// first and keeps the working set cached; spread over the exp loop of the next row
+/// (exp_sum), the stores drain while that loop computes instead of stalling in a burst.
+/// Call store_fence() before another thread reads dst.
 template <class T>
-inline T exp_sum(const T* x, T* out, std::size_t n, T shift) {
+class spread_copy {
+public:
+    spread_copy() = default;
+    spread_copy(const T* src, T* dst, std::size_t n) : src_(src), dst_(dst), n_(n) {
+#if defined(__AVX512F__)
+        for (; c_ < n_ && reinterpret_cast<std::uintptr_t>(dst_ + c_) % 64 != 0; ++c_) dst_[c_] = src_[c_];
+#endif
+    }
+    bool active() const { return c_ < n_; }
+    void step() {
+#if defined(__AVX512F__)
+        if (c_ + W <= n_) {
+            if constexpr (std::is_same_v<T, float>)
+                _mm512_stream_ps(dst_ + c_, _mm512_loadu_ps(src_ + c_));
+            else
+                _mm512_stream_pd(dst_ + c_, _mm512_loadu_pd(src_ + c_));
+            c_ += W;
+        }
+#endif
+    }
+    void finish() {
+#if defined(__AVX512F__)
+        while (c_ + W <= n_) step();
+#endif
+        std::copy(src_ + c_, src_ + n_, dst_ + c_);
+        c_ = n_;
+    }
+
+private:
+    static constexpr std::size_t W = 64 / sizeof(T);
+    const T* src_ = nullptr;
+    T* dst_ = nullptr;
+    std::size_t n_ = 0, c_ = 0;
+};
+
+/// out[j] = exp(x[j] − shift), returns Σ out[j] (NaN if any term is NaN). out may alias x.
+/// If `copy` is active, one step of it is taken per vector of exps.
+template <class T>
+inline T exp_sum(const T* x, T* out, std::size_t n, T shift, spread_copy<T>* copy = nullptr) {
     using batch = xsimd::batch<T>;
     constexpr std::size_t W = batch::size;
     const batch s(shift);
     batch acc(T(0));
     std::size_t j = 0;
-    for (; j + W <= n; j += W) {
-        const batch e = fast_exp(batch::load_unaligned(x + j) - s);
-        e.store_unaligned(out + j);
-        acc += e;
+    if (copy && copy->active()) {
+        for (; j + W <= n; j += W) {
+            const batch e = fast_exp(batch::load_unaligned(x + j) - s);
+            e.store_unaligned(out + j);
+            acc += e;
+            copy->step();
+        }
+    } else {
+        for (; j + W <= n; j += W) {
+            const batch e = fast_exp(batch::load_unaligned(x + j) - s);
+            e.store_unaligned(out + j);
+            acc += e;
+        }
     }
     T sum = xsimd::hadd(acc);
     for (; j < n; ++j) {
@@ -169,12 +221,9 @@ inline T exp_sum(const T* x, T* out, std::size_t n, T shift) {
 /// r = RN(1/d), corrected once by the exact FMA residual x − q·d (Markstein 1990;
 /// Muller et al., Handbook of Floating-Point Arithmetic, §4.7), which yields RN(x/d)
 /// whenever the residual cannot underflow. Lanes near the underflow range, and CPUs
-/// without FMA, take the division. If `copy` is not null, copy[0..n) receives the same
-/// quotients in the same pass, through non-temporal stores where the CPU has them
-/// (AVX-512): writing a stage far larger than the caches skips reading its lines first
-/// and keeps the working set cached. Call store_fence() before another thread reads it.
+/// without FMA, take the division.
 template <class T>
-inline void divide(T* x, std::size_t n, T d, T* copy = nullptr) {
+inline void divide(T* x, std::size_t n, T d) {
     using batch = xsimd::batch<T>;
     constexpr std::size_t W = batch::size;
     std::size_t j = 0;
@@ -183,35 +232,32 @@ inline void divide(T* x, std::size_t n, T d, T* copy = nullptr) {
     const T tiny = std::ldexp(T(1), std::numeric_limits<T>::min_exponent + std::numeric_limits<T>::digits + 2);
     const T r = T(1) / d;
     const batch vd(d), vr(r), vtiny(tiny), zero(T(0));
-    const auto quotient = [&](const batch& a) {
+    for (; j + W <= n; j += W) {
+        const batch a = batch::load_unaligned(x + j);
         const batch q = a * vr;
         batch c = fused_multiply_add(fused_multiply_add(-q, vd, a), vr, q);
         const auto small = (xsimd::abs(a) < vtiny) & (a != zero);
         if (xsimd::any(small)) c = xsimd::select(small, a / vd, c);
-        return c;
-    };
-#if defined(__AVX512F__)
-    if (copy && W * sizeof(T) == 64) {
-        for (; j < n && reinterpret_cast<std::uintptr_t>(copy + j) % 64 != 0; ++j) copy[j] = x[j] /= d;
-        for (; j + W <= n; j += W) {
-            const batch c = quotient(batch::load_unaligned(x + j));
-            c.store_unaligned(x + j);
-            if constexpr (std::is_same_v<T, float>)
-                _mm512_stream_ps(copy + j, c);
-            else
-                _mm512_stream_pd(copy + j, c);
-        }
-        for (; j < n; ++j) copy[j] = x[j] /= d;
-        return;
+        c.store_unaligned(x + j);
     }
-#endif
-    for (; j + W <= n; j += W) quotient(batch::load_unaligned(x + j)).store_unaligned(x + j);
 #else
     const batch b(d);
     for (; j + W <= n; j += W) (batch::load_unaligned(x + j) / b).store_unaligned(x + j);
 #endif
     for (; j < n; ++j) x[j] /= d;
-    if (copy) std::copy(x, x + n, copy);
+}
+
+/// The softmax of a row that is not fully masked (softmax_row in attn/core/softmax.hpp):
+/// weights[j] = exp(scores[j] − m) / Σ, returns the log-sum-exp m + log Σ. `previous`,
+/// if given, is the copy-out of the previous row's weights: it advances during this
+/// row's exp loop and is finished before the division. weights may alias scores.
+template <class T>
+inline T softmax_values(const T* scores, T* weights, std::size_t n, spread_copy<T>* previous = nullptr) {
+    const T m = row_max(scores, n);
+    const T sum = exp_sum(scores, weights, n, m, previous);
+    if (previous) previous->finish();
+    divide(weights, n, sum);
+    return m + std::log(sum);
 }
 
 /// Orders earlier non-temporal stores before later stores (sfence).

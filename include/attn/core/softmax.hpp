@@ -15,12 +15,8 @@ enum class masked_rows { zero, nan };
 /// Returns the row's log-sum-exp, m + log Σₖ exp(scores[k] − m) (torch.logsumexp).
 /// A fully masked row (decided by the mask, see mask::apply_row) gives zeros and −∞
 /// (masked_rows::zero) or NaNs and −∞ (masked_rows::nan). NaN scores propagate.
-/// If `copy` is not null, copy[0..n) receives the weights too, written with
-/// non-temporal stores (for a large result tensor; the caller orders them with a fence
-/// before another thread reads them). weights and copy must not overlap.
 /// Source: Goodfellow et al., Deep Learning §4.1 (the max-subtraction trick).
 template <class T>
-T softmax_row(const T* scores, T* weights, std::size_t n, bool fully_masked, masked_rows mode,
-              T* copy = nullptr);
+T softmax_row(const T* scores, T* weights, std::size_t n, bool fully_masked, masked_rows mode);
 
 }  // namespace attn::core
