@@ -98,6 +98,49 @@ TEST_CASE("atomic_file: an existing file is replaced only on commit and keeps it
     CHECK(dir.entries().size() == 1);
 }
 
+TEST_CASE("atomic_file: a hard link to the replaced file keeps the old content, as with rename") {
+    // An existing regular file is swapped out by renameat2(RENAME_EXCHANGE) and unlinked.
+    scratch_dir dir;
+    const std::string path = dir.path + "/out.csv", other = dir.path + "/keep.csv";
+    {
+        std::ofstream(path) << "old";
+    }
+    REQUIRE(::link(path.c_str(), other.c_str()) == 0);
+    {
+        attn::io::atomic_file f(path);
+        f.stream() << "new";
+        f.commit();
+    }
+    CHECK(slurp(path) == "new");
+    CHECK(slurp(other) == "old");
+    struct stat a {}, b {};
+    REQUIRE(::stat(path.c_str(), &a) == 0);
+    REQUIRE(::stat(other.c_str(), &b) == 0);
+    CHECK(a.st_ino != b.st_ino);
+    CHECK(b.st_nlink == 1);
+    CHECK(dir.entries().size() == 2);  // no temporary holding the old file
+}
+
+TEST_CASE("atomic_file: a symbolic link as destination is replaced by the file, its target untouched") {
+    scratch_dir dir;
+    const std::string path = dir.path + "/out.json", target = dir.path + "/target.json";
+    {
+        std::ofstream(target) << "old";
+    }
+    REQUIRE(::symlink("target.json", path.c_str()) == 0);
+    {
+        attn::io::atomic_file f(path);
+        f.stream() << "new";
+        f.commit();
+    }
+    struct stat st {};
+    REQUIRE(::lstat(path.c_str(), &st) == 0);
+    CHECK(S_ISREG(st.st_mode));
+    CHECK(slurp(path) == "new");
+    CHECK(slurp(target) == "old");
+    CHECK(dir.entries().size() == 2);
+}
+
 TEST_CASE("atomic_file: a new file gets 0666 minus the umask, not mkstemp's 0600") {
     scratch_dir dir;
     const mode_t mask = ::umask(022);

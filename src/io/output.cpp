@@ -120,6 +120,26 @@ void pause_for_tests() {
         std::this_thread::sleep_for(std::chrono::milliseconds(std::atol(ms)));
 }
 
+/// rename(temp, path), except that an existing regular file is swapped out with
+/// renameat2(RENAME_EXCHANGE) and then unlinked. ext4 (auto_da_alloc) answers a rename
+/// over an existing file by starting the new file's writeback at once, in the renaming
+/// thread: 80 ms for a 144 MB CSV on this machine, half of the whole run. The exchange
+/// is as atomic for readers (they see the old file or the new one) and leaves the
+/// writeback to the kernel's usual schedule. Where the exchange is not supported, or
+/// the destination is missing or not a regular file, it is a plain rename.
+/// Returns 0 or the errno of the failed rename.
+int replace_file(const std::string& temp, const std::string& path) {
+#if defined(RENAME_EXCHANGE)
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        ::renameat2(AT_FDCWD, temp.c_str(), AT_FDCWD, path.c_str(), RENAME_EXCHANGE) == 0) {
+        ::unlink(temp.c_str());  // the old file, now under the temporary name
+        return 0;
+    }
+#endif
+    return std::rename(temp.c_str(), path.c_str()) == 0 ? 0 : errno;
+}
+
 }  // namespace
 
 void remove_pending_temporaries() noexcept {
@@ -173,9 +193,9 @@ void atomic_file::commit() {
         ok = !out_.fail();
     }
     if (ok) pause_for_tests();
-    if (ok && std::rename(temp_.c_str(), path_.c_str()) != 0) {
-        err = errno;
-        ok = false;
+    if (ok) {
+        err = replace_file(temp_, path_);
+        ok = err == 0;
     }
     if (!ok) {
         out_.close();

@@ -12,7 +12,9 @@ namespace attn::io {
 /// Atomically replaces the file at `path`: write through stream(), then commit().
 /// The temporary file gets the mode the destination would get from a shell
 /// redirection (an existing file's mode, else 0666 & ~umask). No fsync: the rename
-/// protects against failed and interrupted runs, not against power loss.
+/// protects against failed and interrupted runs, not against power loss. An existing
+/// regular file is replaced by renameat2(RENAME_EXCHANGE) and unlinking the old one,
+/// which ext4 does not answer with an immediate writeback as it does a plain rename.
 /// Errors are io_error with the destination path as source and messages such as
 /// "cannot write file (No such file or directory)".
 class atomic_file {
