@@ -126,6 +126,17 @@ void check_against_reference(const case_params& c) {
     CHECK(streamed.weights.size() == 0);
     check_stage("streamed output", streamed.output.data(), want.output);
     check_stage("streamed lse", streamed.lse.data(), want.lse);
+
+    // The materialising path keeping the weights alone: with −∞ masks it computes only
+    // the keys each 64-row chunk can see (a causal diagonal's triangle is skipped).
+    attention_options wo = so;
+    wo.keep_weights = true;
+    const auto weights_only = attention(to4<T>(q, d.B, d.Hq, d.Tq, d.Dk), to4<T>(k, d.B, d.Hkv, d.Tk, d.Dk),
+                                        to4<T>(v, d.B, d.Hkv, d.Tk, d.Dv), m, wo);
+    CHECK(weights_only.scores.size() == 0);
+    check_stage("weights-only weights", weights_only.weights.data(), want.weights);
+    check_stage("weights-only output", weights_only.output.data(), want.output);
+    check_stage("weights-only lse", weights_only.lse.data(), want.lse);
 }
 
 std::vector<case_params> reference_cases() {
@@ -177,6 +188,19 @@ std::vector<case_params> reference_cases() {
     add(c);
     c.bool_mask = true;  // a bool mask that empties whole tiles for some rows
     add(c);
+    c.d = {1, 2, 2, 300, 300, 16, 12};  // two query blocks of 5 and 1 row chunks, causal diagonals
+    c.bool_mask = false;
+    c.offset = 0;
+    c.seed = 7;
+    add(c);
+    c.offset = -100;  // rows 0–99 fully masked: a whole chunk without keys, one in part
+    c.nan_rows = true;
+    add(c);
+    c.nan_rows = false;
+    c.lengths = {150};  // the chunks of the second block stop at the length, not the diagonal
+    c.offset = 20;
+    add(c);
+    c.lengths = {};
     c.d = {1, 4, 1, 3, 200, 64, 64};  // MQA, long keys
     c.bool_mask = c.float_bias = c.nan_rows = false;
     c.softcap = 0;

@@ -55,32 +55,55 @@ std::size_t block_key_end(const mask<T>& m, std::size_t b, std::size_t i0, std::
     return end;
 }
 
-/// Materialising path: the Tq×Tk stages of the block are computed row by row into the
-/// result tensors (or scratch), then output = weights · V in one GEMM.
+/// Materialising path: Q·Kᵀ of the block in a GEMM, its Tq×Tk stages computed row by
+/// row into the result tensors (or scratch), then output = weights · V in a GEMM.
+///
+/// When keys past each row's visible end need no value (−∞ masks, no qk/scaled/scores
+/// stage), the block's rows go in chunks of `chunk_rows`, each ending at its own last
+/// visible key: on a causal diagonal the GEMMs skip most of the masked triangle (T=512,
+/// blocks of 256: a quarter of all the work) instead of computing it to throw away.
 template <class T>
 void materialise_block(const block_job<T>& job, const dims& d, const mask<T>& m, const attention_options& o,
                        attention_result<T>& r, bool full_rows) {
-    const std::size_t kend = full_rows ? d.Tk : block_key_end(m, job.b, job.i0, job.nb);
+    constexpr std::size_t chunk_rows = 64;
+    const std::size_t chunks = (job.nb + chunk_rows - 1) / chunk_rows;
+    thread_local std::vector<std::size_t> chunk_end;  // keys computed for the rows of chunk c
+    chunk_end.assign(chunks, d.Tk);
+    if (!full_rows)
+        for (std::size_t c = 0; c < chunks; ++c)
+            chunk_end[c] = block_key_end(m, job.b, job.i0 + c * chunk_rows,
+                                         std::min(chunk_rows, job.nb - c * chunk_rows));
+    const std::size_t kend = *std::max_element(chunk_end.begin(), chunk_end.end());
+    const std::size_t kmin = *std::min_element(chunk_end.begin(), chunk_end.end());
     const std::size_t ld = std::max<std::size_t>(kend, 1);
     thread_local std::vector<T> s_buf;
     s_buf.resize(job.nb * ld);
     T* S = s_buf.data();
     const T scale = static_cast<T>(o.scale);
-    if (kend > 0)
-        detail::gemm(false, true, static_cast<int>(job.nb), static_cast<int>(kend), static_cast<int>(d.Dk),
-                     o.keep_qk ? T(1) : scale, job.q, static_cast<int>(d.Dk), job.k, static_cast<int>(d.Dk), T(0), S,
-                     static_cast<int>(ld));
+    const T alpha = o.keep_qk ? T(1) : scale;
+    const auto dk = static_cast<int>(d.Dk);
+    // Q·Kᵀ: keys every chunk sees in one GEMM, then each chunk's own further keys.
+    if (kmin > 0)
+        detail::gemm(false, true, static_cast<int>(job.nb), static_cast<int>(kmin), dk, alpha, job.q, dk, job.k, dk,
+                     T(0), S, static_cast<int>(ld));
+    for (std::size_t c = 0; c < chunks; ++c) {
+        const std::size_t r0 = c * chunk_rows, rows = std::min(chunk_rows, job.nb - r0);
+        if (chunk_end[c] > kmin)
+            detail::gemm(false, true, static_cast<int>(rows), static_cast<int>(chunk_end[c] - kmin), dk, alpha,
+                         job.q + r0 * d.Dk, dk, job.k + kmin * d.Dk, dk, T(0), S + r0 * ld + kmin,
+                         static_cast<int>(ld));
+    }
     const T nan = std::numeric_limits<T>::quiet_NaN();
     detail::spread_copy<T> previous;  // the previous row's weights, still being written out
     for (std::size_t row = 0; row < job.nb; ++row) {
-        const std::size_t i = job.i0 + row;
+        const std::size_t i = job.i0 + row, n = chunk_end[row / chunk_rows];
         T* srow = S + row * ld;
         if (o.keep_qk) {
-            std::copy_n(srow, kend, &r.qk(job.b, job.h, i, 0));
-            detail::multiply(srow, kend, scale);
+            std::copy_n(srow, n, &r.qk(job.b, job.h, i, 0));
+            detail::multiply(srow, n, scale);
         }
-        softcap_row(srow, kend, static_cast<T>(o.softcap));
-        if (o.keep_scaled) std::copy_n(srow, kend, &r.scaled(job.b, job.h, i, 0));
+        softcap_row(srow, n, static_cast<T>(o.softcap));
+        if (o.keep_scaled) std::copy_n(srow, n, &r.scaled(job.b, job.h, i, 0));
         // Masks and softmax work in place in the scratch row (unless the masked scores
         // are kept), which stays in cache for the output GEMM. Kept weights are streamed
         // out with non-temporal stores, 4–6% faster at T ≥ 2048 than writing them as the
@@ -88,26 +111,36 @@ void materialise_block(const block_job<T>& job, const dims& d, const mask<T>& m,
         // and the copy of row i runs inside row i+1's exp loop: 2–4% faster than a copy
         // pass of its own, whose burst of stores stalled on the memory bus.
         T* scores = o.keep_scores ? &r.scores(job.b, job.h, i, 0) : srow;
-        const bool full = kend == 0 || m.apply_row(job.b, job.h, i, srow, scores, kend);
-        const T lse = full ? softmax_row(scores, srow, kend, true, o.rows)
-                           : detail::softmax_values(scores, srow, kend, &previous);
+        const bool full = n == 0 || m.apply_row(job.b, job.h, i, srow, scores, n);
+        const T lse = full ? softmax_row(scores, srow, n, true, o.rows)
+                           : detail::softmax_values(scores, srow, n, &previous);
         previous.finish();
         if (o.keep_lse) r.lse(job.b, job.h, i) = lse;
         if (o.keep_weights) {
             T* weights = &r.weights(job.b, job.h, i, 0);
-            previous = detail::spread_copy<T>(srow, weights, kend);
-            std::fill(weights + kend, weights + d.Tk, full && o.rows == masked_rows::nan ? nan : T(0));
+            previous = detail::spread_copy<T>(srow, weights, n);
+            std::fill(weights + n, weights + d.Tk, full && o.rows == masked_rows::nan ? nan : T(0));
         }
     }
     previous.finish();
     detail::store_fence();
     if (d.Dv == 0) return;
-    if (kend == 0) {
-        fill_masked_output(job.out, job.nb * d.Dv, o.rows);
-        return;
+    // weights·V in the same pieces as Q·Kᵀ: the keys past a chunk's end have weight 0.
+    const auto dv = static_cast<int>(d.Dv);
+    if (kmin > 0)
+        detail::gemm(false, false, static_cast<int>(job.nb), dv, static_cast<int>(kmin), T(1), S,
+                     static_cast<int>(ld), job.v, dv, T(0), job.out, dv);
+    else
+        std::fill(job.out, job.out + job.nb * d.Dv, T(0));
+    for (std::size_t c = 0; c < chunks; ++c) {
+        const std::size_t r0 = c * chunk_rows, rows = std::min(chunk_rows, job.nb - r0);
+        if (chunk_end[c] == 0)
+            fill_masked_output(job.out + r0 * d.Dv, rows * d.Dv, o.rows);
+        else if (chunk_end[c] > kmin)
+            detail::gemm(false, false, static_cast<int>(rows), dv, static_cast<int>(chunk_end[c] - kmin), T(1),
+                         S + r0 * ld + kmin, static_cast<int>(ld), job.v + kmin * d.Dv, dv, T(1),
+                         job.out + r0 * d.Dv, dv);
     }
-    detail::gemm(false, false, static_cast<int>(job.nb), static_cast<int>(d.Dv), static_cast<int>(kend), T(1), S,
-                 static_cast<int>(ld), job.v, static_cast<int>(d.Dv), T(0), job.out, static_cast<int>(d.Dv));
 }
 
 /// Streaming path (no Tq×Tk stage wanted): online softmax over key blocks, as in
