@@ -201,6 +201,13 @@ std::vector<case_params> reference_cases() {
     c.offset = 20;
     add(c);
     c.lengths = {};
+    c.d = {1, 2, 1, 40, 1024, 8, 8};  // 4 KiB score rows: the scratch rows are padded
+    c.offset = 0;
+    c.causal = false;
+    add(c);
+    c.causal = true;  // and 1000 + 40 visible keys: every row ends past Tk
+    c.offset = 1000;
+    add(c);
     c.d = {1, 4, 1, 3, 200, 64, 64};  // MQA, long keys
     c.bool_mask = c.float_bias = c.nan_rows = false;
     c.softcap = 0;
