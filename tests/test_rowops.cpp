@@ -216,7 +216,8 @@ TEST_CASE("spread_copy copies any length at any alignment, in steps or at once (
                 cd.finish();
                 CHECK_FALSE(c.active());
                 store_fence();
-                CHECK(std::equal(src.begin(), src.begin() + static_cast<long>(n), dst.begin() + static_cast<long>(offset)));
+                CHECK(std::equal(src.begin(), src.begin() + static_cast<long>(n),
+                                 dst.begin() + static_cast<long>(offset)));
                 CHECK(std::equal(srcd.begin(), srcd.begin() + static_cast<long>(n),
                                  dstd.begin() + static_cast<long>(offset)));
                 CHECK(dst[offset + n] == -1.0f);  // nothing past the end or before the start
