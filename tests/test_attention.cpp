@@ -179,11 +179,11 @@ std::vector<case_params> reference_cases() {
     c.nan_rows = true;
     c.offset = -3;
     add(c);
-    c.d = {1, 2, 2, 70, 600, 8, 8};  // several 256-key tiles with causal skipping
+    c.d = {1, 2, 2, 70, 1300, 8, 8};  // several 512-key tiles, the last ones skipped (causal)
     c.bool_mask = c.float_bias = c.nan_rows = false;
     c.softcap = 0;
     c.causal = true;
-    c.offset = 300;
+    c.offset = 700;
     c.seed = 6;
     add(c);
     c.bool_mask = true;  // a bool mask that empties whole tiles for some rows

@@ -17,10 +17,13 @@ namespace attn::core {
 namespace {
 
 // Rows per task. Materialising: tall enough that K is packed for BLAS only Tq/256
-// times. Streaming: a 128×256 score tile stays in L2.
+// times. Streaming: 256×512 score tiles (0.5 MiB in float32) keep the GEMMs efficient
+// (output-only float32 15–35% faster than 128×256 tiles at T=512..2048), but under a
+// causal mask 128-row blocks skip more of the masked triangle (T=512: 11% faster).
 constexpr std::size_t materialise_rows = 256;
-constexpr std::size_t stream_rows = 128;
-constexpr std::size_t key_block = 256;
+constexpr std::size_t stream_rows = 256;
+constexpr std::size_t stream_rows_causal = 128;
+constexpr std::size_t key_block = 512;
 
 /// One (batch item, query head, block of query rows) unit of work and its inputs.
 template <class T>
@@ -148,7 +151,7 @@ void materialise_block(const block_job<T>& job, const dims& d, const mask<T>& m,
 
 /// Streaming path (no Tq×Tk stage wanted): online softmax over key blocks, as in
 /// FlashAttention (Dao et al. 2022, Alg. 1; Milakov & Gimelshein 2018). Memory per
-/// thread is one 128×256 score tile; key blocks past every row's visible end are skipped.
+/// thread is one score tile of at most 256×512; key blocks past every row's visible end are skipped.
 template <class T>
 void stream_block(const block_job<T>& job, const dims& d, const mask<T>& m, const attention_options& o,
                   attention_result<T>& r, bool inf_fill) {
@@ -227,7 +230,7 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
     if (B * Hq * Tq == 0) return r;
 
     const dims d{Tq, Tk, Dk, Dv};
-    const std::size_t query_block = materialise ? materialise_rows : stream_rows;
+    const std::size_t query_block = materialise ? materialise_rows : m.causal ? stream_rows_causal : stream_rows;
     const std::size_t blocks = (Tq + query_block - 1) / query_block;
     const long long tasks = static_cast<long long>(B * Hq * blocks);
     // OpenBLAS's OpenMP build implements openblas_set_num_threads(n) as
