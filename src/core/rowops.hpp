@@ -186,20 +186,13 @@ inline T exp_sum(const T* x, T* out, std::size_t n, T shift, spread_copy<T>* cop
     constexpr std::size_t W = batch::size;
     const batch s(shift);
     batch acc(T(0));
+    if (copy && !copy->active()) copy = nullptr;
     std::size_t j = 0;
-    if (copy && copy->active()) {
-        for (; j + W <= n; j += W) {
-            const batch e = fast_exp(batch::load_unaligned(x + j) - s);
-            e.store_unaligned(out + j);
-            acc += e;
-            copy->step();
-        }
-    } else {
-        for (; j + W <= n; j += W) {
-            const batch e = fast_exp(batch::load_unaligned(x + j) - s);
-            e.store_unaligned(out + j);
-            acc += e;
-        }
+    for (; j + W <= n; j += W) {
+        const batch e = fast_exp(batch::load_unaligned(x + j) - s);
+        e.store_unaligned(out + j);
+        acc += e;
+        if (copy) copy->step();
     }
     T sum = xsimd::hadd(acc);
     for (; j < n; ++j) {
