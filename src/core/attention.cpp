@@ -243,7 +243,7 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
         int n;
         ~restore_threads() { omp_set_num_threads(n); }
     } restore{caller_threads};
-    // One level of parallelism (TOOLCHAIN pitfall 5). Set once: each call nudges
+    // One level of parallelism (docs/toolchain.md §4). Set once: each call nudges
     // OpenBLAS's own thread pool. Inside an active parallel region the OpenMP build
     // runs GEMMs single-threaded by itself.
     static const bool single_threaded_blas = (openblas_set_num_threads(1), true);

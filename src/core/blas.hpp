@@ -1,6 +1,6 @@
 #pragma once
 // Internal: row-major GEMM through the cblas prototypes that xtensor-blas declares
-// (TOOLCHAIN pitfall 2: never include OpenBLAS's own <cblas.h> beside them).
+// (docs/toolchain.md §2: never include OpenBLAS's own <cblas.h> beside them).
 
 #include <xtensor-blas/xblas.hpp>
 

@@ -1,5 +1,5 @@
 #pragma once
-// Internal: the row loops of the kernels, vectorised with xsimd (TOOLCHAIN pitfall 4:
+// Internal: the row loops of the kernels, vectorised with xsimd (docs/toolchain.md §3:
 // scalar std::exp is ~14x slower and not auto-vectorised). Compiled with -march=native.
 
 #include <algorithm>

@@ -3,7 +3,7 @@
 /// Memory for the compute tensors. Large blocks (≥ 4 MiB) are 2 MiB-aligned, asked to
 /// be backed by transparent huge pages, and kept after they are freed so that the next
 /// tensor of a similar size reuses them: a fresh 2048×2048×8 float32 weights tensor
-/// costs ~15 ms of kernel page clearing (TOOLCHAIN pitfall 6), which a process that
+/// costs ~15 ms of kernel page clearing (docs/toolchain.md §5), which a process that
 /// computes attention repeatedly (a batch, a test sweep, a benchmark) pays only once.
 /// The cache is bounded (pool_cache_limit()); blocks beyond it go back to the system.
 
