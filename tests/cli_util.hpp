@@ -37,11 +37,12 @@ inline std::string temp_dir() {
 
 /// Runs `attn <args>` through the shell from the source directory (so data/... paths
 /// work), feeding `input` on stdin. args is shell text: quote as needed.
-inline run_result run_attn(const std::string& args, const std::string& input = "") {
+/// `prefix` is shell text run before attn in the same shell (e.g. "ulimit -s N && ").
+inline run_result run_attn(const std::string& args, const std::string& input = "", const std::string& prefix = "") {
     static int counter = 0;
     const std::string base = std::string("/tmp/attn-run-") + std::to_string(getpid()) + "-" + std::to_string(counter++);
     spit(base + ".in", input);
-    const std::string cmd = std::string("cd '") + ATTN_SOURCE_DIR + "' && '" + ATTN_BINARY + "' " + args +
+    const std::string cmd = std::string("cd '") + ATTN_SOURCE_DIR + "' && " + prefix + "'" + ATTN_BINARY + "' " + args +
                             " <'" + base + ".in' >'" + base + ".out' 2>'" + base + ".err'";
     const int status = std::system(cmd.c_str());
     run_result r;

@@ -1,5 +1,6 @@
-// SIGINT, SIGTERM and SIGHUP during a run leave no partial file: the real binary removes
-// its pending temporaries and exits with 128 + the signal number (src/cli/app.cpp).
+// Every catchable terminating signal during a run leaves no partial file: the real binary
+// removes its pending temporaries and exits with 128 + the signal number (src/cli/app.cpp),
+// in single runs and in parallel batches, and under `ulimit -f` (SIGXFSZ).
 
 #include <doctest/doctest.h>
 
@@ -22,6 +23,16 @@
 
 namespace {
 
+std::vector<std::string> entries_of(const std::string& dir) {
+    std::vector<std::string> out;
+    if (DIR* d = opendir(dir.c_str())) {
+        while (const dirent* e = readdir(d))
+            if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) out.push_back(e->d_name);
+        closedir(d);
+    }
+    return out;
+}
+
 struct scratch {
     std::string dir;
     scratch() {
@@ -30,15 +41,7 @@ struct scratch {
         dir = templ;
     }
     ~scratch() { std::system(("rm -rf '" + dir + "'").c_str()); }
-    std::vector<std::string> entries() const {
-        std::vector<std::string> out;
-        if (DIR* d = opendir(dir.c_str())) {
-            while (const dirent* e = readdir(d))
-                if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) out.push_back(e->d_name);
-            closedir(d);
-        }
-        return out;
-    }
+    std::vector<std::string> entries() const { return entries_of(dir); }
     bool has_temporary() const {
         for (const auto& e : entries())
             if (e.find(".attn-") != std::string::npos) return true;
@@ -63,7 +66,8 @@ pid_t spawn(const std::vector<std::string>& args, const std::vector<std::string>
     // Only async-signal-safe calls between fork and exec.
     const pid_t pid = fork();
     if (pid == 0) {
-        for (int sig : {SIGINT, SIGTERM, SIGHUP}) signal(sig, SIG_DFL);
+        for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGXCPU, SIGXFSZ, SIGPIPE})
+            signal(sig, SIG_DFL);
         if (chdir(ATTN_SOURCE_DIR) != 0) _exit(126);
         const int null = open("/dev/null", O_WRONLY);
         dup2(null, 1);
@@ -99,7 +103,7 @@ int exit_status(pid_t pid) {
 TEST_CASE("signals: interrupted while the output is pending, no file and no temporary remain") {
     // Deterministic: the test-only hook makes commit() wait with the complete temporary
     // in place (attn/io/output.hpp), so the signal always arrives mid-run.
-    for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
+    for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGXCPU, SIGXFSZ, SIGPIPE}) {
         CAPTURE(sig);
         scratch s;
         const std::string out = s.dir + "/out.json";
@@ -146,4 +150,36 @@ TEST_CASE("signals: SIGTERM while a large output is being written") {
         }
     }
     CHECK(interrupted);
+}
+
+TEST_CASE("signals: a parallel batch into -o DIR/ interrupted with outputs pending leaves no temporary") {
+    // Eight inputs on four workers, each output held just before its rename by the
+    // test-only hook: four temporaries exist when the signal lands, and the workers
+    // must not create more while the handler sweeps.
+    for (int sig : {SIGINT, SIGQUIT, SIGUSR1, SIGALRM, SIGXCPU}) {
+        CAPTURE(sig);
+        scratch s;
+        const std::string out = s.dir + "/out/";
+        std::vector<std::string> args{"compute", "--mask", "causal", "-j", "4", "-o", out};
+        for (int i = 0; i < 8; ++i) args.push_back(i % 2 ? "data/x.npy" : "data/notebook.npz");
+        const pid_t pid = spawn(args, {"ATTN_TEST_PAUSE_BEFORE_COMMIT_MS=60000"});
+        REQUIRE(pid > 0);
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        while (entries_of(out).size() < 4 && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        CHECK(entries_of(out).size() == 4);
+        kill(pid, sig);
+        CHECK(exit_status(pid) == 128 + sig);
+        CHECK(entries_of(out).empty());
+    }
+}
+
+TEST_CASE("signals: a run over its file size limit (ulimit -f, SIGXFSZ) leaves no partial file") {
+    scratch s;
+    const std::string cmd = "cd '" + std::string(ATTN_SOURCE_DIR) + "' && ulimit -f 16 && exec '" + ATTN_BINARY +
+                            "' generate --len 512 --dk 64 --seed 1 --format json -o '" + s.dir + "/big.json' 2>/dev/null";
+    const int status = std::system(cmd.c_str());
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 128 + SIGXFSZ);
+    CHECK(s.entries().empty());
 }

@@ -6,9 +6,12 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <dirent.h>
+#include <sys/sysmacros.h>
+#include <sys/types.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -121,7 +124,7 @@ TEST_CASE("atomic_file: a hard link to the replaced file keeps the old content, 
     CHECK(dir.entries().size() == 2);  // no temporary holding the old file
 }
 
-TEST_CASE("atomic_file: a symbolic link as destination is replaced by the file, its target untouched") {
+TEST_CASE("atomic_file: a symbolic link to a file stays a link, and its target is replaced") {
     scratch_dir dir;
     const std::string path = dir.path + "/out.json", target = dir.path + "/target.json";
     {
@@ -135,10 +138,80 @@ TEST_CASE("atomic_file: a symbolic link as destination is replaced by the file, 
     }
     struct stat st {};
     REQUIRE(::lstat(path.c_str(), &st) == 0);
-    CHECK(S_ISREG(st.st_mode));
-    CHECK(slurp(path) == "new");
-    CHECK(slurp(target) == "old");
+    CHECK(S_ISLNK(st.st_mode));
+    CHECK(slurp(target) == "new");
     CHECK(dir.entries().size() == 2);
+}
+
+TEST_CASE("atomic_file: a dangling symbolic link is written through, creating its target") {
+    scratch_dir dir;
+    const std::string path = dir.path + "/out.json";
+    REQUIRE(::symlink("made.json", path.c_str()) == 0);
+    {
+        attn::io::atomic_file f(path);
+        f.stream() << "data";
+        f.commit();
+    }
+    struct stat st {};
+    REQUIRE(::lstat(path.c_str(), &st) == 0);
+    CHECK(S_ISLNK(st.st_mode));
+    CHECK(slurp(dir.path + "/made.json") == "data");
+    CHECK(dir.entries().size() == 2);
+}
+
+TEST_CASE("atomic_file: a FIFO is written in place and stays a FIFO, and its reader gets all the data") {
+    scratch_dir dir;
+    const std::string path = dir.path + "/fifo";
+    REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
+    const std::string data(1 << 20, 'x');  // more than a pipe holds: the reader must drain it
+    std::string got;
+    std::thread reader([&] { got = slurp(path); });
+    {
+        attn::io::atomic_file f(path);
+        f.stream() << data;
+        f.commit();
+    }
+    reader.join();
+    CHECK(got.size() == data.size());
+    CHECK(got == data);
+    struct stat st {};
+    REQUIRE(::lstat(path.c_str(), &st) == 0);
+    CHECK(S_ISFIFO(st.st_mode));
+    CHECK(dir.entries() == std::vector<std::string>{"fifo"});
+}
+
+TEST_CASE("atomic_file: a character device (a null device made here) is written in place, not replaced") {
+    scratch_dir dir;
+    const std::string path = dir.path + "/null";
+    if (::mknod(path.c_str(), S_IFCHR | 0666, ::makedev(1, 3)) != 0) {
+        MESSAGE("mknod needs root: skipped");
+        return;
+    }
+    {
+        attn::io::atomic_file f(path);
+        f.stream() << "swallowed";
+        f.commit();
+    }
+    struct stat st {};
+    REQUIRE(::lstat(path.c_str(), &st) == 0);
+    CHECK(S_ISCHR(st.st_mode));
+    CHECK(st.st_rdev == ::makedev(1, 3));
+    CHECK(dir.entries() == std::vector<std::string>{"null"});
+}
+
+TEST_CASE("atomic_file: names of 244 to 255 bytes work: the temporary's name still fits NAME_MAX") {
+    for (std::size_t len : {244u, 250u, 255u}) {
+        CAPTURE(len);
+        scratch_dir dir;
+        const std::string path = dir.path + "/" + std::string(len - 5, 'n') + ".json";
+        {
+            attn::io::atomic_file f(path);
+            f.stream() << "ok";
+            f.commit();
+        }
+        CHECK(slurp(path) == "ok");
+        CHECK(dir.entries().size() == 1);
+    }
 }
 
 TEST_CASE("atomic_file: a new file gets 0666 minus the umask, not mkstemp's 0600") {

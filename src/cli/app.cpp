@@ -22,27 +22,50 @@ Data goes to stdout (or -o); diagnostics to stderr.)";
 void error_line(const std::string& what) { std::cerr << "attn: error: " << what << '\n'; }
 
 extern "C" void on_signal(int sig) {
-    io::remove_pending_temporaries();
+    io::stop_and_remove_temporaries();
     _exit(128 + sig);
 }
 
-/// Interrupted runs leave no partial file (DESIGN §2). A signal that is ignored when attn
-/// starts (nohup, `attn ... &` in a script) stays ignored.
-void remove_temporaries_on(int sig) {
+// Faults and abort() keep their default action (a core dump) after the clean-up.
+extern "C" void on_fault(int sig) {
+    io::stop_and_remove_temporaries();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/// Interrupted runs leave no partial file (DESIGN §2): every signal whose default action
+/// terminates the process removes the temporaries first. A signal that is ignored when
+/// attn starts (nohup, `attn ... &` in a script) stays ignored.
+void remove_temporaries_on(int sig, void (*handler)(int)) {
     struct sigaction old {};
     if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) return;
     struct sigaction sa {};
-    sa.sa_handler = on_signal;
+    sa.sa_handler = handler;
     sigemptyset(&sa.sa_mask);
     sigaction(sig, &sa, nullptr);
+}
+
+void install_signal_handlers() {
+    for (int sig : {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU,
+                    SIGXFSZ, SIGPIPE, SIGPOLL, SIGSTKFLT, SIGPWR})
+        remove_temporaries_on(sig, on_signal);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__has_feature)
+#define ATTN_OWN_FAULT_HANDLERS 1
+#elif defined(__has_feature)
+#if !__has_feature(address_sanitizer) && !__has_feature(undefined_behavior_sanitizer)
+#define ATTN_OWN_FAULT_HANDLERS 1
+#endif
+#endif
+#if defined(ATTN_OWN_FAULT_HANDLERS)
+    // Sanitizer builds keep their own reports of these.
+    for (int sig : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGSYS, SIGTRAP}) remove_temporaries_on(sig, on_fault);
+#endif
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    remove_temporaries_on(SIGINT);
-    remove_temporaries_on(SIGTERM);
-    remove_temporaries_on(SIGHUP);
+    install_signal_handlers();
 
     CLI::App app{"attn: scaled dot-product attention with every stage dumped (scores, weights, output) "
                  "as JSON, CSV or NumPy files.",

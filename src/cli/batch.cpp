@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <system_error>
 #include <thread>
 #include <unistd.h>
 
@@ -46,15 +47,25 @@ std::string job_error(const std::string& input, const std::string& what) {
     return what.rfind(input + ":", 0) == 0 ? what : input + ": " + what;
 }
 
-/// One output file per input: stems made unique by an index suffix when they repeat.
+/// One output file per input, never two alike: each input gets its stem if no earlier
+/// input took it; a repeated stem gets "-<index>" (its position among the inputs), and
+/// "-2", "-3", … more while that is taken or is another input's own stem
+/// (`a-2.npy a.npy a.npy` → a-2, a, a-2-2).
 std::vector<std::string> output_paths(const std::vector<batch_job>& jobs, const batch_output& out) {
+    std::set<std::string> own;  // every input's stem: reserved for its first owner
+    for (const auto& job : jobs) own.insert(stem(job.input));
     std::vector<std::string> paths;
     std::set<std::string> used;
     std::string dir = out.dir;
     if (!dir.empty() && dir.back() != '/') dir += '/';
     for (std::size_t i = 0; i < jobs.size(); ++i) {
-        std::string name = stem(jobs[i].input);
-        if (!used.insert(name).second) name += "-" + std::to_string(i);
+        const std::string base = stem(jobs[i].input);
+        std::string name = base;
+        if (used.count(name)) {
+            name = base + "-" + std::to_string(i);
+            for (int k = 2; used.count(name) || own.count(name); ++k)
+                name = base + "-" + std::to_string(i) + "-" + std::to_string(k);
+        }
         used.insert(name);
         paths.push_back(dir + name + extension(out.format));
     }
@@ -101,7 +112,9 @@ int run_batch(const std::vector<batch_job>& jobs, const pipeline_cli& cli, const
     const bool progress = isatty(STDERR_FILENO);
 
     const auto work = [&] {
-        for (std::size_t i; (i = next.fetch_add(1)) < n;) {
+        // After a terminating signal the handler is removing temporaries and exiting:
+        // no worker takes another job.
+        for (std::size_t i; !io::stop_requested() && (i = next.fetch_add(1)) < n;) {
             const batch_job& job = jobs[i];
             std::string record;
             std::string err = job.error;
@@ -147,12 +160,27 @@ int run_batch(const std::vector<batch_job>& jobs, const pipeline_cli& cli, const
     };
 
     std::optional<io::atomic_file> file;
-    if (!to_dir && !out.file.empty() && out.file != "-") file.emplace(out.file);
+    if (!to_dir && !out.file.empty() && out.file != "-" && out.file != "/dev/stdout") file.emplace(out.file);
     std::ostream& sink = file ? file->stream() : std::cout;
 
     std::vector<std::thread> pool;
-    const std::size_t threads = std::max<std::size_t>(1, std::min<std::size_t>(workers, n));
-    for (std::size_t t = 0; t < threads; ++t) pool.emplace_back(work);
+    // At most max_batch_workers: each holds a temporary output file at a time, and the
+    // signal-safe registry of temporaries has room for 256 (io/output.hpp).
+    const std::size_t threads =
+        std::max<std::size_t>(1, std::min<std::size_t>({static_cast<std::size_t>(workers), n, max_batch_workers}));
+    for (std::size_t t = 0; t < threads; ++t) {
+        try {
+            pool.emplace_back(work);
+        } catch (const std::system_error& e) {
+            // Out of threads (EAGAIN: a process or memory limit): carry on with those we
+            // have; with none, this thread does the work before it writes the records.
+            std::cerr << "attn: warning: cannot start worker thread " << (t + 1) << " of " << threads << " ("
+                      << std::system_category().message(e.code().value()) << "); running with "
+                      << std::max<std::size_t>(pool.size(), 1) << '\n';
+            break;
+        }
+    }
+    if (pool.empty()) work();
     // The calling thread writes records in input order as they become ready.
     for (std::size_t i = 0; i < n; ++i) {
         std::unique_lock<std::mutex> lock(mutex);

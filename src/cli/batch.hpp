@@ -31,8 +31,13 @@ struct batch_output {
 /// Throws io_error if the manifest cannot be read.
 std::vector<batch_job> read_manifest(const std::string& path, const core::pipeline_options& base);
 
-/// Runs the jobs on `workers` threads (one kernel thread each); every job fails on its
-/// own: one stderr line and an {"input", "error"} record. Returns 1 if any job failed.
+/// The most worker threads a batch runs, whatever -j says.
+constexpr std::size_t max_batch_workers = 200;
+
+/// Runs the jobs on `workers` threads (at most max_batch_workers; one kernel thread
+/// each); every job fails on its own: one stderr line and an {"input", "error"} record.
+/// A worker thread that cannot be created is reported by one warning line and the jobs
+/// run on the threads there are. Returns 1 if any job failed.
 int run_batch(const std::vector<batch_job>& jobs, const pipeline_cli& cli, const batch_output& out, int workers);
 
 }  // namespace attn::cli

@@ -75,6 +75,12 @@ int run_several(const compute_options& c, const core::pipeline_options& settings
     } else {
         for (const auto& input : c.inputs) jobs.push_back({input, settings, ""});
     }
+    // Standard input can be read once: two readers would race for its bytes.
+    const auto stdin_readers = std::count_if(jobs.begin(), jobs.end(), [](const batch_job& j) { return j.input == "-"; }) +
+                               (c.manifest == "-" ? 1 : 0);
+    if (stdin_readers > 1)
+        throw usage_error("-", "standard input can be read only once " +
+                                   expected_got("at most one of INPUT - and --manifest -", std::to_string(stdin_readers)));
     batch_output out;
     out.style.precision = c.precision;
     out.style.compact = c.compact;
@@ -94,6 +100,8 @@ int run_several(const compute_options& c, const core::pipeline_options& settings
 
 int run_compute(const compute_options& c) {
     if (!c.plot.empty()) check_plot_option(c.plot, c.inputs.size() > 1 || !c.manifest.empty() || directory_target(c.output));
+    if (!c.plot.empty() && !is_stdout(c.output) && same_output(c.plot, c.output))
+        throw usage_error("--plot", "names the same file as -o " + expected_got("two different files", c.plot));
     const core::pipeline_options settings = pipeline_settings(c.pipeline, c.plot.empty() ? c.dump : with_plot_stages(c.dump));
     if (c.inputs.size() > 1 || !c.manifest.empty() || directory_target(c.output)) return run_several(c, settings);
     const io::format f = output_format(c);

@@ -5,6 +5,9 @@
 #include <iostream>
 #include <ostream>
 #include <string>
+#include <climits>
+#include <cstdlib>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "attn/error.hpp"
@@ -12,8 +15,25 @@
 
 namespace attn::cli {
 
-/// True when `path` means standard output.
-inline bool is_stdout(const std::string& path) { return path.empty() || path == "-"; }
+/// True when `path` means standard output: "", "-", or /dev/stdout (written to the
+/// descriptor, never replaced: `-o /dev/stdout >> log` appends as a redirection would).
+inline bool is_stdout(const std::string& path) { return path.empty() || path == "-" || path == "/dev/stdout"; }
+
+/// True when two output paths name the same file: the same text, the same existing file
+/// (device and inode), or the same name in the same (resolved) folder.
+inline bool same_output(const std::string& a, const std::string& b) {
+    if (a == b) return true;
+    struct stat sa {}, sb {};
+    if (::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    const auto resolved = [](const std::string& p) {
+        const auto slash = p.find_last_of('/');
+        const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : p.substr(0, slash));
+        char buf[PATH_MAX];
+        if (!::realpath(dir.c_str(), buf)) return p;
+        return std::string(buf) + "/" + p.substr(slash == std::string::npos ? 0 : slash + 1);
+    };
+    return resolved(a) == resolved(b);
+}
 
 /// Calls write(stream) on stdout or on an atomic_file for `path` (committed when write
 /// returns). Binary data is refused on a terminal (usage_error). Throws io_error.

@@ -12,6 +12,9 @@
 #include <string>
 #include <system_error>
 
+#include <ext/stdio_filebuf.h>
+#include <time.h>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -27,7 +30,9 @@ namespace {
 // a slot is claimed by compare-and-swap: free → busy (being filled) → armed.
 // Whoever moves a slot out of `armed` owns it: the atomic_file (to free it) or the
 // signal handler (to unlink the path; the slot then stays busy as the process exits).
-constexpr int max_pending = 64;
+// Static storage is only touched as slots are used: 256 slots of 4 KiB cost nothing
+// until a batch has that many outputs in flight.
+constexpr int max_pending = 256;
 constexpr std::size_t max_path = 4096;
 enum : int { slot_free = 0, slot_busy = 1, slot_armed = 2 };
 
@@ -38,6 +43,13 @@ struct pending_slot {
 static_assert(std::atomic<int>::is_always_lock_free, "signal handlers need lock-free atomics");
 
 pending_slot pending[max_pending];
+
+// Set once a terminating signal arrives: no temporary may be created after that.
+std::atomic<bool> stopping{false};
+// Threads between deciding to create a temporary and having it registered and on disk;
+// the signal handler waits for them (briefly) before it sweeps the registry.
+std::atomic<int> creating{0};
+thread_local bool this_thread_creating = false;
 
 int register_temporary(const std::string& path) {
     if (path.size() >= max_path) return -1;
@@ -84,21 +96,50 @@ mode_t current_umask() {
     return mask;
 }
 
-/// Creates "<path>.attn-XXXXXX" (mode 0600, like mkstemp) and returns its descriptor,
-/// or -1 with errno set. The name is registered for remove_pending_temporaries() before
-/// the file exists: a signal arriving at any moment, on any thread, finds every
-/// temporary that exists (unlinking a name not yet created is harmless).
+/// Marks the calling thread as creating a temporary for the duration of a scope; refuses
+/// (EINTR) once a terminating signal has arrived.
+struct creation_guard {
+    bool ok;
+    creation_guard() {
+        creating.fetch_add(1);
+        this_thread_creating = true;
+        ok = !stopping.load();
+    }
+    ~creation_guard() {
+        this_thread_creating = false;
+        creating.fetch_sub(1);
+    }
+};
+
+/// Creates "<dir>/<name>.attn-XXXXXX" (mode 0600, like mkstemp) and returns its
+/// descriptor, or -1 with errno set. The name's last component is cut so that it fits
+/// NAME_MAX (255 bytes) even when the destination's own name is 244–255 bytes long.
+/// The name is registered for remove_pending_temporaries() before the file exists: a
+/// signal arriving at any moment, on any thread, finds every temporary that exists.
 int create_temporary(const std::string& path, std::string& temp, int& slot) {
     static const char letters[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     static std::atomic<unsigned> counter{0};
+    constexpr std::size_t name_max = 255, suffix = 12;  // ".attn-XXXXXX"
+    const std::size_t slash = path.find_last_of('/');
+    const std::size_t base = slash == std::string::npos ? 0 : slash + 1;
+    const std::string prefix = path.substr(0, base + std::min(path.size() - base, name_max - suffix));
     std::uint64_t seed = (static_cast<std::uint64_t>(::getpid()) << 32) ^
                          static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
     for (int attempt = 0; attempt < 100; ++attempt) {
         seed = seed * 6364136223846793005ULL + 1442695040888963407ULL + counter.fetch_add(1);
-        std::string name = path + ".attn-";
+        std::string name = prefix + ".attn-";
         for (int i = 0; i < 6; ++i) name += letters[(seed >> (10 + 6 * i)) % (sizeof letters - 1)];
         temp = name;
+        creation_guard guard;
+        if (!guard.ok) {
+            errno = EINTR;
+            return -1;
+        }
         slot = register_temporary(temp);
+        if (slot < 0) {
+            errno = temp.size() >= max_path ? ENAMETOOLONG : EMFILE;
+            return -1;
+        }
         const int fd = ::open(temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         if (fd >= 0) return fd;
         const int err = errno;
@@ -140,6 +181,41 @@ int replace_file(const std::string& temp, const std::string& path) {
     return std::rename(temp.c_str(), path.c_str()) == 0 ? 0 : errno;
 }
 
+/// The descriptor a path names directly, for /dev/stdout, /dev/stderr and /dev/fd/N
+/// (and /proc/self/fd/N), else -1. Writing there must not truncate or replace what the
+/// shell redirected the descriptor to (`attn ... -o /dev/stdout >> log`).
+int named_descriptor(const std::string& path) {
+    if (path == "/dev/stdout") return STDOUT_FILENO;
+    if (path == "/dev/stderr") return STDERR_FILENO;
+    for (const char* prefix : {"/dev/fd/", "/proc/self/fd/"}) {
+        const std::size_t n = std::strlen(prefix);
+        if (path.size() > n && path.size() <= n + 9 && path.compare(0, n, prefix) == 0 &&
+            path.find_first_not_of("0123456789", n) == std::string::npos)
+            return std::atoi(path.c_str() + n);
+    }
+    return -1;
+}
+
+/// Follows a chain of symbolic links (up to 40, as the kernel does) to the name the data
+/// lands under, which need not exist yet (a dangling link is written through, as `cp`
+/// and a shell redirection do). Relative link targets are taken from the link's folder.
+std::string resolve_links(std::string path) {
+    for (int hops = 0; hops < 40; ++hops) {
+        struct stat st {};
+        if (::lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return path;
+        std::string target(static_cast<std::size_t>(st.st_size > 0 ? st.st_size : 4095) + 1, '\0');
+        const ssize_t n = ::readlink(path.c_str(), target.data(), target.size());
+        if (n < 0 || static_cast<std::size_t>(n) >= target.size()) return path;
+        target.resize(static_cast<std::size_t>(n));
+        if (target.empty() || target[0] != '/') {
+            const std::size_t slash = path.find_last_of('/');
+            if (slash != std::string::npos) target = path.substr(0, slash + 1) + target;
+        }
+        path = target;
+    }
+    return path;
+}
+
 }  // namespace
 
 void remove_pending_temporaries() noexcept {
@@ -150,32 +226,58 @@ void remove_pending_temporaries() noexcept {
     }
 }
 
-atomic_file::atomic_file(std::string path) : path_(std::move(path)) {
-    if (path_.empty()) throw io_error(path_, "cannot write file (empty path)");
-    mode_t mode = 0666 & ~current_umask();
-    struct stat st {};
-    if (::stat(path_.c_str(), &st) == 0) {
-        if (S_ISDIR(st.st_mode)) fail(path_, EISDIR);
-        mode = st.st_mode & 07777;
+void stop_and_remove_temporaries() noexcept {
+    stopping.store(true);
+    // A thread between its check of `stopping` and its open() is given up to 2 s to put
+    // its (registered) file on disk, so that the sweep below finds it. The thread this
+    // handler interrupted cannot move on: its open() has not happened, and never will.
+    const int others = this_thread_creating ? 1 : 0;
+    for (int i = 0; i < 2000 && creating.load() > others; ++i) {
+        struct timespec ms {0, 1000000};
+        ::nanosleep(&ms, nullptr);
     }
+    remove_pending_temporaries();
+}
 
-    const int fd = create_temporary(path_, temp_, slot_);
-    if (fd < 0) fail(path_, errno);
-    // The temporary is created 0600; give it the mode the destination should keep.
-    ::fchmod(fd, mode);
-    out_.open(temp_, std::ios::binary | std::ios::trunc);
-    const int open_err = errno;
-    ::close(fd);
-    if (!out_.is_open()) {
-        ::unlink(temp_.c_str());
-        unregister_temporary(slot_);
-        fail(path_, open_err ? open_err : EIO);
+bool stop_requested() noexcept { return stopping.load(std::memory_order_relaxed); }
+
+atomic_file::atomic_file(std::string path) : path_(std::move(path)), out_(nullptr) {
+    if (path_.empty()) throw io_error(path_, "cannot write file (empty path)");
+    int fd = -1;
+    if (const int named = named_descriptor(path_); named >= 0) {
+        fd = ::fcntl(named, F_DUPFD_CLOEXEC, 3);
+        if (fd < 0) fail(path_, errno);
+        in_place_ = true;
+    } else {
+        mode_t mode = 0666 & ~current_umask();
+        struct stat st {};
+        if (::stat(path_.c_str(), &st) == 0) {
+            if (S_ISDIR(st.st_mode)) fail(path_, EISDIR);
+            mode = st.st_mode & 07777;
+            // A device, FIFO or socket is written in place, as cp and sort -o do: replacing
+            // /dev/null with a regular file, or a FIFO its reader never sees, destroys it.
+            in_place_ = !S_ISREG(st.st_mode);
+        }
+        if (in_place_) {
+            fd = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
+            if (fd < 0) fail(path_, errno);
+        } else {
+            // A symbolic link stays a link: the file it points to is replaced.
+            target_ = resolve_links(path_);
+            fd = create_temporary(target_, temp_, slot_);
+            if (fd < 0) fail(path_, errno == EINTR ? ECANCELED : errno);
+            // The temporary is created 0600; give it the mode the destination should keep.
+            ::fchmod(fd, mode);
+        }
     }
+    buf_ = std::make_unique<__gnu_cxx::stdio_filebuf<char>>(fd, std::ios::out | std::ios::binary, 1 << 16);
+    out_.rdbuf(buf_.get());
 }
 
 atomic_file::~atomic_file() {
     if (committed_) return;
-    out_.close();
+    if (buf_) buf_->close();
+    if (in_place_) return;
     ::unlink(temp_.c_str());
     unregister_temporary(slot_);
 }
@@ -188,17 +290,24 @@ void atomic_file::commit() {
     bool ok = out_.good();
     if (ok) {
         errno = 0;
-        out_.close();
+        ok = buf_->close() != nullptr;
         err = errno;
-        ok = !out_.fail();
+    }
+    if (in_place_) {
+        committed_ = true;
+        if (!ok) {
+            if (buf_->is_open()) buf_->close();
+            fail(path_, err ? err : EIO);
+        }
+        return;
     }
     if (ok) pause_for_tests();
     if (ok) {
-        err = replace_file(temp_, path_);
+        err = replace_file(temp_, target_);
         ok = err == 0;
     }
     if (!ok) {
-        out_.close();
+        if (buf_->is_open()) buf_->close();
         ::unlink(temp_.c_str());
         unregister_temporary(slot_);
         committed_ = true;  // nothing left for the destructor to remove

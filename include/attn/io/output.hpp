@@ -4,7 +4,9 @@
 /// renamed over it only when complete, so a failed or interrupted run leaves no
 /// partial file (DESIGN §2).
 
-#include <fstream>
+#include <ext/stdio_filebuf.h>
+#include <memory>
+#include <ostream>
 #include <string>
 
 namespace attn::io {
@@ -15,13 +17,20 @@ namespace attn::io {
 /// protects against failed and interrupted runs, not against power loss. An existing
 /// regular file is replaced by renameat2(RENAME_EXCHANGE) and unlinking the old one,
 /// which ext4 does not answer with an immediate writeback as it does a plain rename.
+/// Destinations that are not regular files are never replaced (as with `cp` and
+/// `sort -o`): a path that, after following symbolic links, is a device, FIFO or socket
+/// is opened and written in place, and /dev/stdout, /dev/stderr and /dev/fd/N write to
+/// that descriptor without truncating it. A symbolic link to a regular file (or a
+/// dangling one) stays a link: the file it points to is replaced atomically.
 /// Errors are io_error with the destination path as source and messages such as
 /// "cannot write file (No such file or directory)".
 class atomic_file {
 public:
-    /// Creates "<path>.attn-XXXXXX" in the destination's directory (as mkstemp does) and
-    /// registers it for remove_pending_temporaries() — before it exists, so that no
-    /// signal can leave it behind. Throws io_error.
+    /// Creates "<path>.attn-XXXXXX" in the destination's directory (as mkstemp does; the
+    /// name's last component is cut to fit NAME_MAX) and registers it for
+    /// remove_pending_temporaries() — before it exists, so that no signal can leave it
+    /// behind. Throws io_error, with "(Operation canceled)" once stop_and_remove_temporaries()
+    /// has run.
     explicit atomic_file(std::string path);
     atomic_file(const atomic_file&) = delete;
     atomic_file& operator=(const atomic_file&) = delete;
@@ -30,7 +39,8 @@ public:
 
     std::ostream& stream() { return out_; }
 
-    /// Flushes, closes and renames the temporary file onto the destination.
+    /// Flushes, closes and renames the temporary file onto the destination (in place:
+    /// flushes and closes).
     /// Throws io_error (e.g. disk full), after which the temporary file is removed.
     /// Test-only hook: ATTN_TEST_PAUSE_BEFORE_COMMIT_MS=N in the environment makes it wait
     /// N ms before the rename, so tests can interrupt a run at a known point.
@@ -38,16 +48,27 @@ public:
 
 private:
     std::string path_;
+    std::string target_;  ///< path_ with symbolic links followed: what is replaced
     std::string temp_;
-    std::ofstream out_;
+    std::unique_ptr<__gnu_cxx::stdio_filebuf<char>> buf_;
+    std::ostream out_;
+    bool in_place_ = false;  ///< a device, FIFO, socket or named descriptor: written directly
     bool committed_ = false;
     int slot_ = -1;  ///< index in the registry of pending temporaries, -1 if none
 };
 
 /// Deletes every temporary file of a live, uncommitted atomic_file (with unlink only).
-/// Async-signal-safe: meant for SIGINT/SIGTERM handlers, which then call _exit.
-/// Up to 64 temporaries with paths shorter than 4096 bytes are tracked; others are
-/// still removed by ~atomic_file, just not by this function.
+/// Async-signal-safe. Up to 256 temporaries with paths shorter than 4096 bytes are
+/// tracked; atomic_file refuses to create more (io_error), so none is left untracked.
 void remove_pending_temporaries() noexcept;
+
+/// For handlers of terminating signals, which then call _exit: from now on no
+/// atomic_file creates a temporary (they throw io_error), threads that are creating one
+/// are given up to 2 s to finish, then every pending temporary is deleted.
+/// Async-signal-safe.
+void stop_and_remove_temporaries() noexcept;
+
+/// True once stop_and_remove_temporaries() has run: batch workers stop taking jobs.
+bool stop_requested() noexcept;
 
 }  // namespace attn::io
