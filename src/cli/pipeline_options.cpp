@@ -136,7 +136,7 @@ void add_max_bytes_option(CLI::App& sub) {
     sub.add_option_function<std::string>(
            "--max-bytes", [](const std::string& text) { io::set_max_array_bytes(parse_size("--max-bytes", text)); },
            "Refuse input arrays (and files) larger than N bytes before reading them; suffixes K, M, G, T "
-           "are powers of 1024, e.g. 512M, 2G (default: half of physical memory)")
+           "are powers of 1024, e.g. 512M, 2G (default: a quarter of physical memory)")
         ->type_name("N");
 }
 

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <functional>
 #include <string_view>
 
 #include "attn/error.hpp"
@@ -109,20 +110,35 @@ std::string hex_head(std::string_view bytes) {
     return s;
 }
 
-/// Reads a file without renaming anything: names lower-cased, in file order.
-bundle read_bundle(const std::string& path) {
+/// Which .npz members to read: those attn looks for, or, when the archive has a single
+/// member, that one (the naming rule may make it X). `name` is lower-cased.
+using member_filter = std::function<bool(const std::string& name, std::size_t members)>;
+
+bool attn_members(const std::string& name, std::size_t members) { return members == 1 || is_attn_name(name); }
+
+/// Reads a file without renaming anything: names lower-cased, in file order. Of an .npz,
+/// only the members `wanted` accepts are inflated; `names` (if not null) receives every
+/// member's lower-cased name.
+bundle read_bundle(const std::string& path, const member_filter& wanted = attn_members,
+                   std::vector<std::string>* names = nullptr) {
     const std::string source = display_name(path);
     const std::string bytes = read_file(path);
     bundle b;
     if (is_npy(bytes)) {
         b.arrays.push_back({"x", read_npy(bytes, source)});
     } else if (is_zip(bytes)) {
-        b.arrays = read_npz(bytes, source);
+        std::vector<std::string> all = npz_names(bytes, source);
+        for (auto& n : all) n = lower(n);
+        const std::size_t count = all.size();
+        b.arrays = read_npz(bytes, source, nullptr, [&](const std::string& n) { return wanted(lower(n), count); });
+        if (names) *names = std::move(all);
     } else {
         check_json_start(bytes, source);
         b = read_json(bytes, source);
     }
     for (auto& a : b.arrays) a.name = lower(a.name);
+    if (names && !is_zip(bytes))
+        for (const auto& a : b.arrays) names->push_back(a.name);
     return b;
 }
 
@@ -233,7 +249,12 @@ array load_array(const std::string& spec) {
         path = spec.substr(0, colon);
         name = spec.substr(colon + 1);
     }
-    bundle b = read_bundle(path);
+    // Only the member asked for is read (or a lone member, which the naming rule may call X).
+    const std::string wanted_name = lower(name);
+    std::vector<std::string> names;
+    bundle b = read_bundle(
+        path, [&](const std::string& n, std::size_t members) { return name.empty() || members == 1 || n == wanted_name; },
+        &names);
     if (name.empty()) {
         apply_naming_rule(b);
         if (b.arrays.size() == 1) return std::move(b.arrays.front().value);
@@ -249,8 +270,9 @@ array load_array(const std::string& spec) {
         return nullptr;
     };
     if (array* a = take(name)) return std::move(*a);
-    if (b.arrays.empty()) throw value_error(spec, "no array named '" + name + "' (file holds no arrays)");
-    const std::string present = name_list(b);
+    if (names.empty()) throw value_error(spec, "no array named '" + name + "' (file holds no arrays)");
+    std::string present;
+    for (const auto& n : names) present += (present.empty() ? "" : ", ") + n;
     apply_naming_rule(b);
     if (array* a = take(name)) return std::move(*a);
     throw value_error(spec, "no array named '" + name + "' (expected one of: " + present + ")");

@@ -218,7 +218,38 @@ std::vector<std::string> to_tokens(const json& value, const std::string& source)
 
 }  // namespace
 
+std::size_t json_parse_budget() {
+    constexpr std::size_t factor = 8, floor = std::size_t{64} << 20;
+    const std::size_t limit = max_array_bytes();
+    return std::max(limit > SIZE_MAX / factor ? SIZE_MAX : limit * factor, floor);
+}
+
+void check_json_parse_bytes(std::string_view text, const std::string& source) {
+    constexpr std::size_t bytes_per_value = 48;
+    std::size_t values = 1, string_bytes = 0;
+    bool in_string = false, escaped = false;
+    for (const char c : text) {
+        if (in_string) {
+            ++string_bytes;
+            if (escaped) escaped = false;
+            else if (c == '\\') escaped = true;
+            else if (c == '"') in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == ',' || c == '[' || c == '{') {
+            ++values;
+        }
+    }
+    const std::size_t estimate = values * bytes_per_value + string_bytes;
+    const std::size_t max = json_parse_budget();
+    if (estimate > max)
+        throw limit_error(source, "JSON too large to parse within --max-bytes " +
+                                      expected_got("at most " + std::to_string(max) + " bytes",
+                                                   "about " + std::to_string(estimate)));
+}
+
 bundle read_json(std::string_view text, const std::string& source) {
+    check_json_parse_bytes(text, source);
     json doc;
     try {
         doc = json::parse(text.begin(), text.end());

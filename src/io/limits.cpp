@@ -27,7 +27,7 @@ std::size_t default_max_array_bytes() {
     std::size_t total = 0;
     if (__builtin_mul_overflow(static_cast<std::size_t>(pages), static_cast<std::size_t>(page_size), &total))
         return std::numeric_limits<std::size_t>::max();
-    return total / 2;
+    return total / 4;
 }
 
 std::size_t max_array_bytes() { return limit().load(std::memory_order_relaxed); }
@@ -39,6 +39,14 @@ void check_array_bytes(std::size_t bytes, const std::string& source) {
     if (bytes > max)
         throw limit_error(source, "array too large for --max-bytes " +
                                       expected_got("at most " + std::to_string(max) + " bytes", std::to_string(bytes)));
+}
+
+void check_file_bytes(std::size_t bytes, const std::string& source) {
+    const std::size_t max = max_array_bytes();
+    if (bytes > max)
+        throw limit_error(source, "arrays too large for --max-bytes together " +
+                                      expected_got("at most " + std::to_string(max) + " bytes from one file",
+                                                   std::to_string(bytes)));
 }
 
 }  // namespace attn::io

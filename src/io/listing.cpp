@@ -47,20 +47,44 @@ bool scalar_array(const json& v, array& out) {
     return false;
 }
 
-/// The arrays under `node` (an object), named prefix + key; nested objects recurse.
-void walk_object(const json& node, const std::string& prefix, const std::string& source,
-                 std::vector<listed_array>& out) {
-    for (const auto& [key, value] : node.items()) {
-        const std::string name = prefix + key;
-        if (prefix.empty() && (key == "meta" || key == "tokens")) continue;
+/// How deeply `node` nests lists along its first elements (a list of rank r has r).
+std::size_t list_depth(const json& node) {
+    std::size_t depth = 0;
+    for (const json* n = &node; n->is_array() && !n->empty(); n = &n->front()) ++depth;
+    return depth;
+}
+
+/// The arrays under `root` (an object), named by their dotted key paths. Nested objects
+/// are visited with an explicit stack, in document order: a file of 100 000 nested
+/// objects must not exhaust the call stack.
+void walk_object(const json& root, const std::string& source, std::vector<listed_array>& out) {
+    struct frame {
+        const json* object;
+        json::const_iterator next;
+        std::string prefix;
+    };
+    std::vector<frame> stack{{&root, root.cbegin(), ""}};
+    while (!stack.empty()) {
+        frame& f = stack.back();
+        if (f.next == f.object->cend()) {
+            stack.pop_back();
+            continue;
+        }
+        const std::string key = f.next.key();
+        const json& value = f.next.value();
+        ++f.next;
+        const std::string name = f.prefix + key;
+        const bool top = f.prefix.empty();
+        if (top && (key == "meta" || key == "tokens")) continue;
         if (value.is_object()) {
-            walk_object(value, name + ".", source, out);
+            stack.push_back({&value, value.cbegin(), name + "."});  // f is not used after this
             continue;
         }
         if (value.is_array()) {
-            // Lists that are not numeric arrays (strings, ragged) are skipped, as compute
-            // skips unknown names; read_json reports them only for names it needs. An
-            // array over --max-bytes is refused, as compute refuses it.
+            // Lists that are not numeric arrays (strings, ragged, deeper than rank 4) are
+            // skipped, as compute skips unknown names; read_json reports them only for
+            // names it needs. An array over --max-bytes is refused, as compute refuses it.
+            if (list_depth(value) > 4) continue;
             try {
                 bundle b = read_json(value.dump(), source + ":" + name);
                 out.push_back({name, std::move(b.arrays.front().value), "n/a"});
@@ -72,7 +96,7 @@ void walk_object(const json& node, const std::string& prefix, const std::string&
             continue;
         }
         array a;
-        if (!prefix.empty() && scalar_array(value, a)) out.push_back({name, std::move(a), "n/a"});
+        if (!top && scalar_array(value, a)) out.push_back({name, std::move(a), "n/a"});
     }
 }
 
@@ -96,6 +120,7 @@ std::vector<listed_array> list_arrays(const std::string& path) {
         return out;
     }
     check_json_start(bytes, source);
+    check_json_parse_bytes(bytes, source);
     json doc;
     try {
         doc = json::parse(bytes);
@@ -109,7 +134,7 @@ std::vector<listed_array> list_arrays(const std::string& path) {
         return out;
     }
     if (!doc.is_object()) read_json(bytes, source);  // throws "not an attn JSON input"
-    walk_object(doc, "", source, out);
+    walk_object(doc, source, out);
     return out;
 }
 

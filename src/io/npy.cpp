@@ -318,7 +318,11 @@ std::uint64_t read_le(std::string_view bytes, std::size_t offset, std::size_t wi
 
 bool is_npy(std::string_view bytes) { return bytes.substr(0, magic.size()) == magic; }
 
-array read_npy(std::string_view bytes, const std::string& source, npy_layout* stored) {
+namespace {
+
+/// read_npy, or with `total` set only the header's checks: then *total receives the
+/// whole file's declared size (preamble, header and data) and no array is made.
+array parse_npy(std::string_view bytes, const std::string& source, npy_layout* stored, std::size_t* total) {
     if (!is_npy(bytes)) {
         const std::string got = bytes.empty() ? "an empty file" : escape_bytes(bytes.substr(0, magic.size()));
         throw format_error(source, "not a .npy file " + expected_got("magic \\x93NUMPY", got));
@@ -402,6 +406,10 @@ array read_npy(std::string_view bytes, const std::string& source, npy_layout* st
     }
     // Before the data is looked at: a header alone can declare any size (io/limits.hpp).
     check_array_bytes(nbytes, source);
+    if (total) {
+        if (__builtin_add_overflow(data_offset, nbytes, total)) *total = SIZE_MAX;
+        return {};
+    }
     const std::size_t present = bytes.size() - data_offset;
     if (present < nbytes)
         throw format_error(source, "truncated .npy data " +
@@ -426,6 +434,12 @@ array read_npy(std::string_view bytes, const std::string& source, npy_layout* st
         stored->fortran_order = fortran->truth;
     }
     return a;
+}
+
+}  // namespace
+
+array read_npy(std::string_view bytes, const std::string& source, npy_layout* stored) {
+    return parse_npy(bytes, source, stored, nullptr);
 }
 
 void write_npy_header(std::ostream& out, const array& a) {
@@ -472,15 +486,18 @@ void write_npy_header(std::ostream& out, const array& a) {
     out.write(header.data(), static_cast<std::streamsize>(header.size()));
 }
 
-void check_npy_head(std::string_view head, const std::string& source) {
-    // read_npy checks the declared size against the limit before it looks at the data,
-    // so on a head holding the whole header it throws exactly that value_error (or the
-    // one for an unsupported dtype or rank, which the whole file would give too); its
-    // format_errors here only say that the data or the header is cut short.
+std::optional<std::size_t> check_npy_head(std::string_view head, const std::string& source) {
+    // The header's checks run as in read_npy, so on a head holding the whole header this
+    // throws exactly read_npy's value_error for an array over the limit (or for an
+    // unsupported dtype or rank); its format_errors here only say that the header is cut
+    // short or malformed, which read_npy reports once everything is read.
     try {
-        (void)read_npy(head, source);
+        std::size_t total = 0;
+        (void)parse_npy(head, source, nullptr, &total);
+        return total;
     } catch (const format_error&) {
     }
+    return std::nullopt;
 }
 
 void write_npy(std::ostream& out, const array& a) {

@@ -5,11 +5,14 @@
 
 #include <zip.h>
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <sstream>
 
 #include "attn/error.hpp"
+#include "attn/io/limits.hpp"
 #include "attn/io/npy.hpp"
 
 namespace attn::io {
@@ -22,6 +25,8 @@ constexpr std::string_view npy_suffix = ".npy";
 constexpr std::uint64_t max_deflate_ratio = 1032;
 constexpr std::uint64_t size_slack = 1 << 16;
 constexpr std::size_t read_chunk = 1 << 20;
+// Enough for every .npy header NumPy writes (version 1.0 headers are < 64 KiB).
+constexpr std::size_t head_chunk = (1 << 16) + 16;
 
 struct archive_closer {
     void operator()(zip_t* z) const { zip_discard(z); }
@@ -45,7 +50,10 @@ bool ends_with(std::string_view s, std::string_view suffix) {
     return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-/// Reads a whole member, never holding more than its (checked) declared size.
+/// Reads a whole member, never holding more than its (checked) declared size. The .npy
+/// header comes first, alone: an array over --max-bytes, or a member whose stated size
+/// is larger than its header says the array is (a zip bomb behind a small array), is
+/// refused before the data is inflated.
 std::string read_member(zip_t* z, zip_uint64_t index, const zip_stat_t& st, const std::string& source) {
     if ((st.valid & ZIP_STAT_SIZE) && (st.valid & ZIP_STAT_COMP_SIZE) &&
         st.size > st.comp_size * max_deflate_ratio + size_slack)
@@ -56,15 +64,17 @@ std::string read_member(zip_t* z, zip_uint64_t index, const zip_stat_t& st, cons
                                                     std::to_string(st.size)));
     file_ptr file(zip_fopen_index(z, index, 0));
     if (!file) throw format_error(source, "cannot read member (" + zip_message(zip_get_error(z)) + ")");
-    const std::uint64_t limit = (st.valid & ZIP_STAT_SIZE) ? st.size
-                                : (st.valid & ZIP_STAT_COMP_SIZE) ? st.comp_size * max_deflate_ratio + size_slack
-                                                                  : 0;
+    std::uint64_t limit = (st.valid & ZIP_STAT_SIZE) ? st.size
+                          : (st.valid & ZIP_STAT_COMP_SIZE) ? st.comp_size * max_deflate_ratio + size_slack
+                                                            : 0;
     std::string data;
+    bool head_checked = false;
     for (;;) {
         const std::size_t old = data.size();
         // One byte beyond the declared size is requested so that a member with more
         // data than it declares is noticed.
-        const std::uint64_t want = std::min<std::uint64_t>(read_chunk, limit + 1 - old);
+        const std::size_t chunk = head_checked ? read_chunk : head_chunk;
+        const std::uint64_t want = std::min<std::uint64_t>(chunk, limit + 1 - old);
         data.resize(old + static_cast<std::size_t>(want));
         const zip_int64_t n = zip_fread(file.get(), data.data() + old, want);
         if (n < 0)
@@ -75,9 +85,17 @@ std::string read_member(zip_t* z, zip_uint64_t index, const zip_stat_t& st, cons
         if (data.size() > limit)
             throw format_error(source, "member larger than declared " +
                                            expected_got(std::to_string(limit) + " bytes", "more"));
-        // A full first chunk holds the .npy header: an array over --max-bytes is refused
-        // before the rest of the member is read.
-        if (old == 0 && data.size() == read_chunk && is_npy(data)) check_npy_head(data, source);
+        if (!head_checked && (data.size() >= head_chunk || static_cast<std::uint64_t>(n) < want)) {
+            head_checked = true;
+            if (!is_npy(data)) continue;
+            const std::optional<std::size_t> total = check_npy_head(data, source);
+            if (!total) continue;
+            if ((st.valid & ZIP_STAT_SIZE) && st.size > *total)
+                throw format_error(source, "member larger than its array " +
+                                               expected_got(std::to_string(*total) + " bytes", std::to_string(st.size)));
+            limit = std::min<std::uint64_t>(limit, *total);
+            data.reserve(static_cast<std::size_t>(limit) + 1);
+        }
     }
     return data;
 }
@@ -89,8 +107,12 @@ bool is_zip(std::string_view bytes) {
     return head == std::string_view("PK\x03\x04", 4) || head == std::string_view("PK\x05\x06", 4);
 }
 
-std::vector<named_array> read_npz(std::string_view bytes, const std::string& source,
-                                  std::vector<npy_layout>* stored) {
+namespace {
+
+/// Calls visit(archive, index, stat, name) for each ".npy" member of the archive in
+/// `bytes`, in archive order, with the suffix taken off the name. Throws format_error.
+template <class Visit>
+void for_each_member(std::string_view bytes, const std::string& source, Visit&& visit) {
     // libzip opens zero bytes as a new, empty archive; a file has to be one already.
     if (!is_zip(bytes)) throw format_error(source, "not a valid .npz archive (not a zip archive)");
     zip_error_t error;
@@ -109,8 +131,6 @@ std::vector<named_array> read_npz(std::string_view bytes, const std::string& sou
         throw format_error(source, "not a valid .npz archive (" + msg + ")");
     }
     zip_error_fini(&error);
-
-    std::vector<named_array> arrays;
     const zip_int64_t count = zip_get_num_entries(z.get(), 0);
     for (zip_int64_t i = 0; i < count; ++i) {
         const auto index = static_cast<zip_uint64_t>(i);
@@ -121,13 +141,36 @@ std::vector<named_array> read_npz(std::string_view bytes, const std::string& sou
         const std::string member = st.name;
         // np.load returns members without the suffix as raw bytes; they hold no array.
         if (!ends_with(member, npy_suffix)) continue;
-        std::string name = member.substr(0, member.size() - npy_suffix.size());
-        const std::string member_source = source + ":" + name;
-        const std::string content = read_member(z.get(), index, st, member_source);
-        npy_layout layout;
-        arrays.push_back({std::move(name), read_npy(content, member_source, &layout)});
-        if (stored) stored->push_back(layout);
+        visit(z.get(), index, st, member.substr(0, member.size() - npy_suffix.size()));
     }
+}
+
+}  // namespace
+
+std::vector<std::string> npz_names(std::string_view bytes, const std::string& source) {
+    std::vector<std::string> names;
+    for_each_member(bytes, source, [&](zip_t*, zip_uint64_t, const zip_stat_t&, const std::string& name) {
+        names.push_back(name);
+    });
+    return names;
+}
+
+std::vector<named_array> read_npz(std::string_view bytes, const std::string& source,
+                                  std::vector<npy_layout>* stored,
+                                  const std::function<bool(const std::string&)>& wanted) {
+    std::vector<named_array> arrays;
+    std::size_t loaded = 0;
+    for_each_member(bytes, source, [&](zip_t* z, zip_uint64_t index, const zip_stat_t& st, const std::string& name) {
+        if (wanted && !wanted(name)) return;
+        const std::string member_source = source + ":" + name;
+        const std::string content = read_member(z, index, st, member_source);
+        npy_layout layout;
+        arrays.push_back({name, read_npy(content, member_source, &layout)});
+        // --max-bytes bounds the arrays read from one file together, not only each one.
+        loaded += arrays.back().value.data.size();
+        check_file_bytes(loaded, source);
+        if (stored) stored->push_back(layout);
+    });
     return arrays;
 }
 

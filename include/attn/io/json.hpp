@@ -23,6 +23,19 @@ namespace attn::io {
 /// (io/limits.hpp), whatever its name.
 bundle read_json(std::string_view text, const std::string& source);
 
+/// The memory a JSON input may take while it is parsed: 8 × max_array_bytes(), at least
+/// 64 MiB. A DOM takes about 48 bytes per number where the array keeps 8, so this lets
+/// arrays up to the limit through while bounding the parse by the limit.
+std::size_t json_parse_budget();
+
+/// The memory a parse of `text` into nlohmann/json's DOM takes, estimated from one pass
+/// over its bytes before anything is allocated: 48 bytes per value (a 16-byte node, its
+/// share of a growing vector, and the flattened leaf list) plus the strings' bytes.
+/// Throws limit_error(source, "JSON too large to parse within --max-bytes (expected at
+/// most <json_parse_budget()> bytes, got about <estimate>)") when that exceeds
+/// json_parse_budget(): 90 MB of short numbers take about 2 GB as a DOM.
+void check_json_parse_bytes(std::string_view text, const std::string& source);
+
 /// Writes `doc` as one JSON object: "input" if set (batch runs), "meta", then "tokens"
 /// if any, then one key per tensor holding nested lists. A dotted name "a.b" nests: all
 /// "a.*" tensors form one object "a" at the first one's place (the stats stage). Numbers: shortest round-trip text for the tensor's own

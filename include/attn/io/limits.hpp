@@ -9,15 +9,18 @@
 
 namespace attn::io {
 
-/// Half of the machine's physical memory, sysconf(_SC_PHYS_PAGES) · sysconf(_SC_PAGESIZE)
-/// / 2 (cgroup limits are not consulted), or SIZE_MAX when the system cannot tell.
+/// A quarter of the machine's physical memory, sysconf(_SC_PHYS_PAGES) ·
+/// sysconf(_SC_PAGESIZE) / 4 (cgroup limits are not consulted), or SIZE_MAX when the system
+/// cannot tell. A file is held whole while its arrays are decoded, so reading one takes
+/// up to twice the limit: a quarter keeps that within half of memory.
 std::size_t default_max_array_bytes();
 
 /// The largest array the readers accept, in bytes of data (element count × element
-/// size, as stored): read_npy, each .npz member, each JSON array. Input files are read
-/// whole, so load_bundle/read_file also refuse a file larger than this plus
-/// file_overhead_bytes. Process-wide and thread-safe; the default is
-/// default_max_array_bytes().
+/// size, as stored): read_npy, each .npz member, each JSON array; the arrays read from
+/// one .npz are bounded together too (check_file_bytes), and a JSON text whose parse
+/// would take more is refused (check_json_parse_bytes). Input files are read whole, so
+/// load_bundle/read_file also refuse a file larger than this plus file_overhead_bytes.
+/// Process-wide and thread-safe; the default is default_max_array_bytes().
 std::size_t max_array_bytes();
 void set_max_array_bytes(std::size_t bytes);
 
@@ -29,5 +32,10 @@ constexpr std::size_t file_overhead_bytes = std::size_t{1} << 20;
 /// <max_array_bytes()> bytes, got <bytes>)") when bytes > max_array_bytes(); limit_error
 /// is a value_error.
 void check_array_bytes(std::size_t bytes, const std::string& source);
+
+/// Throws limit_error(source, "arrays too large for --max-bytes together (expected at most
+/// <max_array_bytes()> bytes from one file, got <bytes>)") when the arrays read from one
+/// file so far hold more than max_array_bytes() bytes.
+void check_file_bytes(std::size_t bytes, const std::string& source);
 
 }  // namespace attn::io

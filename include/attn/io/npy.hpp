@@ -3,7 +3,9 @@
 /// NumPy .npy files (format versions 1.0, 2.0 and 3.0), as specified in
 /// numpy/lib/format.py ("NEP 1 — A simple file format for NumPy arrays").
 
+#include <cstddef>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -38,9 +40,10 @@ array read_npy(std::string_view bytes, const std::string& source, npy_layout* st
 
 /// Refuses early, from the first bytes of a .npy file (or .npz member) that hold at least
 /// its whole header, an array larger than max_array_bytes() (attn/io/limits.hpp), so that
-/// the rest need not be read: throws value_error as read_npy would. Silent about a head
-/// that is cut short or malformed (read_npy reports that once everything is read).
-void check_npy_head(std::string_view head, const std::string& source);
+/// the rest need not be read: throws value_error as read_npy would. Returns the size the
+/// whole file must have (preamble + header + data bytes), or nullopt for a head that is
+/// cut short or malformed (read_npy reports that once everything is read).
+std::optional<std::size_t> check_npy_head(std::string_view head, const std::string& source);
 
 /// Writes `a` as a version 1.0 .npy (2.0 when the header would not fit), little-endian,
 /// C order, that `numpy.load` reads back bit for bit. Throws io_error if `out` fails.

@@ -3,6 +3,7 @@
 /// NumPy .npz archives (a zip of .npy members, stored or deflated, ZIP64 as written by
 /// `np.savez` and `np.savez_compressed`), through libzip.
 
+#include <functional>
 #include <iosfwd>
 #include <string>
 #include <string_view>
@@ -22,12 +23,23 @@ struct named_array {
 /// True when `bytes` starts with a zip local-file or end-of-central-directory signature.
 bool is_zip(std::string_view bytes);
 
-/// Reads every `<name>.npy` member of an .npz held in memory, in archive order; the
-/// name is the member name without ".npy". Throws format_error for a broken archive
-/// or member (the source is "<source>:<member>" for member errors). If `stored` is not
-/// null it receives each array's npy_layout, in the same order.
+/// The names of the `<name>.npy` members of an .npz held in memory, in archive order,
+/// without ".npy", read from the central directory (no member is inflated).
+/// Throws format_error for a broken archive.
+std::vector<std::string> npz_names(std::string_view bytes, const std::string& source);
+
+/// Reads the `<name>.npy` members of an .npz held in memory for which `wanted(name)` is
+/// true (every member without a filter), in archive order; the name is the member name
+/// without ".npy". Members not wanted are not inflated at all. Each member's .npy header
+/// is checked before its data is inflated: an array over max_array_bytes(), or a member
+/// whose stated size exceeds what its header declares, is refused first. The arrays read
+/// from one archive may hold max_array_bytes() together (check_file_bytes).
+/// Throws format_error for a broken archive or member (the source is "<source>:<member>"
+/// for member errors), limit_error over the limits. If `stored` is not null it receives
+/// each array's npy_layout, in the same order.
 std::vector<named_array> read_npz(std::string_view bytes, const std::string& source,
-                                  std::vector<npy_layout>* stored = nullptr);
+                                  std::vector<npy_layout>* stored = nullptr,
+                                  const std::function<bool(const std::string&)>& wanted = {});
 
 /// Writes the arrays as an uncompressed .npz (`np.savez` layout, members "<name>.npy").
 /// Throws io_error if `out` fails.

@@ -1,0 +1,165 @@
+// Hostile inputs that used to exhaust memory or the stack despite --max-bytes (issue #11),
+// run through the real binary; each test measures the child's peak RSS with
+// getrusage(RUSAGE_CHILDREN) and checks exit code, message and that nothing is written.
+#include <doctest/doctest.h>
+
+#include <sys/resource.h>
+#include <zip.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "cli_util.hpp"
+#include "io_fixtures.hpp"
+#include "scratch_dir.hpp"
+
+using attn_test::run_attn;
+using attn_test::scratch_dir;
+
+namespace {
+
+/// Peak resident set of the largest child this process has waited for, in MB. Linux keeps
+/// a child's peak across exec, and a forked child starts with its parent's resident pages:
+/// the tests free their large buffers before they run attn.
+double children_peak_mb() {
+    struct rusage ru {};
+    REQUIRE(getrusage(RUSAGE_CHILDREN, &ru) == 0);
+    return static_cast<double>(ru.ru_maxrss) / 1024.0;  // KiB on Linux
+}
+
+/// A member's content made on the fly, so that the test never holds it: `head` followed
+/// by `zeros` zero bytes (libzip's zip_source_function protocol).
+struct zero_member {
+    std::string head;
+    std::size_t zeros;
+    std::size_t offset = 0;
+};
+
+zip_int64_t zero_member_source(void* state, void* data, zip_uint64_t len, zip_source_cmd_t cmd) {
+    auto* m = static_cast<zero_member*>(state);
+    const std::size_t total = m->head.size() + m->zeros;
+    switch (cmd) {
+        case ZIP_SOURCE_OPEN: m->offset = 0; return 0;
+        case ZIP_SOURCE_READ: {
+            const std::size_t n = std::min<std::size_t>(len, total - m->offset);
+            auto* out = static_cast<char*>(data);
+            for (std::size_t i = 0; i < n; ++i, ++m->offset)
+                out[i] = m->offset < m->head.size() ? m->head[m->offset] : '\0';
+            return static_cast<zip_int64_t>(n);
+        }
+        case ZIP_SOURCE_CLOSE: return 0;
+        case ZIP_SOURCE_STAT: {
+            auto* st = static_cast<zip_stat_t*>(data);
+            zip_stat_init(st);
+            st->size = total;
+            st->valid |= ZIP_STAT_SIZE;
+            return sizeof(zip_stat_t);
+        }
+        case ZIP_SOURCE_ERROR: return 0;
+        case ZIP_SOURCE_FREE: delete m; return 0;
+        case ZIP_SOURCE_SUPPORTS:
+            return zip_source_make_command_bitmap(ZIP_SOURCE_OPEN, ZIP_SOURCE_READ, ZIP_SOURCE_CLOSE, ZIP_SOURCE_STAT,
+                                                  ZIP_SOURCE_ERROR, ZIP_SOURCE_FREE, -1);
+        default: return -1;
+    }
+}
+
+/// Writes an .npz whose members (name, .npy header, count of zero bytes after it) are
+/// deflated at level 1.
+void write_deflated_npz(const std::string& path, const std::vector<std::tuple<std::string, std::string, std::size_t>>& members) {
+    int err = 0;
+    zip_t* z = zip_open(path.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &err);
+    REQUIRE(z != nullptr);
+    for (const auto& [name, head, zeros] : members) {
+        zip_source_t* src = zip_source_function(z, zero_member_source, new zero_member{head, zeros});
+        REQUIRE(src != nullptr);
+        const zip_int64_t idx = zip_file_add(z, (name + ".npy").c_str(), src, ZIP_FL_ENC_UTF_8);
+        REQUIRE(idx >= 0);
+        REQUIRE(zip_set_file_compression(z, static_cast<zip_uint64_t>(idx), ZIP_CM_DEFLATE, 1) == 0);
+    }
+    REQUIRE(zip_close(z) == 0);
+}
+
+/// A member holding float64 zeros of the given shape text and element count.
+std::tuple<std::string, std::string, std::size_t> zeros_member(const std::string& name, const std::string& shape,
+                                                               std::size_t count) {
+    return {name, io_test::npy_v1("<f8", shape, ""), count * 8};
+}
+
+}  // namespace
+
+TEST_CASE("bombs: an .npz member declaring (4, 8) that inflates to 256 MiB is refused before it is inflated") {
+    scratch_dir dir;
+    const std::string bomb = dir.path + "/bomb.npz";
+    const std::string header = io_test::npy_v1("<f8", "(4, 8)", "");
+    const std::size_t member_size = header.size() + (std::size_t{256} << 20);
+    write_deflated_npz(bomb, {{"q", header, std::size_t{256} << 20}});
+    const auto r = run_attn("compute --max-bytes 64M '" + bomb + "' -o '" + dir.path + "/out.json'");
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: " + bomb + ":q: member larger than its array (expected " +
+                       std::to_string(header.size() + 256) + " bytes, got " + std::to_string(member_size) + ")\n");
+    CHECK(children_peak_mb() < 64);
+    CHECK_FALSE(std::filesystem::exists(dir.path + "/out.json"));
+}
+
+TEST_CASE("bombs: arrays attn does not use are not read, and those it reads are bounded together") {
+    scratch_dir dir;
+    const std::string many = dir.path + "/many.npz";
+    std::vector<std::tuple<std::string, std::string, std::size_t>> members;
+    for (const char* name : {"q", "k", "v"}) members.push_back(zeros_member(name, "(4, 8)", 32));
+    for (int i = 0; i < 24; ++i) members.push_back(zeros_member("unused_" + std::to_string(i), "(2097152,)", 2097152));
+    write_deflated_npz(many, members);  // 24 x 16 MiB
+    auto r = run_attn("compute --max-bytes 64M --dump weights --compact '" + many + "'");
+    CHECK(r.code == 0);
+    CHECK(r.out.find("\"weights\":[[0.25,0.25,0.25,0.25]") != std::string::npos);
+    CHECK(children_peak_mb() < 100);  // 24 × 16 MiB = 384 MiB were inflated before
+
+    // q, k and v of 24 MiB each pass one by one under 64M, not together.
+    const std::string three = dir.path + "/three.npz";
+    write_deflated_npz(three, {zeros_member("q", "(3145728,)", 3145728), zeros_member("k", "(3145728,)", 3145728),
+                               zeros_member("v", "(3145728,)", 3145728)});
+    r = run_attn("compute --max-bytes 64M '" + three + "'");
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: " + three + ": arrays too large for --max-bytes together (expected at most 67108864 "
+                                             "bytes from one file, got 75497472)\n");
+}
+
+TEST_CASE("bombs: a JSON text whose parse would take more than 8 x --max-bytes is refused before parsing") {
+    scratch_dir dir;
+    const std::string path = dir.path + "/big.json";
+    {
+        std::string text = "[";
+        const std::size_t n = 4'000'000;  // 8 MB of "0," parse to ~190 MB of DOM
+        text.reserve(2 * n + 2);
+        for (std::size_t i = 0; i < n; ++i) text += i ? ",0" : "0";
+        text += "]";
+        attn_test::spit(path, text);
+    }
+    const auto r = run_attn("compute --max-bytes 16M '" + path + "'");
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: " + path + ": JSON too large to parse within --max-bytes (expected at most 134217728 "
+                                            "bytes, got about 192000048)\n");
+    CHECK(children_peak_mb() < 64);
+    const auto inspect = run_attn("inspect --max-bytes 16M '" + path + "'");
+    CHECK(inspect.code == 1);
+    CHECK(children_peak_mb() < 64);
+}
+
+TEST_CASE("bombs: attn inspect on 60 000 nested JSON objects (180 KB) lists nothing and does not crash") {
+    scratch_dir dir;
+    const std::string path = dir.path + "/nested.json";
+    std::string text;
+    for (int i = 0; i < 60000; ++i) text += "{\"a\":";
+    text += "[[1, 2]]";
+    text += std::string(60000, '}');
+    attn_test::spit(path, text);
+    const auto r = run_attn("inspect --format json '" + path + "'");
+    CHECK(r.code == 0);
+    CHECK(r.err.empty());
+    // The innermost list is found under its dotted path.
+    CHECK(r.out.find("\"name\":\"a.a.a.") != std::string::npos);
+    CHECK(r.out.find("\"shape\":[1,2]") != std::string::npos);
+}
