@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "attn/core/pipeline.hpp"
 #include "attn/error.hpp"
 #include "attn/io/input.hpp"
+#include "attn/io/npz.hpp"
 #include "attn/io/plot.hpp"
 #include "cli_util.hpp"
 
@@ -477,4 +479,39 @@ TEST_CASE("attn compute --plot FILE writes the data and the weights heatmap of b
     const auto several = run_attn("compute data/notebook.npz data/x.npy --plot '" + (dir / "s.png") + "'");
     CHECK(several.code == 2);
     CHECK(several.err == "attn: error: --plot: plots a single input (expected one INPUT, got a batch run)\n");
+}
+
+TEST_CASE("plot: a non-finite --vmin or --vmax is a usage error") {
+    for (const char* opt : {"--vmax inf", "--vmin -inf", "--vmax nan"}) {
+        CAPTURE(opt);
+        const auto r = run_attn(std::string("plot data/notebook.npz ") + opt + " -o /tmp/attn-never-written.png");
+        CHECK(r.code == 2);
+        CHECK(r.err.rfind("attn: error: --vm", 0) == 0);
+        CHECK(r.err.find(": not a finite number (expected a finite number, got ") != std::string::npos);
+        CHECK_FALSE(fs::exists("/tmp/attn-never-written.png"));
+    }
+}
+
+TEST_CASE("plot: ranges too narrow or too wide to step through finish with a bounded number of ticks") {
+    // Each of these used to loop, allocating ticks until memory ran out.
+    const std::string dir = fs::absolute(attn_test::temp_dir()).string();
+    const std::vector<std::vector<double>> cases = {
+        {1e16, 1e16 + 2, 1e16, 1e16 + 4},     // steps below the spacing of doubles there
+        {1e300, 1e300, 1e300, 1e300},         // one value: widened around it
+        {-1.7e308, 1.7e308, 0, 1},            // hi - lo overflows
+        {1, 1 + 0x1p-52, 1, 1},               // one ulp apart
+    };
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+        CAPTURE(i);
+        const std::string in = dir + "/s" + std::to_string(i) + ".npz", out = dir + "/s" + std::to_string(i) + ".png";
+        {
+            std::ofstream f(in, std::ios::binary);
+            io::write_npz(f, {{"scores", array::from<double>({2, 2}, cases[i].data())}});
+        }
+        const auto r = run_attn("plot '" + in + "' --stage scores -o '" + out + "'", "", "timeout 60 ");
+        CHECK(r.code == 0);
+        CHECK(r.err.empty());
+        CHECK(fs::exists(out));
+    }
+    fs::remove_all(dir);
 }

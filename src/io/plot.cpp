@@ -144,15 +144,23 @@ std::string tick_text(double v, double step) {
     return s;
 }
 
-/// About five round ticks (1, 2, 5 × 10^k apart) within [lo, hi].
+/// About five round ticks (1, 2, 5 × 10^k apart) within [lo, hi], never more than 12.
+/// A range too wide for a double (hi − lo overflows) or too narrow to step through at its
+/// magnitude (lo + step == lo, or the tick index beyond 2^53) gets its two ends instead.
 std::vector<double> nice_ticks(double lo, double hi, double& step) {
     const double raw = (hi - lo) / 5;
+    const auto ends = [&] {
+        step = hi - lo;
+        return std::vector<double>{lo, hi};
+    };
+    if (!std::isfinite(raw) || !(raw > 0)) return ends();
     const double mag = std::pow(10.0, std::floor(std::log10(raw)));
     const double norm = raw / mag;
     step = (norm < 1.5 ? 1 : norm < 3 ? 2 : norm < 7 ? 5 : 10) * mag;
-    std::vector<double> ticks;
     const double first = std::ceil(lo / step - 1e-9);
-    for (double k = first;; ++k) {
+    if (!(step > 0) || lo + step == lo || std::abs(first) >= 0x1p53) return ends();
+    std::vector<double> ticks;
+    for (double k = first; ticks.size() < 12; ++k) {
         const double v = k * step;
         if (v > hi + step * 1e-9) break;
         ticks.push_back(std::abs(v) < step * 1e-9 ? 0.0 : v);
@@ -200,14 +208,19 @@ plan make_plan(const heatmap_spec& s) {
             hi = std::max(hi, v);
         }
     }
+    for (const auto& [name, v] : {std::pair{"--vmin", s.vmin}, std::pair{"--vmax", s.vmax}})
+        if (v && !std::isfinite(*v))
+            throw usage_error(name, "not a finite number " + expected_got("a finite number", number_text(*v)));
     if (s.vmin && s.vmax && !(*s.vmin < *s.vmax))
         throw usage_error("--vmin", "not below --vmax " + expected_got("vmin < vmax", number_text(*s.vmin) + " and " + number_text(*s.vmax)));
     if (lo > hi) lo = 0, hi = 1;  // nothing finite to show
     p.vmin = s.vmin.value_or(s.vmax ? std::min(lo, *s.vmax - 1) : lo);
     p.vmax = s.vmax.value_or(std::max(hi, p.vmin + (s.vmin ? 1 : 0)));
     if (!(p.vmax > p.vmin)) {
-        p.vmin -= 0.5;
-        p.vmax += 0.5;
+        // One value: widen around it, by a step its magnitude can hold.
+        const double pad = std::max(0.5, std::abs(p.vmin) * 1e-3);
+        p.vmin -= pad;
+        p.vmax += pad;
     }
     p.ticks = nice_ticks(p.vmin, p.vmax, p.tick_step);
 
