@@ -285,3 +285,45 @@ TEST_CASE("unknown options are usage errors (exit 2), --help and --version exit 
     CHECK(r.code == 0);
     CHECK(r.out == std::string(ATTN_VERSION) + "\n");
 }
+
+TEST_CASE("a fully masked row's output is 0 in both kernel paths even when V holds NaN") {
+    // Row 2 masks every key: its output is 0 (or NaN with --masked-rows nan) whatever V
+    // holds. Rows 1 and 3 give V's NaN row a weight > 0 and are NaN; the other rows follow
+    // weights·V as PyTorch's matmul does (0·NaN = NaN), and every path agrees on them.
+    const std::string in = R"({"q": [[1, 0], [0, 1], [1, 1], [0.5, 0.5]], "k": [[1, 0], [0, 1], [1, 1], [2, 0]],
+        "v": [[1, 2], [3, 4], [5, 6], ["NaN", 1]],
+        "attn_mask": [[true, true, false, false], [false, false, false, true],
+                      [false, false, false, false], [true, true, true, true]]})";
+    for (const char* dtype : {"float32", "float64"})
+        for (const char* rows : {"zero", "nan"}) {
+            json first;
+            for (const char* dump : {"output", "weights,output", "output,lse", "scores,output"}) {
+                CAPTURE(dtype);
+                CAPTURE(rows);
+                CAPTURE(dump);
+                const auto r = run_attn(std::string("compute - --compact --dtype ") + dtype + " --masked-rows " + rows +
+                                            " --dump " + dump,
+                                        in);
+                REQUIRE(r.code == 0);
+                const auto out = json::parse(r.out)["output"];
+                CHECK(out[1][0] == "NaN");
+                CHECK(out[1][1] == 1);
+                const json masked = std::string(rows) == "zero" ? json(0) : json("NaN");
+                CHECK(out[2][0] == masked);
+                CHECK(out[2][1] == masked);
+                CHECK(out[3][0] == "NaN");
+                // The paths round differently in the last bits; NaN positions must agree exactly.
+                if (first.is_null()) first = out;
+                for (std::size_t i = 0; i < 4; ++i)
+                    for (std::size_t j = 0; j < 2; ++j) {
+                        CAPTURE(i);
+                        CAPTURE(j);
+                        REQUIRE(out[i][j].is_number() == first[i][j].is_number());
+                        if (out[i][j].is_number())
+                            CHECK(out[i][j].get<double>() == doctest::Approx(first[i][j].get<double>()).epsilon(1e-6));
+                        else
+                            CHECK(out[i][j] == first[i][j]);
+                    }
+            }
+        }
+}

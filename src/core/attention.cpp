@@ -100,6 +100,10 @@ void materialise_block(const block_job<T>& job, const dims& d, const mask<T>& m,
                          static_cast<int>(ld));
     }
     const T nan = std::numeric_limits<T>::quiet_NaN();
+    // Fully masked rows get their output set after weights·V: their zero weights times a
+    // NaN or ∞ in V would give NaN, where the streaming path gives 0 (DESIGN §1.5).
+    thread_local std::vector<std::uint8_t> fully_masked;
+    fully_masked.assign(job.nb, 0);
     detail::spread_copy<T> previous;  // the previous row's weights, still being written out
     for (std::size_t row = 0; row < job.nb; ++row) {
         const std::size_t i = job.i0 + row, n = chunk_end[row / chunk_rows];
@@ -118,6 +122,7 @@ void materialise_block(const block_job<T>& job, const dims& d, const mask<T>& m,
         // pass of its own, whose burst of stores stalled on the memory bus.
         T* scores = o.keep_scores ? &r.scores(job.b, job.h, i, 0) : srow;
         const bool full = n == 0 || m.apply_row(job.b, job.h, i, srow, scores, n);
+        fully_masked[row] = full;
         const T lse = full ? softmax_row(scores, srow, n, true, o.rows)
                            : detail::softmax_values(scores, srow, n, &previous);
         previous.finish();
@@ -147,6 +152,8 @@ void materialise_block(const block_job<T>& job, const dims& d, const mask<T>& m,
                          S + r0 * ld + kmin, static_cast<int>(ld), job.v + kmin * d.Dv, dv, T(1),
                          job.out + r0 * d.Dv, dv);
     }
+    for (std::size_t row = 0; row < job.nb; ++row)
+        if (fully_masked[row]) fill_masked_output(job.out + row * d.Dv, d.Dv, o.rows);
 }
 
 /// Streaming path (no Tq×Tk stage wanted): online softmax over key blocks, as in
