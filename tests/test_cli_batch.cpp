@@ -71,10 +71,12 @@ TEST_CASE("a manifest gives each job its own settings, bad lines fail on their o
     CHECK(recs[1]["meta"]["lengths"] == json::array({2}));
     CHECK(recs[1]["weights"][3][2] == 0);
     CHECK(recs[1]["weights"][0][1] != 0);
-    CHECK(recs[2]["error"] == "<stdin>:4: unknown key 'bogus' (expected input or a compute option such as mask, lengths, scale)");
-    CHECK(recs[3]["error"] == "<stdin>:5: invalid JSON line");
-    CHECK(recs[4]["error"] ==
-          "<stdin>:6: causal_align: unknown alignment (expected top-left or bottom-right, got sideways)");
+    CHECK(recs[2]["error"] ==
+          "<stdin>:4: unknown key 'bogus' (expected input, output or a compute option such as mask, lengths, scale)");
+    CHECK(recs[3]["error"] == "<stdin>:5: invalid JSON line (parse error at line 1, column 2: syntax error while "
+                              "parsing value - invalid literal; last read: 'no')");
+    // The command line's own message: a manifest line is parsed by the same bindings.
+    CHECK(recs[4]["error"] == "<stdin>:6: --causal-align: sideways not in {top-left,bottom-right}");
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 3);
 }
 
@@ -147,4 +149,55 @@ TEST_CASE("an input name that is not UTF-8 fails on its own, without bringing th
     CHECK(recs[0]["weights"][0][0] == 1);
     CHECK(recs[1]["error"].get<std::string>().find("cannot open file (No such file or directory)") != std::string::npos);
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+}
+
+TEST_CASE("a hostile manifest: each bad job is one error record, the good ones complete, exit 1") {
+    const std::string manifest =
+        "{\"input\": \"data/x.npy\", \"dump\": \"weights\"}\n"
+        "{\"input\": \"data/x.npy\", \"heads\": 1e30}\n"
+        "{\"input\": \"data/x.npy\", \"heads\": 2.7}\n"
+        "{\"input\": \"data/x.npy\", \"lengths\": [1e30]}\n"
+        "{\"input\": \"data/x.npy\", \"scale\": 1e999}\n"
+        "{\"input\": \"data/x.npy\", \"lengths\": -1}\n"
+        "{\"input\": \"data/x.npy\", \"jobs\": 2}\n"
+        "{\"input\": \"data/x.npy\", \"mask\": {\"causal\": true}}\n"
+        "{\"input\": \"data/notebook.npz\", \"mask\": \"causal\", \"dump\": \"weights\"}\n";
+    const auto r = run_attn("compute --manifest - --compact", manifest);
+    CHECK(r.code == 1);
+    const auto recs = lines(r.out);
+    REQUIRE(recs.size() == 9);
+    CHECK(recs[0]["weights"][0].size() == 4);
+    CHECK(recs[1]["error"] == "<stdin>:2: --heads: Value 1e+30 not in range 1 to 1048576");
+    CHECK(recs[2]["error"] == "<stdin>:3: --heads: Value 2.7 not in range 1 to 1048576");
+    CHECK(recs[3]["error"] == "<stdin>:4: Could not convert: --lengths = 1e+30");
+    CHECK(recs[4]["error"] == "<stdin>:5: invalid JSON line (number overflow parsing '1e999')");
+    CHECK(recs[5]["error"] == "<stdin>:6: --lengths: not a count (expected a whole number ≥ 0, got -1)");
+    CHECK(recs[6]["error"] == "<stdin>:7: jobs: applies to the whole run, not to one job (expected it on the command "
+                              "line, got it in a manifest line)");
+    CHECK(recs[7]["error"] == "<stdin>:8: mask: wrong type (expected a string, a number or a list of them, got object)");
+    CHECK(recs[8]["weights"][0][1] == 0);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 7);
+}
+
+TEST_CASE("a manifest takes every compute option, paths from its folder, and a job's own output") {
+    const std::string dir = scratch("manifest-options");
+    for (const char* f : {"x.npy", "notebook.npz"})
+        std::system(("cp '" + std::string(ATTN_SOURCE_DIR) + "/data/" + f + "' '" + dir + "/'").c_str());
+    attn_test::spit(dir + "/jobs.jsonl",
+                    "{\"input\": \"notebook.npz\", \"q\": \"notebook.npz:k\", \"dump\": \"weights\"}\n"
+                    "{\"input\": \"x.npy\", \"posenc\": \"interleaved\", \"dump\": \"weights\"}\n"
+                    "{\"input\": \"x.npy\", \"attn_mask\": \"notebook.npz:q\"}\n"
+                    "{\"input\": \"x.npy\", \"dump\": \"output\", \"output\": \"own.npy\"}\n");
+    const auto r = run_attn("compute --manifest '" + dir + "/jobs.jsonl' --compact");
+    CHECK(r.code == 1);  // the attn_mask job: (4, 8) does not fit the (4, 4) scores
+    const auto recs = lines(r.out);
+    REQUIRE(recs.size() == 4);
+    // --q from the manifest's folder replaces the bundle's q: Q = K gives a symmetric qk.
+    const auto same = run_attn("compute data/notebook.npz --q data/notebook.npz:k --dump weights --compact");
+    CHECK(recs[0]["weights"] == json::parse(same.out)["weights"]);
+    const auto pe = run_attn("compute data/x.npy --posenc interleaved --dump weights --compact");
+    CHECK(recs[1]["weights"] == json::parse(pe.out)["weights"]);
+    CHECK(recs[2]["error"].get<std::string>().find("attn_mask: does not broadcast") != std::string::npos);
+    CHECK(recs[3] == json{{"input", dir + "/x.npy"}, {"output", dir + "/own.npy"}});
+    CHECK(slurp(dir + "/own.npy").rfind("\x93NUMPY", 0) == 0);
 }

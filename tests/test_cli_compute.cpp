@@ -327,3 +327,9 @@ TEST_CASE("a fully masked row's output is 0 in both kernel paths even when V hol
             }
         }
 }
+
+TEST_CASE("--lengths refuses a negative count instead of wrapping it to 2^64 - 1") {
+    const auto r = run_attn("compute data/x.npy --lengths 2,-1");
+    CHECK(r.code == 2);
+    CHECK(r.err == "attn: error: --lengths: not a count (expected a whole number ≥ 0, got -1)\n");
+}

@@ -1,5 +1,6 @@
 #include "batch.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include "attn/error.hpp"
 #include "attn/io/output.hpp"
 #include "commands.hpp"
+#include "compute_options.hpp"
 
 namespace attn::cli {
 
@@ -74,25 +76,103 @@ std::vector<std::string> output_paths(const std::vector<batch_job>& jobs, const 
 
 }  // namespace
 
-std::vector<batch_job> read_manifest(const std::string& path, const core::pipeline_options& base) {
+namespace {
+
+/// Options that belong to the whole run: refused in a manifest line.
+bool run_wide(const std::string& key) {
+    return key == "manifest" || key == "plot" || key == "jobs" || key == "j" || key == "max-bytes";
+}
+
+/// `path` taken from `dir` (the manifest's folder) unless it is absolute, stdin, or dir is "".
+std::string from_dir(const std::string& dir, const std::string& path) {
+    if (dir.empty() || path.empty() || path[0] == '/' || path == "-") return path;
+    return dir + path;
+}
+
+/// One manifest value as option text: strings as they are, numbers as JSON writes them,
+/// lists joined by commas.
+std::string option_text(const nlohmann::json& v, const std::string& key) {
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_number() || v.is_boolean()) return v.dump();
+    if (v.is_array()) {
+        std::string s;
+        for (const auto& item : v) {
+            if (item.is_array() || item.is_object() || item.is_null())
+                throw value_error(key, "wrong type " + expected_got("a string, a number or a list of them", "a nested " + std::string(item.type_name())));
+            s += (s.empty() ? "" : ",") + option_text(item, key);
+        }
+        return s;
+    }
+    throw value_error(key, "wrong type " + expected_got("a string, a number or a list of them", v.type_name()));
+}
+
+/// The command-line words of one manifest line, without "input" and "output".
+std::vector<std::string> job_words(const nlohmann::json& line, const std::string& dir) {
+    std::vector<std::string> words;
+    for (const auto& [raw_key, v] : line.items()) {
+        std::string key = raw_key;
+        std::replace(key.begin(), key.end(), '_', '-');
+        if (key == "input" || key == "output") continue;
+        if (run_wide(key))
+            throw usage_error(raw_key, "applies to the whole run, not to one job " +
+                                           expected_got("it on the command line", "it in a manifest line"));
+        if (v.is_boolean()) {
+            words.push_back("--" + key + (v.get<bool>() ? "" : "=false"));
+            continue;
+        }
+        const std::string text = option_text(v, raw_key);
+        words.push_back("--" + key + "=" + (takes_file(key) ? from_dir(dir, text) : text));
+    }
+    return words;
+}
+
+}  // namespace
+
+std::vector<batch_job> read_manifest(const std::string& path, const compute_options& base) {
     std::istringstream text(io::read_file(path));
+    const auto slash = path.find_last_of('/');
+    const std::string dir = path == "-" || slash == std::string::npos ? "" : path.substr(0, slash + 1);
     std::vector<batch_job> jobs;
     std::string line;
     for (std::size_t n = 1; std::getline(text, line); ++n) {
         if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
         const std::string source = (path == "-" ? std::string("<stdin>") : path) + ":" + std::to_string(n);
         batch_job job;
-        job.settings = base;
         try {
             const auto j = nlohmann::json::parse(line);
             if (!j.is_object() || !j.contains("input") || !j["input"].is_string())
                 throw value_error(source, "bad job " + expected_got("an object with \"input\": \"FILE\"", j.type_name()));
-            job.input = j["input"].get<std::string>();
-            apply_job_settings(job.settings, j, source);
-        } catch (const nlohmann::json::parse_error&) {
-            job.error = source + ": invalid JSON line";
+            job.input = from_dir(dir, j["input"].get<std::string>());
+            if (j.contains("output")) {
+                if (!j["output"].is_string())
+                    throw value_error(source, "output: wrong type " + expected_got("a file name", j["output"].type_name()));
+                job.output = from_dir(dir, j["output"].get<std::string>());
+            }
+            // The same bindings as the command line, over a copy of its options.
+            compute_options c = base;
+            CLI::App app;
+            add_job_options(app, c);
+            std::vector<std::string> words = job_words(j, dir);
+            std::reverse(words.begin(), words.end());  // CLI11 takes them last to first
+            app.parse(words);
+            job.cli = c.pipeline;
+            job.settings = pipeline_settings(c.pipeline, c.dump);
+            job.format = c.format;
+            job.style.precision = c.precision;
+            job.style.compact = c.compact;
+        } catch (const nlohmann::json::exception& e) {
+            // Syntax, and numbers JSON cannot hold (1e999): this line fails, the others run.
+            job.error = source + ": invalid JSON line (" + std::string(e.what()).substr(std::string(e.what()).find(' ') + 1) + ")";
+        } catch (const CLI::ExtrasError& e) {
+            std::string key = e.what();
+            key = key.substr(key.find("--") + 2);
+            key = key.substr(0, key.find('='));
+            job.error = source + ": unknown key '" + key +
+                        "' (expected input, output or a compute option such as mask, lengths, scale)";
+        } catch (const CLI::ParseError& e) {
+            job.error = source + ": " + e.what();
         } catch (const error& e) {
-            job.error = e.what();
+            job.error = source + ": " + e.what();
         }
         if (job.input.empty()) job.input = source;
         jobs.push_back(std::move(job));
@@ -100,7 +180,7 @@ std::vector<batch_job> read_manifest(const std::string& path, const core::pipeli
     return jobs;
 }
 
-int run_batch(const std::vector<batch_job>& jobs, const pipeline_cli& cli, const batch_output& out, int workers) {
+int run_batch(const std::vector<batch_job>& jobs, const batch_output& out, int workers) {
     const std::size_t n = jobs.size();
     const bool to_dir = !out.dir.empty();
     const std::vector<std::string> paths = to_dir ? output_paths(jobs, out) : std::vector<std::string>{};
@@ -120,11 +200,22 @@ int run_batch(const std::vector<batch_job>& jobs, const pipeline_cli& cli, const
             std::string err = job.error;
             if (err.empty()) {
                 try {
-                    io::bundle b = gather_inputs(job.input, cli);
+                    io::bundle b = gather_inputs(job.input, job.cli);
                     core::pipeline_options settings = job.settings;
                     settings.threads = 1;  // one level of parallelism: over inputs
                     io::document doc = core::compute(std::move(b.arrays), b.tokens, settings);
-                    if (to_dir) {
+                    if (!job.output.empty()) {
+                        // The job's own file; the batch's output gets a record saying where.
+                        io::format f = io::format::json;
+                        if (!job.format.empty()) f = io::parse_format(job.format);
+                        else if (auto g = io::format_from_path(job.output)) f = *g;
+                        io::atomic_file file(job.output);
+                        io::write_document(file.stream(), doc, f, job.style, false);
+                        file.commit();
+                        record = nlohmann::ordered_json{{"input", job.input}, {"output", job.output}}.dump(
+                                     -1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
+                                 "\n";
+                    } else if (to_dir) {
                         io::atomic_file file(paths[i]);
                         io::write_document(file.stream(), doc, out.format, out.style, false);
                         file.commit();

@@ -11,10 +11,16 @@
 
 namespace attn::cli {
 
+struct compute_options;
+
 struct batch_job {
     std::string input;
-    core::pipeline_options settings;
-    std::string error;  // set when the job could not even be read from the manifest
+    pipeline_cli cli;                  ///< the job's options as parsed (its per-array files)
+    core::pipeline_options settings;   ///< what they mean for the library
+    std::string error;                 ///< set when the job could not even be read from the manifest
+    std::string output;                ///< the job's own output file, or "" for the batch's output
+    std::string format;                ///< its --format, or "" for the output's extension
+    io::text_style style;              ///< its --precision and --compact
 };
 
 /// Where batch results go: JSON Lines on stdout or into one file (`file`), or one file
@@ -26,10 +32,16 @@ struct batch_output {
     std::string dir;
 };
 
-/// Reads a manifest (JSON Lines; "-" is stdin): one job per non-blank line, `input`
-/// plus compute options overriding `base`. A bad line becomes a job with `error` set.
+/// Reads a manifest (JSON Lines; "-" is stdin): one job per non-blank line, an object
+/// with "input" and any compute option by its long name ('-' or '_'), applied on top of
+/// the command line's `base` options. Each line is turned into the words of a command
+/// line (`"mask": "causal"` → `--mask=causal`, `"lengths": [3, 5]` → `--lengths=3,5`,
+/// `true` → the flag, `false` → `--flag=false`) and parsed by the same CLI11 bindings
+/// (add_job_options), so jobs get the command line's validation and messages. "output"
+/// names the job's own output file. Relative paths (input, output, the per-array files)
+/// are taken from the manifest's folder. A bad line becomes a job with `error` set.
 /// Throws io_error if the manifest cannot be read.
-std::vector<batch_job> read_manifest(const std::string& path, const core::pipeline_options& base);
+std::vector<batch_job> read_manifest(const std::string& path, const compute_options& base);
 
 /// The most worker threads a batch runs, whatever -j says.
 constexpr std::size_t max_batch_workers = 200;
@@ -38,6 +50,6 @@ constexpr std::size_t max_batch_workers = 200;
 /// each); every job fails on its own: one stderr line and an {"input", "error"} record.
 /// A worker thread that cannot be created is reported by one warning line and the jobs
 /// run on the threads there are. Returns 1 if any job failed.
-int run_batch(const std::vector<batch_job>& jobs, const pipeline_cli& cli, const batch_output& out, int workers);
+int run_batch(const std::vector<batch_job>& jobs, const batch_output& out, int workers);
 
 }  // namespace attn::cli

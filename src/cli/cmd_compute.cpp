@@ -20,24 +20,13 @@
 #include "batch.hpp"
 #include "cmd_plot.hpp"
 #include "commands.hpp"
+#include "compute_options.hpp"
 #include "output_target.hpp"
 #include "pipeline_options.hpp"
 
 namespace attn::cli {
 
 namespace {
-
-struct compute_options {
-    std::vector<std::string> inputs;
-    pipeline_cli pipeline;
-    std::vector<std::string> dump{"scores", "weights", "output"};
-    std::string format;
-    std::string output;
-    int precision = 0;
-    bool compact = false;
-    std::string manifest;
-    std::string plot;
-};
 
 io::format output_format(const compute_options& c) {
     if (!c.format.empty()) return io::parse_format(c.format);
@@ -71,9 +60,9 @@ int run_several(const compute_options& c, const core::pipeline_options& settings
     if (!c.manifest.empty()) {
         if (!c.inputs.empty())
             throw usage_error("--manifest", "takes the inputs from the manifest " + expected_got("no INPUT", c.inputs.front()));
-        jobs = read_manifest(c.manifest, settings);
+        jobs = read_manifest(c.manifest, c);
     } else {
-        for (const auto& input : c.inputs) jobs.push_back({input, settings, ""});
+        for (const auto& input : c.inputs) jobs.push_back({input, c.pipeline, settings, "", ""});
     }
     // Standard input can be read once: two readers would race for its bytes.
     const auto stdin_readers = std::count_if(jobs.begin(), jobs.end(), [](const batch_job& j) { return j.input == "-"; }) +
@@ -95,7 +84,7 @@ int run_several(const compute_options& c, const core::pipeline_options& settings
         out.file = c.output;
     }
     const int workers = c.pipeline.jobs > 0 ? c.pipeline.jobs : static_cast<int>(std::thread::hardware_concurrency());
-    return run_batch(jobs, c.pipeline, out, workers);
+    return run_batch(jobs, out, workers);
 }
 
 int run_compute(const compute_options& c) {
@@ -115,6 +104,25 @@ int run_compute(const compute_options& c) {
 
 }  // namespace
 
+void add_job_options(CLI::App& sub, compute_options& c) {
+    add_pipeline_options(sub, c.pipeline);
+    sub.add_option("--dump", c.dump,
+                    "Stages to write, comma-separated: q k v qk scaled scores weights output lse present_key "
+                    "present_value stats")
+        ->delimiter(',')
+        ->allow_extra_args(false)
+        ->capture_default_str()
+        ->group("Output");
+    sub.add_option("--format", c.format, "json (default), jsonl, csv, npy, npz or table; default from -o's extension")
+        ->check(CLI::IsMember({"json", "jsonl", "csv", "npy", "npz", "table"}))
+        ->group("Output");
+    sub.add_option("-o,--output", c.output, "Write to PATH (atomically) instead of stdout")->group("Output");
+    sub.add_option("--precision", c.precision, "Significant digits of text output (default: shortest round trip)")
+        ->check(CLI::Range(1, 17))
+        ->group("Output");
+    sub.add_flag("--compact", c.compact, "JSON on one line")->group("Output");
+}
+
 void setup_compute(CLI::App& app, int& exit_status) {
     auto c = std::make_shared<compute_options>();
     CLI::App* sub = app.add_subcommand("compute", "Compute attention and dump its stages (the main job).");
@@ -122,24 +130,11 @@ void setup_compute(CLI::App& app, int& exit_status) {
                     "Input files (.npy, .npz, .json, or - for stdin), recognised by content. A lone array is X "
                     "(self-attention, Q = K = V = X); bundles name their arrays (q k v x x_kv w_q ...). Several "
                     "inputs: one JSON Lines record each.");
-    add_pipeline_options(*sub, c->pipeline);
-    sub->add_option("--dump", c->dump,
-                    "Stages to write, comma-separated: q k v qk scaled scores weights output lse present_key "
-                    "present_value stats")
-        ->delimiter(',')
-        ->allow_extra_args(false)
-        ->capture_default_str()
-        ->group("Output");
-    sub->add_option("--format", c->format, "json (default), jsonl, csv, npy, npz or table; default from -o's extension")
-        ->check(CLI::IsMember({"json", "jsonl", "csv", "npy", "npz", "table"}))
-        ->group("Output");
-    sub->add_option("-o,--output", c->output, "Write to PATH (atomically) instead of stdout")->group("Output");
-    sub->add_option("--precision", c->precision, "Significant digits of text output (default: shortest round trip)")
-        ->check(CLI::Range(1, 17))
-        ->group("Output");
-    sub->add_flag("--compact", c->compact, "JSON on one line")->group("Output");
+    add_job_options(*sub, *c);
+    add_run_options(*sub, c->pipeline);
     sub->add_option("--manifest", c->manifest,
-                    "Batch: JSON Lines, one job per line: {\"input\": FILE, ...compute options} (- = stdin)")
+                    "Batch: JSON Lines, one job per line: {\"input\": FILE, ...any compute option} (- = stdin); "
+                    "paths are relative to the manifest's folder")
         ->type_name("FILE")
         ->group("Batch");
     sub->add_option("--plot", c->plot,

@@ -192,6 +192,7 @@ void setup_plot(CLI::App& app, int& exit_status) {
                     ".json, - for stdin), which is computed first with the options below");
     const std::size_t before = sub->get_options().size();
     add_pipeline_options(*sub, c->pipeline);
+    add_run_options(*sub, c->pipeline);
     const std::vector<const CLI::Option*> all = std::as_const(*sub).get_options();
     for (std::size_t i = before; i < all.size(); ++i)
         if (all[i]->get_name() != "--tokens") c->compute_only.push_back(all[i]);

@@ -68,6 +68,14 @@ std::vector<std::string> split_words(const std::string& text) {
     return words;
 }
 
+/// CLI11 converts "-1" to a size_t by wrapping it to 2^64 − 1; counts refuse a sign.
+const CLI::Validator non_negative_count(
+    [](std::string& text) {
+        return text.find('-') == std::string::npos ? std::string()
+                                                   : "not a count " + expected_got("a whole number ≥ 0", text);
+    },
+    "COUNT");
+
 }  // namespace
 
 void add_pipeline_options(CLI::App& sub, pipeline_cli& c) {
@@ -94,8 +102,12 @@ void add_pipeline_options(CLI::App& sub, pipeline_cli& c) {
     sub.add_option("--lengths", c.lengths, "Valid keys per batch item, e.g. 3,5 (keys past them are padding)")
         ->delimiter(',')
         ->allow_extra_args(false)
+        ->check(non_negative_count)
         ->group("Masks");
-    c.pad_id_opt = sub.add_option("--pad-id", c.pad_id, "token_ids equal to this are padding keys")->group("Masks");
+    sub.add_option_function<long long>("--pad-id", [&c](long long id) { c.pad_id = id; },
+                                       "token_ids equal to this are padding keys")
+        ->type_name("INT")
+        ->group("Masks");
     sub.add_option("--mask-fill", c.mask_fill,
                     "Value of masked cells: -inf (default) or a finite number like -1e9 (masked_fill idiom, "
                     "replaces the score)")
@@ -105,7 +117,9 @@ void add_pipeline_options(CLI::App& sub, pipeline_cli& c) {
         ->check(CLI::IsMember({"zero", "nan"}))
         ->capture_default_str()
         ->group("Masks");
-    c.scale_opt = sub.add_option("--scale", c.scale, "Multiplier of Q·Kᵀ (default 1/sqrt(Dk))");
+    sub.add_option_function<double>("--scale", [&c](double scale) { c.scale = scale; },
+                                    "Multiplier of Q·Kᵀ (default 1/sqrt(Dk))")
+        ->type_name("FLOAT");
     sub.add_option("--softcap", c.softcap, "If > 0: scaled = c·tanh(scaled/c), before masking");
     sub.add_option("--heads", c.heads, "Query heads: splits the last axis of rank-3 inputs head-major")
         ->check(CLI::Range(1, 1 << 20));
@@ -127,6 +141,9 @@ void add_pipeline_options(CLI::App& sub, pipeline_cli& c) {
     sub.add_option("--posenc-base", c.posenc_base, "Base of the --posenc frequencies")
         ->check(CLI::PositiveNumber)
         ->capture_default_str();
+}
+
+void add_run_options(CLI::App& sub, pipeline_cli& c) {
     sub.add_option("-j,--jobs", c.jobs, "Worker threads (default: all cores)")->check(CLI::Range(1, 1 << 20));
     add_max_bytes_option(sub);
 }
@@ -149,8 +166,8 @@ core::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std:
     p.causal = p.causal || c.causal;
     p.align = c.causal_align == "bottom-right" ? core::causal_align::bottom_right : core::causal_align::top_left;
     p.lengths = c.lengths;
-    if (c.pad_id_opt->count()) p.pad_id = c.pad_id;
-    if (c.scale_opt->count()) p.scale = c.scale;
+    p.pad_id = c.pad_id;
+    p.scale = c.scale;
     p.softcap = c.softcap;
     p.heads = c.heads;
     p.kv_heads = c.kv_heads;
@@ -168,6 +185,11 @@ core::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std:
     return p;
 }
 
+bool takes_file(const std::string& option) {
+    const auto& t = tensor_options();
+    return std::any_of(t.begin(), t.end(), [&](const auto& entry) { return entry.first == option; });
+}
+
 io::bundle gather_inputs(const std::string& input, const pipeline_cli& c) {
     io::bundle b;
     if (!input.empty()) b = io::load_bundle(input);
@@ -178,77 +200,6 @@ io::bundle gather_inputs(const std::string& input, const pipeline_cli& c) {
         else b.arrays.push_back({name, std::move(a)});
     }
     return b;
-}
-
-namespace {
-
-std::vector<std::string> string_list(const nlohmann::json& v, char delimiter) {
-    std::vector<std::string> out;
-    if (v.is_array()) {
-        for (const auto& x : v) out.push_back(x.get<std::string>());
-        return out;
-    }
-    std::string item;
-    std::istringstream in(v.get<std::string>());
-    while (std::getline(in, item, delimiter))
-        if (!item.empty()) out.push_back(item);
-    return out;
-}
-
-}  // namespace
-
-void apply_job_settings(core::pipeline_options& p, const nlohmann::json& job, const std::string& source) {
-    for (const auto& [raw_key, v] : job.items()) {
-        std::string key = raw_key;
-        std::replace(key.begin(), key.end(), '-', '_');
-        try {
-            if (key == "input") continue;
-            if (key == "mask") {
-                for (const auto& m : string_list(v, ',')) {
-                    if (m != "none" && m != "causal" && m != "padding")
-                        throw value_error(source, "mask: unknown mask " + expected_got("none, causal or padding", m));
-                    p.causal = p.causal || m == "causal";
-                    p.padding = p.padding || m == "padding";
-                }
-            } else if (key == "causal") p.causal = v.get<bool>();
-            else if (key == "causal_align") {
-                const auto a = v.get<std::string>();
-                if (a != "top-left" && a != "bottom-right")
-                    throw value_error(source, "causal_align: unknown alignment " + expected_got("top-left or bottom-right", a));
-                p.align = a == "top-left" ? core::causal_align::top_left : core::causal_align::bottom_right;
-            } else if (key == "lengths") p.lengths = v.get<std::vector<std::size_t>>();
-            else if (key == "pad_id") p.pad_id = v.get<long long>();
-            else if (key == "scale") p.scale = v.get<double>();
-            else if (key == "softcap") p.softcap = v.get<double>();
-            else if (key == "heads") p.heads = v.get<std::size_t>();
-            else if (key == "kv_heads") p.kv_heads = v.get<std::size_t>();
-            else if (key == "weight_layout") {
-                const auto w = v.get<std::string>();
-                if (w != "out-in" && w != "in-out")
-                    throw value_error(source, "weight_layout: unknown layout " + expected_got("out-in or in-out", w));
-                p.layout = w == "in-out" ? core::weight_layout::in_out : core::weight_layout::out_in;
-            } else if (key == "mask_fill") p.mask_fill = v.is_string() ? parse_fill(v.get<std::string>()) : v.get<double>();
-            else if (key == "masked_rows") {
-                const auto r = v.get<std::string>();
-                if (r != "zero" && r != "nan")
-                    throw value_error(source, "masked_rows: unknown mode " + expected_got("zero or nan", r));
-                p.rows = r == "nan" ? core::masked_rows::nan : core::masked_rows::zero;
-            } else if (key == "dtype") {
-                const auto d = v.get<std::string>();
-                if (d != "float32" && d != "float64")
-                    throw value_error(source, "dtype: unknown dtype " + expected_got("float32 or float64", d));
-                p.compute_type = d == "float32" ? dtype::f4 : dtype::f8;
-            } else if (key == "dump") p.dump = string_list(v, ',');
-            else if (key == "average_heads") p.average_heads = v.get<bool>();
-            else if (key == "tokens") p.tokens = v.is_array() ? string_list(v, ' ') : split_words(v.get<std::string>());
-            else
-                throw value_error(source, "unknown key '" + raw_key + "' (expected input or a compute option such as mask, lengths, scale)");
-        } catch (const nlohmann::json::exception&) {
-            throw value_error(source, raw_key + ": wrong type " + expected_got("the option's type", std::string(v.type_name())));
-        } catch (const usage_error& e) {
-            throw value_error(source, e.what());
-        }
-    }
 }
 
 }  // namespace attn::cli
