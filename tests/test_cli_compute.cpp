@@ -14,6 +14,7 @@
 #include "attn/io/npy.hpp"
 #include "attn/io/npz.hpp"
 #include "cli_util.hpp"
+#include "array_compare.hpp"
 #include "reference.hpp"
 #include "scratch_dir.hpp"
 
@@ -332,4 +333,46 @@ TEST_CASE("--lengths refuses a negative count instead of wrapping it to 2^64 - 1
     const auto r = run_attn("compute data/x.npy --lengths 2,-1");
     CHECK(r.code == 2);
     CHECK(r.err == "attn: error: --lengths: not a count (expected a whole number ≥ 0, got -1)\n");
+}
+
+TEST_CASE("--kernel reference agrees with the fast kernel on every stage, NaN and inf by position") {
+    // The documented tolerance: 1e-12 relative in float64, 1e-5 in float32 (plus a small
+    // absolute term for cells near 0). Inputs: the shipped data and generated bundles
+    // with heads, GQA and a KV cache; options: every mask source, softcap, fill, rows.
+    attn_test::scratch_dir dir;
+    REQUIRE(run_attn("generate --len 5 --len-kv 7 --dk 4 --dv 3 --batch 2 --heads 4 --seed 3 -o '" + dir.path +
+                     "/g.npz'").code == 0);
+    REQUIRE(run_attn("generate --len 6 --embed 8 --heads 2 --weights --seed 4 -o '" + dir.path + "/w.npz'").code == 0);
+    const std::vector<std::string> inputs = {"data/notebook.npz", "data/x.npy", "data/notebook.json",
+                                             "'" + dir.path + "/g.npz'", "'" + dir.path + "/w.npz' --heads 2"};
+    const std::vector<std::string> options = {"", "--mask causal", "--mask causal --causal-align bottom-right",
+                                              "--lengths 2", "--softcap 2 --mask causal", "--mask-fill -1e9 --lengths 1",
+                                              "--lengths 0 --masked-rows nan", "--lengths 0", "--scale 0.7"};
+    std::size_t compared = 0;
+    for (const auto& in : inputs)
+        for (const auto& opt : options)
+            for (const char* dtype : {"float32", "float64"}) {
+                const std::string common = "compute " + in + " " + opt + " --dtype " + dtype +
+                                           " --dump qk,scaled,scores,weights,output,lse --format npz -o ";
+                CAPTURE(common);
+                const std::string fast = dir.path + "/fast.npz", ref = dir.path + "/ref.npz";
+                const auto a = run_attn(common + "'" + fast + "'");
+                const auto b = run_attn(common + "'" + ref + "' --kernel reference");
+                REQUIRE(a.code == b.code);
+                if (a.code != 0) {
+                    CHECK(a.err == b.err);  // e.g. --lengths 2 on a batch of two
+                    continue;
+                }
+                const double tol = std::string(dtype) == "float32" ? 1e-5 : 1e-12;
+                const auto got = attn::io::read_npz(slurp(fast), fast), want = attn::io::read_npz(slurp(ref), ref);
+                REQUIRE(got.size() == want.size());
+                for (std::size_t s = 0; s < got.size(); ++s) {
+                    CAPTURE(got[s].name);
+                    REQUIRE(got[s].name == want[s].name);
+                    const auto c = attn_test::compare_arrays(got[s].value, want[s].value, tol, tol);
+                    CHECK_MESSAGE(c.ok, c.summary);
+                }
+                ++compared;
+            }
+    CHECK(compared >= 60);
 }

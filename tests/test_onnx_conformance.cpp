@@ -149,11 +149,12 @@ TEST_CASE("onnx conformance: the fixture directory holds the 76 converted cases"
     CHECK(index.at("written").get<std::size_t>() == onnx_case_count);
 }
 
-TEST_CASE("onnx conformance: every ONNX Attention backend test case matches attn") {
+TEST_CASE("onnx conformance: every ONNX Attention backend test case matches attn, with either kernel") {
     const std::string tmp = "/tmp/attn-onnx-" + std::to_string(::getpid()) + ".npz";
     std::size_t cases_run = 0, outputs_compared = 0;
+    for (const std::string kernel : {"fast", "reference"})
     for (const std::string& name : onnx_case_names()) {
-        INFO("case " << name);
+        INFO("case " << name << ", --kernel " << kernel);
         const std::string dir = onnx_fixture_dir() + "/" + name;
         const json meta = json::parse(attn_test::slurp(dir + "/case.json"));
         const onnx_run run = plan_case(dir, meta);
@@ -167,7 +168,8 @@ TEST_CASE("onnx conformance: every ONNX Attention backend test case matches attn
         const double tol = run.float16 ? 1e-3 : 1e-5;
         std::string dump;
         for (const auto& [output, stage] : run.stage_of) dump += (dump.empty() ? "" : ",") + stage;
-        const std::string args = "compute" + run.args + " --dump " + dump + " --format npz -o " + quoted(tmp);
+        const std::string args =
+            "compute" + run.args + " --kernel " + kernel + " --dump " + dump + " --format npz -o " + quoted(tmp);
         INFO("attn " << args);
         std::remove(tmp.c_str());
         const auto r = attn_test::run_attn(args);
@@ -186,7 +188,7 @@ TEST_CASE("onnx conformance: every ONNX Attention backend test case matches attn
         }
     }
     std::remove(tmp.c_str());
-    CHECK(cases_run == onnx_case_count);
-    // 76 Y + 20 present_key + 20 present_value + 17 qk_matmul_output (INDEX.md).
-    CHECK(outputs_compared == 133);
+    CHECK(cases_run == 2 * onnx_case_count);
+    // 76 Y + 20 present_key + 20 present_value + 17 qk_matmul_output (INDEX.md), twice.
+    CHECK(outputs_compared == 2 * 133);
 }

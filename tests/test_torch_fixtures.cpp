@@ -46,18 +46,19 @@ json torch_cases() {
 
 }  // namespace
 
-TEST_CASE("torch fixtures: attn matches nn.MultiheadAttention on every case of cases.json") {
+TEST_CASE("torch fixtures: attn matches nn.MultiheadAttention on every case of cases.json, with either kernel") {
     const json cases = torch_cases();
     REQUIRE(cases.size() >= 8);
     const std::string tmp = "/tmp/attn-torch-" + std::to_string(::getpid()) + ".npz";
     std::size_t cases_run = 0;
+    for (const std::string kernel : {"fast", "reference"})
     for (const json& tc : cases) {
         const std::string name = tc.at("name").get<std::string>();
-        INFO("case " << name << ": " << tc.value("description", ""));
+        INFO("case " << name << ": " << tc.value("description", "") << ", --kernel " << kernel);
         const std::string fixture = torch_fixture_dir() + "/" + name + ".npz";
         std::string args = "compute " + quoted(fixture);
         for (const json& opt : tc.at("options")) args += " " + quoted(opt.get<std::string>());
-        args += " --dtype float64 --dump output,weights --format npz -o " + quoted(tmp);
+        args += " --kernel " + kernel + " --dtype float64 --dump output,weights --format npz -o " + quoted(tmp);
         INFO("attn " << args);
         std::remove(tmp.c_str());
         const auto r = attn_test::run_attn(args);
@@ -79,5 +80,5 @@ TEST_CASE("torch fixtures: attn matches nn.MultiheadAttention on every case of c
         ++cases_run;
     }
     std::remove(tmp.c_str());
-    CHECK(cases_run == cases.size());
+    CHECK(cases_run == 2 * cases.size());
 }

@@ -141,6 +141,11 @@ void add_pipeline_options(CLI::App& sub, pipeline_cli& c) {
     sub.add_option("--posenc-base", c.posenc_base, "Base of the --posenc frequencies")
         ->check(CLI::PositiveNumber)
         ->capture_default_str();
+    sub.add_option("--kernel", c.kernel,
+                    "fast, or reference: plain loops in double (no tiling, SIMD or BLAS) to cross-check the fast "
+                    "path on your data; compare the two outputs with attn compare")
+        ->check(CLI::IsMember({"fast", "reference"}))
+        ->capture_default_str();
 }
 
 void add_run_options(CLI::App& sub, pipeline_cli& c) {
@@ -182,6 +187,7 @@ core::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std:
     p.threads = c.jobs;
     if (!c.posenc.empty()) p.posenc = core::parse_posenc_style(c.posenc);
     p.posenc_base = c.posenc_base;
+    p.kernel = c.kernel == "reference" ? core::kernel_kind::reference : core::kernel_kind::fast;
     return p;
 }
 

@@ -33,6 +33,7 @@ struct pipeline_cli {
     int jobs = 0;
     std::string posenc;               // "", interleaved or concat
     double posenc_base = 10000.0;
+    std::string kernel = "fast";
 };
 
 /// Binds the per-job pipeline options to `c`, which must outlive parsing and the callback. Only

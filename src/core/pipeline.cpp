@@ -1,4 +1,5 @@
 #include "attn/core/pipeline.hpp"
+#include "attn/core/reference.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -544,7 +545,8 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     ao.threads = o.threads;
     // The result is shared by the arrays of the document, which view its tensors
     // instead of copying them.
-    const auto result = std::make_shared<attention_result<T>>(attention(p.q, key, value, m, ao));
+    const auto result = std::make_shared<attention_result<T>>(
+        o.kernel == kernel_kind::reference ? attention_reference(p.q, key, value, m, ao) : attention(p.q, key, value, m, ao));
     const attention_result<T>& r = *result;
 
     io::document doc;
@@ -605,6 +607,7 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     if (o.mask_fill) meta["mask_fill"] = *o.mask_fill;
     else meta["mask_fill"] = "-Infinity";
     meta["masked_rows"] = o.rows == masked_rows::zero ? "zero" : "nan";
+    if (o.kernel == kernel_kind::reference) meta["kernel"] = "reference";
     meta["heads"] = Hq;
     meta["kv_heads"] = Hkv;
     meta["past_length"] = past;

@@ -19,6 +19,10 @@ namespace attn::core {
 /// Every stage name `--dump` accepts, in pipeline order.
 const std::vector<std::string>& stage_names();
 
+/// Which kernel computes the attention: the fast one (attention.hpp) or the plain
+/// double-precision loops (reference.hpp), to cross-check the fast path on real data.
+enum class kernel_kind { fast, reference };
+
 /// Settings of a compute run; defaults are DESIGN's.
 struct pipeline_options {
     bool causal = false;
@@ -42,6 +46,7 @@ struct pipeline_options {
     std::optional<posenc_style> posenc;
     double posenc_base = 10000.0;
     int threads = 0;
+    kernel_kind kernel = kernel_kind::fast;
 };
 
 /// Runs the pipeline on `inputs` (names as in DESIGN §2, lower case; unknown names

@@ -1,0 +1,96 @@
+// The reference kernel (include/attn/core/reference.hpp): plain loops over double.
+#include "attn/core/reference.hpp"
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "attn/error.hpp"
+
+namespace attn::core {
+
+template <class T>
+attention_result<T> attention_reference(const tensor4<T>& q, const tensor4<T>& k, const tensor4<T>& v,
+                                        const mask<T>& m, const attention_options& o) {
+    // q is (B, Hq, Tq, Dk), k is (B, Hkv, Tk, Dk), v is (B, Hkv, Tk, Dv).
+    const std::size_t B = q.shape(0), Hq = q.shape(1), Tq = q.shape(2), Dk = q.shape(3);
+    const std::size_t Hkv = k.shape(1), Tk = k.shape(2), Dv = v.shape(3);
+    if (k.shape(0) != B || v.shape(0) != B || k.shape(3) != Dk || v.shape(1) != Hkv || v.shape(2) != Tk ||
+        Hkv == 0 || Hq % Hkv != 0 || m.B != B || m.H != Hq || m.Tq != Tq || m.Tk != Tk)
+        throw shape_error("attention", "q, k, v and mask shapes disagree");
+    const std::size_t group = Hq / Hkv;
+    const double inf = std::numeric_limits<double>::infinity();
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+
+    attention_result<T> r;
+    const std::array<std::size_t, 4> tt{B, Hq, Tq, Tk};
+    if (o.keep_qk) r.qk = tensor4<T>::from_shape(tt);
+    if (o.keep_scaled) r.scaled = tensor4<T>::from_shape(tt);
+    if (o.keep_scores) r.scores = tensor4<T>::from_shape(tt);
+    if (o.keep_weights) r.weights = tensor4<T>::from_shape(tt);
+    if (o.keep_lse) r.lse = tensor3<T>::from_shape({B, Hq, Tq});
+    r.output = tensor4<T>::from_shape({B, Hq, Tq, Dv});
+
+    // The mask of a row, read through the one implementation of the conventions: the
+    // cells a zero row and a row of ones come back from apply_range as. A cell the mask
+    // replaces (finite --mask-fill) comes back the same both times; any other is the
+    // score plus its bias (0, a float attn_mask's value, or −∞).
+    std::vector<T> zeros(Tk, T(0)), ones(Tk, T(1)), bias0(Tk), bias1(Tk);
+    std::vector<double> qk(Tk), scaled(Tk), scores(Tk), weights(Tk);
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t h = 0; h < Hq; ++h) {
+            const std::size_t hk = h / group;
+            for (std::size_t i = 0; i < Tq; ++i) {
+                const bool full = Tk == 0 || m.apply_range(b, h, i, zeros.data(), bias0.data(), 0, Tk);
+                m.apply_range(b, h, i, ones.data(), bias1.data(), 0, Tk);
+                for (std::size_t j = 0; j < Tk; ++j) {
+                    double dot = 0;
+                    for (std::size_t e = 0; e < Dk; ++e)
+                        dot += static_cast<double>(q(b, h, i, e)) * static_cast<double>(k(b, hk, j, e));
+                    qk[j] = dot;
+                    double s = o.scale * dot;
+                    if (o.softcap > 0) s = o.softcap * std::tanh(s / o.softcap);
+                    scaled[j] = s;
+                    const bool replaced = std::isfinite(bias0[j]) && bias0[j] == bias1[j];
+                    scores[j] = replaced ? static_cast<double>(bias0[j]) : s + static_cast<double>(bias0[j]);
+                }
+                double lse = -inf;
+                if (full) {
+                    std::fill(weights.begin(), weights.end(), o.rows == masked_rows::nan ? nan : 0.0);
+                } else {
+                    double mx = -inf;
+                    for (std::size_t j = 0; j < Tk; ++j) mx = std::max(mx, scores[j]);
+                    double sum = 0;
+                    for (std::size_t j = 0; j < Tk; ++j) sum += std::exp(scores[j] - mx);
+                    for (std::size_t j = 0; j < Tk; ++j) weights[j] = std::exp(scores[j] - mx) / sum;
+                    lse = mx + std::log(sum);
+                }
+                for (std::size_t j = 0; j < Tk; ++j) {
+                    if (o.keep_qk) r.qk(b, h, i, j) = static_cast<T>(qk[j]);
+                    if (o.keep_scaled) r.scaled(b, h, i, j) = static_cast<T>(scaled[j]);
+                    if (o.keep_scores) r.scores(b, h, i, j) = static_cast<T>(scores[j]);
+                    if (o.keep_weights) r.weights(b, h, i, j) = static_cast<T>(weights[j]);
+                }
+                if (o.keep_lse) r.lse(b, h, i) = static_cast<T>(lse);
+                for (std::size_t e = 0; e < Dv; ++e) {
+                    double acc = 0;
+                    if (full) {
+                        acc = o.rows == masked_rows::nan ? nan : 0.0;  // whatever V holds
+                    } else {
+                        for (std::size_t j = 0; j < Tk; ++j) acc += weights[j] * static_cast<double>(v(b, hk, j, e));
+                    }
+                    r.output(b, h, i, e) = static_cast<T>(acc);
+                }
+            }
+        }
+    return r;
+}
+
+template attention_result<float> attention_reference(const tensor4<float>&, const tensor4<float>&,
+                                                     const tensor4<float>&, const mask<float>&,
+                                                     const attention_options&);
+template attention_result<double> attention_reference(const tensor4<double>&, const tensor4<double>&,
+                                                      const tensor4<double>&, const mask<double>&,
+                                                      const attention_options&);
+
+}  // namespace attn::core
