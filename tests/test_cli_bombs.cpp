@@ -101,7 +101,7 @@ TEST_CASE("bombs: an .npz member declaring (4, 8) that inflates to 256 MiB is re
     CHECK(r.code == 1);
     CHECK(r.err == "attn: error: " + bomb + ":q: member larger than its array (expected " +
                        std::to_string(header.size() + 256) + " bytes, got " + std::to_string(member_size) + ")\n");
-    CHECK(children_peak_mb() < 64);
+    CHECK(children_peak_mb() < 112);  // ~15 MB in a release build, ~75 MB under ASan
     CHECK_FALSE(std::filesystem::exists(dir.path + "/out.json"));
 }
 
@@ -115,7 +115,7 @@ TEST_CASE("bombs: arrays attn does not use are not read, and those it reads are 
     auto r = run_attn("compute --max-bytes 64M --dump weights --compact '" + many + "'");
     CHECK(r.code == 0);
     CHECK(r.out.find("\"weights\":[[0.25,0.25,0.25,0.25]") != std::string::npos);
-    CHECK(children_peak_mb() < 100);  // 24 × 16 MiB = 384 MiB were inflated before
+    CHECK(children_peak_mb() < 160);  // 24 × 16 MiB = 384 MiB were inflated before
 
     // q, k and v of 24 MiB each pass one by one under 64M, not together.
     const std::string three = dir.path + "/three.npz";
@@ -142,10 +142,10 @@ TEST_CASE("bombs: a JSON text whose parse would take more than 8 x --max-bytes i
     CHECK(r.code == 1);
     CHECK(r.err == "attn: error: " + path + ": JSON too large to parse within --max-bytes (expected at most 134217728 "
                                             "bytes, got about 192000048)\n");
-    CHECK(children_peak_mb() < 64);
+    CHECK(children_peak_mb() < 112);  // ~15 MB in a release build, ~75 MB under ASan
     const auto inspect = run_attn("inspect --max-bytes 16M '" + path + "'");
     CHECK(inspect.code == 1);
-    CHECK(children_peak_mb() < 64);
+    CHECK(children_peak_mb() < 112);  // ~15 MB in a release build, ~75 MB under ASan
 }
 
 TEST_CASE("bombs: attn inspect on 60 000 nested JSON objects (180 KB) lists nothing and does not crash") {

@@ -1,11 +1,15 @@
 // core::mask: visible ranges, cell masking, broadcasting, padding and the fully-masked test.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cmath>
+#include <cstring>
+#include <string>
 #include <limits>
 #include <vector>
 
 #include "attn/core/masks.hpp"
+#include "attn/error.hpp"
 
 using namespace attn::core;
 
@@ -83,4 +87,123 @@ TEST_CASE("key_allowed and broadcast bool masks select rows by batch, head and q
     m.apply_row(1, 0, 0, scaled.data(), out.data(), 2);
     CHECK(out == std::vector<double>{ninf, 0});
     CHECK(m.apply_row(1, 1, 0, scaled.data(), out.data(), 2));
+}
+
+// The conventions one by one (core/masks: one function each, DESIGN §1.4). Expected
+// values are written from the definitions: PyTorch is_causal, FlashAttention's
+// bottom-right diagonal, nn.MultiheadAttention's key_padding_mask, SDPA's bool mask.
+
+namespace {
+
+attn::array ints(attn::shape_t shape, const std::vector<std::int64_t>& v) {
+    attn::array a;
+    a.type = attn::dtype::i8;
+    a.shape = std::move(shape);
+    a.data.resize(v.size() * 8);
+    std::memcpy(a.data.data(), v.data(), a.data.size());
+    return a;
+}
+
+attn::array bools(attn::shape_t shape, const std::vector<std::uint8_t>& v) {
+    attn::array a;
+    a.type = attn::dtype::b1;
+    a.shape = std::move(shape);
+    a.data.resize(v.size());
+    std::memcpy(a.data.data(), v.data(), v.size());
+    return a;
+}
+
+/// Row (b, h, i) of the scores a mask gives a row of zeros: 0 visible, −∞ masked, or the bias.
+std::vector<double> row_of(const mask<double>& m, std::size_t b, std::size_t h, std::size_t i) {
+    std::vector<double> zeros(m.Tk, 0.0), out(m.Tk);
+    m.apply_row(b, h, i, zeros.data(), out.data(), m.Tk);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("convention: causal top-left sees keys j <= i + past (PyTorch is_causal, ONNX)") {
+    CHECK(causal_offsets(causal_align::top_left, 2, 3, 5, 0, {}) == std::vector<long long>{0, 0});
+    CHECK(causal_offsets(causal_align::top_left, 1, 3, 5, 2, {}) == std::vector<long long>{2});
+    mask_spec s;
+    s.Tq = 2, s.Tk = 4, s.causal = true;
+    std::vector<std::string> used;
+    const auto m = build_mask<double>(s, used);
+    CHECK(used == std::vector<std::string>{"causal"});
+    CHECK(row_of(m, 0, 0, 0) == std::vector<double>{0, ninf, ninf, ninf});
+    CHECK(row_of(m, 0, 0, 1) == std::vector<double>{0, 0, ninf, ninf});
+}
+
+TEST_CASE("convention: causal bottom-right puts the last query on the last valid key (FlashAttention)") {
+    // Tq = 2, Tk = 4: offset = valid keys - Tq = 2; with lengths {3, 4}: {1, 2}.
+    CHECK(causal_offsets(causal_align::bottom_right, 1, 2, 4, 0, {}) == std::vector<long long>{2});
+    CHECK(causal_offsets(causal_align::bottom_right, 2, 2, 4, 7, {3, 4}) == std::vector<long long>{1, 2});
+    CHECK(causal_offsets(causal_align::bottom_right, 1, 5, 2, 0, {}) == std::vector<long long>{-3});
+    mask_spec s;
+    s.Tq = 2, s.Tk = 4, s.causal = true, s.align = causal_align::bottom_right;
+    std::vector<std::string> used;
+    const auto m = build_mask<double>(s, used);
+    CHECK(row_of(m, 0, 0, 0) == std::vector<double>{0, 0, 0, ninf});
+    CHECK(row_of(m, 0, 0, 1) == std::vector<double>{0, 0, 0, 0});
+}
+
+TEST_CASE("convention: key_padding_mask True/non-zero = padding, ignored (nn.MultiheadAttention)") {
+    const auto allowed = key_padding_allowed(bools({2, 3}, {0, 0, 1, 1, 0, 0}), 2, 3);
+    CHECK(allowed == std::vector<std::uint8_t>{1, 1, 0, 0, 1, 1});
+    CHECK(key_padding_allowed(ints({3}, {0, 7, 0}), 2, 3) == std::vector<std::uint8_t>{1, 0, 1, 1, 0, 1});
+    CHECK_THROWS_WITH_AS(key_padding_allowed(bools({2, 2}, {0, 0, 0, 0}), 2, 3),
+                         "key_padding_mask: wrong shape (expected (2, 3), got (2, 2))", attn::shape_error);
+    CHECK(token_ids_allowed(ints({2, 3}, {5, 0, 0, 5, 5, 0}), 0, 2, 3) == std::vector<std::uint8_t>{1, 0, 0, 1, 1, 0});
+}
+
+TEST_CASE("convention: bool attn_mask True = attend, float attn_mask added, both broadcast right-aligned") {
+    const std::array<std::size_t, 4> full{1, 2, 2, 3};
+    const auto b = bool_attn_mask(bools({2, 3}, {1, 0, 1, 0, 1, 1}), full);
+    CHECK(b.shape == std::array<std::size_t, 4>{1, 1, 2, 3});
+    mask_spec s;
+    s.Hq = 2, s.Tq = 2, s.Tk = 3;
+    const attn::array am = bools({2, 3}, {1, 0, 1, 0, 1, 1});
+    s.attn_mask = &am;
+    std::vector<std::string> used;
+    const auto m = build_mask<double>(s, used);
+    CHECK(used == std::vector<std::string>{"attn_mask"});
+    CHECK(row_of(m, 0, 1, 0) == std::vector<double>{0, ninf, 0});
+    CHECK(row_of(m, 0, 1, 1) == std::vector<double>{ninf, 0, 0});
+    const std::vector<double> bias{0.5, -2.0, 0.0};
+    const attn::array fm = attn::array::from<double>({3}, bias.data());
+    s.attn_mask = &fm;
+    used.clear();
+    CHECK(row_of(build_mask<double>(s, used), 0, 0, 1) == bias);
+    // A last axis shorter than Tk is padded as masked (ONNX).
+    const attn::array short_mask = bools({2}, {1, 1});
+    s.attn_mask = &short_mask;
+    CHECK(row_of(build_mask<double>(s, used), 0, 0, 0) == std::vector<double>{0, 0, ninf});
+    CHECK_THROWS_WITH_AS(bool_attn_mask(bools({3, 3}, std::vector<std::uint8_t>(9, 1)), full),
+                         "attn_mask: does not broadcast to (B, Hq, Tq, Tk) (expected (1, 2, 2, 3), got (3, 3))",
+                         attn::shape_error);
+}
+
+TEST_CASE("convention: lengths are valid keys per item (ONNX nonpad_kv_seqlen), checked against B and Tk") {
+    mask_spec s;
+    s.B = 2, s.Tq = 1, s.Tk = 4;
+    s.lengths = {2, 4};
+    CHECK(valid_lengths(s) == std::vector<std::size_t>{2, 4});
+    std::vector<std::string> used;
+    const auto m = build_mask<double>(s, used);
+    CHECK(used == std::vector<std::string>{"padding"});
+    CHECK(row_of(m, 0, 0, 0) == std::vector<double>{0, 0, ninf, ninf});
+    CHECK(row_of(m, 1, 0, 0) == std::vector<double>{0, 0, 0, 0});
+    s.lengths = {5, 1};
+    CHECK_THROWS_WITH_AS(valid_lengths(s), "--lengths: length exceeds the number of keys (expected ≤ 4, got 5)",
+                         attn::value_error);
+    s.lengths = {};
+    const attn::array la = ints({2}, {3, -1});
+    s.lengths_array = &la;
+    CHECK_THROWS_WITH_AS(valid_lengths(s), "lengths: negative length (expected ≥ 0, got -1)", attn::value_error);
+    s.lengths_array = nullptr;
+    s.padding_required = true;
+    CHECK_THROWS_WITH_AS(build_mask<double>(s, used),
+                         "--mask: padding needs a source (expected --lengths, a key_padding_mask or token_ids with "
+                         "--pad-id, got none)",
+                         attn::usage_error);
 }

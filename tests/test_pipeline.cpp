@@ -1,4 +1,4 @@
-// core::compute: inputs → Q/K/V (projection, heads, cache) → masks → stages in the
+// attn::compute: inputs → Q/K/V (projection, heads, cache) → masks → stages in the
 // input's layout, against the double-precision reference.
 #include <doctest/doctest.h>
 
@@ -7,7 +7,7 @@
 #include <limits>
 #include <string>
 
-#include "attn/core/pipeline.hpp"
+#include "attn/pipeline.hpp"
 #include "attn/error.hpp"
 #include "reference.hpp"
 
@@ -15,6 +15,8 @@ using attn::array;
 using attn::shape_t;
 using attn::io::named_array;
 using namespace attn::core;
+using attn::compute;
+using attn::pipeline_options;
 
 namespace {
 

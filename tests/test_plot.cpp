@@ -15,7 +15,7 @@
 // attn_core links cairo privately; its headers live in /usr/include/cairo.
 #include <cairo/cairo.h>
 
-#include "attn/core/pipeline.hpp"
+#include "attn/pipeline.hpp"
 #include "attn/error.hpp"
 #include "attn/io/input.hpp"
 #include "attn/io/npz.hpp"
@@ -97,11 +97,11 @@ io::heatmap_spec matrix_spec(std::size_t rows, std::size_t cols, const std::vect
 /// library, for the expected layout and masks.
 io::heatmap_spec notebook_spec(bool causal, std::size_t heads, bool grid) {
     io::bundle b = io::load_bundle(std::string(ATTN_SOURCE_DIR) + "/data/notebook.npz");
-    core::pipeline_options o;
+    attn::pipeline_options o;
     o.causal = causal;
     o.heads = heads;
     o.dump = {"weights", "scores"};
-    const io::document doc = core::compute(std::move(b.arrays), b.tokens, o);
+    const io::document doc = attn::compute(std::move(b.arrays), b.tokens, o);
     io::heatmap_view view;
     view.grid = grid;
     return io::heatmap_from_document(doc, view);

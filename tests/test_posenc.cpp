@@ -6,7 +6,7 @@
 #include <fstream>
 #include <string>
 
-#include "attn/core/pipeline.hpp"
+#include "attn/pipeline.hpp"
 #include "attn/core/posenc.hpp"
 #include "attn/error.hpp"
 #include "attn/io/npy.hpp"
@@ -16,6 +16,8 @@
 
 using attn::array;
 using namespace attn::core;
+using attn::compute;
+using attn::pipeline_options;
 
 namespace {
 

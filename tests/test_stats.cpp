@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attn/core/generate.hpp"
-#include "attn/core/pipeline.hpp"
+#include "attn/pipeline.hpp"
 #include "attn/core/stats.hpp"
 #include "attn/error.hpp"
 #include "attn/io/csv.hpp"
@@ -26,6 +26,8 @@ using attn::array;
 using attn::io::named_array;
 using nlohmann::json;
 using namespace attn::core;
+using attn::compute;
+using attn::pipeline_options;
 
 namespace {
 

@@ -1,9 +1,9 @@
 // Computes causal self-attention on a tiny input through the installed library
-// (attn::core::compute) and prints the softmax weights, one row per query.
+// (attn::compute) and prints the softmax weights, one row per query.
 #include <cstdio>
 #include <vector>
 
-#include "attn/core/pipeline.hpp"
+#include "attn/pipeline.hpp"
 #include "attn/error.hpp"
 
 int main() {
@@ -11,14 +11,14 @@ int main() {
     const std::vector<double> x{1.0, 0.0,
                                 0.0, 1.0,
                                 1.0, 1.0};
-    std::vector<attn::io::named_array> inputs;
+    std::vector<attn::named_array> inputs;
     inputs.push_back({"x", attn::array::from<double>({3, 2}, x.data())});
 
-    attn::core::pipeline_options options;
+    attn::pipeline_options options;
     options.causal = true;
     options.dump = {"weights"};
     try {
-        const attn::io::document doc = attn::core::compute(std::move(inputs), {}, options);
+        const attn::io::document doc = attn::compute(std::move(inputs), {}, options);
         const attn::array& w = doc.tensors.at(0).value;  // (Tq, Tk) = (3, 3)
         std::printf("attn %s: %s %s\n", ATTN_VERSION, doc.tensors.at(0).name.c_str(),
                     attn::shape_string(w.shape).c_str());

@@ -152,6 +152,13 @@ struct array {
     }
 };
 
+/// An array with the name it has in a bundle (.npz member, JSON key) or a document
+/// (a stage name).
+struct named_array {
+    std::string name;
+    array value;
+};
+
 extern template void array::copy_to<float>(float*) const;
 extern template void array::copy_to<double>(double*) const;
 extern template std::vector<float> array::to_vector<float>() const;

@@ -201,9 +201,9 @@ int run_batch(const std::vector<batch_job>& jobs, const batch_output& out, int w
             if (err.empty()) {
                 try {
                     io::bundle b = gather_inputs(job.input, job.cli);
-                    core::pipeline_options settings = job.settings;
+                    attn::pipeline_options settings = job.settings;
                     settings.threads = 1;  // one level of parallelism: over inputs
-                    io::document doc = core::compute(std::move(b.arrays), b.tokens, settings);
+                    io::document doc = attn::compute(std::move(b.arrays), b.tokens, settings);
                     if (!job.output.empty()) {
                         // The job's own file; the batch's output gets a record saying where.
                         io::format f = io::format::json;

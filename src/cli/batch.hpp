@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "attn/core/pipeline.hpp"
+#include "attn/pipeline.hpp"
 #include "attn/io/writers.hpp"
 #include "pipeline_options.hpp"
 
@@ -16,7 +16,7 @@ struct compute_options;
 struct batch_job {
     std::string input;
     pipeline_cli cli;                  ///< the job's options as parsed (its per-array files)
-    core::pipeline_options settings;   ///< what they mean for the library
+    attn::pipeline_options settings;   ///< what they mean for the library
     std::string error;                 ///< set when the job could not even be read from the manifest
     std::string output;                ///< the job's own output file, or "" for the batch's output
     std::string format;                ///< its --format, or "" for the output's extension

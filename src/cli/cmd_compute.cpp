@@ -12,7 +12,7 @@
 #include <thread>
 #include <unistd.h>
 
-#include "attn/core/pipeline.hpp"
+#include "attn/pipeline.hpp"
 #include "attn/error.hpp"
 #include "attn/io/input.hpp"
 #include "attn/io/output.hpp"
@@ -55,7 +55,7 @@ bool directory_target(const std::string& path) {
 }
 
 /// Several inputs, a manifest, or -o DIR/: a batch run.
-int run_several(const compute_options& c, const core::pipeline_options& settings) {
+int run_several(const compute_options& c, const attn::pipeline_options& settings) {
     std::vector<batch_job> jobs;
     if (!c.manifest.empty()) {
         if (!c.inputs.empty())
@@ -91,12 +91,12 @@ int run_compute(const compute_options& c) {
     if (!c.plot.empty()) check_plot_option(c.plot, c.inputs.size() > 1 || !c.manifest.empty() || directory_target(c.output));
     if (!c.plot.empty() && !is_stdout(c.output) && same_output(c.plot, c.output))
         throw usage_error("--plot", "names the same file as -o " + expected_got("two different files", c.plot));
-    const core::pipeline_options settings = pipeline_settings(c.pipeline, c.plot.empty() ? c.dump : with_plot_stages(c.dump));
+    const attn::pipeline_options settings = pipeline_settings(c.pipeline, c.plot.empty() ? c.dump : with_plot_stages(c.dump));
     if (c.inputs.size() > 1 || !c.manifest.empty() || directory_target(c.output)) return run_several(c, settings);
     const io::format f = output_format(c);
     io::bundle b = gather_inputs(c.inputs.empty() ? std::string() : c.inputs.front(), c.pipeline);
     if (b.arrays.empty()) throw usage_error("attn compute", "no input " + expected_got("INPUT or --x/--q/--k/--v", "none"));
-    io::document doc = core::compute(std::move(b.arrays), b.tokens, settings);
+    io::document doc = attn::compute(std::move(b.arrays), b.tokens, settings);
     if (!c.plot.empty()) plot_weights(doc, c.plot, c.dump);
     emit(doc, f, c);
     return exit_ok;

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "attn/core/pipeline.hpp"
+#include "attn/pipeline.hpp"
 #include "attn/error.hpp"
 #include "attn/io/input.hpp"
 #include "attn/io/json.hpp"
@@ -45,7 +45,7 @@ bool is_output_stage(const std::string& name) {
 }
 
 bool is_stage(const std::string& name) {
-    const auto& all = core::stage_names();
+    const auto& all = attn::stage_names();
     return std::find(all.begin(), all.end(), name) != all.end();
 }
 
@@ -125,7 +125,7 @@ void add_tensor_options(io::bundle& b, const pipeline_cli& c) {
 
 int run_plot(const plot_options& c) {
     io::image_format_from_path(c.output);  // a usage error before any work
-    const core::pipeline_options settings =
+    const attn::pipeline_options settings =
         pipeline_settings(c.pipeline, c.stage == "weights" ? std::vector<std::string>{"weights", "scores"}
                                                            : std::vector<std::string>{c.stage});
     io::document doc;
@@ -142,7 +142,7 @@ int run_plot(const plot_options& c) {
         add_tensor_options(in.inputs, c.pipeline);
         if (in.inputs.arrays.empty())
             throw usage_error("attn plot", "no input " + expected_got("INPUT or --x/--q/--k/--v", "none"));
-        doc = core::compute(std::move(in.inputs.arrays), in.inputs.tokens, settings);
+        doc = attn::compute(std::move(in.inputs.arrays), in.inputs.tokens, settings);
     }
 
     io::heatmap_view view;

@@ -162,8 +162,8 @@ void add_max_bytes_option(CLI::App& sub) {
         ->type_name("N");
 }
 
-core::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std::string> dump) {
-    core::pipeline_options p;
+attn::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std::string> dump) {
+    attn::pipeline_options p;
     for (const auto& m : c.mask) {
         if (m == "causal") p.causal = true;
         else if (m == "padding") p.padding = true;
@@ -187,7 +187,7 @@ core::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std:
     p.threads = c.jobs;
     if (!c.posenc.empty()) p.posenc = core::parse_posenc_style(c.posenc);
     p.posenc_base = c.posenc_base;
-    p.kernel = c.kernel == "reference" ? core::kernel_kind::reference : core::kernel_kind::fast;
+    p.kernel = c.kernel == "reference" ? attn::kernel_kind::reference : attn::kernel_kind::fast;
     return p;
 }
 

@@ -9,7 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "attn/core/pipeline.hpp"
+#include "attn/pipeline.hpp"
 #include "attn/io/input.hpp"
 
 namespace attn::cli {
@@ -50,7 +50,7 @@ void add_run_options(CLI::App& sub, pipeline_cli& c);
 void add_max_bytes_option(CLI::App& sub);
 
 /// The library settings for these options and the stages to dump. Throws usage_error.
-core::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std::string> dump);
+attn::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std::string> dump);
 
 /// True for the per-array options that take FILE or FILE:NAME ("q", "attn-mask", …).
 bool takes_file(const std::string& option);

@@ -61,7 +61,7 @@ void require_positive(std::size_t v, const char* option) {
 
 }  // namespace
 
-std::vector<io::named_array> generate_inputs(const generate_options& o) {
+std::vector<named_array> generate_inputs(const generate_options& o) {
     require_positive(o.len, "--len");
     if (o.type != dtype::f4 && o.type != dtype::f8)
         throw usage_error("--dtype", "unsupported " + expected_got("float32 or float64", std::string(dtype_name(o.type))));
@@ -125,7 +125,7 @@ std::vector<io::named_array> generate_inputs(const generate_options& o) {
     }
 
     normal_stream normals(o.seed);
-    std::vector<io::named_array> out;
+    std::vector<named_array> out;
     for (std::size_t i = 0; i < plan.size(); ++i)
         out.push_back({plan[i].first, draw(normals, plan[i].second, o.type, factors[i])});
     return out;

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+
+#include "attn/error.hpp"
 
 namespace attn::core {
 
@@ -76,5 +79,160 @@ bool mask<T>::apply_range(std::size_t b, std::size_t h, std::size_t i, const T* 
 
 template struct mask<float>;
 template struct mask<double>;
+
+namespace {
+
+std::string num(std::size_t n) { return std::to_string(n); }
+std::string rank_text(std::size_t r) { return num(r) + "-D"; }
+
+/// (B, Tk) "may attend" flags from a rank-1/2 per-key array; rank 1 broadcasts over B.
+template <class Allowed>
+std::vector<std::uint8_t> per_key(const array& a, std::size_t B, std::size_t Tk, const char* name, Allowed allowed) {
+    const bool fits = (a.rank() == 2 && a.shape[0] == B && a.shape[1] == Tk) || (a.rank() == 1 && a.shape[0] == Tk);
+    if (!fits) throw shape_error(name, "wrong shape " + expected_got(shape_string({B, Tk}), shape_string(a.shape)));
+    std::vector<std::uint8_t> out(B * Tk);
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t j = 0; j < Tk; ++j) out[b * Tk + j] = allowed(a.value(a.rank() == 2 ? b * Tk + j : j));
+    return out;
+}
+
+}  // namespace
+
+std::vector<std::size_t> valid_lengths(const mask_spec& spec) {
+    std::vector<std::size_t> lengths = spec.lengths;
+    const char* source = "--lengths";
+    if (lengths.empty() && spec.lengths_array) {
+        const array* la = spec.lengths_array;
+        source = "lengths";
+        if (la->rank() != 1 || !is_integer(la->type))
+            throw value_error("lengths", "wrong kind " + expected_got("1-D integers", rank_text(la->rank()) + " " +
+                                                                          std::string(dtype_name(la->type))));
+        for (auto v : la->to_vector<std::int64_t>()) {
+            if (v < 0) throw value_error("lengths", "negative length " + expected_got("≥ 0", std::to_string(v)));
+            lengths.push_back(static_cast<std::size_t>(v));
+        }
+    }
+    if (lengths.empty()) return lengths;
+    if (lengths.size() != spec.B)
+        throw value_error(source, "one length per batch item " +
+                                      expected_got(num(spec.B) + (spec.B == 1 ? " value" : " values"), num(lengths.size())));
+    for (auto l : lengths)
+        if (l > spec.Tk)
+            throw value_error(source, "length exceeds the number of keys " + expected_got("≤ " + num(spec.Tk), num(l)));
+    return lengths;
+}
+
+std::vector<long long> causal_offsets(causal_align align, std::size_t B, std::size_t Tq, std::size_t Tk,
+                                      std::size_t past, const std::vector<std::size_t>& lengths) {
+    std::vector<long long> offsets(B);
+    for (std::size_t b = 0; b < B; ++b) {
+        const std::size_t valid = lengths.empty() ? Tk : lengths[b];
+        offsets[b] = align == causal_align::top_left ? static_cast<long long>(past)
+                                                     : static_cast<long long>(valid) - static_cast<long long>(Tq);
+    }
+    return offsets;
+}
+
+std::vector<std::uint8_t> key_padding_allowed(const array& key_padding_mask, std::size_t B, std::size_t Tk) {
+    return per_key(key_padding_mask, B, Tk, "key_padding_mask", [](double v) { return v == 0.0; });
+}
+
+std::vector<std::uint8_t> token_ids_allowed(const array& token_ids, long long pad_id, std::size_t B, std::size_t Tk) {
+    if (!is_integer(token_ids.type))
+        throw value_error("token_ids", "wrong dtype " + expected_got("integers", std::string(dtype_name(token_ids.type))));
+    const double pad = static_cast<double>(pad_id);
+    return per_key(token_ids, B, Tk, "token_ids", [pad](double v) { return v != pad; });
+}
+
+std::array<std::size_t, 4> broadcast_shape(const array& a, const std::array<std::size_t, 4>& full, const char* name) {
+    if (a.rank() > 4 || a.rank() == 0)
+        throw shape_error(name, "wrong rank " + expected_got("1-D to 4-D", rank_text(a.rank())));
+    std::array<std::size_t, 4> s{1, 1, 1, 1};
+    std::copy(a.shape.begin(), a.shape.end(), s.begin() + static_cast<std::ptrdiff_t>(4 - a.rank()));
+    bool ok = s[3] >= 1 && s[3] <= full[3];
+    for (int d = 0; d < 3; ++d) ok = ok && (s[d] == 1 || s[d] == full[d]);
+    if (!ok)
+        throw shape_error(name, "does not broadcast to (B, Hq, Tq, Tk) " +
+                                    expected_got(shape_string({full[0], full[1], full[2], full[3]}), shape_string(a.shape)));
+    return s;
+}
+
+broadcast_mask<std::uint8_t> bool_attn_mask(const array& attn_mask, const std::array<std::size_t, 4>& full) {
+    broadcast_mask<std::uint8_t> bm;
+    bm.shape = broadcast_shape(attn_mask, full, "attn_mask");
+    bm.data.resize(attn_mask.size());
+    for (std::size_t i = 0; i < attn_mask.size(); ++i) bm.data[i] = attn_mask.value(i) != 0.0;
+    return bm;
+}
+
+template <class T>
+broadcast_mask<T> float_mask(const array& values, const std::array<std::size_t, 4>& full, const char* name) {
+    broadcast_mask<T> bm;
+    bm.shape = broadcast_shape(values, full, name);
+    bm.data = values.to_vector<T>();
+    return bm;
+}
+
+template <class T>
+mask<T> build_mask(const mask_spec& spec, std::vector<std::string>& used) {
+    const std::size_t B = spec.B, Tk = spec.Tk;
+    mask<T> m;
+    m.B = B, m.H = spec.Hq, m.Tq = spec.Tq, m.Tk = Tk;
+    if (spec.fill) m.fill = static_cast<T>(*spec.fill);
+    m.lengths = valid_lengths(spec);
+    const std::array<std::size_t, 4> full{B, spec.Hq, spec.Tq, Tk};
+
+    bool padding = !m.lengths.empty();
+    if (const array* kpm = spec.key_padding_mask) {
+        padding = true;
+        if (is_float(kpm->type)) {
+            // A float key_padding_mask is added to the scores (nn.MultiheadAttention): (B, Tk)
+            // or (Tk,) against the key axis.
+            const std::string expected = shape_string({B, Tk});
+            const auto s = broadcast_shape(*kpm, full, "key_padding_mask");
+            if (kpm->rank() != 2 && kpm->rank() != 1)
+                throw shape_error("key_padding_mask", "wrong shape " + expected_got(expected, shape_string(kpm->shape)));
+            broadcast_mask<T> bm;
+            bm.shape = kpm->rank() == 2 ? std::array<std::size_t, 4>{kpm->shape[0], 1, 1, kpm->shape[1]} : s;
+            if (bm.shape[3] != Tk || (bm.shape[0] != B && bm.shape[0] != 1))
+                throw shape_error("key_padding_mask", "wrong shape " + expected_got(expected, shape_string(kpm->shape)));
+            bm.data = kpm->to_vector<T>();
+            m.bias.push_back(std::move(bm));
+        } else {
+            m.key_allowed = key_padding_allowed(*kpm, B, Tk);
+        }
+    }
+    if (spec.pad_id) {
+        if (!spec.token_ids) throw usage_error("--pad-id", "needs token ids " + expected_got("a token_ids array", "none"));
+        padding = true;
+        auto allowed = token_ids_allowed(*spec.token_ids, *spec.pad_id, B, Tk);
+        if (m.key_allowed.empty())
+            m.key_allowed = std::move(allowed);
+        else
+            for (std::size_t i = 0; i < allowed.size(); ++i) m.key_allowed[i] &= allowed[i];
+    }
+    if (spec.padding_required && !padding)
+        throw usage_error("--mask", "padding needs a source " +
+                                        expected_got("--lengths, a key_padding_mask or token_ids with --pad-id", "none"));
+    if (spec.causal) {
+        m.causal = true;
+        m.causal_offset = causal_offsets(spec.align, B, spec.Tq, Tk, spec.past, m.lengths);
+        used.push_back("causal");
+    }
+    if (padding) used.push_back("padding");
+    if (const array* am = spec.attn_mask) {
+        if (is_float(am->type))
+            m.bias.push_back(float_mask<T>(*am, full, "attn_mask"));
+        else
+            m.allowed.push_back(bool_attn_mask(*am, full));
+        used.push_back("attn_mask");
+    }
+    return m;
+}
+
+template broadcast_mask<float> float_mask<float>(const array&, const std::array<std::size_t, 4>&, const char*);
+template broadcast_mask<double> float_mask<double>(const array&, const std::array<std::size_t, 4>&, const char*);
+template mask<float> build_mask<float>(const mask_spec&, std::vector<std::string>&);
+template mask<double> build_mask<double>(const mask_spec&, std::vector<std::string>&);
 
 }  // namespace attn::core

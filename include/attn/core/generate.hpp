@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "attn/io/npz.hpp"
+#include "attn/tensor.hpp"
 
 namespace attn::core {
 
@@ -58,6 +58,6 @@ struct generate_options {
 /// Throws usage_error (source: the option, e.g. "--len") for a zero length or width,
 /// --heads/--dk/--dv with embed but without weights, E not divisible by H when Dk is
 /// left to default, or more than 2^31 elements in all.
-std::vector<io::named_array> generate_inputs(const generate_options& options);
+std::vector<named_array> generate_inputs(const generate_options& options);
 
 }  // namespace attn::core

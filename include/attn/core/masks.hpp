@@ -14,7 +14,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
+#include <string>
 #include <vector>
+
+#include "attn/tensor.hpp"
 
 namespace attn::core {
 
@@ -73,5 +77,64 @@ struct mask {
         return apply_range(b, h, i, scaled, scores, 0, n);
     }
 };
+
+/// What the mask conventions are built from, as plain values: the shapes, the options
+/// and the mask arrays of the inputs (null when absent). DESIGN §1.4.
+struct mask_spec {
+    std::size_t B = 1, Hq = 1, Tq = 0, Tk = 0;
+    std::size_t past = 0;                        ///< past length (KV cache)
+    bool causal = false;
+    causal_align align = causal_align::top_left;
+    std::vector<std::size_t> lengths;            ///< valid keys per item (--lengths), or empty
+    const array* lengths_array = nullptr;        ///< a bundle's `lengths`, used when `lengths` is empty
+    const array* key_padding_mask = nullptr;     ///< (B, Tk) or (Tk,): True/non-zero = padding; float: added
+    const array* token_ids = nullptr;            ///< (B, Tk) or (Tk,), with pad_id
+    std::optional<long long> pad_id;             ///< token ids equal to it are padding keys
+    const array* attn_mask = nullptr;            ///< bool: True = attend; float: added
+    bool padding_required = false;               ///< `--mask padding`: some padding source must be given
+    std::optional<double> fill;                  ///< masked-cell value; default −∞
+};
+
+/// The valid keys per batch item (ONNX nonpad_kv_seqlen): spec.lengths, else the
+/// bundle's `lengths` array (1-D integers ≥ 0), else empty. Throws value_error (source
+/// "--lengths" or "lengths") for a count other than B, a length over Tk, or a bad array.
+std::vector<std::size_t> valid_lengths(const mask_spec& spec);
+
+/// The causal offset of each batch item: key j is visible from query i iff j ≤ i + offset.
+/// top_left: the past length (PyTorch is_causal, ONNX Attention); bottom_right: valid keys
+/// − Tq, with valid keys = lengths[b] if given, else Tk (FlashAttention causal=True, ONNX
+/// with nonpad_kv_seqlen).
+std::vector<long long> causal_offsets(causal_align align, std::size_t B, std::size_t Tq, std::size_t Tk,
+                                      std::size_t past, const std::vector<std::size_t>& lengths);
+
+/// (B, Tk) "may attend" flags (1 = attend) from an integer or bool key_padding_mask, whose
+/// True/non-zero entries are padding (nn.MultiheadAttention); a 1-D (Tk,) mask applies
+/// to every item. Throws shape_error("key_padding_mask", …) for another shape.
+std::vector<std::uint8_t> key_padding_allowed(const array& key_padding_mask, std::size_t B, std::size_t Tk);
+
+/// (B, Tk) "may attend" flags from token ids: ids equal to pad_id are padding.
+/// Throws value_error for non-integer ids, shape_error("token_ids", …) for a wrong shape.
+std::vector<std::uint8_t> token_ids_allowed(const array& token_ids, long long pad_id, std::size_t B, std::size_t Tk);
+
+/// `a`'s shape right-aligned against (B, Hq, Tq, Tk), with 1 on broadcast axes; the last
+/// axis may be shorter than Tk (ONNX pads it as masked). Throws shape_error(name, …).
+std::array<std::size_t, 4> broadcast_shape(const array& a, const std::array<std::size_t, 4>& full, const char* name);
+
+/// A bool (or integer) attn_mask: True/non-zero = attend (PyTorch SDPA, ONNX Attention),
+/// broadcast against (B, Hq, Tq, Tk). Throws shape_error("attn_mask", …).
+broadcast_mask<std::uint8_t> bool_attn_mask(const array& attn_mask, const std::array<std::size_t, 4>& full);
+
+/// A float mask added to the scores as is (float attn_mask; a float key_padding_mask as
+/// nn.MultiheadAttention adds it), broadcast against (B, Hq, Tq, Tk).
+/// Throws shape_error(name, …).
+template <class T>
+broadcast_mask<T> float_mask(const array& values, const std::array<std::size_t, 4>& full, const char* name);
+
+/// Every convention of `spec` combined (a key must be allowed by all of them), for
+/// compute type T. `used` receives the names of the masks applied ("causal", "padding",
+/// "attn_mask"), for meta. Throws usage_error when --mask padding has no source or
+/// --pad-id no token ids, and the errors of the functions above.
+template <class T>
+mask<T> build_mask(const mask_spec& spec, std::vector<std::string>& used);
 
 }  // namespace attn::core

@@ -14,11 +14,7 @@
 
 namespace attn::io {
 
-/// An array with the name it has in a bundle (.npz member or JSON key).
-struct named_array {
-    std::string name;
-    array value;
-};
+using attn::named_array;
 
 /// True when `bytes` starts with a zip local-file or end-of-central-directory signature.
 bool is_zip(std::string_view bytes);

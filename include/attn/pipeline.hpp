@@ -1,8 +1,10 @@
 #pragma once
 /// \file pipeline.hpp
-/// The whole of `attn compute` as one library call (DESIGN §1): named input arrays →
-/// Q, K, V (projection, heads, KV cache) → masks → attention → the dumped stages in
-/// the input's layout, with a `meta` block of every setting used.
+/// The whole of `attn compute` as one library call (DESIGN §1), and the one place where
+/// core/ (attention numerics) and io/ (files and formats) meet: named input arrays →
+/// Q, K, V (projection, heads, KV cache; src/pipeline/inputs) → masks (core/masks) →
+/// attention (core/attention or core/reference) → the dumped stages in the input's
+/// layout with a `meta` block of every setting used (src/pipeline/stages, compute).
 
 #include <optional>
 #include <string>
@@ -14,7 +16,7 @@
 #include "attn/core/softmax.hpp"
 #include "attn/io/document.hpp"
 
-namespace attn::core {
+namespace attn {
 
 /// Every stage name `--dump` accepts, in pipeline order.
 const std::vector<std::string>& stage_names();
@@ -26,16 +28,16 @@ enum class kernel_kind { fast, reference };
 /// Settings of a compute run; defaults are DESIGN's.
 struct pipeline_options {
     bool causal = false;
-    causal_align align = causal_align::top_left;
+    core::causal_align align = core::causal_align::top_left;
     bool padding = false;                    ///< `--mask padding`: a padding source is required
     std::vector<std::size_t> lengths;        ///< valid keys per batch item (overrides a bundle's)
     std::optional<long long> pad_id;         ///< token_ids equal to this are padding keys
     std::optional<double> scale;             ///< default 1/√Dk
     double softcap = 0.0;
     std::size_t heads = 0, kv_heads = 0;     ///< 0: not given (1, and = heads)
-    weight_layout layout = weight_layout::out_in;
+    core::weight_layout layout = core::weight_layout::out_in;
     std::optional<double> mask_fill;         ///< default −∞
-    masked_rows rows = masked_rows::zero;
+    core::masked_rows rows = core::masked_rows::zero;
     std::optional<dtype> compute_type;       ///< f4 or f8; default from the inputs
     std::vector<std::string> dump{"scores", "weights", "output"};
     bool average_heads = false;
@@ -43,7 +45,7 @@ struct pipeline_options {
     /// Sinusoidal encodings (posenc.hpp) added to X and X_kv before the projections,
     /// over the sequence axis, each from position 0 (X from the past length when a KV
     /// cache is given and there is no X_kv). Needs X of rank 2 or 3.
-    std::optional<posenc_style> posenc;
+    std::optional<core::posenc_style> posenc;
     double posenc_base = 10000.0;
     int threads = 0;
     kernel_kind kernel = kernel_kind::fast;
@@ -54,7 +56,7 @@ struct pipeline_options {
 /// stages in `options.dump` order, each in the input's layout (DESIGN §2 "Tensor shapes").
 /// Throws value_error / shape_error for inputs that do not fit together, usage_error
 /// for options that contradict the inputs (e.g. `--mask padding` with no padding source).
-io::document compute(std::vector<io::named_array> inputs, const std::vector<std::string>& bundle_tokens,
+io::document compute(std::vector<named_array> inputs, const std::vector<std::string>& bundle_tokens,
                      const pipeline_options& options);
 
-}  // namespace attn::core
+}  // namespace attn

@@ -1,0 +1,211 @@
+// The pipeline's entry point (include/attn/pipeline.hpp): validate → prepare → mask →
+// attend → assemble. Inputs are prepared in inputs.cpp, stages laid out in stages.cpp,
+// masks built by core/masks, attention computed by core/attention or core/reference.
+#include "attn/pipeline.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+
+#include "attn/core/attention.hpp"
+#include "attn/core/heads.hpp"
+#include "attn/core/masks.hpp"
+#include "attn/core/projection.hpp"
+#include "attn/core/reference.hpp"
+#include "attn/error.hpp"
+#include "inputs.hpp"
+#include "stages.hpp"
+
+namespace attn {
+
+namespace pipeline {
+namespace {
+
+template <class T>
+io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, const pipeline_options& o) {
+    // validate → prepare → mask → attend → assemble.
+    std::vector<stage> stages;
+    for (const auto& s : o.dump) stages.push_back(parse_stage(s));
+    const auto wants = [&](stage s) { return std::find(stages.begin(), stages.end(), s) != stages.end(); };
+    if (o.softcap < 0 || !std::isfinite(o.softcap))
+        throw usage_error("--softcap", "must be finite and not negative " + expected_got("≥ 0", num(o.softcap)));
+
+    prepared<T> p = prepare_qkv<T>(in, o);
+    in.release({"q", "k", "v", "x", "x_kv"});
+    const std::size_t B = p.q.shape(0), Hq = p.q.shape(1), Tq = p.q.shape(2), Dk = p.q.shape(3);
+    if (p.k.shape(0) != B)
+        throw shape_error("k", "batch size differs from q's " + expected_got(num(B), num(p.k.shape(0))));
+    if (p.k.shape(3) != Dk)
+        throw shape_error("k", "head width differs from q's (Dk) " + expected_got(num(Dk), num(p.k.shape(3))));
+    if (p.v.shape(0) != B || p.v.shape(1) != p.k.shape(1) || p.v.shape(2) != p.k.shape(2))
+        throw shape_error("v", "does not match k's batch, heads and length " +
+                                   expected_got("(" + num(B) + ", " + num(p.k.shape(1)) + ", " + num(p.k.shape(2)) + ", Dv)",
+                                                shape_string({p.v.shape(0), p.v.shape(1), p.v.shape(2), p.v.shape(3)})));
+    const std::size_t Hkv = p.k.shape(1);
+    if (Hq % Hkv != 0)
+        throw shape_error("heads", "query heads are not a multiple of key/value heads " +
+                                       expected_got("Hq % Hkv == 0", "Hq = " + num(Hq) + ", Hkv = " + num(Hkv)));
+
+    // KV cache: past keys/values come first on the sequence axis (ONNX present_key/value).
+    tensor4<T> key, value;
+    std::size_t past = 0;
+    const array* pk = in.find("past_key");
+    const array* pv = in.find("past_value");
+    if ((pk != nullptr) != (pv != nullptr))
+        throw value_error("inputs", "past_key and past_value come together " + expected_got("both", pk ? "past_key only" : "past_value only"));
+    if (pk) {
+        const tensor4<T> past_k = as_rank4<T>(*pk, "past_key");
+        const tensor4<T> past_v = as_rank4<T>(*pv, "past_value");
+        if (past_k.shape(2) != past_v.shape(2))
+            throw shape_error("past_value", "length differs from past_key's " + expected_got(num(past_k.shape(2)), num(past_v.shape(2))));
+        key = concat_sequence(past_k, p.k, "past_key");
+        value = concat_sequence(past_v, p.v, "past_value");
+        past = past_k.shape(2);
+        in.release({"past_key", "past_value"});
+    } else {
+        key = std::move(p.k);  // no cache: the new keys are all the keys
+        value = std::move(p.v);
+    }
+    const tensor4<T>& new_k = pk ? p.k : key;
+    const tensor4<T>& new_v = pk ? p.v : value;
+    const std::size_t Tk = key.shape(2);
+
+    std::vector<std::string> masks_used;
+    mask_spec spec;
+    spec.B = B, spec.Hq = Hq, spec.Tq = Tq, spec.Tk = Tk, spec.past = past;
+    spec.causal = o.causal;
+    spec.align = o.align;
+    spec.lengths = o.lengths;
+    spec.lengths_array = in.find("lengths");
+    spec.key_padding_mask = in.find("key_padding_mask");
+    spec.token_ids = in.find("token_ids");
+    spec.pad_id = o.pad_id;
+    spec.attn_mask = in.find("attn_mask");
+    spec.padding_required = o.padding;
+    spec.fill = o.mask_fill;
+    const mask<T> m = build_mask<T>(spec, masks_used);
+
+    attention_options ao;
+    ao.scale = o.scale ? *o.scale : 1.0 / std::sqrt(static_cast<double>(Dk));
+    ao.softcap = o.softcap;
+    ao.rows = o.rows;
+    // stats reads qk, scaled and weights, so the kernel keeps them even when not dumped.
+    ao.keep_qk = wants(stage::qk) || wants(stage::stats);
+    ao.keep_scaled = wants(stage::scaled) || wants(stage::stats);
+    ao.keep_scores = wants(stage::scores);
+    ao.keep_weights = wants(stage::weights) || wants(stage::stats);
+    ao.keep_lse = wants(stage::lse);
+    ao.threads = o.threads;
+    // The result is shared by the arrays of the document, which view its tensors
+    // instead of copying them.
+    const auto result = std::make_shared<attention_result<T>>(
+        o.kernel == kernel_kind::reference ? attention_reference(p.q, key, value, m, ao) : attention(p.q, key, value, m, ao));
+    const attention_result<T>& r = *result;
+
+    io::document doc;
+    doc.tokens = o.tokens.empty() ? bundle_tokens : o.tokens;
+    if (!doc.tokens.empty() && doc.tokens.size() != Tq)
+        throw value_error("--tokens", "one token per query " + expected_got(num(Tq), num(doc.tokens.size())));
+
+    const std::size_t rank = p.rank;
+    const array* wo = in.find("w_o");
+    for (const stage st : stages) {
+        const std::string& s = stage_name(st);
+        if (st == stage::stats) {
+            append_stats(doc, p.q, key, r, rank, o.average_heads);
+            continue;
+        }
+        array a;
+        if (st == stage::q) a = in_input_layout(p.q, rank, nullptr);
+        else if (st == stage::k) a = in_input_layout(new_k, rank, nullptr);
+        else if (st == stage::v) a = in_input_layout(new_v, rank, nullptr);
+        else if (st == stage::present_key) a = array::from<T>({B, Hkv, Tk, Dk}, key.data());
+        else if (st == stage::present_value) a = array::from<T>({B, Hkv, Tk, value.shape(3)}, value.data());
+        else if (st == stage::lse) {
+            auto l4 = std::make_shared<tensor4<T>>(tensor4<T>::from_shape({B, Hq, Tq, 1}));
+            std::copy(r.lse.begin(), r.lse.end(), l4->begin());
+            if (o.average_heads) *l4 = mean_heads(*l4);
+            a = stage_array(*l4, o.average_heads ? std::min<std::size_t>(rank, 3) : rank, l4);
+            a.shape.pop_back();
+        } else if (st == stage::output) {
+            if (wo) {
+                const tensor3<T> merged = merge_heads(r.output);
+                tensor3<T> y = linear(merged, as_matrix<T>(*wo, "w_o"), as_vector<T>(in.find("b_o"), "b_o"), o.layout, "w_o");
+                shape_t shape{y.shape(0), y.shape(1), y.shape(2)};
+                if (rank == 2) shape.erase(shape.begin());
+                a = adopt(std::move(shape), std::move(y));
+            } else {
+                a = in_input_layout(r.output, rank, result);
+            }
+        } else {
+            const tensor4<T>& t = st == stage::qk       ? r.qk
+                                 : st == stage::scaled ? r.scaled
+                                 : st == stage::scores ? r.scores
+                                                       : r.weights;
+            if (o.average_heads) {
+                auto mean = std::make_shared<tensor4<T>>(mean_heads(t));
+                a = stage_array(*mean, std::min<std::size_t>(rank, 3), mean);
+            } else {
+                a = stage_array(t, rank, result);
+            }
+        }
+        doc.tensors.push_back({s, std::move(a)});
+    }
+
+    auto& meta = doc.meta;
+    meta["attn_version"] = ATTN_VERSION;
+    meta["dtype"] = std::string(dtype_name(dtype_of<T>()));
+    meta["scale"] = ao.scale;
+    meta["softcap"] = o.softcap;
+    meta["mask"] = masks_used;
+    if (o.causal) meta["causal_align"] = o.align == causal_align::top_left ? "top-left" : "bottom-right";
+    if (!m.lengths.empty()) meta["lengths"] = m.lengths;
+    if (o.pad_id) meta["pad_id"] = *o.pad_id;
+    if (o.mask_fill) meta["mask_fill"] = *o.mask_fill;
+    else meta["mask_fill"] = "-Infinity";
+    meta["masked_rows"] = o.rows == masked_rows::zero ? "zero" : "nan";
+    if (o.kernel == kernel_kind::reference) meta["kernel"] = "reference";
+    meta["heads"] = Hq;
+    meta["kv_heads"] = Hkv;
+    meta["past_length"] = past;
+    if (p.projected) meta["weight_layout"] = in.find("in_proj_weight") || o.layout == weight_layout::out_in ? "out-in" : "in-out";
+    meta["average_heads"] = o.average_heads;
+    if (o.posenc) {
+        meta["posenc"] = posenc_style_name(*o.posenc);
+        meta["posenc_base"] = o.posenc_base;
+    }
+    nlohmann::ordered_json shapes = nlohmann::ordered_json::object();
+    for (const auto& t : doc.tensors) shapes[t.name] = t.value.shape;
+    meta["shapes"] = shapes;
+    return doc;
+}
+
+}  // namespace
+}  // namespace pipeline
+
+const std::vector<std::string>& stage_names() {
+    static const std::vector<std::string> names = [] {
+        std::vector<std::string> all;
+        for (int s = 0; s <= static_cast<int>(pipeline::stage::stats); ++s)
+            all.push_back(pipeline::stage_name(static_cast<pipeline::stage>(s)));
+        return all;
+    }();
+    return names;
+}
+
+io::document compute(std::vector<named_array> inputs, const std::vector<std::string>& bundle_tokens,
+                     const pipeline_options& options) {
+    pipeline::input_set in(std::move(inputs));
+    dtype t = dtype::f8;
+    if (options.compute_type) {
+        t = *options.compute_type;
+    } else {
+        const array* src = in.find("q") ? in.find("q") : in.find("x");
+        if (src && (src->type == dtype::f4 || src->type == dtype::f2)) t = dtype::f4;
+    }
+    if (t == dtype::f4) return pipeline::run<float>(in, bundle_tokens, options);
+    return pipeline::run<double>(in, bundle_tokens, options);
+}
+
+}  // namespace attn

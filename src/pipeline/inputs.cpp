@@ -1,0 +1,164 @@
+// Inputs → Q, K, V (src/pipeline/inputs.hpp).
+#include "inputs.hpp"
+
+#include <cmath>
+
+#include "attn/core/posenc.hpp"
+#include "attn/core/projection.hpp"
+
+namespace attn::pipeline {
+
+namespace {
+
+/// Adds the sinusoidal encodings of positions first, first + 1, … to x (B, T, E) along
+/// the sequence axis, in double, rounding once to T (as X + PE in NumPy would).
+template <class T>
+void add_posenc(tensor3<T>& x, const pipeline_options& o, std::size_t first, const char* name) {
+    const std::size_t B = x.shape(0), Tn = x.shape(1), E = x.shape(2);
+    if (E % 2 != 0)
+        throw shape_error(name, "--posenc needs an even embedding width " + expected_got("an even E", num(E)));
+    const std::vector<double> pe = positional_encoding(Tn, E, *o.posenc, o.posenc_base, first);
+    for (std::size_t b = 0; b < B; ++b) {
+        T* row = x.data() + b * Tn * E;
+        for (std::size_t i = 0; i < Tn * E; ++i) row[i] = static_cast<T>(static_cast<double>(row[i]) + pe[i]);
+    }
+}
+
+}  // namespace
+
+template <class T>
+prepared<T> prepare_qkv(const input_set& in, const pipeline_options& o) {
+    prepared<T> p;
+    const array* qa = in.find("q");
+    const array* xa = in.find("x");
+    if (qa) {
+        if (o.posenc)
+            throw usage_error("--posenc", "adds to embeddings X, not to q, k, v " + expected_got("x", "q, k, v"));
+        const array* ka = in.find("k");
+        const array* va = in.find("v");
+        if (!ka || !va)
+            throw value_error("inputs", std::string("q needs k and v ") + expected_got("q, k, v", ka ? "q, k" : va ? "q, v" : "q"));
+        for (auto [a, n] : {std::pair{qa, "q"}, {ka, "k"}, {va, "v"}}) {
+            check_float(*a, n);
+            check_nonempty(a->shape, n);
+            if (a->rank() != qa->rank())
+                throw shape_error(n, "rank differs from q's " + expected_got(rank_text(qa->rank()), rank_text(a->rank())));
+        }
+        p.rank = qa->rank();
+        if (p.rank == 4) {
+            p.q = as_rank4<T>(*qa, "q");
+            p.k = as_rank4<T>(*ka, "k");
+            p.v = as_rank4<T>(*va, "v");
+            if (o.heads && o.heads != p.q.shape(1))
+                throw shape_error("--heads", "differs from q's head axis " + expected_got(num(p.q.shape(1)), num(o.heads)));
+            if (o.kv_heads && o.kv_heads != p.k.shape(1))
+                throw shape_error("--kv-heads", "differs from k's head axis " + expected_got(num(p.k.shape(1)), num(o.kv_heads)));
+            return p;
+        }
+        const std::size_t hq = o.heads ? o.heads : 1, hkv = o.kv_heads ? o.kv_heads : hq;
+        p.q = split_heads(as_batched<T>(*qa, "q"), hq, "q");
+        p.k = split_heads(as_batched<T>(*ka, "k"), hkv, "k");
+        p.v = split_heads(as_batched<T>(*va, "v"), hkv, "v");
+        return p;
+    }
+    if (!xa) throw value_error("inputs", "nothing to attend over " + expected_got("x, or q, k and v", "neither"));
+    const array* xkv = in.find("x_kv");
+    check_float(*xa, "x");
+    check_nonempty(xa->shape, "x");
+    p.rank = xa->rank();
+    if (o.posenc && p.rank != 2 && p.rank != 3)
+        throw shape_error("x", "--posenc needs X of rank 2 or 3 " + expected_got("(T, E) or (B, T, E)", shape_string(xa->shape)));
+    if (p.rank == 4 && !xkv && !in.find("w_q") && !in.find("in_proj_weight")) {
+        // A lone 4-D array is self-attention over (B, H, T, D): Q = K = V = X.
+        p.q = as_rank4<T>(*xa, "x");
+        p.k = p.v = p.q;
+        if (o.heads && o.heads != p.q.shape(1))
+            throw shape_error("--heads", "differs from x's head axis " + expected_got(num(p.q.shape(1)), num(o.heads)));
+        return p;
+    }
+    tensor3<T> x = as_batched<T>(*xa, "x");
+    if (o.posenc) {
+        // With a KV cache (self-attention), the new tokens follow the cached ones.
+        const array* pk = in.find("past_key");
+        add_posenc(x, o, !xkv && pk && pk->rank() == 4 ? pk->shape[2] : 0, "x");
+    }
+    tensor3<T> x_kv;
+    if (xkv) {
+        check_float(*xkv, "x_kv");
+        check_nonempty(xkv->shape, "x_kv");
+        if (xkv->rank() != xa->rank())
+            throw shape_error("x_kv", "rank differs from x's " + expected_got(rank_text(xa->rank()), rank_text(xkv->rank())));
+        x_kv = as_batched<T>(*xkv, "x_kv");
+        if (o.posenc) add_posenc(x_kv, o, 0, "x_kv");
+        if (x_kv.shape(0) != x.shape(0))
+            throw shape_error("x_kv", "batch size differs from x's " + expected_got(num(x.shape(0)), num(x_kv.shape(0))));
+    }
+    const tensor3<T>& src_kv = xkv ? x_kv : x;
+
+    std::optional<tensor2<T>> wq, wk, wv;
+    std::optional<tensor1<T>> bq, bk, bv;
+    if (const array* ipw = in.find("in_proj_weight")) {
+        // nn.MultiheadAttention's packed (3E, E) weight and (3E) bias: q, k, v in that order.
+        const tensor2<T> w = as_matrix<T>(*ipw, "in_proj_weight");
+        if (w.shape(0) % 3 != 0)
+            throw shape_error("in_proj_weight", "rows do not split in three " + expected_got("(3E, E)", shape_string({w.shape(0), w.shape(1)})));
+        const std::size_t e = w.shape(0) / 3;
+        for (std::size_t part = 0; part < 3; ++part) {
+            tensor2<T> slice = tensor2<T>::from_shape({e, w.shape(1)});
+            std::copy_n(w.data() + part * e * w.shape(1), e * w.shape(1), slice.data());
+            (part == 0 ? wq : part == 1 ? wk : wv) = std::move(slice);
+        }
+        if (auto b = as_vector<T>(in.find("in_proj_bias"), "in_proj_bias")) {
+            if (b->shape(0) != 3 * e)
+                throw shape_error("in_proj_bias", "wrong length " + expected_got(shape_string({3 * e}), shape_string({b->shape(0)})));
+            for (std::size_t part = 0; part < 3; ++part) {
+                tensor1<T> slice = tensor1<T>::from_shape({e});
+                std::copy_n(b->data() + part * e, e, slice.data());
+                (part == 0 ? bq : part == 1 ? bk : bv) = std::move(slice);
+            }
+        }
+        if (o.layout != weight_layout::out_in)
+            throw usage_error("--weight-layout", "in_proj_weight is always (3E, E) " + expected_got("out-in", "in-out"));
+    } else {
+        const array* w[3] = {in.find("w_q"), in.find("w_k"), in.find("w_v")};
+        const bool any = w[0] || w[1] || w[2];
+        if (any && !(w[0] && w[1] && w[2]))
+        {
+            std::string got;
+            for (int i = 0; i < 3; ++i)
+                if (w[i]) got += std::string(got.empty() ? "" : ", ") + (i == 0 ? "w_q" : i == 1 ? "w_k" : "w_v");
+            throw value_error("inputs", "projection weights come in threes " + expected_got("w_q, w_k, w_v", got));
+        }
+        if (any) {
+            wq = as_matrix<T>(*w[0], "w_q");
+            wk = as_matrix<T>(*w[1], "w_k");
+            wv = as_matrix<T>(*w[2], "w_v");
+            bq = as_vector<T>(in.find("b_q"), "b_q");
+            bk = as_vector<T>(in.find("b_k"), "b_k");
+            bv = as_vector<T>(in.find("b_v"), "b_v");
+        }
+    }
+    tensor3<T> q3, k3, v3;
+    if (wq) {
+        p.projected = true;
+        const weight_layout layout = in.find("in_proj_weight") ? weight_layout::out_in : o.layout;
+        q3 = linear(x, *wq, bq, layout, "w_q");
+        k3 = linear(src_kv, *wk, bk, layout, "w_k");
+        v3 = linear(src_kv, *wv, bv, layout, "w_v");
+    } else {
+        q3 = x;
+        k3 = src_kv;
+        v3 = src_kv;
+    }
+    const std::size_t hq = o.heads ? o.heads : 1, hkv = o.kv_heads ? o.kv_heads : hq;
+    p.q = split_heads(q3, hq, p.projected ? "w_q" : "x");
+    p.k = split_heads(k3, hkv, p.projected ? "w_k" : "x_kv");
+    p.v = split_heads(v3, hkv, p.projected ? "w_v" : "x_kv");
+    return p;
+}
+
+
+template prepared<float> prepare_qkv<float>(const input_set&, const pipeline_options&);
+template prepared<double> prepare_qkv<double>(const input_set&, const pipeline_options&);
+
+}  // namespace attn::pipeline

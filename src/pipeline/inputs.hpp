@@ -1,0 +1,114 @@
+#pragma once
+// Inputs of the pipeline (src/pipeline): the named arrays of a bundle → Q, K, V in
+// (B, H, T, D), through projections, head splits, positional encodings and GQA checks.
+// Internal to the pipeline; the entry point is include/attn/pipeline.hpp.
+
+#include <array>
+#include <cstdio>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attn/core/heads.hpp"
+#include "attn/error.hpp"
+#include "attn/pipeline.hpp"
+#include "attn/tensor.hpp"
+
+namespace attn::pipeline {
+
+using namespace attn::core;
+
+inline std::string num(std::size_t n) { return std::to_string(n); }
+
+inline std::string rank_text(std::size_t r) { return num(r) + "-D"; }
+
+inline std::string num(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return buf;
+}
+
+/// Looks up inputs by their DESIGN name. Owns them, so that arrays already converted
+/// to compute tensors can be released (peak memory for long sequences).
+class input_set {
+public:
+    explicit input_set(std::vector<named_array> arrays) : arrays_(std::move(arrays)) {}
+    const array* find(const std::string& name) const {
+        for (const auto& a : arrays_)
+            if (a.name == name) return &a.value;
+        return nullptr;
+    }
+    /// Frees the data of the named arrays (they stay findable, with their shapes).
+    void release(std::initializer_list<const char*> names) {
+        for (auto& a : arrays_)
+            for (const char* n : names)
+                if (a.name == n) a.value.data.clear();
+    }
+
+private:
+    std::vector<named_array> arrays_;
+};
+
+template <class T, std::size_t N>
+pooled_tensor<T, N> to_tensor(const array& a, const std::array<std::size_t, N>& shape) {
+    auto t = pooled_tensor<T, N>::from_shape(shape);
+    a.copy_to(t.data());
+    return t;
+}
+
+/// A tensor input of rank 2 (T, D) or 3 (B, T, D), as (B, T, D).
+template <class T>
+tensor3<T> as_batched(const array& a, const char* name) {
+    if (a.rank() == 2) return to_tensor<T, 3>(a, {1, a.shape[0], a.shape[1]});
+    if (a.rank() == 3) return to_tensor<T, 3>(a, {a.shape[0], a.shape[1], a.shape[2]});
+    throw shape_error(name, "wrong rank " + expected_got("(T, D) or (B, T, D)", shape_string(a.shape)));
+}
+
+template <class T>
+tensor4<T> as_rank4(const array& a, const char* name) {
+    if (a.rank() != 4) throw shape_error(name, "wrong rank " + expected_got("4-D", rank_text(a.rank())));
+    return to_tensor<T, 4>(a, {a.shape[0], a.shape[1], a.shape[2], a.shape[3]});
+}
+
+template <class T>
+tensor2<T> as_matrix(const array& a, const char* name) {
+    if (a.rank() != 2) throw shape_error(name, "wrong rank " + expected_got("2-D", rank_text(a.rank())));
+    return to_tensor<T, 2>(a, {a.shape[0], a.shape[1]});
+}
+
+template <class T>
+std::optional<tensor1<T>> as_vector(const array* a, const char* name) {
+    if (!a) return std::nullopt;
+    if (a->rank() != 1) throw shape_error(name, "wrong rank " + expected_got("1-D", rank_text(a->rank())));
+    return to_tensor<T, 1>(*a, {a->shape[0]});
+}
+
+inline void check_float(const array& a, const char* name) {
+    if (a.type == dtype::b1)
+        throw value_error(name, "wrong dtype " + expected_got("a number type", std::string(dtype_name(a.type))));
+}
+
+inline void check_nonempty(const shape_t& s, const char* name) {
+    for (auto d : s)
+        if (d == 0) throw shape_error(name, "empty axis " + expected_got("no zero-length axis", shape_string(s)));
+}
+
+/// Q, K, V in (B, H, T, D) with what is needed to put results back in the input's layout.
+template <class T>
+struct prepared {
+    tensor4<T> q, k, v;             // k, v: new keys only (before the past)
+    std::size_t rank = 3;           // rank of the query source (2, 3 or 4)
+    bool projected = false;
+};
+
+/// Q, K, V from the inputs: given directly (q, k, v: rank 2, 3 or 4) or projected from X
+/// (and X_kv) with w_q w_k w_v (+ biases) or in_proj_weight/in_proj_bias, heads split
+/// head-major, --posenc added to X first. Throws value_error / shape_error / usage_error.
+template <class T>
+prepared<T> prepare_qkv(const input_set& in, const pipeline_options& o);
+
+extern template prepared<float> prepare_qkv<float>(const input_set&, const pipeline_options&);
+extern template prepared<double> prepare_qkv<double>(const input_set&, const pipeline_options&);
+
+}  // namespace attn::pipeline

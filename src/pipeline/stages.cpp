@@ -1,0 +1,140 @@
+// Stages in the input's layout (src/pipeline/stages.hpp).
+#include "stages.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "attn/core/heads.hpp"
+#include "attn/core/stats.hpp"
+#include "attn/error.hpp"
+
+namespace attn::pipeline {
+
+namespace {
+
+const std::vector<std::pair<stage, std::string>>& stage_table() {
+    static const std::vector<std::pair<stage, std::string>> table{
+        {stage::q, "q"},           {stage::k, "k"},         {stage::v, "v"},
+        {stage::qk, "qk"},         {stage::scaled, "scaled"}, {stage::scores, "scores"},
+        {stage::weights, "weights"}, {stage::output, "output"}, {stage::lse, "lse"},
+        {stage::present_key, "present_key"}, {stage::present_value, "present_value"}, {stage::stats, "stats"}};
+    return table;
+}
+
+/// A 0-d or rank-n int64 array from C-order values.
+array int64_array(shape_t shape, const std::vector<std::int64_t>& v) {
+    array a;
+    a.type = dtype::i8;
+    a.shape = std::move(shape);
+    a.data.resize(v.size() * sizeof(std::int64_t));
+    if (!v.empty()) std::memcpy(a.data.data(), v.data(), a.data.size());
+    return a;
+}
+
+}  // namespace
+
+const std::string& stage_name(stage s) {
+    for (const auto& [st, name] : stage_table())
+        if (st == s) return name;
+    throw std::logic_error("stage_name: not a stage");
+}
+
+stage parse_stage(const std::string& name) {
+    for (const auto& [st, n] : stage_table())
+        if (n == name) return st;
+    throw usage_error("--dump", "unknown stage '" + name +
+                                    "' (expected q, k, v, qk, scaled, scores, weights, output, lse, present_key, "
+                                    "present_value or stats)");
+}
+
+/// Mean over the head axis: (B, H, R, C) → (B, 1, R, C).
+template <class T>
+tensor4<T> mean_heads(const tensor4<T>& t) {
+    const std::size_t B = t.shape(0), H = t.shape(1), R = t.shape(2), C = t.shape(3);
+    tensor4<T> out = tensor4<T>::from_shape({B, 1, R, C});
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t i = 0; i < R * C; ++i) {
+            T s = 0;
+            for (std::size_t h = 0; h < H; ++h) s += t.data()[(b * H + h) * R * C + i];
+            out.data()[b * R * C + i] = s / static_cast<T>(H);
+        }
+    return out;
+}
+
+/// Shape of a (B, H, R, C) stage in the input's layout (DESIGN §2): the head axis is
+/// dropped when there is one head and the input had no head axis, and the batch axis
+/// when the input had none (rank 2: (H, R, C) as PyTorch's unbatched MHA gives).
+shape_t layout_shape(const shape_t& full, std::size_t input_rank) {
+    shape_t s = full;
+    if (s[1] == 1 && input_rank < 4) s.erase(s.begin() + 1);
+    if (input_rank == 2) s.erase(s.begin());
+    return s;
+}
+
+/// (B, H, T, D) in the input's layout: 4-D as is; rank 3 → (B, T, H·D); rank 2 → (T, H·D).
+/// `owner` keeps `t` alive; a 4-D result views it, the others are merged copies.
+template <class T>
+array in_input_layout(const tensor4<T>& t, std::size_t input_rank, std::shared_ptr<const void> owner) {
+    if (input_rank == 4) {
+        shape_t s{t.shape(0), t.shape(1), t.shape(2), t.shape(3)};
+        return owner ? view_of(std::move(s), std::move(owner), t) : array::from<T>(std::move(s), t.data());
+    }
+    tensor3<T> m = merge_heads(t);
+    shape_t s{m.shape(0), m.shape(1), m.shape(2)};
+    if (input_rank == 2) s.erase(s.begin());
+    return adopt(std::move(s), std::move(m));
+}
+
+/// A Tq×Tk (or lse) stage in the input's leading axes, viewing `t` (kept by `owner`).
+template <class T>
+array stage_array(const tensor4<T>& t, std::size_t input_rank, std::shared_ptr<const void> owner) {
+    return view_of(layout_shape({t.shape(0), t.shape(1), t.shape(2), t.shape(3)}, input_rank), std::move(owner), t);
+}
+
+/// The `stats` stage as tensors "stats.dk", "stats.var_q", … (stats.hpp): the variances
+/// 0-d, the row statistics shaped like lse (the Tq×Tk stage shape without the key
+/// axis). With --average-heads the row statistics describe the head-averaged weights
+/// (the weights that are dumped); the variances always cover every head.
+/// dk and argmax are int64, the rest in the compute dtype.
+template <class T>
+void append_stats(io::document& doc, const tensor4<T>& q, const tensor4<T>& k, const attention_result<T>& r,
+                  std::size_t rank, bool average_heads) {
+    const tensor4<T> averaged = average_heads ? mean_heads(r.weights) : tensor4<T>();
+    const tensor4<T>& w = average_heads ? averaged : r.weights;
+    const std::size_t B = w.shape(0), H = w.shape(1), Tq = w.shape(2), Tk = w.shape(3);
+    const attention_stats st = compute_stats<T>(q.shape(3), q.data(), q.size(), k.data(), k.size(), r.qk.data(),
+                                                r.scaled.data(), r.qk.size(), w.data(), B * H * Tq, Tk);
+    shape_t rows = layout_shape({B, H, Tq, 1}, average_heads ? std::min<std::size_t>(rank, 3) : rank);
+    rows.pop_back();
+    const auto scalar = [](double v) {
+        const T x = static_cast<T>(v);
+        return array::from<T>({}, &x);
+    };
+    const auto per_row = [&](const std::vector<double>& v) {
+        const std::vector<T> x(v.begin(), v.end());
+        return array::from<T>(rows, x.data());
+    };
+    doc.tensors.push_back({"stats.dk", int64_array({}, {static_cast<std::int64_t>(st.dk)})});
+    doc.tensors.push_back({"stats.var_q", scalar(st.var_q)});
+    doc.tensors.push_back({"stats.var_k", scalar(st.var_k)});
+    doc.tensors.push_back({"stats.var_qk", scalar(st.var_qk)});
+    doc.tensors.push_back({"stats.var_scaled", scalar(st.var_scaled)});
+    doc.tensors.push_back({"stats.entropy", per_row(st.rows.entropy)});
+    doc.tensors.push_back({"stats.max_weight", per_row(st.rows.max_weight)});
+    doc.tensors.push_back({"stats.argmax", int64_array(rows, st.rows.argmax)});
+    doc.tensors.push_back({"stats.row_sum", per_row(st.rows.row_sum)});
+}
+
+
+template tensor4<float> mean_heads(const tensor4<float>&);
+template tensor4<double> mean_heads(const tensor4<double>&);
+template array in_input_layout(const tensor4<float>&, std::size_t, std::shared_ptr<const void>);
+template array in_input_layout(const tensor4<double>&, std::size_t, std::shared_ptr<const void>);
+template array stage_array(const tensor4<float>&, std::size_t, std::shared_ptr<const void>);
+template array stage_array(const tensor4<double>&, std::size_t, std::shared_ptr<const void>);
+template void append_stats(io::document&, const tensor4<float>&, const tensor4<float>&, const attention_result<float>&,
+                           std::size_t, bool);
+template void append_stats(io::document&, const tensor4<double>&, const tensor4<double>&,
+                           const attention_result<double>&, std::size_t, bool);
+
+}  // namespace attn::pipeline

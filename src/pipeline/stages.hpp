@@ -1,0 +1,68 @@
+#pragma once
+// The stages of the pipeline (src/pipeline): the stage names, and each stage's tensor in
+// the input's layout (DESIGN §2 "Tensor shapes"), viewing the kernel's result where it can.
+// Internal to the pipeline; the entry point is include/attn/pipeline.hpp.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attn/core/attention.hpp"
+#include "attn/io/document.hpp"
+#include "attn/tensor.hpp"
+
+namespace attn::pipeline {
+
+using namespace attn::core;
+
+/// The stages `--dump` accepts, in pipeline order; their names are stage_names().
+enum class stage { q, k, v, qk, scaled, scores, weights, output, lse, present_key, present_value, stats };
+
+/// The name of a stage ("present_key"), as --dump and the documents spell it.
+const std::string& stage_name(stage s);
+
+/// The stage called `name`. Throws usage_error("--dump", "unknown stage '…' (expected …)").
+stage parse_stage(const std::string& name);
+
+/// Mean over the head axis: (B, H, R, C) → (B, 1, R, C).
+template <class T>
+tensor4<T> mean_heads(const tensor4<T>& t);
+
+/// Shape of a (B, H, R, C) stage in the input's layout (DESIGN §2): the head axis is
+/// dropped when there is one head and the input had no head axis, and the batch axis
+/// when the input had none (rank 2: (H, R, C) as PyTorch's unbatched MHA gives).
+shape_t layout_shape(const shape_t& full, std::size_t input_rank);
+
+/// An array viewing `t`'s elements in place (no copy); `owner` keeps them alive.
+template <class Tensor>
+array view_of(shape_t shape, std::shared_ptr<const void> owner, const Tensor& t) {
+    return array::view(std::move(shape), std::move(owner), t.data());
+}
+
+/// A temporary tensor moved into shared ownership, as an array (no copy).
+template <class Tensor>
+array adopt(shape_t shape, Tensor&& t) {
+    auto owned = std::make_shared<std::decay_t<Tensor>>(std::forward<Tensor>(t));
+    const auto* values = owned->data();
+    return array::view(std::move(shape), std::move(owned), values);
+}
+
+/// (B, H, T, D) in the input's layout: 4-D as is; rank 3 → (B, T, H·D); rank 2 → (T, H·D).
+/// `owner` keeps `t` alive; a 4-D result views it, the others are merged copies.
+template <class T>
+array in_input_layout(const tensor4<T>& t, std::size_t input_rank, std::shared_ptr<const void> owner);
+
+/// A Tq×Tk (or lse) stage in the input's leading axes, viewing `t` (kept by `owner`).
+template <class T>
+array stage_array(const tensor4<T>& t, std::size_t input_rank, std::shared_ptr<const void> owner);
+
+/// The `stats` stage as tensors "stats.dk", "stats.var_q", … (stats.hpp): the variances
+/// 0-d, the row statistics shaped like lse (the Tq×Tk stage shape without the key
+/// axis). With --average-heads the row statistics describe the head-averaged weights
+/// (the weights that are dumped); the variances always cover every head.
+/// dk and argmax are int64, the rest in the compute dtype.
+template <class T>
+void append_stats(io::document& doc, const tensor4<T>& q, const tensor4<T>& k, const attention_result<T>& r,
+                  std::size_t rank, bool average_heads);
+
+}  // namespace attn::pipeline
