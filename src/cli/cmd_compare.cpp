@@ -7,6 +7,7 @@
 
 #include "attn/core/compare.hpp"
 #include "attn/error.hpp"
+#include "attn/text.hpp"
 #include "attn/io/input.hpp"
 #include "attn/io/listing.hpp"
 #include "attn/io/npy.hpp"
@@ -47,12 +48,6 @@ bool is_npy_file(const std::string& path) {
     return in.gcount() == sizeof head && io::is_npy(std::string_view(head, sizeof head));
 }
 
-std::string lower(std::string s) {
-    for (auto& ch : s)
-        if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
-    return s;
-}
-
 /// The array a spec names. --name applies to specs without ":NAME" other than a lone
 /// .npy. Dotted names ("out.json:stats.var_qk") are members of attn's nested JSON
 /// objects, which load_array's reader does not open: io::list_arrays does.
@@ -72,11 +67,7 @@ array load(const std::string& spec, const std::string& name) {
     }
 }
 
-std::string number(double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.6g", v);
-    return buf;
-}
+std::string number(double v) { return general_number(v); }
 
 std::string index_text(const shape_t& index) {
     std::string s = "(";

@@ -11,6 +11,7 @@
 
 #include "attn/core/summary.hpp"
 #include "attn/error.hpp"
+#include "attn/text.hpp"
 #include "attn/io/listing.hpp"
 #include "commands.hpp"
 #include "pipeline_options.hpp"
@@ -26,9 +27,7 @@ struct inspect_cli {
 
 std::string number_text(double v) {
     if (std::isnan(v)) return "-";
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.6g", v);
-    return buf;
+    return general_number(v);
 }
 
 /// Left-aligned text columns, numbers right-aligned, two spaces apart.

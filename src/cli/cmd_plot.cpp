@@ -9,6 +9,7 @@
 
 #include "attn/pipeline.hpp"
 #include "attn/error.hpp"
+#include "attn/text.hpp"
 #include "attn/io/input.hpp"
 #include "attn/io/json.hpp"
 #include "attn/io/npy.hpp"
@@ -47,12 +48,6 @@ bool is_output_stage(const std::string& name) {
 bool is_stage(const std::string& name) {
     const auto& all = attn::stage_names();
     return std::find(all.begin(), all.end(), name) != all.end();
-}
-
-std::string lower(std::string s) {
-    for (auto& c : s)
-        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    return s;
 }
 
 /// The "meta" object of a JSON text that has one at top level, else null. Arrays at the

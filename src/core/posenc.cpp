@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "attn/error.hpp"
+#include "attn/text.hpp"
 
 namespace attn::core {
 
@@ -23,9 +24,7 @@ std::vector<double> positional_encoding(std::size_t length, std::size_t dim, pos
         throw value_error("posenc", "the model width must be even and positive " +
                                         expected_got("an even D", std::to_string(dim)));
     if (!(base > 0) || !std::isfinite(base)) {
-        char got[32];
-        std::snprintf(got, sizeof got, "%g", base);
-        throw value_error("posenc", "the base must be a finite number > 0 " + expected_got("> 0", got));
+        throw value_error("posenc", "the base must be a finite number > 0 " + expected_got("> 0", general_number(base)));
     }
     const std::size_t half = dim / 2;
     // p / base^(2i/D) exactly as the paper writes it (a division, not p·base^(−2i/D)).

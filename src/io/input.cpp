@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "attn/error.hpp"
+#include "attn/text.hpp"
 #include "attn/io/json.hpp"
 #include "attn/io/limits.hpp"
 #include "attn/io/npy.hpp"
@@ -36,12 +37,6 @@ bool is_attn_name(const std::string& name) {
 
 namespace {
 
-
-std::string lower(std::string s) {
-    for (auto& c : s)
-        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    return s;
-}
 
 std::string display_name(const std::string& path) { return path == "-" ? "<stdin>" : path; }
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attn/error.hpp"
+#include "attn/text.hpp"
 #include "attn/io/json.hpp"
 #include "attn/io/limits.hpp"
 
@@ -17,12 +18,6 @@ namespace {
 using json = nlohmann::ordered_json;
 
 constexpr std::size_t max_rank = 4;
-
-std::string lower(std::string s) {
-    for (auto& c : s)
-        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    return s;
-}
 
 /// A JSON value as named in messages: "a number", "null", "an object", "a list of 2
 /// elements", or a string as written (shortened).

@@ -13,6 +13,7 @@
 #include <cairo.h>
 
 #include "attn/error.hpp"
+#include "attn/text.hpp"
 #include "attn/io/output.hpp"
 
 namespace attn::io {
@@ -35,17 +36,7 @@ constexpr int swatch = 14;       // the "masked" legend square
 // Rasterised matrices above this many cells per panel: SVG/PDF rectangles would be huge.
 constexpr std::size_t max_vector_cells = 128 * 128;
 
-std::string lower(std::string s) {
-    for (auto& c : s)
-        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    return s;
-}
-
-std::string number_text(double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.4g", v);
-    return buf;
-}
+std::string number_text(double v) { return general_number(v, 4); }
 
 std::string range_text(std::size_t n) { return n <= 1 ? "0" : "0 to " + std::to_string(n - 1); }
 

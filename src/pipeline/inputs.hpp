@@ -12,6 +12,7 @@
 
 #include "attn/core/heads.hpp"
 #include "attn/error.hpp"
+#include "attn/text.hpp"
 #include "attn/pipeline.hpp"
 #include "attn/tensor.hpp"
 
@@ -23,11 +24,7 @@ inline std::string num(std::size_t n) { return std::to_string(n); }
 
 inline std::string rank_text(std::size_t r) { return num(r) + "-D"; }
 
-inline std::string num(double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%g", v);
-    return buf;
-}
+inline std::string num(double v) { return general_number(v); }
 
 /// Looks up inputs by their DESIGN name. Owns them, so that arrays already converted
 /// to compute tensors can be released (peak memory for long sequences).
