@@ -5,6 +5,7 @@
 
 #include "attn/core/generate.hpp"
 #include "attn/error.hpp"
+#include "attn/io/writers.hpp"
 #include "attn/io/json.hpp"
 #include "attn/io/npy.hpp"
 #include "attn/io/npz.hpp"
@@ -27,11 +28,13 @@ struct generate_cli {
 std::string output_format(const generate_cli& c) {
     if (!c.format.empty()) return c.format;
     if (is_stdout(c.output)) return "json";
+    if (const auto f = io::format_from_path(c.output)) {
+        if (*f == io::format::npz) return "npz";
+        if (*f == io::format::npy) return "npy";
+        if (*f == io::format::json) return "json";
+    }
     const std::size_t dot = c.output.rfind('.');
     const std::string ext = dot == std::string::npos || c.output.find('/', dot) != std::string::npos ? "" : c.output.substr(dot);
-    if (ext == ".npz") return "npz";
-    if (ext == ".npy") return "npy";
-    if (ext == ".json") return "json";
     throw usage_error("-o", "cannot tell the format from the extension " +
                                 expected_got(".npz, .npy, .json or --format", ext.empty() ? "none" : "'" + ext + "'"));
 }

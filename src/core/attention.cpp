@@ -70,6 +70,8 @@ template <class T>
 void materialise_block(const block_job<T>& job, const dims& d, const mask<T>& m, const attention_options& o,
                        attention_result<T>& r, bool full_rows) {
     constexpr std::size_t chunk_rows = 64;
+    // chunk_end holds one entry per chunk of a block of at most materialise_rows rows.
+    static_assert(materialise_rows % chunk_rows == 0, "a block must split into whole chunks");
     const std::size_t chunks = (job.nb + chunk_rows - 1) / chunk_rows;
     std::array<std::size_t, materialise_rows / chunk_rows> chunk_end{};  // keys computed for chunk c's rows
     for (std::size_t c = 0; c < chunks; ++c)
