@@ -215,6 +215,17 @@ void stream_block(const block_job<T>& job, const dims& d, const mask<T>& m, cons
 
 }  // namespace
 
+// One level of parallelism (docs/toolchain.md §4): BLAS runs single-threaded inside the
+// kernel's OpenMP tasks. Set once, when the program starts, not in each call. OpenBLAS's
+// OpenMP build implements openblas_set_num_threads(1) as omp_set_num_threads(1), so the
+// process's OpenMP setting is put back at once (the text writers keep their threads).
+[[maybe_unused]] const bool single_threaded_blas = [] {
+    const int process_threads = omp_get_max_threads();
+    openblas_set_num_threads(1);
+    omp_set_num_threads(process_threads);
+    return true;
+}();
+
 template <class T>
 attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const tensor4<T>& v, const mask<T>& m,
                               const attention_options& o) {
@@ -252,11 +263,6 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
         int n;
         ~restore_threads() { omp_set_num_threads(n); }
     } restore{caller_threads};
-    // One level of parallelism (docs/toolchain.md §4). Set once: each call nudges
-    // OpenBLAS's own thread pool. Inside an active parallel region the OpenMP build
-    // runs GEMMs single-threaded by itself.
-    static const bool single_threaded_blas = (openblas_set_num_threads(1), true);
-    (void)single_threaded_blas;
     // Waking a second thread costs more than a few MFLOP of work: small problems run
     // on fewer threads (each gets at least ~64 MFLOP, about a millisecond), and never more than tasks.
     const double work = 4.0 * static_cast<double>(B * Hq * Tq) * static_cast<double>(Tk) * std::max(Dk, Dv);
