@@ -1,6 +1,9 @@
 #include <csignal>
 #include <signal.h>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <thread>
 #include <exception>
 #include <iostream>
 #include <new>
@@ -62,10 +65,22 @@ void install_signal_handlers() {
 #endif
 }
 
+/// Test-only: with ATTN_TEST_PAUSE_BEFORE_COMMIT_MS=N in the environment, every output
+/// file waits N ms with its complete temporary in place before the rename, so that
+/// tests/test_cli_signals.cpp can interrupt a run at a known point. Not for users.
+void install_test_hooks() {
+    static long pause_ms = 0;
+    if (const char* ms = std::getenv("ATTN_TEST_PAUSE_BEFORE_COMMIT_MS")) {
+        pause_ms = std::atol(ms);
+        io::set_before_commit_hook([] { std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms)); });
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     install_signal_handlers();
+    install_test_hooks();
 
     CLI::App app{"attn: scaled dot-product attention with every stage dumped (scores, weights, output) "
                  "as JSON, CSV or NumPy files.",

@@ -3,7 +3,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <thread>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -153,13 +152,7 @@ int create_temporary(const std::string& path, std::string& temp, int& slot) {
     return -1;
 }
 
-/// Test-only hook: with ATTN_TEST_PAUSE_BEFORE_COMMIT_MS=N in the environment, commit()
-/// waits N milliseconds with the complete temporary file in place, so that tests can
-/// interrupt a run at a known point (tests/test_cli_signals.cpp). Not for users.
-void pause_for_tests() {
-    if (const char* ms = std::getenv("ATTN_TEST_PAUSE_BEFORE_COMMIT_MS"))
-        std::this_thread::sleep_for(std::chrono::milliseconds(std::atol(ms)));
-}
+std::atomic<void (*)()> before_commit_hook{nullptr};
 
 /// rename(temp, path), except that an existing regular file is swapped out with
 /// renameat2(RENAME_EXCHANGE) and then unlinked. ext4 (auto_da_alloc) answers a rename
@@ -241,6 +234,8 @@ void stop_and_remove_temporaries() noexcept {
 
 bool stop_requested() noexcept { return stopping.load(std::memory_order_relaxed); }
 
+void set_before_commit_hook(void (*hook)()) noexcept { before_commit_hook.store(hook); }
+
 atomic_file::atomic_file(std::string path) : path_(std::move(path)), out_(nullptr) {
     if (path_.empty()) throw io_error(path_, "cannot write file (empty path)");
     int fd = -1;
@@ -301,7 +296,8 @@ void atomic_file::commit() {
         }
         return;
     }
-    if (ok) pause_for_tests();
+    if (ok)
+        if (const auto hook = before_commit_hook.load()) hook();
     if (ok) {
         err = replace_file(temp_, target_);
         ok = err == 0;

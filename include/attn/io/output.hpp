@@ -40,10 +40,8 @@ public:
     std::ostream& stream() { return out_; }
 
     /// Flushes, closes and renames the temporary file onto the destination (in place:
-    /// flushes and closes).
+    /// flushes and closes); the hook of set_before_commit_hook runs just before the rename.
     /// Throws io_error (e.g. disk full), after which the temporary file is removed.
-    /// Test-only hook: ATTN_TEST_PAUSE_BEFORE_COMMIT_MS=N in the environment makes it wait
-    /// N ms before the rename, so tests can interrupt a run at a known point.
     void commit();
 
 private:
@@ -70,5 +68,11 @@ void stop_and_remove_temporaries() noexcept;
 
 /// True once stop_and_remove_temporaries() has run: batch workers stop taking jobs.
 bool stop_requested() noexcept;
+
+/// A function every atomic_file::commit() calls with the complete temporary in place,
+/// just before the rename (nullptr: none, the default). The attn binary installs one
+/// only for its tests (ATTN_TEST_PAUSE_BEFORE_COMMIT_MS, src/cli/app.cpp), so that they
+/// can interrupt a run at a known point.
+void set_before_commit_hook(void (*hook)()) noexcept;
 
 }  // namespace attn::io
