@@ -7,10 +7,12 @@
 #include <limits>
 #include <numeric>
 #include <string>
+#include <thread>
 
 #include <omp.h>
 
 #include "attn/core/attention.hpp"
+#include "attn/threads.hpp"
 #include "attn/error.hpp"
 #include "reference.hpp"
 
@@ -363,4 +365,27 @@ TEST_CASE("attention leaves the process's OpenMP thread count as it found it") {
     (void)attention(p.q, p.k, p.v, m, o);
     CHECK(omp_get_max_threads() == 2);
     omp_set_num_threads(before);
+}
+
+TEST_CASE("thread policy: a thread's budget is its own, 1 inside a parallel region, OpenMP's by default") {
+    const int process = omp_get_max_threads();
+    CHECK(attn::thread_budget() == process);
+    int in_worker = 0, in_region = 0;
+    std::thread worker([&] {
+        attn::set_thread_budget(1);
+        in_worker = attn::thread_budget();
+    });
+    worker.join();
+    CHECK(in_worker == 1);
+    CHECK(attn::thread_budget() == process);  // the worker's setting stayed its own
+#pragma omp parallel num_threads(2)
+    {
+#pragma omp single
+        in_region = attn::thread_budget();
+    }
+    CHECK(in_region == 1);
+    attn::set_thread_budget(3);
+    CHECK(attn::thread_budget() == 3);
+    attn::set_thread_budget(0);
+    CHECK(attn::thread_budget() == process);
 }

@@ -15,6 +15,7 @@
 
 #include "attn/error.hpp"
 #include "attn/io/output.hpp"
+#include "attn/threads.hpp"
 #include "commands.hpp"
 #include "compute_options.hpp"
 
@@ -192,6 +193,9 @@ int run_batch(const std::vector<batch_job>& jobs, const batch_output& out, int w
     const bool progress = isatty(STDERR_FILENO);
 
     const auto work = [&] {
+        // One level of parallelism, over inputs: each job's kernel and writer run on
+        // this worker's thread alone (attn/threads.hpp).
+        set_thread_budget(1);
         // After a terminating signal the handler is removing temporaries and exiting:
         // no worker takes another job.
         for (std::size_t i; !io::stop_requested() && (i = next.fetch_add(1)) < n;) {

@@ -1,4 +1,5 @@
 #include "attn/core/attention.hpp"
+#include "attn/threads.hpp"
 
 #include <algorithm>
 #include <array>
@@ -267,7 +268,8 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
     // on fewer threads (each gets at least ~64 MFLOP, about a millisecond), and never more than tasks.
     const double work = 4.0 * static_cast<double>(B * Hq * Tq) * static_cast<double>(Tk) * std::max(Dk, Dv);
     const long long useful = std::max(1LL, std::min(tasks, static_cast<long long>(work / 64e6)));
-    const int threads = static_cast<int>(std::min<long long>(o.threads > 0 ? o.threads : caller_threads, useful));
+    const int budget = o.threads > 0 ? o.threads : thread_budget();  // attn/threads.hpp
+    const int threads = static_cast<int>(std::min<long long>(budget, useful));
     // A one-thread region is inactive, so the OpenMP build would fork its own team for
     // every small GEMM (T=128: 1 ms became 40 ms): the setting is one for such a call.
     if (threads == 1) omp_set_num_threads(1);

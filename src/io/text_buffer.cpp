@@ -1,5 +1,7 @@
 #include "text_buffer.hpp"
 
+#include "attn/threads.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -212,12 +214,9 @@ void emit_rows(text_buffer& out, std::size_t rows, std::size_t row_cost, const r
     const std::size_t block_rows = std::max<std::size_t>(1, block_elements / cost);
     const std::size_t blocks = (rows + block_rows - 1) / block_rows;
 
-    // The thread count follows OpenMP's settings (OMP_NUM_THREADS, omp_set_num_threads)
-    // so that `-j` and nested parallel regions are respected.
-    int threads = 1;
-#ifdef _OPENMP
-    if (!omp_in_parallel()) threads = omp_get_max_threads();
-#endif
+    // The one thread policy (attn/threads.hpp): OpenMP's setting, 1 inside a parallel
+    // region, and whatever a batch worker set for itself (1).
+    const int threads = thread_budget();
     if (threads < 2 || blocks < 2 || rows * cost < parallel_min || cost > max_row_cost) {
         emit(out, 0, rows);
         return;
