@@ -21,40 +21,40 @@ bool aligned(const void* p, std::size_t a) { return reinterpret_cast<std::uintpt
 TEST_CASE("a freed large block is reused by the next allocation of a similar size") {
     pool_release();
     REQUIRE(pool_cached_bytes() == 0);
-    void* a = detail::pool_allocate(8 * MiB);
+    void* a = pool_allocate(8 * MiB);
     CHECK(aligned(a, 2 * MiB));
-    detail::pool_deallocate(a, 8 * MiB);
+    pool_deallocate(a, 8 * MiB);
     CHECK(pool_cached_bytes() == 8 * MiB);
-    void* b = detail::pool_allocate(8 * MiB - 100);  // same size once rounded to 2 MiB
+    void* b = pool_allocate(8 * MiB - 100);  // same size once rounded to 2 MiB
     CHECK(b == a);
     CHECK(pool_cached_bytes() == 0);
-    detail::pool_deallocate(b, 8 * MiB - 100);
+    pool_deallocate(b, 8 * MiB - 100);
     pool_release();
     CHECK(pool_cached_bytes() == 0);
 }
 
 TEST_CASE("a cached block is not handed out when too small or more than a quarter too large") {
     pool_release();
-    void* a = detail::pool_allocate(16 * MiB);
-    detail::pool_deallocate(a, 16 * MiB);
-    void* small = detail::pool_allocate(8 * MiB);  // 16 MiB would waste half
+    void* a = pool_allocate(16 * MiB);
+    pool_deallocate(a, 16 * MiB);
+    void* small = pool_allocate(8 * MiB);  // 16 MiB would waste half
     CHECK(small != a);
-    void* large = detail::pool_allocate(18 * MiB);  // does not fit
+    void* large = pool_allocate(18 * MiB);  // does not fit
     CHECK(large != a);
-    void* close = detail::pool_allocate(14 * MiB);  // wastes 2 of 16 MiB: reused
+    void* close = pool_allocate(14 * MiB);  // wastes 2 of 16 MiB: reused
     CHECK(close == a);
     CHECK(pool_cached_bytes() == 0);
     for (auto [p, n] : {std::pair{small, 8 * MiB}, std::pair{large, 18 * MiB}, std::pair{close, 14 * MiB}})
-        detail::pool_deallocate(p, n);
+        pool_deallocate(p, n);
     CHECK(pool_cached_bytes() == 40 * MiB);  // recorded at the sizes asked for
     pool_release();
 }
 
 TEST_CASE("small blocks go straight back to the system, malloc-aligned") {
     pool_release();
-    void* p = detail::pool_allocate(1000);
+    void* p = pool_allocate(1000);
     CHECK(aligned(p, alignof(std::max_align_t)));
-    detail::pool_deallocate(p, 1000);
+    pool_deallocate(p, 1000);
     CHECK(pool_cached_bytes() == 0);
 }
 
@@ -63,14 +63,14 @@ TEST_CASE("the cache never holds more than its limit, the oldest blocks leave fi
     const std::size_t limit = pool_cache_limit();
     REQUIRE(limit >= 16 * MiB);
     const std::size_t block = limit / 2 + 2 * MiB;  // two do not fit together
-    void* a = detail::pool_allocate(block);
-    void* b = detail::pool_allocate(block);
-    detail::pool_deallocate(a, block);
-    detail::pool_deallocate(b, block);  // evicts a
+    void* a = pool_allocate(block);
+    void* b = pool_allocate(block);
+    pool_deallocate(a, block);
+    pool_deallocate(b, block);  // evicts a
     CHECK(pool_cached_bytes() <= limit);
-    void* c = detail::pool_allocate(block);
+    void* c = pool_allocate(block);
     CHECK(c == b);
-    detail::pool_deallocate(c, block);
+    pool_deallocate(c, block);
     pool_release();
 }
 

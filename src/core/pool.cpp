@@ -67,7 +67,7 @@ void pool_release() {
     for (const cached_block& b : blocks) std::free(b.p);
 }
 
-namespace detail {
+// The allocator's two entry points (pool.hpp).
 
 void* pool_allocate(std::size_t bytes) {
     if (bytes < large_block) {
@@ -122,6 +122,6 @@ void pool_deallocate(void* p, std::size_t bytes) noexcept {
     }
 }
 
-}  // namespace detail
+
 
 }  // namespace attn::core

@@ -6,7 +6,7 @@
 
 #include <dragonbox/dragonbox.h>
 
-namespace attn::io::detail {
+namespace attn::io {
 
 namespace {
 
@@ -110,4 +110,4 @@ int shortest_impl(char* out, T v) {
 int format_shortest(char* out, float v) { return shortest_impl(out, v); }
 int format_shortest(char* out, double v) { return shortest_impl(out, v); }
 
-}  // namespace attn::io::detail
+}  // namespace attn::io

@@ -20,12 +20,11 @@ std::size_t pool_cached_bytes();
 /// Returns every cached block to the system.
 void pool_release();
 
-namespace detail {
-/// `bytes` of memory (malloc alignment; 2 MiB-aligned for large blocks). Throws std::bad_alloc.
+/// `bytes` of memory from the pool (malloc alignment; 2 MiB-aligned for large blocks):
+/// a cached freed block of a close size if there is one. Throws std::bad_alloc.
 void* pool_allocate(std::size_t bytes);
-/// Returns a block from pool_allocate of the same `bytes`.
+/// Returns a block from pool_allocate of the same `bytes` (kept for reuse when large).
 void pool_deallocate(void* p, std::size_t bytes) noexcept;
-}  // namespace detail
 
 /// Standard allocator over the pool, for xtensor containers (tensor2/3/4 in heads.hpp).
 template <class T>
@@ -34,8 +33,8 @@ struct pool_allocator {
     pool_allocator() noexcept = default;
     template <class U>
     pool_allocator(const pool_allocator<U>&) noexcept {}
-    T* allocate(std::size_t n) { return static_cast<T*>(detail::pool_allocate(n * sizeof(T))); }
-    void deallocate(T* p, std::size_t n) noexcept { detail::pool_deallocate(p, n * sizeof(T)); }
+    T* allocate(std::size_t n) { return static_cast<T*>(pool_allocate(n * sizeof(T))); }
+    void deallocate(T* p, std::size_t n) noexcept { pool_deallocate(p, n * sizeof(T)); }
     template <class U>
     bool operator==(const pool_allocator<U>&) const noexcept { return true; }
     template <class U>
