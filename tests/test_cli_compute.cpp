@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <limits>
+#include <map>
 #include <string>
 #include <sys/stat.h>
 
@@ -375,4 +377,51 @@ TEST_CASE("--kernel reference agrees with the fast kernel on every stage, NaN an
                 ++compared;
             }
     CHECK(compared >= 60);
+}
+
+TEST_CASE("np.savez(x=x, **mha.state_dict()): the state_dict names are read, out_proj included") {
+    // The torch fixtures store attn's names; the same arrays under nn.MultiheadAttention's
+    // state_dict names must give the same, expected output (not exit 0 without out_proj).
+    const std::map<std::string, std::string> rename{{"w_q", "q_proj_weight"}, {"w_k", "k_proj_weight"},
+                                                    {"w_v", "v_proj_weight"}, {"w_o", "out_proj.weight"},
+                                                    {"b_o", "out_proj.bias"}};
+    attn_test::scratch_dir dir;
+    for (const std::string name : {"causal_h4", "cross_kdim_h4"}) {
+        CAPTURE(name);
+        const std::string fixture = std::string(ATTN_SOURCE_DIR) + "/tests/fixtures/torch/" + name + ".npz";
+        auto arrays = attn::io::read_npz(slurp(fixture), fixture);
+        attn::array expected;
+        std::vector<attn::named_array> state_dict;
+        for (auto& a : arrays) {
+            if (a.name == "expected_output") expected = a.value;
+            if (a.name.rfind("expected_", 0) == 0) continue;
+            const auto it = rename.find(a.name);
+            state_dict.push_back({it == rename.end() ? a.name : it->second, std::move(a.value)});
+        }
+        const std::string in = dir.path + "/" + name + ".npz", out = dir.path + "/out.npy";
+        {
+            std::ofstream f(in, std::ios::binary);
+            attn::io::write_npz(f, state_dict);
+        }
+        const auto r = run_attn("compute '" + in + "' --heads 4 --dtype float64 --dump output -o '" + out + "'" +
+                                (name == "causal_h4" ? " --mask causal" : ""));
+        CHECK(r.code == 0);
+        CHECK(r.err.empty());
+        const auto c = attn_test::compare_arrays(attn::io::read_npy(slurp(out), out), expected, 1e-10, 0.0);
+        CHECK_MESSAGE(c.ok, c.summary);
+    }
+}
+
+TEST_CASE("an array attn does not use is named in one warning line, and the exit code stays") {
+    attn_test::scratch_dir dir;
+    const std::string in = dir.path + "/m.json";
+    attn_test::spit(in, R"({"q": [[1, 0], [0, 1]], "k": [[1, 0], [0, 1]], "v": [[1, 2], [3, 4]],
+                            "mask": [[true, false], [true, true]], "bias_k": [[0, 0]]})");
+    const auto r = run_attn("compute '" + in + "' --dump weights --compact");
+    CHECK(r.code == 0);
+    CHECK(r.err == "attn: warning: " + in + ": ignored arrays mask, bias_k (not an input name; see attn compute --help)\n");
+    CHECK(json::parse(r.out)["weights"][0][1] != 0);  // the mask was not applied: hence the warning
+    attn_test::spit(dir.path + "/dup.json", R"({"q": [[1]], "Q": [[2]]})");
+    const auto d = run_attn("compute '" + dir.path + "/dup.json'");
+    CHECK(d.code == 1);
 }

@@ -106,10 +106,23 @@ TEST_CASE("input: load_bundle recognises content, not names") {
         CHECK(names(load_bundle(dir.write("a.json", R"({"Key_Padding_Mask": [[true, false]]})"))) ==
               std::vector<std::string>{"key_padding_mask"});
     }
-    SUBCASE("several arrays keep their names, attn's or not") {
+    SUBCASE("of several arrays, those attn does not use are set aside by name") {
         const auto b = load_bundle(dir.write("a.npy", R"({"q": [[1]], "extra": [[2]], "tokens": "a"})"));
-        CHECK(names(b) == std::vector<std::string>{"q", "extra"});
+        CHECK(names(b) == std::vector<std::string>{"q"});
+        CHECK(b.ignored == std::vector<std::string>{"extra"});
         CHECK(b.tokens == std::vector<std::string>{"a"});
+    }
+    SUBCASE("nn.MultiheadAttention's state_dict names are attn's") {
+        const auto b = load_bundle(dir.write("sd.json", R"({"x": [[1, 2]], "in_proj_weight": [[1, 0], [0, 1],
+            [1, 0], [0, 1], [1, 0], [0, 1]], "out_proj.weight": [[1, 0], [0, 1]], "Out_Proj.Bias": [0, 0]})"));
+        CHECK(names(b) == std::vector<std::string>{"x", "in_proj_weight", "w_o", "b_o"});
+        CHECK(b.ignored.empty());
+    }
+    SUBCASE("two arrays of one name, ignoring case or through a state_dict name, are refused") {
+        CHECK_THROWS_WITH_AS(load_bundle(dir.write("d.json", R"({"w_o": [[1]], "out_proj.weight": [[2]]})")),
+                             ((dir.path / "d.json").string() + ": duplicate array name (expected each name once, ignoring case, got "
+                                         "'w_o' twice (as out_proj.weight))").c_str(),
+                             attn::format_error);
     }
     SUBCASE("stdin") {
         fake_stdin in("[[1, 2], [3, 4]]");

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
+#include <iostream>
 #include <sstream>
 
 #include "attn/error.hpp"
@@ -199,6 +200,14 @@ bool takes_file(const std::string& option) {
 io::bundle gather_inputs(const std::string& input, const pipeline_cli& c) {
     io::bundle b;
     if (!input.empty()) b = io::load_bundle(input);
+    // Never a silent wrong answer: an array the file holds that attn does not use (a
+    // mask under another name, bias_k of a state_dict) is named on stderr.
+    if (!b.ignored.empty()) {
+        std::string names;
+        for (const auto& n : b.ignored) names += (names.empty() ? "" : ", ") + n;
+        std::cerr << "attn: warning: " << (input == "-" ? "<stdin>" : input) << ": ignored arrays " << names
+                  << " (not an input name; see attn compute --help)\n";
+    }
     for (const auto& [name, spec] : c.tensor_files) {
         array a = io::load_array(spec);
         auto it = std::find_if(b.arrays.begin(), b.arrays.end(), [&wanted = name](const io::named_array& n) { return n.name == wanted; });

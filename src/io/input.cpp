@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -29,9 +30,22 @@ constexpr std::string_view attn_names[] = {
     "in_proj_bias", "attn_mask", "key_padding_mask", "lengths", "token_ids", "past_key", "past_value",
     "tokens"};
 
+/// nn.MultiheadAttention's state_dict names for the arrays attn calls otherwise
+/// (in_proj_weight and in_proj_bias are attn names as they are).
+constexpr std::pair<const char*, const char*> state_dict_names[] = {
+    {"q_proj_weight", "w_q"}, {"k_proj_weight", "w_k"}, {"v_proj_weight", "w_v"},
+    {"out_proj.weight", "w_o"}, {"out_proj.bias", "b_o"}};
+
+std::string canonical_name(const std::string& name) {
+    for (const auto& [alias, canonical] : state_dict_names)
+        if (name == alias) return canonical;
+    return name;
+}
+
 bool is_attn_name(const std::string& name) {
+    const std::string c = canonical_name(name);
     for (auto n : attn_names)
-        if (n == name) return true;
+        if (n == c) return true;
     return false;
 }
 
@@ -134,6 +148,18 @@ bundle read_bundle(const std::string& path, const member_filter& wanted = attn_m
     for (auto& a : b.arrays) a.name = lower(a.name);
     if (names && !is_zip(bytes))
         for (const auto& a : b.arrays) names->push_back(a.name);
+    // State_dict names become attn's; names that then repeat (an .npz member "Q" beside
+    // "q", or q_proj_weight beside w_q) are refused: NumPy would keep one, attn another.
+    for (std::size_t i = 0; i < b.arrays.size(); ++i) {
+        const std::string stored = b.arrays[i].name;
+        b.arrays[i].name = canonical_name(stored);
+        for (std::size_t j = 0; j < i; ++j)
+            if (b.arrays[j].name == b.arrays[i].name)
+                throw format_error(source, "duplicate array name " +
+                                               expected_got("each name once, ignoring case",
+                                                            "'" + b.arrays[i].name + "' twice" +
+                                                                (stored != b.arrays[i].name ? " (as " + stored + ")" : "")));
+    }
     return b;
 }
 
@@ -230,8 +256,16 @@ std::string read_file(const std::string& path) {
 }
 
 bundle load_bundle(const std::string& path) {
-    bundle b = read_bundle(path);
+    std::vector<std::string> names;
+    bundle b = read_bundle(path, attn_members, &names);
     apply_naming_rule(b);
+    // Everything else the file holds is set aside by name, for the caller to report.
+    const bool lone_x = names.size() == 1 && b.arrays.size() == 1 && b.arrays.front().name == "x";
+    for (const auto& n : names)
+        if (!lone_x && !is_attn_name(n)) b.ignored.push_back(n);
+    b.arrays.erase(std::remove_if(b.arrays.begin(), b.arrays.end(),
+                                  [](const named_array& a) { return !is_attn_name(a.name); }),
+                   b.arrays.end());
     return b;
 }
 

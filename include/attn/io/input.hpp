@@ -17,14 +17,21 @@ namespace attn::io {
 /// is not one of attn's names (e.g. np.savez's "arr_0") is given the name "x".
 struct bundle {
     std::vector<named_array> arrays;
-    std::vector<std::string> tokens;  ///< from a JSON "tokens" entry (list or string)
+    std::vector<std::string> tokens;   ///< from a JSON "tokens" entry (list or string)
+    std::vector<std::string> ignored;  ///< names (lower case) of arrays the file holds that attn does not use
 
     /// The array called `name` (case-insensitive), or nullptr.
     const array* find(const std::string& name) const;
 };
 
-/// True for the array names attn looks for in a bundle (DESIGN §2), lower case.
+/// True for the array names attn looks for in a bundle (DESIGN §2), lower case, and for
+/// nn.MultiheadAttention's state_dict names of the same arrays: q_proj_weight,
+/// k_proj_weight, v_proj_weight (→ w_q, w_k, w_v), out_proj.weight, out_proj.bias
+/// (→ w_o, b_o); in_proj_weight and in_proj_bias are attn names too.
 bool is_attn_name(const std::string& name);
+
+/// The attn name of a state_dict name ("out_proj.weight" → "w_o"); others unchanged.
+std::string canonical_name(const std::string& name);
 
 /// Reads a whole file, or all of stdin for "-". Throws io_error naming the path, or
 /// limit_error (a value_error) for a file larger than max_array_bytes() + file_overhead_bytes
@@ -45,8 +52,10 @@ void check_json_start(std::string_view bytes, const std::string& source);
 
 /// Loads a file of any kind attn reads, recognised by its first bytes:
 /// "\x93NUMPY" → .npy, "PK" → .npz, otherwise JSON (see io/json.hpp) if it starts like
-/// JSON (check_json_start). Throws io_error / format_error / value_error with the path
-/// as source.
+/// JSON (check_json_start). State_dict names become attn's; arrays under other names are
+/// not kept (nor, in an .npz, read) and are listed in bundle::ignored — unless the file
+/// holds a single array, which is X. Throws io_error / format_error / value_error with
+/// the path as source, format_error for two arrays of one name (ignoring case).
 bundle load_bundle(const std::string& path);
 
 /// Loads one array from "FILE" or "FILE:NAME" (a member of an .npz or JSON object).
