@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -424,4 +425,47 @@ TEST_CASE("an array attn does not use is named in one warning line, and the exit
     attn_test::spit(dir.path + "/dup.json", R"({"q": [[1]], "Q": [[2]]})");
     const auto d = run_attn("compute '" + dir.path + "/dup.json'");
     CHECK(d.code == 1);
+}
+
+TEST_CASE("contradictions and non-finite option values are usage errors, and nothing is written") {
+    attn_test::scratch_dir dir;
+    const std::string o = dir.path + "/out";
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"--scale nan", "--scale: not a finite number (expected a finite number, got nan)"},
+        {"--scale inf", "--scale: not a finite number (expected a finite number, got inf)"},
+        {"--softcap -inf", "--softcap: not a finite number (expected a finite number, got -inf)"},
+        {"--posenc-base inf", "--posenc-base: not a finite number (expected a finite number, got inf)"},
+        {"--mask causal --mask none", "--mask: none contradicts the other masks (expected none alone, got causal,none)"},
+        {"--mask none --causal", "--mask: none contradicts the other masks (expected none alone, got none and --causal)"},
+        {"--mask none --lengths 2",
+         "--mask: none contradicts the padding sources given (expected no lengths, key_padding_mask or --pad-id, got "
+         "some)"},
+        {"-o '" + o + ".npz' --format csv",
+         "--format: csv contradicts -o's extension (expected a format that fits .npz, got csv)"},
+        {"-o '" + o + ".xlsx'",
+         "-o: cannot tell the format from the extension (expected .json, .jsonl, .csv, .npy, .npz, .txt or --format, "
+         "got '.xlsx')"},
+    };
+    for (const auto& [args, message] : cases) {
+        CAPTURE(args);
+        const auto r = run_attn("compute data/notebook.npz " + args);
+        CHECK(r.code == 2);
+        CHECK(r.err == "attn: error: " + message + "\n");
+        CHECK(r.out.empty());
+    }
+    CHECK(std::filesystem::is_empty(dir.path));
+}
+
+TEST_CASE("extensions match case-insensitively, and a stage asked for twice is written once") {
+    attn_test::scratch_dir dir;
+    auto r = run_attn("compute data/notebook.npz --dump weights -o '" + dir.path + "/W.NPY'");
+    CHECK(r.code == 0);
+    CHECK(slurp(dir.path + "/W.NPY").rfind("\x93NUMPY", 0) == 0);
+    r = run_attn("compute data/notebook.npz --dump weights,weights,output --compact");
+    CHECK(r.code == 0);
+    const auto doc = json::parse(r.out);
+    CHECK(doc["meta"]["shapes"].size() == 2);
+    r = run_attn("compute data/notebook.npz --dump weights,weights -o '" + dir.path + "/w.npz'");
+    CHECK(r.code == 0);
+    CHECK(attn::io::read_npz(slurp(dir.path + "/w.npz"), "w.npz").size() == 1);
 }

@@ -30,6 +30,7 @@ struct pipeline_options {
     bool causal = false;
     core::causal_align align = core::causal_align::top_left;
     bool padding = false;                    ///< `--mask padding`: a padding source is required
+    bool mask_none = false;                  ///< `--mask none`: a padding source is a contradiction
     std::vector<std::size_t> lengths;        ///< valid keys per batch item (overrides a bundle's)
     std::optional<long long> pad_id;         ///< token_ids equal to this are padding keys
     std::optional<double> scale;             ///< default 1/√Dk

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <cerrno>
 #include <cstring>
@@ -28,10 +29,31 @@ namespace attn::cli {
 
 namespace {
 
+/// The extension of a file name (".xlsx"), or "" when it has none.
+std::string extension_of(const std::string& path) {
+    const auto dot = path.find_last_of('.'), slash = path.find_last_of('/');
+    return dot == std::string::npos || (slash != std::string::npos && dot < slash) ? "" : path.substr(dot);
+}
+
+/// --format, else -o's extension (case-insensitive), else JSON. A --format that
+/// contradicts the extension, or an extension attn cannot map, is a usage error: they
+/// used to be written as whatever --format said, or as JSON.
 io::format output_format(const compute_options& c) {
-    if (!c.format.empty()) return io::parse_format(c.format);
-    if (!c.output.empty() && c.output != "-")
-        if (auto f = io::format_from_path(c.output)) return *f;
+    const bool to_file = !c.output.empty() && !is_stdout(c.output);
+    const std::optional<io::format> from_path = to_file ? io::format_from_path(c.output) : std::nullopt;
+    if (!c.format.empty()) {
+        const io::format f = io::parse_format(c.format);
+        const auto json_like = [](io::format g) { return g == io::format::json || g == io::format::jsonl; };
+        if (from_path && *from_path != f && !(json_like(*from_path) && json_like(f)))
+            throw usage_error("--format", c.format + " contradicts -o's extension " +
+                                              expected_got("a format that fits " + extension_of(c.output), c.format));
+        return f;
+    }
+    if (from_path) return *from_path;
+    const std::string ext = to_file ? extension_of(c.output) : "";
+    if (!ext.empty())
+        throw usage_error("-o", "cannot tell the format from the extension " +
+                                    expected_got(".json, .jsonl, .csv, .npy, .npz, .txt or --format", "'" + ext + "'"));
     return io::format::json;
 }
 

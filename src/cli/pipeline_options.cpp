@@ -62,6 +62,12 @@ std::size_t parse_size(const std::string& option, const std::string& text) {
     return bytes;
 }
 
+std::string join(const std::vector<std::string>& items, const char* separator) {
+    std::string s;
+    for (const auto& i : items) s += (s.empty() ? "" : separator) + i;
+    return s;
+}
+
 std::vector<std::string> split_words(const std::string& text) {
     std::istringstream in(text);
     std::vector<std::string> words;
@@ -76,6 +82,18 @@ const CLI::Validator non_negative_count(
                                                    : "not a count " + expected_got("a whole number ≥ 0", text);
     },
     "COUNT");
+
+/// A number option that must be finite: CLI11 reads "nan" and "inf" as doubles, which
+/// then gave all-NaN output and "scale": null.
+const CLI::Validator finite_number(
+    [](std::string& text) {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        return end != text.c_str() && *end == '\0' && !std::isfinite(v)
+                   ? "not a finite number " + expected_got("a finite number", text)
+                   : std::string();
+    },
+    "FLOAT");
 
 }  // namespace
 
@@ -120,8 +138,9 @@ void add_pipeline_options(CLI::App& sub, pipeline_cli& c) {
         ->group("Masks");
     sub.add_option_function<double>("--scale", [&c](double scale) { c.scale = scale; },
                                     "Multiplier of Q·Kᵀ (default 1/sqrt(Dk))")
-        ->type_name("FLOAT");
-    sub.add_option("--softcap", c.softcap, "If > 0: scaled = c·tanh(scaled/c), before masking");
+        ->type_name("FLOAT")
+        ->check(finite_number);
+    sub.add_option("--softcap", c.softcap, "If > 0: scaled = c·tanh(scaled/c), before masking")->check(finite_number);
     sub.add_option("--heads", c.heads, "Query heads: splits the last axis of rank-3 inputs head-major")
         ->check(CLI::Range(1, 1 << 20));
     sub.add_option("--kv-heads", c.kv_heads, "Key/value heads (GQA/MQA; default = --heads)")
@@ -140,6 +159,7 @@ void add_pipeline_options(CLI::App& sub, pipeline_cli& c) {
                     "(sin/cos alternating, Vaswani et al.) or concat (sines then cosines, tensor2tensor)")
         ->check(CLI::IsMember({"interleaved", "concat"}));
     sub.add_option("--posenc-base", c.posenc_base, "Base of the --posenc frequencies")
+        ->check(finite_number)
         ->check(CLI::PositiveNumber)
         ->capture_default_str();
     sub.add_option("--kernel", c.kernel,
@@ -165,10 +185,16 @@ void add_max_bytes_option(CLI::App& sub) {
 
 attn::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std::string> dump) {
     attn::pipeline_options p;
+    const bool none = std::find(c.mask.begin(), c.mask.end(), "none") != c.mask.end();
     for (const auto& m : c.mask) {
         if (m == "causal") p.causal = true;
         else if (m == "padding") p.padding = true;
     }
+    // Contradictions are refused, not resolved by a guess.
+    if (none && (p.causal || p.padding || c.causal))
+        throw usage_error("--mask", "none contradicts the other masks " +
+                                        expected_got("none alone", join(c.mask, ",") + (c.causal ? " and --causal" : "")));
+    p.mask_none = none;
     p.causal = p.causal || c.causal;
     p.align = c.causal_align == "bottom-right" ? core::causal_align::bottom_right : core::causal_align::top_left;
     p.lengths = c.lengths;
@@ -182,7 +208,10 @@ attn::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std:
     p.rows = c.masked_rows == "nan" ? core::masked_rows::nan : core::masked_rows::zero;
     if (c.dtype == "float32") p.compute_type = dtype::f4;
     if (c.dtype == "float64") p.compute_type = dtype::f8;
-    p.dump = std::move(dump);
+    // A stage asked for twice is written once (a JSON object cannot hold a key twice).
+    p.dump.clear();
+    for (auto& d : dump)
+        if (std::find(p.dump.begin(), p.dump.end(), d) == p.dump.end()) p.dump.push_back(std::move(d));
     p.average_heads = c.average_heads;
     p.tokens = split_words(c.tokens);
     p.threads = c.jobs;

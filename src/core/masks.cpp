@@ -211,6 +211,9 @@ mask<T> build_mask(const mask_spec& spec, std::vector<std::string>& used) {
         else
             for (std::size_t i = 0; i < allowed.size(); ++i) m.key_allowed[i] &= allowed[i];
     }
+    if (spec.padding_refused && padding)
+        throw usage_error("--mask", "none contradicts the padding sources given " +
+                                        expected_got("no lengths, key_padding_mask or --pad-id", "some"));
     if (spec.padding_required && !padding)
         throw usage_error("--mask", "padding needs a source " +
                                         expected_got("--lengths, a key_padding_mask or token_ids with --pad-id", "none"));

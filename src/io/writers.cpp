@@ -1,5 +1,7 @@
 #include "attn/io/writers.hpp"
 
+#include "attn/text.hpp"
+
 #include <ostream>
 
 #include "attn/error.hpp"
@@ -25,7 +27,7 @@ std::optional<format> format_from_path(const std::string& path) {
     const auto dot = path.find_last_of('.');
     const auto slash = path.find_last_of('/');
     if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return std::nullopt;
-    const std::string ext = path.substr(dot + 1);
+    const std::string ext = lower(path.substr(dot + 1));  // W.NPY is .npy
     if (ext == "txt") return format::table;
     if (ext == "json" || ext == "jsonl" || ext == "csv" || ext == "npy" || ext == "npz") return parse_format(ext);
     return std::nullopt;

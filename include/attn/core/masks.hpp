@@ -92,6 +92,7 @@ struct mask_spec {
     std::optional<long long> pad_id;             ///< token ids equal to it are padding keys
     const array* attn_mask = nullptr;            ///< bool: True = attend; float: added
     bool padding_required = false;               ///< `--mask padding`: some padding source must be given
+    bool padding_refused = false;                ///< `--mask none`: no padding source may be given
     std::optional<double> fill;                  ///< masked-cell value; default −∞
 };
 
@@ -132,8 +133,8 @@ broadcast_mask<T> float_mask(const array& values, const std::array<std::size_t, 
 
 /// Every convention of `spec` combined (a key must be allowed by all of them), for
 /// compute type T. `used` receives the names of the masks applied ("causal", "padding",
-/// "attn_mask"), for meta. Throws usage_error when --mask padding has no source or
-/// --pad-id no token ids, and the errors of the functions above.
+/// "attn_mask"), for meta. Throws usage_error when --mask padding has no source, --mask
+/// none has one, or --pad-id no token ids, and the errors of the functions above.
 template <class T>
 mask<T> build_mask(const mask_spec& spec, std::vector<std::string>& used);
 
