@@ -12,6 +12,7 @@ packages=(
   libzip-dev zipcmp zipmerge ziptool   # libzip's CMake package references these tools
   libcairo2-dev fonts-dejavu-core
   clang libclang-rt-dev libomp-dev     # fuzz targets and their CI corpus replay (clang++, libFuzzer)
+  llvm                                 # llvm-ar, which CMake picks for clang's static libraries
   help2man                             # the attn(1) man page, generated from --help
 )
 # Fixture generation and benchmark baselines (run with /usr/bin/python3); not needed to build or test.

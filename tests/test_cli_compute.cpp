@@ -238,7 +238,10 @@ TEST_CASE("errors: a file that is not .npy, .npz or JSON says so, and broken JSO
          "not a .npy, .npz or JSON file (starts with bytes 89 50 4e 47)"},
         // A digit first, as in a raw int32 dump of 49: the NUL bytes give it away.
         {"ints.bin", std::string("1\0\0\0\2\0\0\0", 8), "not a .npy, .npz or JSON file (starts with bytes 31 00 00 00)"},
-        {"table.csv", "a,b\n1,2\n", "not a .npy, .npz or JSON file (starts with bytes 61 2c 62 0a)"},
+        {"table.csv", "a,b\n1,2\n", "not a .npy, .npz or JSON file: CSV text (read it with numpy.loadtxt, save it with "
+                                     "numpy.save)"},
+        {"numbers.csv", "1,2\n3,4\n", "not a .npy, .npz or JSON file: CSV text (read it with numpy.loadtxt, save it "
+                                       "with numpy.save)"},
         {"truncated.json", R"({"q": [[1, 2], [3)", "invalid JSON at line 1, column 18 (unexpected end of input; expected ']')"},
         {"broken.json", "\n  [1, 2,, 3]", "invalid JSON at line 2, column 9 (unexpected ','; expected '[', '{', or a literal)"},
     };
@@ -468,4 +471,39 @@ TEST_CASE("extensions match case-insensitively, and a stage asked for twice is w
     r = run_attn("compute data/notebook.npz --dump weights,weights -o '" + dir.path + "/w.npz'");
     CHECK(r.code == 0);
     CHECK(attn::io::read_npz(slurp(dir.path + "/w.npz"), "w.npz").size() == 1);
+}
+
+TEST_CASE("files that are not attn's say what they are: PyTorch archives, CSV, JSON without arrays") {
+    const std::string torch_msg = ": not a .npy, .npz or JSON file: a PyTorch archive (save tensors with numpy.save)\n";
+    const std::string csv_msg =
+        ": not a .npy, .npz or JSON file: CSV text (read it with numpy.loadtxt, save it with numpy.save)\n";
+    attn_test::scratch_dir dir;
+    attn_test::spit(dir.path + "/a.csv", "1,2,3\n4,5,6\n");
+    attn_test::spit(dir.path + "/h.csv", "a,b\n1,2\n");
+    attn_test::spit(dir.path + "/none.json", R"({"meta": {"x": 1}, "tokens": "a b"})");
+    attn_test::spit(dir.path + "/other.json", R"({"a": [1, 2], "b": [3]})");
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"tests/fixtures/foreign/tensor.pt", "tests/fixtures/foreign/tensor.pt" + torch_msg},
+        {"tests/fixtures/foreign/legacy.pt", "tests/fixtures/foreign/legacy.pt" + torch_msg},
+        {dir.path + "/a.csv", dir.path + "/a.csv" + csv_msg},
+        {dir.path + "/h.csv", dir.path + "/h.csv" + csv_msg},
+        {dir.path + "/none.json", dir.path + "/none.json: no input arrays (expected q, k, v or x; found none)\n"},
+        {dir.path + "/other.json", dir.path + "/other.json: no input arrays (expected q, k, v or x; found a, b)\n"},
+    };
+    for (const auto& [file, message] : cases) {
+        CAPTURE(file);
+        const auto r = run_attn("compute '" + file + "'");
+        CHECK(r.code == 1);
+        CHECK(r.err.substr(r.err.find("attn: error: ")) == "attn: error: " + message);
+    }
+}
+
+TEST_CASE("the JSON reader takes Python's bare NaN, Infinity and -Infinity as json.dump writes them") {
+    const auto r = run_attn("compute - --dump q --compact",
+                            R"({"q": [[NaN, 1], [Infinity, -Infinity]], "k": [[1, 2], [3, 4]], "v": [[1, 2], [3, 4]],
+                                "tokens": "NaN Infinity"})");
+    CHECK(r.code == 0);
+    const auto doc = json::parse(r.out);
+    CHECK(doc["q"] == json::parse(R"([["NaN", 1], ["Infinity", "-Infinity"]])"));
+    CHECK(doc["tokens"] == json::array({"NaN", "Infinity"}));  // inside strings they stay words
 }

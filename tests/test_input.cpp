@@ -160,7 +160,15 @@ TEST_CASE("input: check_json_start refuses what cannot be JSON, passes what star
     SUBCASE("broken JSON passes: read_json reports where") {
         CHECK_NOTHROW(check_json_start("{\"q\": [1,", "in"));
         CHECK_NOTHROW(check_json_start("nope", "in"));
-        CHECK_NOTHROW(check_json_start("1,2,3\n4,5,6\n", "in"));
+    }
+    SUBCASE("CSV text and PyTorch pickles are named") {
+        CHECK_THROWS_WITH_AS(check_json_start("1,2,3\n4,5,6\n", "in"),
+                             "in: not a .npy, .npz or JSON file: CSV text (read it with numpy.loadtxt, save it with "
+                             "numpy.save)",
+                             attn::format_error);
+        CHECK_THROWS_WITH_AS(check_json_start(std::string("\x80\x02\x8a\x0a", 4), "in"),
+                             "in: not a .npy, .npz or JSON file: a PyTorch archive (save tensors with numpy.save)",
+                             attn::format_error);
     }
     SUBCASE("UTF-8 text in the first 16 bytes, a sequence cut at byte 16, and anything after it") {
         CHECK_NOTHROW(check_json_start("{\"tokens\": \"caf\xc3\xa9\"}", "in"));

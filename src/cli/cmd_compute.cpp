@@ -84,7 +84,13 @@ int run_several(const compute_options& c, const attn::pipeline_options& settings
             throw usage_error("--manifest", "takes the inputs from the manifest " + expected_got("no INPUT", c.inputs.front()));
         jobs = read_manifest(c.manifest, c);
     } else {
-        for (const auto& input : c.inputs) jobs.push_back({input, c.pipeline, settings, "", ""});
+        for (const auto& input : c.inputs) {
+            batch_job job;
+            job.input = input;
+            job.cli = c.pipeline;
+            job.settings = settings;
+            jobs.push_back(std::move(job));
+        }
     }
     // Standard input can be read once: two readers would race for its bytes.
     const auto stdin_readers = std::count_if(jobs.begin(), jobs.end(), [](const batch_job& j) { return j.input == "-"; }) +
@@ -117,6 +123,13 @@ int run_compute(const compute_options& c) {
     if (c.inputs.size() > 1 || !c.manifest.empty() || directory_target(c.output)) return run_several(c, settings);
     const io::format f = output_format(c);
     io::bundle b = gather_inputs(c.inputs.empty() ? std::string() : c.inputs.front(), c.pipeline);
+    if (b.arrays.empty() && !c.inputs.empty()) {
+        // A file with nothing attn can use is a data error of that file, not of the command line.
+        std::string found;
+        for (const auto& n : b.ignored) found += (found.empty() ? "" : ", ") + n;
+        throw value_error(c.inputs.front() == "-" ? "<stdin>" : c.inputs.front(),
+                          "no input arrays (expected q, k, v or x; found " + (found.empty() ? "none" : found) + ")");
+    }
     if (b.arrays.empty()) throw usage_error("attn compute", "no input " + expected_got("INPUT or --x/--q/--k/--v", "none"));
     io::document doc = attn::compute(std::move(b.arrays), b.tokens, settings);
     if (!c.plot.empty()) plot_weights(doc, c.plot, c.dump);

@@ -20,6 +20,7 @@
 #include "attn/io/json.hpp"
 #include "attn/io/limits.hpp"
 #include "attn/io/npy.hpp"
+#include "attn/io/npz.hpp"
 
 namespace attn::io {
 
@@ -119,6 +120,23 @@ std::string hex_head(std::string_view bytes) {
     return s;
 }
 
+constexpr const char* csv_message =
+    "not a .npy, .npz or JSON file: CSV text (read it with numpy.loadtxt, save it with numpy.save)";
+
+/// torch.save before 1.6 (and with _use_new_zipfile_serialization=False) writes a pickle:
+/// protocol 2 starts with the bytes 80 02.
+bool looks_like_torch_pickle(std::string_view bytes) { return bytes.size() >= 2 && bytes[0] == '\x80' && bytes[1] == '\x02'; }
+
+/// Text whose first non-blank line holds commas or tabs between values and no JSON
+/// brackets or quotes ("1,2,3", "a,b").
+bool looks_like_csv(std::string_view bytes) {
+    const std::size_t start = bytes.find_first_not_of(" \t\r\n");
+    if (start == std::string_view::npos) return false;
+    std::string_view line = bytes.substr(start, std::min(bytes.find('\n', start), start + 4096) - start);
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r')) line.remove_suffix(1);
+    return line.find_first_of(",\t") != std::string_view::npos && line.find_first_of("[]{}\"") == std::string_view::npos;
+}
+
 /// Which .npz members to read: those attn looks for, or, when the archive has a single
 /// member, that one (the naming rule may make it X). `name` is lower-cased.
 using member_filter = std::function<bool(const std::string& name, std::size_t members)>;
@@ -196,6 +214,8 @@ bool exists(const std::string& path) {
 void check_json_start(std::string_view bytes, const std::string& source) {
     if (bytes.find_first_not_of(" \t\r\n") == std::string_view::npos)
         throw format_error(source, "empty input " + expected_got(".npy, .npz or JSON", bytes.empty() ? "0 bytes" : "only whitespace"));
+    if (looks_like_torch_pickle(bytes)) throw format_error(source, torch_archive_message);
+    if (looks_like_csv(bytes)) throw format_error(source, csv_message);
     if (!starts_like_json(bytes))
         throw format_error(source, "not a .npy, .npz or JSON file (starts with bytes " + hex_head(bytes) + ")");
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -243,8 +244,43 @@ void check_json_parse_bytes(std::string_view text, const std::string& source) {
                                                    "about " + std::to_string(estimate)));
 }
 
-bundle read_json(std::string_view text, const std::string& source) {
-    check_json_parse_bytes(text, source);
+std::optional<std::string> quote_bare_nonfinite(std::string_view text) {
+    static constexpr std::pair<std::string_view, std::string_view> bare[] = {
+        {"-Infinity", "\"-Infinity\""}, {"Infinity", "\"Infinity\""}, {"NaN", "\"NaN\""}};
+    std::optional<std::string> out;
+    std::size_t copied = 0;
+    bool in_string = false, escaped = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (in_string) {
+            if (escaped) escaped = false;
+            else if (c == '\\') escaped = true;
+            else if (c == '"') in_string = false;
+            continue;
+        }
+        if (c == '"') {
+            in_string = true;
+            continue;
+        }
+        if (c != 'N' && c != 'I' && c != '-') continue;
+        for (const auto& [word, quoted] : bare) {
+            if (text.substr(i, word.size()) != word) continue;
+            if (!out) out.emplace().reserve(text.size() + 64);
+            out->append(text.substr(copied, i - copied));
+            out->append(quoted);
+            copied = i + word.size();
+            i = copied - 1;
+            break;
+        }
+    }
+    if (out) out->append(text.substr(copied));
+    return out;
+}
+
+bundle read_json(std::string_view raw, const std::string& source) {
+    check_json_parse_bytes(raw, source);
+    const std::optional<std::string> quoted = quote_bare_nonfinite(raw);
+    const std::string_view text = quoted ? std::string_view(*quoted) : raw;
     json doc;
     try {
         doc = json::parse(text.begin(), text.end());

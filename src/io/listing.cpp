@@ -121,9 +121,10 @@ std::vector<listed_array> list_arrays(const std::string& path) {
     }
     check_json_start(bytes, source);
     check_json_parse_bytes(bytes, source);
+    const std::optional<std::string> quoted = quote_bare_nonfinite(bytes);
     json doc;
     try {
-        doc = json::parse(bytes);
+        doc = json::parse(quoted ? *quoted : bytes);
     } catch (const json::exception&) {
         read_json(bytes, source);  // throws the reader's one-line message for the same error
         throw;

@@ -147,6 +147,25 @@ void for_each_member(std::string_view bytes, const std::string& source, Visit&& 
 
 }  // namespace
 
+bool zip_has_member(std::string_view bytes,
+                    const std::function<bool(const std::string&)>& match) {
+    if (!is_zip(bytes)) return false;
+    zip_error_t error;
+    zip_error_init(&error);
+    zip_source_t* src = zip_source_buffer_create(bytes.data(), bytes.size(), 0, &error);
+    zip_error_fini(&error);
+    if (!src) return false;
+    archive_ptr z(zip_open_from_source(src, ZIP_RDONLY, nullptr));
+    if (!z) {
+        zip_source_free(src);
+        return false;  // read_npz says what is wrong with it
+    }
+    const zip_int64_t count = zip_get_num_entries(z.get(), 0);
+    for (zip_int64_t i = 0; i < count; ++i)
+        if (const char* name = zip_get_name(z.get(), static_cast<zip_uint64_t>(i), 0); name && match(name)) return true;
+    return false;
+}
+
 std::vector<std::string> npz_names(std::string_view bytes, const std::string& source) {
     std::vector<std::string> names;
     for_each_member(bytes, source, [&](zip_t*, zip_uint64_t, const zip_stat_t&, const std::string& name) {
@@ -158,6 +177,11 @@ std::vector<std::string> npz_names(std::string_view bytes, const std::string& so
 std::vector<named_array> read_npz(std::string_view bytes, const std::string& source,
                                   std::vector<npy_layout>* stored,
                                   const std::function<bool(const std::string&)>& wanted) {
+    // torch.save (since 1.6) writes a zip too, of "<name>/data.pkl" and raw storages.
+    if (zip_has_member(bytes, [](const std::string& m) {
+            return m == "data.pkl" || (m.size() > 9 && m.compare(m.size() - 9, 9, "/data.pkl") == 0);
+        }))
+        throw format_error(source, torch_archive_message);
     std::vector<named_array> arrays;
     std::size_t loaded = 0;
     for_each_member(bytes, source, [&](zip_t* z, zip_uint64_t index, const zip_stat_t& st, const std::string& name) {

@@ -47,7 +47,10 @@ std::string read_file(const std::string& path);
 /// whitespace, the first byte cannot begin a JSON value (one of { [ " - 0-9 t f n,
 /// RFC 8259 §2-7), or the first 16 bytes are not UTF-8 text (ill-formed sequences, or
 /// control bytes other than whitespace, which JSON never holds raw; RFC 8259 §7, §8.1).
-/// Content that starts like JSON passes however broken: read_json then reports where.
+/// A PyTorch pickle (bytes 80 02) gets torch_archive_message (io/npz.hpp), CSV text (a
+/// first line of values between commas or tabs, no JSON brackets or quotes) "not a .npy,
+/// .npz or JSON file: CSV text (read it with numpy.loadtxt, save it with numpy.save)".
+/// Other content that starts like JSON passes however broken: read_json reports where.
 void check_json_start(std::string_view bytes, const std::string& source);
 
 /// Loads a file of any kind attn reads, recognised by its first bytes:

@@ -4,6 +4,7 @@
 /// (the protobuf JSON mapping), both ways.
 
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +23,12 @@ namespace attn::io {
 /// limit_error (a value_error) for an array larger than max_array_bytes()
 /// (io/limits.hpp), whatever its name.
 bundle read_json(std::string_view text, const std::string& source);
+
+/// Python's json.dump writes non-finite floats as the bare words NaN, Infinity and
+/// -Infinity, which JSON (RFC 8259) does not have; attn reads them as it reads the quoted
+/// strings. Returns `text` with those words (outside strings) quoted, or nullopt when it
+/// holds none (no copy).
+std::optional<std::string> quote_bare_nonfinite(std::string_view text);
 
 /// The memory a JSON input may take while it is parsed: 8 × max_array_bytes(), at least
 /// 64 MiB. A DOM takes about 48 bytes per number where the array keeps 8, so this lets

@@ -19,6 +19,16 @@ using attn::named_array;
 /// True when `bytes` starts with a zip local-file or end-of-central-directory signature.
 bool is_zip(std::string_view bytes);
 
+/// The message for a file torch.save wrote (a zip of pickles, or one pickle).
+inline constexpr const char* torch_archive_message =
+    "not a .npy, .npz or JSON file: a PyTorch archive (save tensors with numpy.save)";
+
+/// True when `bytes` hold a readable zip archive with a member whose full name `match`
+/// accepts (e.g. a PyTorch archive's "<name>/data.pkl"). Never throws for a broken
+/// archive: it is then false, and read_npz says what is wrong.
+bool zip_has_member(std::string_view bytes,
+                    const std::function<bool(const std::string&)>& match);
+
 /// The names of the `<name>.npy` members of an .npz held in memory, in archive order,
 /// without ".npy", read from the central directory (no member is inflated).
 /// Throws format_error for a broken archive.
@@ -31,7 +41,7 @@ std::vector<std::string> npz_names(std::string_view bytes, const std::string& so
 /// whose stated size exceeds what its header declares, is refused first. The arrays read
 /// from one archive may hold max_array_bytes() together (check_file_bytes).
 /// Throws format_error for a broken archive or member (the source is "<source>:<member>"
-/// for member errors), limit_error over the limits. If `stored` is not null it receives
+/// for member errors; a PyTorch archive gets torch_archive_message), limit_error over the limits. If `stored` is not null it receives
 /// each array's npy_layout, in the same order.
 std::vector<named_array> read_npz(std::string_view bytes, const std::string& source,
                                   std::vector<npy_layout>* stored = nullptr,
