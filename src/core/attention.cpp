@@ -1,4 +1,5 @@
 #include "attn/core/attention.hpp"
+#include "kernel_result.hpp"
 #include "attn/threads.hpp"
 
 #include <algorithm>
@@ -232,23 +233,13 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
                               const attention_options& o) {
     const std::size_t B = q.shape(0), Hq = q.shape(1), Tq = q.shape(2), Dk = q.shape(3);
     const std::size_t Hkv = k.shape(1), Tk = k.shape(2), Dv = v.shape(3);
-    if (k.shape(0) != B || v.shape(0) != B || k.shape(3) != Dk || v.shape(1) != Hkv || v.shape(2) != Tk ||
-        Hkv == 0 || Hq % Hkv != 0 || m.B != B || m.H != Hq || m.Tq != Tq || m.Tk != Tk)
-        throw shape_error("attention", "q, k, v and mask shapes disagree");
+    attention_result<T> r = allocate_result(q, k, v, m, o);
     const std::size_t group = Hq / Hkv;
     const bool inf_fill = std::isinf(m.fill) && m.fill < 0;
     const bool materialise = o.keep_qk || o.keep_scaled || o.keep_scores || o.keep_weights;
     // Keys past the visible prefix can be skipped only when nothing needs their values.
     const bool full_rows = o.keep_qk || o.keep_scaled || o.keep_scores || !inf_fill;
 
-    attention_result<T> r;
-    const std::array<std::size_t, 4> tt{B, Hq, Tq, Tk};
-    if (o.keep_qk) r.qk = tensor4<T>::from_shape(tt);
-    if (o.keep_scaled) r.scaled = tensor4<T>::from_shape(tt);
-    if (o.keep_scores) r.scores = tensor4<T>::from_shape(tt);
-    if (o.keep_weights) r.weights = tensor4<T>::from_shape(tt);
-    if (o.keep_lse) r.lse = tensor3<T>::from_shape({B, Hq, Tq});
-    r.output = tensor4<T>::from_shape({B, Hq, Tq, Dv});
     if (B * Hq * Tq == 0) return r;
 
     const dims d{Tq, Tk, Dk, Dv};

@@ -1,6 +1,8 @@
 // The reference kernel (include/attn/core/reference.hpp): plain loops over double.
 #include "attn/core/reference.hpp"
 
+#include "kernel_result.hpp"
+
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -15,21 +17,11 @@ attention_result<T> attention_reference(const tensor4<T>& q, const tensor4<T>& k
     // q is (B, Hq, Tq, Dk), k is (B, Hkv, Tk, Dk), v is (B, Hkv, Tk, Dv).
     const std::size_t B = q.shape(0), Hq = q.shape(1), Tq = q.shape(2), Dk = q.shape(3);
     const std::size_t Hkv = k.shape(1), Tk = k.shape(2), Dv = v.shape(3);
-    if (k.shape(0) != B || v.shape(0) != B || k.shape(3) != Dk || v.shape(1) != Hkv || v.shape(2) != Tk ||
-        Hkv == 0 || Hq % Hkv != 0 || m.B != B || m.H != Hq || m.Tq != Tq || m.Tk != Tk)
-        throw shape_error("attention", "q, k, v and mask shapes disagree");
+    attention_result<T> r = allocate_result(q, k, v, m, o);
     const std::size_t group = Hq / Hkv;
     const double inf = std::numeric_limits<double>::infinity();
     const double nan = std::numeric_limits<double>::quiet_NaN();
 
-    attention_result<T> r;
-    const std::array<std::size_t, 4> tt{B, Hq, Tq, Tk};
-    if (o.keep_qk) r.qk = tensor4<T>::from_shape(tt);
-    if (o.keep_scaled) r.scaled = tensor4<T>::from_shape(tt);
-    if (o.keep_scores) r.scores = tensor4<T>::from_shape(tt);
-    if (o.keep_weights) r.weights = tensor4<T>::from_shape(tt);
-    if (o.keep_lse) r.lse = tensor3<T>::from_shape({B, Hq, Tq});
-    r.output = tensor4<T>::from_shape({B, Hq, Tq, Dv});
 
     // The mask of a row, read through the one implementation of the conventions: the
     // cells a zero row and a row of ones come back from apply_range as. A cell the mask
