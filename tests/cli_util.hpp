@@ -28,10 +28,12 @@ inline void spit(const std::string& path, const std::string& bytes) {
     f << bytes;
 }
 
-/// A fresh empty directory under the build tree's working directory.
+/// A fresh empty directory under $TMPDIR (or /tmp), never under the working directory:
+/// a test killed mid-run must not leave its files in the checkout.
 inline std::string temp_dir() {
-    char tmpl[] = "attn-test-XXXXXX";
-    const char* d = mkdtemp(tmpl);
+    const char* tmp = std::getenv("TMPDIR");
+    std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/attn-test-XXXXXX";
+    const char* d = mkdtemp(tmpl.data());
     return std::string(d ? d : ".");
 }
 
