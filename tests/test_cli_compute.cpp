@@ -507,3 +507,37 @@ TEST_CASE("the JSON reader takes Python's bare NaN, Infinity and -Infinity as js
     CHECK(doc["q"] == json::parse(R"([["NaN", 1], ["Infinity", "-Infinity"]])"));
     CHECK(doc["tokens"] == json::array({"NaN", "Infinity"}));  // inside strings they stay words
 }
+
+TEST_CASE("rank-3 inputs take rank-3 masks as (B, Tq, Tk), heads broadcast, as PyTorch SDPA reads 3-D inputs") {
+    // Oracle: each batch item computed alone as a rank-2 input with its own (Tq, Tk) slice,
+    // a layout that is right-aligned and needs no batch rule.
+    attn_test::scratch_dir dir;
+    const json x = json::parse(R"([[[0.5, -1.0, 0.25, 2.0], [1.5, 0.0, -0.5, 1.0], [-1.0, 0.75, 1.0, 0.0]],
+                                   [[0.0, 1.0, -2.0, 0.5], [2.0, -0.25, 0.5, 1.0], [0.25, 0.5, 1.5, -1.0]]])");
+    const json bool_mask = json::parse(R"([[[true, false, false], [true, true, false], [true, true, true]],
+                                           [[true, true, true], [false, true, true], [false, false, true]]])");
+    const json float_mask = json::parse(R"([[[0.0, -1.0, 2.0]], [[1.5, 0.0, -0.5]]])");  // (B, 1, Tk)
+    for (const json& mask : {bool_mask, float_mask})
+        for (const int heads : {1, 2}) {
+            CAPTURE(heads);
+            CAPTURE(mask.dump());
+            attn_test::spit(dir.path + "/all.json", json{{"x", x}, {"attn_mask", mask}}.dump());
+            const std::string opts = " --heads " + std::to_string(heads) + " --dtype float64 --dump weights --compact";
+            const auto all = run_attn("compute '" + dir.path + "/all.json'" + opts);
+            REQUIRE(all.code == 0);
+            const json w = json::parse(all.out)["weights"];
+            for (std::size_t b = 0; b < 2; ++b) {
+                attn_test::spit(dir.path + "/one.json", json{{"x", x[b]}, {"attn_mask", mask[b]}}.dump());
+                const auto one = run_attn("compute '" + dir.path + "/one.json'" + opts);
+                REQUIRE(one.code == 0);
+                const json want = json::parse(one.out)["weights"];
+                CHECK(w[b] == want);  // (Tq, Tk) for one head, (H, Tq, Tk) for two
+            }
+            CHECK(w[0] != w[1]);  // the batch items did see different masks
+        }
+    // A rank-3 mask whose first axis is not B is refused, named in (B, Tq, Tk) terms.
+    attn_test::spit(dir.path + "/bad.json", json{{"x", x}, {"attn_mask", json::array({bool_mask[0], bool_mask[1], bool_mask[0]})}}.dump());
+    const auto bad = run_attn("compute '" + dir.path + "/bad.json'");
+    CHECK(bad.code == 1);
+    CHECK(bad.err == "attn: error: attn_mask: does not broadcast to (B, Hq, Tq, Tk) (expected (2, 1, 3, 3), got (3, 3, 3))\n");
+}

@@ -144,11 +144,15 @@ std::vector<std::uint8_t> token_ids_allowed(const array& token_ids, long long pa
     return per_key(token_ids, B, Tk, "token_ids", [pad](double v) { return v != pad; });
 }
 
-std::array<std::size_t, 4> broadcast_shape(const array& a, const std::array<std::size_t, 4>& full, const char* name) {
+std::array<std::size_t, 4> broadcast_shape(const array& a, const std::array<std::size_t, 4>& full, const char* name,
+                                           bool batch_first) {
     if (a.rank() > 4 || a.rank() == 0)
         throw shape_error(name, "wrong rank " + expected_got("1-D to 4-D", rank_text(a.rank())));
     std::array<std::size_t, 4> s{1, 1, 1, 1};
-    std::copy(a.shape.begin(), a.shape.end(), s.begin() + static_cast<std::ptrdiff_t>(4 - a.rank()));
+    if (batch_first && a.rank() == 3)  // (B, Tq, Tk): the heads broadcast
+        s = {a.shape[0], 1, a.shape[1], a.shape[2]};
+    else
+        std::copy(a.shape.begin(), a.shape.end(), s.begin() + static_cast<std::ptrdiff_t>(4 - a.rank()));
     bool ok = s[3] >= 1 && s[3] <= full[3];
     for (int d = 0; d < 3; ++d) ok = ok && (s[d] == 1 || s[d] == full[d]);
     if (!ok)
@@ -157,18 +161,20 @@ std::array<std::size_t, 4> broadcast_shape(const array& a, const std::array<std:
     return s;
 }
 
-broadcast_mask<std::uint8_t> bool_attn_mask(const array& attn_mask, const std::array<std::size_t, 4>& full) {
+broadcast_mask<std::uint8_t> bool_attn_mask(const array& attn_mask, const std::array<std::size_t, 4>& full,
+                                            bool batch_first) {
     broadcast_mask<std::uint8_t> bm;
-    bm.shape = broadcast_shape(attn_mask, full, "attn_mask");
+    bm.shape = broadcast_shape(attn_mask, full, "attn_mask", batch_first);
     bm.data.resize(attn_mask.size());
     for (std::size_t i = 0; i < attn_mask.size(); ++i) bm.data[i] = attn_mask.value(i) != 0.0;
     return bm;
 }
 
 template <class T>
-broadcast_mask<T> float_mask(const array& values, const std::array<std::size_t, 4>& full, const char* name) {
+broadcast_mask<T> float_mask(const array& values, const std::array<std::size_t, 4>& full, const char* name,
+                             bool batch_first) {
     broadcast_mask<T> bm;
-    bm.shape = broadcast_shape(values, full, name);
+    bm.shape = broadcast_shape(values, full, name, batch_first);
     bm.data = values.to_vector<T>();
     return bm;
 }
@@ -225,16 +231,16 @@ mask<T> build_mask(const mask_spec& spec, std::vector<std::string>& used) {
     if (padding) used.push_back("padding");
     if (const array* am = spec.attn_mask) {
         if (is_float(am->type))
-            m.bias.push_back(float_mask<T>(*am, full, "attn_mask"));
+            m.bias.push_back(float_mask<T>(*am, full, "attn_mask", spec.rank3_masks));
         else
-            m.allowed.push_back(bool_attn_mask(*am, full));
+            m.allowed.push_back(bool_attn_mask(*am, full, spec.rank3_masks));
         used.push_back("attn_mask");
     }
     return m;
 }
 
-template broadcast_mask<float> float_mask<float>(const array&, const std::array<std::size_t, 4>&, const char*);
-template broadcast_mask<double> float_mask<double>(const array&, const std::array<std::size_t, 4>&, const char*);
+template broadcast_mask<float> float_mask<float>(const array&, const std::array<std::size_t, 4>&, const char*, bool);
+template broadcast_mask<double> float_mask<double>(const array&, const std::array<std::size_t, 4>&, const char*, bool);
 template mask<float> build_mask<float>(const mask_spec&, std::vector<std::string>&);
 template mask<double> build_mask<double>(const mask_spec&, std::vector<std::string>&);
 

@@ -84,6 +84,7 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     spec.attn_mask = in.find("attn_mask");
     spec.padding_required = o.padding;
     spec.padding_refused = o.mask_none;
+    spec.rank3_masks = p.rank == 3;
     spec.fill = o.mask_fill;
     const mask<T> m = build_mask<T>(spec, masks_used);
 

@@ -93,6 +93,7 @@ struct mask_spec {
     const array* attn_mask = nullptr;            ///< bool: True = attend; float: added
     bool padding_required = false;               ///< `--mask padding`: some padding source must be given
     bool padding_refused = false;                ///< `--mask none`: no padding source may be given
+    bool rank3_masks = false;                    ///< inputs of rank 3: a rank-3 attn_mask is (B, Tq, Tk)
     std::optional<double> fill;                  ///< masked-cell value; default −∞
 };
 
@@ -118,18 +119,23 @@ std::vector<std::uint8_t> key_padding_allowed(const array& key_padding_mask, std
 std::vector<std::uint8_t> token_ids_allowed(const array& token_ids, long long pad_id, std::size_t B, std::size_t Tk);
 
 /// `a`'s shape right-aligned against (B, Hq, Tq, Tk), with 1 on broadcast axes; the last
-/// axis may be shorter than Tk (ONNX pads it as masked). Throws shape_error(name, …).
-std::array<std::size_t, 4> broadcast_shape(const array& a, const std::array<std::size_t, 4>& full, const char* name);
+/// axis may be shorter than Tk (ONNX pads it as masked). With batch_first (inputs of rank 3,
+/// (B, T, E)), a rank-3 mask is (B, Tq, Tk) and broadcasts over the heads, as PyTorch SDPA
+/// reads it against 3-D scores. Throws shape_error(name, …).
+std::array<std::size_t, 4> broadcast_shape(const array& a, const std::array<std::size_t, 4>& full, const char* name,
+                                           bool batch_first = false);
 
 /// A bool (or integer) attn_mask: True/non-zero = attend (PyTorch SDPA, ONNX Attention),
 /// broadcast against (B, Hq, Tq, Tk). Throws shape_error("attn_mask", …).
-broadcast_mask<std::uint8_t> bool_attn_mask(const array& attn_mask, const std::array<std::size_t, 4>& full);
+broadcast_mask<std::uint8_t> bool_attn_mask(const array& attn_mask, const std::array<std::size_t, 4>& full,
+                                            bool batch_first = false);
 
 /// A float mask added to the scores as is (float attn_mask; a float key_padding_mask as
 /// nn.MultiheadAttention adds it), broadcast against (B, Hq, Tq, Tk).
 /// Throws shape_error(name, …).
 template <class T>
-broadcast_mask<T> float_mask(const array& values, const std::array<std::size_t, 4>& full, const char* name);
+broadcast_mask<T> float_mask(const array& values, const std::array<std::size_t, 4>& full, const char* name,
+                             bool batch_first = false);
 
 /// Every convention of `spec` combined (a key must be allowed by all of them), for
 /// compute type T. `used` receives the names of the masks applied ("causal", "padding",
