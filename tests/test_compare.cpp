@@ -208,3 +208,59 @@ TEST_CASE("attn compare: exit codes and messages") {
     CHECK(attn_test::run_attn("compare '" + dir + "/a.npy' '" + dir + "/a.npy' --rtol -1").code == 2);
     CHECK(attn_test::run_attn("compare '" + dir + "/a.npy' '" + dir + "/a.npy' --atol x").code == 2);
 }
+
+TEST_CASE("attn compare FAST.npz REF.npz: two bundles compared array by array, by name, as assert_close compares mappings") {
+    const attn_test::scratch_dir scratch;
+    const std::string& dir = scratch.path;
+    const auto bundle = [&](const std::string& name, std::vector<attn::named_array> arrays) {
+        std::ofstream z(dir + "/" + name, std::ios::binary);
+        attn::io::write_npz(z, arrays);
+    };
+    bundle("a.npz", {{"weights", f64({2, 2}, {0.5, 0.5, 1, 0})}, {"output", f64({2}, {1, 2})}});
+    bundle("same.npz", {{"output", f64({2}, {1, 2 + 1e-9})}, {"weights", f64({2, 2}, {0.5, 0.5, 1, 0})}});
+    bundle("far.npz", {{"weights", f64({2, 2}, {0.5, 0.5, 0.9, 0.1})}, {"output", f64({2}, {1, 2})}});
+    bundle("more.npz", {{"weights", f64({2, 2}, {0.5, 0.5, 1, 0})}, {"output", f64({2}, {1, 2})}, {"lse", f64({2}, {0, 0})}});
+    bundle("wide.npz", {{"weights", f64({2, 3}, {0.5, 0.5, 1, 0, 0, 0})}, {"output", f64({2}, {1, 2})}});
+    bundle("other.npz", {{"q", f64({1}, {0})}, {"k", f64({1}, {0})}});
+
+    auto r = attn_test::run_attn("compare '" + dir + "/a.npz' '" + dir + "/same.npz'");
+    CHECK(r.code == 0);
+    CHECK(r.err.empty());
+    CHECK(r.out ==
+          "== weights ==\n"
+          "dtypes: float64, float64; shape (2, 2)\n"
+          "tolerance: rtol 1e-07, atol 1e-07\n"
+          "max abs error: 0\n"
+          "max rel error: 0\n"
+          "worst index: (0, 0) (a = 0.5, b = 0.5)\n"
+          "mismatched: 0 of 4\n"
+          "close\n"
+          "== output ==\n"
+          "dtypes: float64, float64; shape (2,)\n"
+          "tolerance: rtol 1e-07, atol 1e-07\n"
+          "max abs error: 1e-09\n"
+          "max rel error: 5e-10\n"
+          "worst index: (1,) (a = 2, b = 2)\n"
+          "mismatched: 0 of 2\n"
+          "close\n"
+          "close (2 arrays)\n");
+    r = attn_test::run_attn("compare '" + dir + "/a.npz' '" + dir + "/far.npz'");
+    CHECK(r.code == 1);
+    CHECK(r.out.find("mismatched: 2 of 4\nnot close\n== output ==") != std::string::npos);
+    CHECK(r.out.substr(r.out.rfind("\n", r.out.size() - 2) + 1) == "not close (weights)\n");
+    // The names must agree: an array only one side holds is a difference.
+    r = attn_test::run_attn("compare '" + dir + "/more.npz' '" + dir + "/a.npz'");
+    CHECK(r.code == 1);
+    CHECK(r.out.find("close\nonly in A: lse\nnot close (the names differ)\n") != std::string::npos);
+    r = attn_test::run_attn("compare '" + dir + "/a.npz' '" + dir + "/wide.npz'");
+    CHECK(r.code == 1);
+    CHECK(r.out.find("== weights ==\nshape differs: (2, 2), (2, 3)\nnot close\n") != std::string::npos);
+    r = attn_test::run_attn("compare '" + dir + "/a.npz' '" + dir + "/other.npz'");
+    CHECK(r.code == 1);
+    CHECK(r.out.empty());
+    CHECK(r.err == "attn: error: " + dir + "/other.npz: no array name in common with " + dir +
+                       "/a.npz (A holds weights, output; B holds q, k)\n");
+    // --name, or FILE:NAME, still picks one array.
+    CHECK(attn_test::run_attn("compare '" + dir + "/a.npz' '" + dir + "/far.npz' --name output").code == 0);
+    CHECK(attn_test::run_attn("compare '" + dir + "/a.npz:weights' '" + dir + "/far.npz:weights'").code == 1);
+}

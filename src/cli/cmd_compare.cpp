@@ -75,20 +75,12 @@ std::string index_text(const shape_t& index) {
     return s + (index.size() == 1 ? ",)" : ")");
 }
 
-int run_compare(const compare_cli& c) {
-    const std::string& spec_a = c.a;
-    const std::string& spec_b = c.b;
-    const array a = load(spec_a, c.name);
-    const array b = load(spec_b, c.name);
-    if (a.shape != b.shape)
-        throw shape_error(spec_b, "shape differs from " + spec_a + "'s " +
-                                      expected_got(shape_string(a.shape), shape_string(b.shape)));
+/// The report of one pair: dtypes, tolerance, errors, worst index, mismatches, verdict.
+bool report(std::ostream& out, const array& a, const array& b, const compare_cli& c) {
     core::tolerance tol = core::default_tolerance(a.type, b.type);
     if (c.rtol_opt->count()) tol.rtol = c.rtol;
     if (c.atol_opt->count()) tol.atol = c.atol;
     const core::compare_result r = core::compare(a, b, tol.rtol, tol.atol);
-
-    std::ostream& out = std::cout;
     out << "dtypes: " << dtype_name(a.type) << ", " << dtype_name(b.type) << "; shape " << shape_string(a.shape) << '\n';
     out << "tolerance: rtol " << number(tol.rtol) << ", atol " << number(tol.atol) << '\n';
     if (r.nonfinite_mismatched)
@@ -101,8 +93,81 @@ int run_compare(const compare_cli& c) {
             << number(r.worst_b) << ")\n";
     out << "mismatched: " << r.mismatched << " of " << r.count << '\n';
     out << (r.close ? "close" : "not close") << '\n';
+    return r.close;
+}
+
+std::string names_text(const std::vector<std::string>& names) {
+    std::string s;
+    for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+    return s;
+}
+
+/// Two whole files, at least one holding several arrays: every array by name, as
+/// torch.testing.assert_close compares two mappings (the names must agree too).
+int compare_bundles(const std::vector<io::listed_array>& a, const std::string& path_a,
+                    const std::vector<io::listed_array>& b, const std::string& path_b, const compare_cli& c) {
+    const auto find = [](const std::vector<io::listed_array>& in, const std::string& name) -> const io::listed_array* {
+        for (const auto& x : in)
+            if (x.name == name) return &x;
+        return nullptr;
+    };
+    std::vector<std::string> only_a, only_b, differ;
+    std::size_t shared = 0;
+    std::ostream& out = std::cout;
+    for (const auto& x : a) {
+        const io::listed_array* y = find(b, x.name);
+        if (!y) {
+            only_a.push_back(x.name);
+            continue;
+        }
+        ++shared;
+        out << "== " << x.name << " ==\n";
+        if (x.value.shape != y->value.shape) {
+            out << "shape differs: " << shape_string(x.value.shape) << ", " << shape_string(y->value.shape)
+                << "\nnot close\n";
+            differ.push_back(x.name);
+        } else if (!report(out, x.value, y->value, c)) {
+            differ.push_back(x.name);
+        }
+    }
+    for (const auto& y : b)
+        if (!find(a, y.name)) only_b.push_back(y.name);
+    if (shared == 0)
+        throw value_error(path_b, "no array name in common with " + path_a + " (A holds " + names_text(only_a) +
+                                      "; B holds " + names_text(only_b) + ")");
+    if (!only_a.empty()) out << "only in A: " << names_text(only_a) << '\n';
+    if (!only_b.empty()) out << "only in B: " << names_text(only_b) << '\n';
+    const bool close = differ.empty() && only_a.empty() && only_b.empty();
+    if (close)
+        out << "close (" << shared << (shared == 1 ? " array)" : " arrays)") << '\n';
+    else if (differ.empty())
+        out << "not close (the names differ)\n";
+    else
+        out << "not close (" << names_text(differ) << ")\n";
     out.flush();
-    return r.close ? exit_ok : exit_data_error;
+    return close ? exit_ok : exit_data_error;
+}
+
+int run_compare(const compare_cli& c) {
+    const std::string& spec_a = c.a;
+    const std::string& spec_b = c.b;
+    if (c.name.empty() && split_spec(spec_a).second.empty() && split_spec(spec_b).second.empty() && spec_a != "-" &&
+        spec_b != "-") {
+        // Two whole files that both hold several arrays: compare them all, by name.
+        std::vector<io::listed_array> all_a = io::list_arrays(spec_a);
+        if (all_a.size() > 1) {
+            std::vector<io::listed_array> all_b = io::list_arrays(spec_b);
+            if (all_b.size() > 1) return compare_bundles(all_a, spec_a, all_b, spec_b, c);
+        }
+    }
+    const array a = load(spec_a, c.name);
+    const array b = load(spec_b, c.name);
+    if (a.shape != b.shape)
+        throw shape_error(spec_b, "shape differs from " + spec_a + "'s " +
+                                      expected_got(shape_string(a.shape), shape_string(b.shape)));
+    const bool close = report(std::cout, a, b, c);
+    std::cout.flush();
+    return close ? exit_ok : exit_data_error;
 }
 
 }  // namespace
@@ -113,9 +178,10 @@ void setup_compare(CLI::App& app, int& exit_status) {
         "compare",
         "Compare two arrays (A actual, B expected) as torch.testing.assert_close does: NaN/inf must match by "
         "position and sign, then |a - b| <= atol + rtol*|b| everywhere. Prints the max abs and rel errors, the "
-        "worst index and 'close' or 'not close'. Exit 0 when close, 1 when not (or on a data error), 2 on a "
+        "worst index and 'close' or 'not close'. Two files that both hold several arrays (attn compute -o "
+        "fast.npz and --kernel reference -o ref.npz) are compared array by array, by name; the names must agree. Exit 0 when close, 1 when not (or on a data error), 2 on a "
         "usage error.");
-    sub->add_option("A", c->a, "The actual array: FILE (holding one array), FILE.npz:NAME or FILE.json:NAME")
+    sub->add_option("A", c->a, "The actual array: FILE (holding one array, or a bundle compared by name), FILE.npz:NAME or FILE.json:NAME")
         ->required();
     sub->add_option("B", c->b, "The expected array, likewise (relative errors are relative to B)")->required();
     c->rtol_opt = sub->add_option("--rtol", c->rtol,
