@@ -82,6 +82,8 @@ TEST_CASE("compare: |a − b| ≤ atol + rtol·|b|, errors, worst index") {
     CHECK(r.worst_offset == 3);
     CHECK(r.worst_a == 4.001);
     CHECK(r.worst_b == 4);
+    CHECK(r.max_abs_offset == 3);  // |4.001 − 4|
+    CHECK(r.max_rel_offset == 5);  // 1e-9 against 0
     CHECK(compare(f64({2, 3}, {1, 2, 3, 4.001, 5, 1e-9}), b, 3e-4, 1e-7).close);
     CHECK(compare(f64({2, 3}, {1, 2, 3, 4.001, 5, 1e-9}), b, 0, 1.1e-3).close);
 
@@ -89,6 +91,8 @@ TEST_CASE("compare: |a − b| ≤ atol + rtol·|b|, errors, worst index") {
     r = compare(f64({3}, {1000.5, 0.01, 0}), f64({3}, {1000, 0, 0}), 1e-3, 1e-3);
     CHECK(r.worst_index == attn::shape_t{1});
     CHECK(r.mismatched == 1);
+    CHECK(r.max_abs_offset == 0);  // 0.5, the largest error, is within its allowance
+    CHECK(r.max_rel_offset == 1);
 }
 
 TEST_CASE("compare: NaN and ±∞ must agree by position and sign before any tolerance") {
@@ -141,9 +145,9 @@ TEST_CASE("attn compare: exit codes and messages") {
     CHECK(r.out ==
           "dtypes: float32, float64; shape (2, 2)\n"
           "tolerance: rtol 1.3e-06, atol 1e-05\n"
-          "max abs error: 1e-09\n"
-          "max rel error: 4e-09\n"
-          "worst index: (0, 1) (a = 0.25, b = 0.25)\n"
+          "max abs error: 1e-09 at (0, 1)\n"
+          "max rel error: 4e-09 at (0, 1)\n"
+          "worst index: (0, 1) (a = 0.25, b = 0.250000001)\n"
           "mismatched: 0 of 4\n"
           "close\n");
 
@@ -153,8 +157,8 @@ TEST_CASE("attn compare: exit codes and messages") {
     CHECK(r.out ==
           "dtypes: float32, float64; shape (2, 2)\n"
           "tolerance: rtol 1.3e-06, atol 1e-05\n"
-          "max abs error: 0.075\n"
-          "max rel error: 0.375\n"
+          "max abs error: 0.075 at (1, 0)\n"
+          "max rel error: 0.375 at (1, 0)\n"
           "worst index: (1, 0) (a = 0.125, b = 0.2)\n"
           "mismatched: 1 of 4\n"
           "not close\n");
@@ -209,7 +213,7 @@ TEST_CASE("attn compare: exit codes and messages") {
     CHECK(attn_test::run_attn("compare '" + dir + "/a.npy' '" + dir + "/a.npy' --atol x").code == 2);
 }
 
-TEST_CASE("attn compare FAST.npz REF.npz: two bundles compared array by array, by name, as assert_close compares mappings") {
+TEST_CASE("attn compare A.npz B.npz: every array the two share by name, one line each, both worst indices") {
     const attn_test::scratch_dir scratch;
     const std::string& dir = scratch.path;
     const auto bundle = [&](const std::string& name, std::vector<attn::named_array> arrays) {
@@ -218,8 +222,10 @@ TEST_CASE("attn compare FAST.npz REF.npz: two bundles compared array by array, b
     };
     bundle("a.npz", {{"weights", f64({2, 2}, {0.5, 0.5, 1, 0})}, {"output", f64({2}, {1, 2})}});
     bundle("same.npz", {{"output", f64({2}, {1, 2 + 1e-9})}, {"weights", f64({2, 2}, {0.5, 0.5, 1, 0})}});
-    bundle("far.npz", {{"weights", f64({2, 2}, {0.5, 0.5, 0.9, 0.1})}, {"output", f64({2}, {1, 2})}});
-    bundle("more.npz", {{"weights", f64({2, 2}, {0.5, 0.5, 1, 0})}, {"output", f64({2}, {1, 2})}, {"lse", f64({2}, {0, 0})}});
+    // weights against far: the largest |a − b| is 0.3 at (1, 0), the largest relative error
+    // 1 at (1, 1) (0.1 against b = 0.1); against its allowance atol + rtol·|b|, (1, 0) is worst.
+    bundle("far.npz", {{"weights", f64({2, 2}, {0.5, 0.5, 0.7, 0.1})}, {"output", f64({2}, {1, 2})}});
+    bundle("more.npz", {{"weights", f64({2, 2}, {0.5, 0.5, 1, 0})}, {"lse", f64({2}, {0, 0})}, {"output", f64({2}, {1, 2})}});
     bundle("wide.npz", {{"weights", f64({2, 3}, {0.5, 0.5, 1, 0, 0, 0})}, {"output", f64({2}, {1, 2})}});
     bundle("other.npz", {{"q", f64({1}, {0})}, {"k", f64({1}, {0})}});
 
@@ -227,34 +233,25 @@ TEST_CASE("attn compare FAST.npz REF.npz: two bundles compared array by array, b
     CHECK(r.code == 0);
     CHECK(r.err.empty());
     CHECK(r.out ==
-          "== weights ==\n"
-          "dtypes: float64, float64; shape (2, 2)\n"
-          "tolerance: rtol 1e-07, atol 1e-07\n"
-          "max abs error: 0\n"
-          "max rel error: 0\n"
-          "worst index: (0, 0) (a = 0.5, b = 0.5)\n"
-          "mismatched: 0 of 4\n"
-          "close\n"
-          "== output ==\n"
-          "dtypes: float64, float64; shape (2,)\n"
-          "tolerance: rtol 1e-07, atol 1e-07\n"
-          "max abs error: 1e-09\n"
-          "max rel error: 5e-10\n"
-          "worst index: (1,) (a = 2, b = 2)\n"
-          "mismatched: 0 of 2\n"
-          "close\n"
+          "name     shape   dtypes            rtol   atol   max abs error  at    max rel error  at    worst (a, b)         mismatched  verdict\n"
+          "weights  (2, 2)  float64, float64  1e-07  1e-07  0              -     0              -     (0, 0) 0.5, 0.5      0 of 4      close\n"
+          "output   (2,)    float64, float64  1e-07  1e-07  1e-09          (1,)  5e-10          (1,)  (1,) 2, 2.000000001  0 of 2      close\n"
           "close (2 arrays)\n");
     r = attn_test::run_attn("compare '" + dir + "/a.npz' '" + dir + "/far.npz'");
     CHECK(r.code == 1);
-    CHECK(r.out.find("mismatched: 2 of 4\nnot close\n== output ==") != std::string::npos);
-    CHECK(r.out.substr(r.out.rfind("\n", r.out.size() - 2) + 1) == "not close (weights)\n");
-    // The names must agree: an array only one side holds is a difference.
+    CHECK(r.out ==
+          "name     shape   dtypes            rtol   atol   max abs error  at      max rel error  at      worst (a, b)   mismatched  verdict\n"
+          "weights  (2, 2)  float64, float64  1e-07  1e-07  0.3            (1, 0)  1              (1, 1)  (1, 0) 1, 0.7  2 of 4      not close\n"
+          "output   (2,)    float64, float64  1e-07  1e-07  0              -       0              -       (0,) 1, 1      0 of 2      close\n"
+          "not close (weights)\n");
+    // Names only one side holds are listed, not compared; the verdict is over the shared ones.
     r = attn_test::run_attn("compare '" + dir + "/more.npz' '" + dir + "/a.npz'");
-    CHECK(r.code == 1);
-    CHECK(r.out.find("close\nonly in A: lse\nnot close (the names differ)\n") != std::string::npos);
+    CHECK(r.code == 0);
+    CHECK(r.out.find("\nonly in A (not compared): lse\nclose (2 arrays)\n") != std::string::npos);
     r = attn_test::run_attn("compare '" + dir + "/a.npz' '" + dir + "/wide.npz'");
     CHECK(r.code == 1);
-    CHECK(r.out.find("== weights ==\nshape differs: (2, 2), (2, 3)\nnot close\n") != std::string::npos);
+    CHECK(r.out.find("\nweights  (2, 2) vs (2, 3)  float64, float64  -") != std::string::npos);
+    CHECK(r.out.substr(r.out.size() - 20) == "not close (weights)\n");
     r = attn_test::run_attn("compare '" + dir + "/a.npz' '" + dir + "/other.npz'");
     CHECK(r.code == 1);
     CHECK(r.out.empty());

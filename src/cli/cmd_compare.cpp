@@ -1,4 +1,5 @@
 // attn compare: are two arrays close, as torch.testing.assert_close judges it?
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -69,28 +70,51 @@ array load(const std::string& spec, const std::string& name) {
 
 std::string number(double v) { return general_number(v); }
 
-std::string index_text(const shape_t& index) {
+/// a and b with as many significant digits (6 to 17) as it takes to tell them apart.
+std::pair<std::string, std::string> distinct(double a, double b) {
+    for (int digits = 6;; ++digits) {
+        std::string sa = general_number(a, digits), sb = general_number(b, digits);
+        if (sa != sb || a == b || (std::isnan(a) && std::isnan(b)) || digits == 17) return {sa, sb};
+    }
+}
+
+std::string index_text(const shape_t& shape, std::size_t offset) {
+    std::vector<std::size_t> index(shape.size(), 0);
+    for (std::size_t d = shape.size(); d-- > 0;) {
+        index[d] = offset % shape[d];
+        offset /= shape[d];
+    }
     std::string s = "(";
     for (std::size_t i = 0; i < index.size(); ++i) s += (i ? ", " : "") + std::to_string(index[i]);
     return s + (index.size() == 1 ? ",)" : ")");
 }
 
-/// The report of one pair: dtypes, tolerance, errors, worst index, mismatches, verdict.
-bool report(std::ostream& out, const array& a, const array& b, const compare_cli& c) {
-    core::tolerance tol = core::default_tolerance(a.type, b.type);
+core::compare_result compare_with(const array& a, const array& b, const compare_cli& c, core::tolerance& tol) {
+    tol = core::default_tolerance(a.type, b.type);
     if (c.rtol_opt->count()) tol.rtol = c.rtol;
     if (c.atol_opt->count()) tol.atol = c.atol;
-    const core::compare_result r = core::compare(a, b, tol.rtol, tol.atol);
+    return core::compare(a, b, tol.rtol, tol.atol);
+}
+
+/// The report of one pair: dtypes, tolerance, errors and where, worst element,
+/// mismatches, verdict.
+bool report(std::ostream& out, const array& a, const array& b, const compare_cli& c) {
+    core::tolerance tol;
+    const core::compare_result r = compare_with(a, b, c, tol);
     out << "dtypes: " << dtype_name(a.type) << ", " << dtype_name(b.type) << "; shape " << shape_string(a.shape) << '\n';
     out << "tolerance: rtol " << number(tol.rtol) << ", atol " << number(tol.atol) << '\n';
     if (r.nonfinite_mismatched)
         out << "NaN/inf mismatch: " << r.nonfinite_mismatched << (r.nonfinite_mismatched == 1 ? " position" : " positions")
-            << ", first at " << index_text(r.worst_index) << '\n';
-    out << "max abs error: " << number(r.max_abs_error) << '\n';
-    out << "max rel error: " << number(r.max_rel_error) << '\n';
-    if (r.count > 0)
-        out << "worst index: " << index_text(r.worst_index) << " (a = " << number(r.worst_a) << ", b = "
-            << number(r.worst_b) << ")\n";
+            << ", first at " << index_text(a.shape, r.worst_offset) << '\n';
+    out << "max abs error: " << number(r.max_abs_error);
+    if (r.max_abs_error > 0) out << " at " << index_text(a.shape, r.max_abs_offset);
+    out << "\nmax rel error: " << number(r.max_rel_error);
+    if (r.max_rel_error > 0) out << " at " << index_text(a.shape, r.max_rel_offset);
+    out << '\n';
+    if (r.count > 0) {
+        const auto [wa, wb] = distinct(r.worst_a, r.worst_b);
+        out << "worst index: " << index_text(a.shape, r.worst_offset) << " (a = " << wa << ", b = " << wb << ")\n";
+    }
     out << "mismatched: " << r.mismatched << " of " << r.count << '\n';
     out << (r.close ? "close" : "not close") << '\n';
     return r.close;
@@ -102,8 +126,21 @@ std::string names_text(const std::vector<std::string>& names) {
     return s;
 }
 
-/// Two whole files, at least one holding several arrays: every array by name, as
-/// torch.testing.assert_close compares two mappings (the names must agree too).
+/// Left-aligned text columns, two spaces apart (the last column unpadded).
+void print_columns(std::ostream& out, const std::vector<std::vector<std::string>>& rows) {
+    std::vector<std::size_t> width(rows.front().size(), 0);
+    for (const auto& r : rows)
+        for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+    for (const auto& r : rows) {
+        std::string line;
+        for (std::size_t i = 0; i < r.size(); ++i)
+            line += (i ? "  " : "") + r[i] + (i + 1 < r.size() ? std::string(width[i] - r[i].size(), ' ') : "");
+        out << line << '\n';
+    }
+}
+
+/// Two whole files that both hold several arrays: every array they share by name, one
+/// line each, then the names only one side holds and one verdict over the shared ones.
 int compare_bundles(const std::vector<io::listed_array>& a, const std::string& path_a,
                     const std::vector<io::listed_array>& b, const std::string& path_b, const compare_cli& c) {
     const auto find = [](const std::vector<io::listed_array>& in, const std::string& name) -> const io::listed_array* {
@@ -112,40 +149,49 @@ int compare_bundles(const std::vector<io::listed_array>& a, const std::string& p
         return nullptr;
     };
     std::vector<std::string> only_a, only_b, differ;
-    std::size_t shared = 0;
-    std::ostream& out = std::cout;
+    std::vector<std::vector<std::string>> rows{{"name", "shape", "dtypes", "rtol", "atol", "max abs error", "at",
+                                                "max rel error", "at", "worst (a, b)", "mismatched", "verdict"}};
     for (const auto& x : a) {
         const io::listed_array* y = find(b, x.name);
         if (!y) {
             only_a.push_back(x.name);
             continue;
         }
-        ++shared;
-        out << "== " << x.name << " ==\n";
+        const std::string dtypes = std::string(dtype_name(x.value.type)) + ", " + std::string(dtype_name(y->value.type));
         if (x.value.shape != y->value.shape) {
-            out << "shape differs: " << shape_string(x.value.shape) << ", " << shape_string(y->value.shape)
-                << "\nnot close\n";
+            rows.push_back({x.name, shape_string(x.value.shape) + " vs " + shape_string(y->value.shape), dtypes, "-", "-",
+                            "-", "-", "-", "-", "-", "-", "not close"});
             differ.push_back(x.name);
-        } else if (!report(out, x.value, y->value, c)) {
-            differ.push_back(x.name);
+            continue;
         }
+        core::tolerance tol;
+        const core::compare_result r = compare_with(x.value, y->value, c, tol);
+        const bool any = r.count > 0;
+        const auto [wa, wb] = distinct(r.worst_a, r.worst_b);
+        rows.push_back({x.name, shape_string(x.value.shape), dtypes, number(tol.rtol), number(tol.atol),
+                        number(r.max_abs_error), r.max_abs_error > 0 ? index_text(x.value.shape, r.max_abs_offset) : "-",
+                        number(r.max_rel_error), r.max_rel_error > 0 ? index_text(x.value.shape, r.max_rel_offset) : "-",
+                        any ? index_text(x.value.shape, r.worst_offset) + " " + wa + ", " + wb : "-",
+                        std::to_string(r.mismatched) + " of " + std::to_string(r.count),
+                        r.close ? "close" : "not close"});
+        if (!r.close) differ.push_back(x.name);
     }
     for (const auto& y : b)
         if (!find(a, y.name)) only_b.push_back(y.name);
+    const std::size_t shared = rows.size() - 1;
     if (shared == 0)
         throw value_error(path_b, "no array name in common with " + path_a + " (A holds " + names_text(only_a) +
                                       "; B holds " + names_text(only_b) + ")");
-    if (!only_a.empty()) out << "only in A: " << names_text(only_a) << '\n';
-    if (!only_b.empty()) out << "only in B: " << names_text(only_b) << '\n';
-    const bool close = differ.empty() && only_a.empty() && only_b.empty();
-    if (close)
+    std::ostream& out = std::cout;
+    print_columns(out, rows);
+    if (!only_a.empty()) out << "only in A (not compared): " << names_text(only_a) << '\n';
+    if (!only_b.empty()) out << "only in B (not compared): " << names_text(only_b) << '\n';
+    if (differ.empty())
         out << "close (" << shared << (shared == 1 ? " array)" : " arrays)") << '\n';
-    else if (differ.empty())
-        out << "not close (the names differ)\n";
     else
         out << "not close (" << names_text(differ) << ")\n";
     out.flush();
-    return close ? exit_ok : exit_data_error;
+    return differ.empty() ? exit_ok : exit_data_error;
 }
 
 int run_compare(const compare_cli& c) {
@@ -153,7 +199,7 @@ int run_compare(const compare_cli& c) {
     const std::string& spec_b = c.b;
     if (c.name.empty() && split_spec(spec_a).second.empty() && split_spec(spec_b).second.empty() && spec_a != "-" &&
         spec_b != "-") {
-        // Two whole files that both hold several arrays: compare them all, by name.
+        // Two whole files that both hold several arrays: compare those they share, by name.
         std::vector<io::listed_array> all_a = io::list_arrays(spec_a);
         if (all_a.size() > 1) {
             std::vector<io::listed_array> all_b = io::list_arrays(spec_b);

@@ -60,8 +60,8 @@ compare_result compare(const array& a, const array& b, double rtol, double atol)
         const double rel = diff == 0 ? 0.0 : y == 0 ? std::numeric_limits<double>::infinity() : diff / std::abs(y);
         const double allowed = atol + rtol * std::abs(y);
         if (diff > allowed) ++r.mismatched;
-        if (diff > r.max_abs_error) r.max_abs_error = diff;
-        if (rel > r.max_rel_error) r.max_rel_error = rel;
+        if (diff > r.max_abs_error) r.max_abs_error = diff, r.max_abs_offset = i;
+        if (rel > r.max_rel_error) r.max_rel_error = rel, r.max_rel_offset = i;
         // How far past its allowance an element is: 0 when equal, ∞ when any
         // difference faces an allowance of 0 (exact comparison).
         const double factor = diff == 0 ? 0.0 : allowed == 0 ? std::numeric_limits<double>::infinity() : diff / allowed;

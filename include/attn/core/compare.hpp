@@ -39,6 +39,9 @@ struct compare_result {
     std::size_t worst_offset = 0;
     shape_t worst_index;
     double worst_a = 0, worst_b = 0;     ///< the two values there
+    /// Where the largest |a − b| and the largest relative error occur among finite
+    /// pairs (C-order offsets, the first of equals; 0 when all are equal).
+    std::size_t max_abs_offset = 0, max_rel_offset = 0;
 };
 
 /// Compares `a` (actual) with `b` (expected), element by element in double (float16
