@@ -76,7 +76,7 @@ TEST_CASE("a manifest gives each job its own settings, bad lines fail on their o
     CHECK(recs[3]["error"] == "<stdin>:5: invalid JSON line (parse error at line 1, column 2: syntax error while "
                               "parsing value - invalid literal; last read: 'no')");
     // The command line's own message: a manifest line is parsed by the same bindings.
-    CHECK(recs[4]["error"] == "<stdin>:6: --causal-align: sideways not in {top-left,bottom-right}");
+    CHECK(recs[4]["error"] == "<stdin>:6: --causal-align: unknown value sideways (expected one of top-left, bottom-right)");
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 3);
 }
 
@@ -167,8 +167,8 @@ TEST_CASE("a hostile manifest: each bad job is one error record, the good ones c
     const auto recs = lines(r.out);
     REQUIRE(recs.size() == 9);
     CHECK(recs[0]["weights"][0].size() == 4);
-    CHECK(recs[1]["error"] == "<stdin>:2: --heads: Value 1e+30 not in range 1 to 1048576");
-    CHECK(recs[2]["error"] == "<stdin>:3: --heads: Value 2.7 not in range 1 to 1048576");
+    CHECK(recs[1]["error"] == "<stdin>:2: --heads: not a whole number in range (expected 1 to 1048576, got 1e+30)");
+    CHECK(recs[2]["error"] == "<stdin>:3: --heads: not a whole number in range (expected 1 to 1048576, got 2.7)");
     CHECK(recs[3]["error"] == "<stdin>:4: Could not convert: --lengths = 1e+30");
     CHECK(recs[4]["error"] == "<stdin>:5: invalid JSON line (number overflow parsing '1e999')");
     CHECK(recs[5]["error"] == "<stdin>:6: --lengths: not a count (expected a whole number ≥ 0, got -1)");

@@ -184,7 +184,7 @@ TEST_CASE("errors: one line on stderr, nothing on stdout, documented exit codes"
     };
     const error_case cases[] = {
         {"compute missing.npy", 1, "attn: error: missing.npy: cannot open file (No such file or directory)\n"},
-        {"compute --mask causal,bogus data/x.npy", 2, "attn: error: --mask: bogus not in {none,causal,padding}\n"},
+        {"compute --mask causal,bogus data/x.npy", 2, "attn: error: --mask: unknown value bogus (expected one of none, causal, padding)\n"},
         {"compute --mask padding data/x.npy", 2,
          "attn: error: --mask: padding needs a source (expected --lengths, a key_padding_mask or token_ids with "
          "--pad-id, got none)\n"},
@@ -212,7 +212,7 @@ TEST_CASE("errors: one line on stderr, nothing on stdout, documented exit codes"
          "attn: error: data/notebook.npz:nope: no array named 'nope' (expected one of: q, k, v)\n"},
         {"compute --pad-id 0 data/x.npy", 2,
          "attn: error: --pad-id: needs token ids (expected a token_ids array, got none)\n"},
-        {"", 2, "attn: error: A subcommand is required\n"},
+        {"", 2, "attn: error: a command is required (commands: compute, generate, posenc, inspect, compare, plot; see attn --help)\n"},
     };
     for (const auto& c : cases) {
         CAPTURE(c.args);

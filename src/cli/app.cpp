@@ -12,6 +12,7 @@
 #include "attn/error.hpp"
 #include "attn/io/output.hpp"
 #include "commands.hpp"
+#include "parse_errors.hpp"
 
 namespace attn::cli {
 
@@ -106,7 +107,7 @@ int main(int argc, char** argv) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
         if (e.get_exit_code() == 0) return app.exit(e);
-        error_line(e.what());
+        error_line(parse_error_message(e, app, argc, argv));
         return exit_usage_error;
     } catch (const usage_error& e) {
         error_line(e.what());

@@ -1,4 +1,5 @@
 #include "batch.hpp"
+#include "parse_errors.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -139,6 +140,9 @@ std::vector<batch_job> read_manifest(const std::string& path, const compute_opti
         if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
         const std::string source = (path == "-" ? std::string("<stdin>") : path) + ":" + std::to_string(n);
         batch_job job;
+        compute_options c = base;  // the same bindings as the command line, over a copy of its options
+        CLI::App app;
+        add_job_options(app, c);
         try {
             const auto j = nlohmann::json::parse(line);
             if (!j.is_object() || !j.contains("input") || !j["input"].is_string())
@@ -149,10 +153,6 @@ std::vector<batch_job> read_manifest(const std::string& path, const compute_opti
                     throw value_error(source, "output: wrong type " + expected_got("a file name", j["output"].type_name()));
                 job.output = from_dir(dir, j["output"].get<std::string>());
             }
-            // The same bindings as the command line, over a copy of its options.
-            compute_options c = base;
-            CLI::App app;
-            add_job_options(app, c);
             std::vector<std::string> words = job_words(j, dir);
             std::reverse(words.begin(), words.end());  // CLI11 takes them last to first
             app.parse(words);
@@ -171,7 +171,7 @@ std::vector<batch_job> read_manifest(const std::string& path, const compute_opti
             job.error = source + ": unknown key '" + key +
                         "' (expected input, output or a compute option such as mask, lengths, scale)";
         } catch (const CLI::ParseError& e) {
-            job.error = source + ": " + e.what();
+            job.error = source + ": " + parse_error_message(e, app, 0, nullptr);
         } catch (const error& e) {
             job.error = source + ": " + e.what();
         }
