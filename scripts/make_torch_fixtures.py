@@ -54,9 +54,9 @@ def write_npz(path, arrays):
             z.writestr(info, buf.getvalue())
 
 
-def make_mha(embed_dim, heads, kdim=None, vdim=None):
+def make_mha(embed_dim, heads, kdim=None, vdim=None, batch_first=True):
     mha = torch.nn.MultiheadAttention(embed_dim, heads, dropout=0.0, bias=True, kdim=kdim, vdim=vdim,
-                                      batch_first=True, dtype=DT)
+                                      batch_first=batch_first, dtype=DT)
     mha.eval()
     # The default init zeroes the biases: draw everything so that every bias matters.
     # Scale 1/sqrt(fan_in) keeps the scores O(1), so the softmax is not saturated.
@@ -89,14 +89,22 @@ CASES = []
 
 def case(name, description, options, *, E, H, B=2, Tq=5, Tk=None, kdim=None, packed=True,
          average=True, unbatched=False, key_padding_lengths=None, bool_mask=False, float_mask=False,
-         per_head_mask=False, causal=False):
-    """Builds one case. Tk is None for self-attention (x is query, key and value)."""
+         per_head_mask=False, causal=False, seq_first=False, torch_masks=False, hf_lengths=None):
+    """Builds one case. Tk is None for self-attention (x is query, key and value).
+    seq_first: the module has batch_first=False and x is saved (T, B, E) as torch takes it.
+    torch_masks: attn_mask is saved as torch takes it (bool True = blocked, per-head
+    (B*H, Tq, Tk)), for attn's --attn-mask-true masked. hf_lengths: a Hugging Face
+    attention_mask (B, Tk) int64, 1 = real token, saved as attention_mask and given to
+    torch as key_padding_mask = attention_mask == 0."""
     cross = Tk is not None
     Tk = Tk if cross else Tq
-    mha = make_mha(E, H, kdim=kdim, vdim=kdim)
+    mha = make_mha(E, H, kdim=kdim, vdim=kdim, batch_first=not seq_first)
     lead = () if unbatched else (B,)
     x = torch.randn(*lead, Tq, E, dtype=DT)
     x_kv = torch.randn(*lead, Tk, kdim or E, dtype=DT) if cross else x
+    if seq_first:
+        x = x.transpose(0, 1).contiguous()
+        x_kv = x_kv.transpose(0, 1).contiguous() if cross else x
     arrays = {"x": x.numpy()}
     if cross:
         arrays["x_kv"] = x_kv.numpy()
@@ -107,6 +115,10 @@ def case(name, description, options, *, E, H, B=2, Tq=5, Tk=None, kdim=None, pac
         kpm = torch.arange(Tk)[None, :] >= torch.tensor(key_padding_lengths)[:, None]  # True = padding
         kwargs["key_padding_mask"] = kpm
         arrays["key_padding_mask"] = kpm.numpy()
+    if hf_lengths is not None:
+        attention_mask = (torch.arange(Tk)[None, :] < torch.tensor(hf_lengths)[:, None]).to(torch.int64)
+        kwargs["key_padding_mask"] = attention_mask == 0
+        arrays["attention_mask"] = attention_mask.numpy()
     mask_shape = (B * H, Tq, Tk) if per_head_mask else (Tq, Tk)
     if bool_mask:
         # MHA: True = not allowed. Keep the diagonal-ish key j = i % Tk allowed so that no
@@ -115,7 +127,7 @@ def case(name, description, options, *, E, H, B=2, Tq=5, Tk=None, kdim=None, pac
         rows = torch.arange(Tq)
         blocked[..., rows, rows % Tk] = False
         kwargs["attn_mask"] = blocked
-        arrays["attn_mask"] = np.logical_not(blocked.numpy())
+        arrays["attn_mask"] = blocked.numpy() if torch_masks else np.logical_not(blocked.numpy())
     if float_mask:
         bias = torch.randn(mask_shape, dtype=DT)
         hole = torch.rand(mask_shape) < 0.25
@@ -124,7 +136,7 @@ def case(name, description, options, *, E, H, B=2, Tq=5, Tk=None, kdim=None, pac
         bias[hole] = -float("inf")
         kwargs["attn_mask"] = bias
         arrays["attn_mask"] = bias.numpy()
-    if per_head_mask:
+    if per_head_mask and not torch_masks:
         arrays["attn_mask"] = arrays["attn_mask"].reshape(B, H, Tq, Tk)
     if causal:
         assert "attn_mask" not in kwargs
@@ -179,6 +191,17 @@ def main():
     # (1, H, Tq, Tk) in attn (DESIGN.md §2 gives rank 2 no head axis of its own).
     case("unbatched_h4_avg", "unbatched rank-2 input (T, E), 4 heads, average_attn_weights=True",
          ["--heads", "4", "--average-heads"], E=16, H=4, Tq=6, unbatched=True)
+    # PyTorch's own conventions, saved as torch takes them and spoken by attn's options.
+    case("mha_seq_first_bool_mask_h2",
+         "batch_first=False (T, B, E) and MHA's bool attn_mask (True = blocked) saved as is, with key_padding_mask",
+         ["--heads", "2", "--seq-first", "--attn-mask-true", "masked"], E=8, H=2, B=3, Tq=5,
+         key_padding_lengths=[5, 3, 4], bool_mask=True, torch_masks=True, seq_first=True, average=False)
+    case("mha_per_head_bool_mask_h2",
+         "MHA's per-head bool attn_mask (B*H, Tq, Tk), True = blocked, saved as is",
+         ["--heads", "2", "--attn-mask-true", "masked"], E=8, H=2, B=2, Tq=4, Tk=6, bool_mask=True,
+         per_head_mask=True, torch_masks=True, average=False)
+    case("hf_attention_mask_h4", "Hugging Face attention_mask (B, Tk) int64, 1 = real token, lengths 6, 2",
+         ["--heads", "4"], E=16, H=4, B=2, Tq=6, hf_lengths=[6, 2], average=False)
 
     # One case per line: small, and diffs stay readable.
     with open(os.path.join(ROOT, "cases.json"), "w") as f:

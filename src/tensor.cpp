@@ -1,5 +1,7 @@
 #include "attn/tensor.hpp"
 
+#include "attn/error.hpp"
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -132,5 +134,22 @@ template std::vector<double> array::to_vector<double>() const;
 template std::vector<std::int64_t> array::to_vector<std::int64_t>() const;
 template array array::from<float>(shape_t, const float*);
 template array array::from<double>(shape_t, const double*);
+
+array swap_leading_axes(const array& a) {
+    if (a.rank() < 2) throw shape_error("array", "needs two axes to swap " + expected_got("2-D or more", shape_string(a.shape)));
+    const std::size_t n0 = a.shape[0], n1 = a.shape[1];
+    const std::size_t row = element_count(shape_t(a.shape.begin() + 2, a.shape.end())) * dtype_size(a.type);
+    array out;
+    out.type = a.type;
+    out.shape = a.shape;
+    std::swap(out.shape[0], out.shape[1]);
+    out.data.resize(a.data.size());
+    const std::byte* src = a.data.data();
+    std::byte* dst = out.data.data();
+    for (std::size_t i = 0; i < n0; ++i)
+        for (std::size_t j = 0; j < n1; ++j)
+            if (row) std::memcpy(dst + (j * n0 + i) * row, src + (i * n1 + j) * row, row);
+    return out;
+}
 
 }  // namespace attn

@@ -186,7 +186,7 @@ TEST_CASE("errors: one line on stderr, nothing on stdout, documented exit codes"
         {"compute missing.npy", 1, "attn: error: missing.npy: cannot open file (No such file or directory)\n"},
         {"compute --mask causal,bogus data/x.npy", 2, "attn: error: --mask: unknown value bogus (expected one of none, causal, padding)\n"},
         {"compute --mask padding data/x.npy", 2,
-         "attn: error: --mask: padding needs a source (expected --lengths, a key_padding_mask or token_ids with "
+         "attn: error: --mask: padding needs a source (expected --lengths, a key_padding_mask, an attention_mask or token_ids with "
          "--pad-id, got none)\n"},
         {"compute --lengths 3,4 data/x.npy", 1,
          "attn: error: --lengths: one length per batch item (expected 1 value, got 2)\n"},
@@ -441,7 +441,7 @@ TEST_CASE("contradictions and non-finite option values are usage errors, and not
         {"--mask causal --mask none", "--mask: none contradicts the other masks (expected none alone, got causal,none)"},
         {"--mask none --causal", "--mask: none contradicts the other masks (expected none alone, got none and --causal)"},
         {"--mask none --lengths 2",
-         "--mask: none contradicts the padding sources given (expected no lengths, key_padding_mask or --pad-id, got "
+         "--mask: none contradicts the padding sources given (expected no lengths, key_padding_mask, attention_mask or --pad-id, got "
          "some)"},
         {"-o '" + o + ".npz' --format csv",
          "--format: csv contradicts -o's extension (expected a format that fits .npz, got csv)"},

@@ -203,7 +203,53 @@ TEST_CASE("convention: lengths are valid keys per item (ONNX nonpad_kv_seqlen), 
     s.lengths_array = nullptr;
     s.padding_required = true;
     CHECK_THROWS_WITH_AS(build_mask<double>(s, used),
-                         "--mask: padding needs a source (expected --lengths, a key_padding_mask or token_ids with "
+                         "--mask: padding needs a source (expected --lengths, a key_padding_mask, an attention_mask or token_ids with "
                          "--pad-id, got none)",
                          attn::usage_error);
+}
+
+TEST_CASE("convention: nn.MultiheadAttention's bool attn_mask, True = masked, and its (B·H, Tq, Tk) layout") {
+    mask_spec s;
+    s.B = 2, s.Hq = 2, s.Tq = 1, s.Tk = 3;
+    s.rank3_masks = true;
+    s.attn_mask_true_masks = true;
+    // (B·H, Tq, Tk) = (4, 1, 3), item-major: slice b·H + h.
+    const attn::array am = bools({4, 1, 3}, {1, 0, 0, /**/ 0, 1, 0, /**/ 0, 0, 1, /**/ 1, 1, 0});
+    s.attn_mask = &am;
+    std::vector<std::string> used;
+    const auto m = build_mask<double>(s, used);
+    CHECK(row_of(m, 0, 0, 0) == std::vector<double>{ninf, 0, 0});
+    CHECK(row_of(m, 0, 1, 0) == std::vector<double>{0, ninf, 0});
+    CHECK(row_of(m, 1, 0, 0) == std::vector<double>{0, 0, ninf});
+    CHECK(row_of(m, 1, 1, 0) == std::vector<double>{ninf, ninf, 0});
+    // A (B, Tq, Tk) mask still broadcasts over the heads, with the same polarity.
+    const attn::array per_item = bools({2, 1, 3}, {1, 0, 0, 0, 0, 1});
+    s.attn_mask = &per_item;
+    const auto m2 = build_mask<double>(s, used);
+    CHECK(row_of(m2, 0, 1, 0) == std::vector<double>{ninf, 0, 0});
+    CHECK(row_of(m2, 1, 0, 0) == std::vector<double>{0, 0, ninf});
+    // With one head B·H = B: the two readings agree.
+    CHECK(broadcast_shape(bools({2, 1, 3}, std::vector<std::uint8_t>(6, 1)), {2, 1, 1, 3}, "attn_mask", true) ==
+          std::array<std::size_t, 4>{2, 1, 1, 3});
+}
+
+TEST_CASE("convention: Hugging Face attention_mask, 1 = real token, 0 = padding, combined with the others") {
+    const auto allowed = attention_mask_allowed(ints({2, 3}, {1, 1, 0, 1, 0, 0}), 2, 3);
+    CHECK(allowed == std::vector<std::uint8_t>{1, 1, 0, 1, 0, 0});
+    CHECK(attention_mask_allowed(ints({3}, {0, 1, 1}), 2, 3) == std::vector<std::uint8_t>{0, 1, 1, 0, 1, 1});
+    CHECK_THROWS_WITH_AS(attention_mask_allowed(ints({2, 2}, {1, 1, 1, 1}), 2, 3),
+                         "attention_mask: wrong shape (expected (2, 3), got (2, 2))", attn::shape_error);
+    mask_spec s;
+    s.B = 2, s.Tq = 1, s.Tk = 3;
+    const attn::array hf = ints({2, 3}, {1, 1, 0, 1, 1, 1});
+    const attn::array kpm = bools({2, 3}, {0, 0, 0, 1, 0, 0});  // True = padding
+    s.attention_mask = &hf;
+    s.key_padding_mask = &kpm;
+    std::vector<std::string> used;
+    const auto m = build_mask<double>(s, used);
+    CHECK(used == std::vector<std::string>{"padding"});
+    CHECK(row_of(m, 0, 0, 0) == std::vector<double>{0, 0, ninf});
+    CHECK(row_of(m, 1, 0, 0) == std::vector<double>{ninf, 0, 0});
+    s.padding_refused = true;  // --mask none
+    CHECK_THROWS_AS(build_mask<double>(s, used), attn::usage_error);
 }

@@ -50,6 +50,12 @@ struct pipeline_options {
     double posenc_base = 10000.0;
     int threads = 0;
     kernel_kind kernel = kernel_kind::fast;
+    /// A bool attn_mask's True masks the cell (nn.MultiheadAttention) instead of letting it
+    /// attend (PyTorch SDPA, ONNX).
+    bool attn_mask_true_masks = false;
+    /// Rank-3 x, x_kv, q, k, v are (T, B, E) (nn.MultiheadAttention with batch_first=False);
+    /// the q, k, v and output stages are returned (T, B, ·) too.
+    bool seq_first = false;
 };
 
 /// Runs the pipeline on `inputs` (names as in DESIGN §2, lower case; unknown names

@@ -159,6 +159,11 @@ struct named_array {
     array value;
 };
 
+/// `a` (A0, A1, …) with its first two axes swapped: (A1, A0, …), as NumPy's
+/// `a.swapaxes(0, 1)` copied to C order (PyTorch `x.transpose(0, 1).contiguous()`).
+/// Any dtype. Throws shape_error("array", …) when `a` has fewer than two axes.
+array swap_leading_axes(const array& a);
+
 extern template void array::copy_to<float>(float*) const;
 extern template void array::copy_to<double>(double*) const;
 extern template std::vector<float> array::to_vector<float>() const;

@@ -28,7 +28,8 @@ const std::vector<std::pair<std::string, std::string>>& tensor_options() {
         {"bv", "b_v"},        {"wo", "w_o"},
         {"bo", "b_o"},        {"in-proj-weight", "in_proj_weight"},
         {"in-proj-bias", "in_proj_bias"}, {"attn-mask", "attn_mask"},
-        {"key-padding-mask", "key_padding_mask"}, {"token-ids", "token_ids"},
+        {"key-padding-mask", "key_padding_mask"}, {"attention-mask", "attention_mask"},
+        {"token-ids", "token_ids"},
         {"past-key", "past_key"},           {"past-value", "past_value"}};
     return table;
 }
@@ -127,6 +128,15 @@ void add_pipeline_options(CLI::App& sub, pipeline_cli& c) {
                                        "token_ids equal to this are padding keys")
         ->type_name("INT")
         ->group("Masks");
+    sub.add_option("--attn-mask-true", c.attn_mask_true,
+                    "What True means in a bool attn_mask: attend (PyTorch SDPA, ONNX) or masked "
+                    "(nn.MultiheadAttention's bool attn_mask)")
+        ->check(CLI::IsMember({"attend", "masked"}))
+        ->capture_default_str()
+        ->group("Masks");
+    sub.add_flag("--seq-first", c.seq_first,
+                 "Rank-3 x, x_kv, q, k, v are (T, B, E), as nn.MultiheadAttention(batch_first=False); the "
+                 "q, k, v and output stages are written (T, B, ·) too, weights stay (B, …, Tq, Tk)");
     sub.add_option("--mask-fill", c.mask_fill,
                     "Value of masked cells: -inf (default) or a finite number like -1e9 (masked_fill idiom, "
                     "replaces the score)")
@@ -218,6 +228,8 @@ attn::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std:
     if (!c.posenc.empty()) p.posenc = core::parse_posenc_style(c.posenc);
     p.posenc_base = c.posenc_base;
     p.kernel = c.kernel == "reference" ? attn::kernel_kind::reference : attn::kernel_kind::fast;
+    p.attn_mask_true_masks = c.attn_mask_true == "masked";
+    p.seq_first = c.seq_first;
     return p;
 }
 

@@ -34,6 +34,8 @@ struct pipeline_cli {
     std::string posenc;               // "", interleaved or concat
     double posenc_base = 10000.0;
     std::string kernel = "fast";
+    std::string attn_mask_true = "attend";
+    bool seq_first = false;
 };
 
 /// Binds the per-job pipeline options to `c`, which must outlive parsing and the callback. Only

@@ -149,7 +149,9 @@ std::array<std::size_t, 4> broadcast_shape(const array& a, const std::array<std:
     if (a.rank() > 4 || a.rank() == 0)
         throw shape_error(name, "wrong rank " + expected_got("1-D to 4-D", rank_text(a.rank())));
     std::array<std::size_t, 4> s{1, 1, 1, 1};
-    if (batch_first && a.rank() == 3)  // (B, Tq, Tk): the heads broadcast
+    if (batch_first && a.rank() == 3 && full[1] > 1 && a.shape[0] == full[0] * full[1])
+        s = {full[0], full[1], a.shape[1], a.shape[2]};  // nn.MultiheadAttention's (B·Hq, Tq, Tk)
+    else if (batch_first && a.rank() == 3)               // (B, Tq, Tk): the heads broadcast
         s = {a.shape[0], 1, a.shape[1], a.shape[2]};
     else
         std::copy(a.shape.begin(), a.shape.end(), s.begin() + static_cast<std::ptrdiff_t>(4 - a.rank()));
@@ -162,12 +164,16 @@ std::array<std::size_t, 4> broadcast_shape(const array& a, const std::array<std:
 }
 
 broadcast_mask<std::uint8_t> bool_attn_mask(const array& attn_mask, const std::array<std::size_t, 4>& full,
-                                            bool batch_first) {
+                                            bool batch_first, bool true_masks) {
     broadcast_mask<std::uint8_t> bm;
     bm.shape = broadcast_shape(attn_mask, full, "attn_mask", batch_first);
     bm.data.resize(attn_mask.size());
-    for (std::size_t i = 0; i < attn_mask.size(); ++i) bm.data[i] = attn_mask.value(i) != 0.0;
+    for (std::size_t i = 0; i < attn_mask.size(); ++i) bm.data[i] = (attn_mask.value(i) != 0.0) != true_masks;
     return bm;
+}
+
+std::vector<std::uint8_t> attention_mask_allowed(const array& attention_mask, std::size_t B, std::size_t Tk) {
+    return per_key(attention_mask, B, Tk, "attention_mask", [](double v) { return v != 0.0; });
 }
 
 template <class T>
@@ -208,6 +214,14 @@ mask<T> build_mask(const mask_spec& spec, std::vector<std::string>& used) {
             m.key_allowed = key_padding_allowed(*kpm, B, Tk);
         }
     }
+    if (const array* hf = spec.attention_mask) {
+        padding = true;
+        auto allowed = attention_mask_allowed(*hf, B, Tk);
+        if (m.key_allowed.empty())
+            m.key_allowed = std::move(allowed);
+        else
+            for (std::size_t i = 0; i < allowed.size(); ++i) m.key_allowed[i] &= allowed[i];
+    }
     if (spec.pad_id) {
         if (!spec.token_ids) throw usage_error("--pad-id", "needs token ids " + expected_got("a token_ids array", "none"));
         padding = true;
@@ -219,10 +233,10 @@ mask<T> build_mask(const mask_spec& spec, std::vector<std::string>& used) {
     }
     if (spec.padding_refused && padding)
         throw usage_error("--mask", "none contradicts the padding sources given " +
-                                        expected_got("no lengths, key_padding_mask or --pad-id", "some"));
+                                        expected_got("no lengths, key_padding_mask, attention_mask or --pad-id", "some"));
     if (spec.padding_required && !padding)
         throw usage_error("--mask", "padding needs a source " +
-                                        expected_got("--lengths, a key_padding_mask or token_ids with --pad-id", "none"));
+                                        expected_got("--lengths, a key_padding_mask, an attention_mask or token_ids with --pad-id", "none"));
     if (spec.causal) {
         m.causal = true;
         m.causal_offset = causal_offsets(spec.align, B, spec.Tq, Tk, spec.past, m.lengths);
@@ -233,7 +247,7 @@ mask<T> build_mask(const mask_spec& spec, std::vector<std::string>& used) {
         if (is_float(am->type))
             m.bias.push_back(float_mask<T>(*am, full, "attn_mask", spec.rank3_masks));
         else
-            m.allowed.push_back(bool_attn_mask(*am, full, spec.rank3_masks));
+            m.allowed.push_back(bool_attn_mask(*am, full, spec.rank3_masks, spec.attn_mask_true_masks));
         used.push_back("attn_mask");
     }
     return m;

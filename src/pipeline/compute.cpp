@@ -79,6 +79,8 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     spec.lengths = o.lengths;
     spec.lengths_array = in.find("lengths");
     spec.key_padding_mask = in.find("key_padding_mask");
+    spec.attention_mask = in.find("attention_mask");
+    spec.attn_mask_true_masks = o.attn_mask_true_masks;
     spec.token_ids = in.find("token_ids");
     spec.pad_id = o.pad_id;
     spec.attn_mask = in.find("attn_mask");
@@ -198,6 +200,29 @@ const std::vector<std::string>& stage_names() {
 
 io::document compute(std::vector<named_array> inputs, const std::vector<std::string>& bundle_tokens,
                      const pipeline_options& options) {
+    if (options.seq_first) {
+        // nn.MultiheadAttention(batch_first=False): (T, B, E) in, (T, B, E) out.
+        for (auto& a : inputs)
+            if (a.name == "x" || a.name == "x_kv" || a.name == "q" || a.name == "k" || a.name == "v") {
+                if (a.value.rank() != 3)
+                    throw usage_error("--seq-first", "needs rank-3 inputs " + expected_got("(T, B, E)", a.name + " " +
+                                                                                         shape_string(a.value.shape)));
+                a.value = swap_leading_axes(a.value);
+            }
+        io::document doc = compute(std::move(inputs), bundle_tokens, [&] {
+            pipeline_options batch_first = options;
+            batch_first.seq_first = false;
+            return batch_first;
+        }());
+        for (auto& t : doc.tensors)
+            if (t.value.rank() == 3 && (t.name == "q" || t.name == "k" || t.name == "v" || t.name == "output"))
+                t.value = swap_leading_axes(t.value);
+        doc.meta["seq_first"] = true;
+        nlohmann::ordered_json shapes = nlohmann::ordered_json::object();
+        for (const auto& t : doc.tensors) shapes[t.name] = t.value.shape;
+        doc.meta["shapes"] = shapes;
+        return doc;
+    }
     pipeline::input_set in(std::move(inputs));
     dtype t = dtype::f8;
     if (options.compute_type) {

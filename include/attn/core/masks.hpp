@@ -91,6 +91,8 @@ struct mask_spec {
     const array* token_ids = nullptr;            ///< (B, Tk) or (Tk,), with pad_id
     std::optional<long long> pad_id;             ///< token ids equal to it are padding keys
     const array* attn_mask = nullptr;            ///< bool: True = attend; float: added
+    bool attn_mask_true_masks = false;           ///< bool attn_mask: True = masked (nn.MultiheadAttention)
+    const array* attention_mask = nullptr;       ///< HF (B, Tk) or (Tk,): 1/True = real token, 0 = padding
     bool padding_required = false;               ///< `--mask padding`: some padding source must be given
     bool padding_refused = false;                ///< `--mask none`: no padding source may be given
     bool rank3_masks = false;                    ///< inputs of rank 3: a rank-3 attn_mask is (B, Tq, Tk)
@@ -121,14 +123,22 @@ std::vector<std::uint8_t> token_ids_allowed(const array& token_ids, long long pa
 /// `a`'s shape right-aligned against (B, Hq, Tq, Tk), with 1 on broadcast axes; the last
 /// axis may be shorter than Tk (ONNX pads it as masked). With batch_first (inputs of rank 3,
 /// (B, T, E)), a rank-3 mask is (B, Tq, Tk) and broadcasts over the heads, as PyTorch SDPA
-/// reads it against 3-D scores. Throws shape_error(name, …).
+/// reads it against 3-D scores — or, when its first axis is B·Hq with Hq > 1,
+/// nn.MultiheadAttention's (B·Hq, Tq, Tk), item-major (its view(B, Hq, Tq, Tk)).
+/// Throws shape_error(name, …).
 std::array<std::size_t, 4> broadcast_shape(const array& a, const std::array<std::size_t, 4>& full, const char* name,
                                            bool batch_first = false);
 
 /// A bool (or integer) attn_mask: True/non-zero = attend (PyTorch SDPA, ONNX Attention),
-/// broadcast against (B, Hq, Tq, Tk). Throws shape_error("attn_mask", …).
+/// or with true_masks True = masked (nn.MultiheadAttention's bool attn_mask), broadcast
+/// against (B, Hq, Tq, Tk). Throws shape_error("attn_mask", …).
 broadcast_mask<std::uint8_t> bool_attn_mask(const array& attn_mask, const std::array<std::size_t, 4>& full,
-                                            bool batch_first = false);
+                                            bool batch_first = false, bool true_masks = false);
+
+/// (B, Tk) "may attend" flags from Hugging Face's attention_mask, (B, Tk) or (Tk,):
+/// non-zero = a real token, 0 = padding (the inverse of key_padding_mask).
+/// Throws shape_error("attention_mask", …) for another shape.
+std::vector<std::uint8_t> attention_mask_allowed(const array& attention_mask, std::size_t B, std::size_t Tk);
 
 /// A float mask added to the scores as is (float attn_mask; a float key_padding_mask as
 /// nn.MultiheadAttention adds it), broadcast against (B, Hq, Tq, Tk).
