@@ -9,8 +9,9 @@
 _attn_subcommands="compute generate posenc inspect compare plot"
 
 _attn_compute_options="--help --q --k --v --x --x-kv --wq --wk --wv --bq --bk --bv --wo --bo
-  --in-proj-weight --in-proj-bias --attn-mask --key-padding-mask --token-ids --past-key --past-value
-  --mask --causal --causal-align --lengths --pad-id --mask-fill --masked-rows
+  --in-proj-weight --in-proj-bias --attn-mask --key-padding-mask --attention-mask --token-ids --past-key
+  --past-value --mask --causal --causal-align --lengths --pad-id --attn-mask-true --seq-first --mask-fill
+  --masked-rows
   --scale --softcap --heads --kv-heads --weight-layout --dtype --posenc --posenc-base --kernel
   --average-heads --tokens --dump --format --output --precision --compact --plot
   --jobs --max-bytes --manifest"
@@ -60,6 +61,8 @@ _attn() {
             --causal-align) COMPREPLY=($(compgen -W "top-left bottom-right" -- "$cur")); return ;;
             --masked-rows) COMPREPLY=($(compgen -W "zero nan" -- "$cur")); return ;;
             --kernel) COMPREPLY=($(compgen -W "fast reference" -- "$cur")); return ;;
+            --attn-mask-true) COMPREPLY=($(compgen -W "attend masked" -- "$cur")); return ;;
+            --stage) COMPREPLY=($(compgen -W "qk scaled scores weights" -- "$cur")); return ;;
             --weight-layout) COMPREPLY=($(compgen -W "out-in in-out" -- "$cur")); return ;;
             --dtype) COMPREPLY=($(compgen -W "float32 float64" -- "$cur")); return ;;
             --posenc) COMPREPLY=($(compgen -W "interleaved concat" -- "$cur")); return ;;
@@ -70,7 +73,7 @@ _attn() {
                 return ;;
             -o | --output | --plot | --manifest | --q | --k | --v | --x | --x-kv | --wq | --wk | --wv | --bq | \
                 --bk | --bv | --wo | --bo | --in-proj-weight | --in-proj-bias | --attn-mask | \
-                --key-padding-mask | --token-ids | --past-key | --past-value)
+                --key-padding-mask | --attention-mask | --token-ids | --past-key | --past-value)
                 _filedir
                 return ;;
         esac
