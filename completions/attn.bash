@@ -16,7 +16,7 @@ _attn_compute_options="--help --q --k --v --x --x-kv --wq --wk --wv --bq --bk --
   --average-heads --tokens --dump --format --output --precision --compact --plot
   --jobs --max-bytes --manifest"
 
-_attn_stages="q k v qk scaled scores weights output lse present_key present_value"
+_attn_stages="q k v qk scaled scores weights output lse present_key present_value mask stats"
 
 # Long options defined in `attn SUBCOMMAND --help` (lines "  -o,--output TEXT ...").
 _attn_help_options() {

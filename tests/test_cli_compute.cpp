@@ -2,6 +2,8 @@
 // output files and every error path with its exit code and exact message.
 #include <doctest/doctest.h>
 
+#include <functional>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -198,7 +200,7 @@ TEST_CASE("errors: one line on stderr, nothing on stdout, documented exit codes"
          "attn: error: --format: npy holds one tensor; pick one stage with --dump (expected 1 stage, got 3)\n"},
         {"compute --dump weights,foo data/x.npy", 2,
          "attn: error: --dump: unknown stage 'foo' (expected q, k, v, qk, scaled, scores, weights, output, lse, "
-         "present_key, present_value or stats)\n"},
+         "present_key, present_value, mask or stats)\n"},
         {"compute --mask-fill 5 data/x.npy", 2,
          "attn: error: --mask-fill: not a number ≤ 0 (expected -inf or a number like -1e9, got 5)\n"},
         {"compute --softcap -1 data/x.npy", 2,
@@ -540,4 +542,74 @@ TEST_CASE("rank-3 inputs take rank-3 masks as (B, Tq, Tk), heads broadcast, as P
     const auto bad = run_attn("compute '" + dir.path + "/bad.json'");
     CHECK(bad.code == 1);
     CHECK(bad.err == "attn: error: attn_mask: does not broadcast to (B, Hq, Tq, Tk) (expected (2, 1, 3, 3), got (3, 3, 3))\n");
+}
+
+TEST_CASE("--dump mask: the combined mask, bool, True = attend, shaped like the scores") {
+    // By hand: notebook (T = 4), causal and lengths 3: row i sees keys j <= i and j < 3.
+    auto r = run_attn("compute data/notebook.npz --mask causal --lengths 3 --mask-fill -1e9 --dump mask --compact");
+    REQUIRE(r.code == 0);
+    CHECK(json::parse(r.out)["mask"] == json::parse("[[true,false,false,false],[true,true,false,false],"
+                                                    "[true,true,true,false],[true,true,true,false]]"));
+    // A float attn_mask masks where it adds −∞ only; a finite bias is not a mask.
+    attn_test::scratch_dir dir;
+    attn_test::spit(dir.path + "/f.json", R"({"q": [[1, 0], [0, 1]], "k": [[1, 0], [0, 1], [1, 1]],
+        "v": [[1], [2], [3]], "attn_mask": [[0.5, "-Infinity", -3.0], [0.0, 0.0, "-Infinity"]]})");
+    r = run_attn("compute '" + dir.path + "/f.json' --dump mask --compact");
+    REQUIRE(r.code == 0);
+    CHECK(json::parse(r.out)["mask"] == json::parse("[[true,false,true],[true,true,false]]"));
+    // Per head and per item: x (B=2, T=3, E=4), 2 heads, MHA's (B·H, Tq, Tk) bool mask with
+    // True = masked, and a key_padding_mask on item 1's last key.
+    const json x = json::parse("[[[1,0,0,1],[0,1,1,0],[1,1,0,0]],[[0,0,1,1],[1,0,1,0],[0,1,0,1]]]");
+    const json am = json::parse("[[[false,true,false],[false,false,false],[false,false,false]],"
+                                " [[false,false,false],[true,false,false],[false,false,false]],"
+                                " [[false,false,false],[false,false,false],[false,false,true]],"
+                                " [[false,false,false],[false,false,false],[true,true,false]]]");
+    attn_test::spit(dir.path + "/h.json", json{{"x", x}, {"attn_mask", am},
+                                               {"key_padding_mask", json::parse("[[0,0,0],[0,0,1]]")}}.dump());
+    r = run_attn("compute '" + dir.path + "/h.json' --heads 2 --attn-mask-true masked --dump mask --compact");
+    REQUIRE(r.code == 0);
+    const json want = json::parse("[[[[true,false,true],[true,true,true],[true,true,true]],"
+                                  "  [[true,true,true],[false,true,true],[true,true,true]]],"
+                                  " [[[true,true,false],[true,true,false],[true,true,false]],"
+                                  "  [[true,true,false],[true,true,false],[false,false,false]]]]");
+    CHECK(json::parse(r.out)["mask"] == want);
+    // --average-heads: True where some head attends.
+    r = run_attn("compute '" + dir.path + "/h.json' --heads 2 --attn-mask-true masked --average-heads --dump mask --compact");
+    REQUIRE(r.code == 0);
+    CHECK(json::parse(r.out)["mask"] == json::parse("[[[true,true,true],[true,true,true],[true,true,true]],"
+                                                    " [[true,true,false],[true,true,false],[true,true,false]]]"));
+    // In .npy it is NumPy's bool.
+    REQUIRE(run_attn("compute data/notebook.npz --mask causal --dump mask -o '" + dir.path + "/m.npy'").code == 0);
+    const attn::array m = attn::io::read_npy(slurp(dir.path + "/m.npy"), "m.npy");
+    CHECK(m.type == attn::dtype::b1);
+    CHECK(m.shape == attn::shape_t{4, 4});
+}
+
+TEST_CASE("--dump mask agrees with the scores: False exactly where the scores are −∞") {
+    attn_test::scratch_dir dir;
+    REQUIRE(run_attn("generate --len 5 --len-kv 7 --dk 4 --dv 3 --batch 2 --heads 2 --seed 9 -o '" + dir.path +
+                     "/g.npz'").code == 0);
+    for (const std::string opt : {"--mask causal", "--mask causal --causal-align bottom-right --lengths 6,3",
+                                  "--lengths 4,0", "--mask causal --average-heads"}) {
+        CAPTURE(opt);
+        const auto r = run_attn("compute '" + dir.path + "/g.npz' " + opt + " --dump scores,mask --compact");
+        REQUIRE(r.code == 0);
+        const json out = json::parse(r.out);
+        const json& s = out["scores"];
+        const json& mk = out["mask"];
+        std::size_t cells = 0;
+        const std::function<void(const json&, const json&)> walk = [&](const json& a, const json& b) {
+            if (!a.is_array()) {
+                const bool masked = a.is_string() && a.get<std::string>() == "-Infinity";
+                CHECK(b.get<bool>() == !masked);
+                ++cells;
+                return;
+            }
+            REQUIRE(a.size() == b.size());
+            for (std::size_t i = 0; i < a.size(); ++i) walk(a[i], b[i]);
+        };
+        if (opt.find("average") == std::string::npos) walk(s, mk);
+        else CHECK(mk.size() == 2);
+        CHECK((cells == 2 * 2 * 5 * 7 || opt.find("average") != std::string::npos));
+    }
 }

@@ -20,21 +20,10 @@ std::size_t mask<T>::visible_end(std::size_t b, std::size_t i) const {
 }
 
 template <class T>
-bool mask<T>::apply_range(std::size_t b, std::size_t h, std::size_t i, const T* scaled, T* scores, std::size_t j0,
-                          std::size_t j1) const {
-    constexpr T neg_inf = -std::numeric_limits<T>::infinity();
-    const bool inf_fill = std::isinf(fill) && fill < 0;
+void mask<T>::mark_masked(std::size_t b, std::size_t h, std::size_t i, std::size_t j0, std::size_t j1,
+                          std::vector<std::uint8_t>& masked) const {
     const std::size_t n = j1 - j0;
     const std::size_t end = std::clamp(visible_end(b, i), j0, j1) - j0;  // visible prefix of the range
-    if (key_allowed.empty() && allowed.empty() && bias.empty()) {
-        // Only causal/lengths: a visible prefix, then masked cells (the common case).
-        if (scores != scaled) std::copy_n(scaled, end, scores);
-        for (std::size_t j = end; j < n; ++j) scores[j] = inf_fill ? scaled[j] + neg_inf : fill;
-        return inf_fill && end == 0 && n > 0;
-    }
-    // masked[j] = 1 when a boolean source (causal, lengths, key_allowed, bool attn_mask)
-    // masks key j0 + j. Per-thread scratch: rows are applied by many threads at once.
-    thread_local std::vector<std::uint8_t> masked;
     masked.assign(n, 0);
     std::fill(masked.begin() + static_cast<std::ptrdiff_t>(end), masked.end(), 1);
     if (!key_allowed.empty()) {
@@ -50,6 +39,39 @@ bool mask<T>::apply_range(std::size_t b, std::size_t h, std::size_t i, const T* 
             for (std::size_t j = 0; j < n; ++j) masked[j] |= j0 + j < len ? !r[j0 + j] : 1;
         }
     }
+}
+
+template <class T>
+void mask<T>::attend_row(std::size_t b, std::size_t h, std::size_t i, std::uint8_t* out) const {
+    std::vector<std::uint8_t> masked;
+    mark_masked(b, h, i, 0, Tk, masked);
+    for (std::size_t j = 0; j < Tk; ++j) out[j] = !masked[j];
+    for (const auto& m : bias) {
+        const T* r = m.row(b, h, i);
+        const std::size_t len = m.shape[3];
+        for (std::size_t j = 0; j < Tk; ++j) {
+            const T v = len == 1 ? r[0] : (j < len ? r[j] : -std::numeric_limits<T>::infinity());
+            if (v == -std::numeric_limits<T>::infinity()) out[j] = 0;
+        }
+    }
+}
+
+template <class T>
+bool mask<T>::apply_range(std::size_t b, std::size_t h, std::size_t i, const T* scaled, T* scores, std::size_t j0,
+                          std::size_t j1) const {
+    constexpr T neg_inf = -std::numeric_limits<T>::infinity();
+    const bool inf_fill = std::isinf(fill) && fill < 0;
+    const std::size_t n = j1 - j0;
+    const std::size_t end = std::clamp(visible_end(b, i), j0, j1) - j0;  // visible prefix of the range
+    if (key_allowed.empty() && allowed.empty() && bias.empty()) {
+        // Only causal/lengths: a visible prefix, then masked cells (the common case).
+        if (scores != scaled) std::copy_n(scaled, end, scores);
+        for (std::size_t j = end; j < n; ++j) scores[j] = inf_fill ? scaled[j] + neg_inf : fill;
+        return inf_fill && end == 0 && n > 0;
+    }
+    // Per-thread scratch: rows are applied by many threads at once.
+    thread_local std::vector<std::uint8_t> masked;
+    mark_masked(b, h, i, j0, j1, masked);
     bool full = inf_fill;
     for (std::size_t j = 0; j < n; ++j) {
         if (masked[j])

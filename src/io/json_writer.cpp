@@ -66,6 +66,20 @@ void put_value(text_buffer& b, const ordered_json& v, int indent, bool pretty) {
     b.put(']');
 }
 
+using io::format_number;  // the numbers' overloads, beside json_bool's below
+
+/// A bool element (the `mask` stage): JSON's true and false, as NumPy's tolist() gives.
+struct json_bool {
+    std::uint8_t value;
+};
+
+int format_number(char* p, json_bool v, int, bool) {
+    const char* text = v.value ? "true" : "false";
+    const int n = v.value ? 4 : 5;
+    std::memcpy(p, text, static_cast<std::size_t>(n));
+    return n;
+}
+
 template <class T>
 void put_number(text_buffer& b, T v, int precision) {
     b.commit(static_cast<std::size_t>(format_number(b.reserve(number_buffer_size), v, precision, true)));
@@ -182,6 +196,9 @@ void put_array(text_buffer& b, const named_array& t, int base, int precision, bo
     } else if (a.type == dtype::f2) {
         const std::vector<float> v = a.to_vector<float>();
         put_tensor(b, v.data(), a.shape, base, precision, pretty);
+    } else if (a.type == dtype::b1) {
+        static_assert(sizeof(json_bool) == 1);
+        put_tensor(b, reinterpret_cast<const json_bool*>(a.data.data()), a.shape, base, precision, pretty);
     } else {
         const std::vector<double> v = a.to_vector<double>();
         put_tensor(b, v.data(), a.shape, base, precision, pretty);

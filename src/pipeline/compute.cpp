@@ -126,6 +126,7 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
         else if (st == stage::v) a = in_input_layout(new_v, rank, nullptr);
         else if (st == stage::present_key) a = array::from<T>({B, Hkv, Tk, Dk}, key.data());
         else if (st == stage::present_value) a = array::from<T>({B, Hkv, Tk, value.shape(3)}, value.data());
+        else if (st == stage::mask) a = combined_mask(m, rank, o.average_heads);
         else if (st == stage::lse) {
             auto l4 = std::make_shared<tensor4<T>>(tensor4<T>::from_shape({B, Hq, Tq, 1}));
             std::copy(r.lse.begin(), r.lse.end(), l4->begin());

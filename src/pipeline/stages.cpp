@@ -17,7 +17,8 @@ const std::vector<std::pair<stage, std::string>>& stage_table() {
         {stage::q, "q"},           {stage::k, "k"},         {stage::v, "v"},
         {stage::qk, "qk"},         {stage::scaled, "scaled"}, {stage::scores, "scores"},
         {stage::weights, "weights"}, {stage::output, "output"}, {stage::lse, "lse"},
-        {stage::present_key, "present_key"}, {stage::present_value, "present_value"}, {stage::stats, "stats"}};
+        {stage::present_key, "present_key"}, {stage::present_value, "present_value"}, {stage::mask, "mask"},
+        {stage::stats, "stats"}};
     return table;
 }
 
@@ -44,7 +45,7 @@ stage parse_stage(const std::string& name) {
         if (n == name) return st;
     throw usage_error("--dump", "unknown stage '" + name +
                                     "' (expected q, k, v, qk, scaled, scores, weights, output, lse, present_key, "
-                                    "present_value or stats)");
+                                    "present_value, mask or stats)");
 }
 
 /// Mean over the head axis: (B, H, R, C) → (B, 1, R, C).
@@ -91,6 +92,25 @@ array stage_array(const tensor4<T>& t, std::size_t input_rank, std::shared_ptr<c
     return view_of(layout_shape({t.shape(0), t.shape(1), t.shape(2), t.shape(3)}, input_rank), std::move(owner), t);
 }
 
+template <class T>
+array combined_mask(const mask<T>& m, std::size_t input_rank, bool average_heads) {
+    const std::size_t B = m.B, H = m.H, Tq = m.Tq, Tk = m.Tk, Hout = average_heads ? 1 : H;
+    array a;
+    a.type = dtype::b1;
+    a.shape = layout_shape({B, Hout, Tq, Tk}, average_heads ? std::min<std::size_t>(input_rank, 3) : input_rank);
+    a.data.resize(B * Hout * Tq * Tk);
+    auto* out = reinterpret_cast<std::uint8_t*>(a.data.data());
+    std::vector<std::uint8_t> row(Tk);
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t h = 0; h < H; ++h)
+            for (std::size_t i = 0; i < Tq; ++i) {
+                m.attend_row(b, h, i, row.data());
+                std::uint8_t* dst = out + ((b * Hout + (average_heads ? 0 : h)) * Tq + i) * Tk;
+                for (std::size_t j = 0; j < Tk; ++j) dst[j] = static_cast<std::uint8_t>(dst[j] | row[j]);
+            }
+    return a;
+}
+
 /// The `stats` stage as tensors "stats.dk", "stats.var_q", … (stats.hpp): the variances
 /// 0-d, the row statistics shaped like lse (the Tq×Tk stage shape without the key
 /// axis). With --average-heads the row statistics describe the head-averaged weights
@@ -132,6 +152,8 @@ template array in_input_layout(const tensor4<float>&, std::size_t, std::shared_p
 template array in_input_layout(const tensor4<double>&, std::size_t, std::shared_ptr<const void>);
 template array stage_array(const tensor4<float>&, std::size_t, std::shared_ptr<const void>);
 template array stage_array(const tensor4<double>&, std::size_t, std::shared_ptr<const void>);
+template array combined_mask(const mask<float>&, std::size_t, bool);
+template array combined_mask(const mask<double>&, std::size_t, bool);
 template void append_stats(io::document&, const tensor4<float>&, const tensor4<float>&, const attention_result<float>&,
                            std::size_t, bool);
 template void append_stats(io::document&, const tensor4<double>&, const tensor4<double>&,

@@ -16,7 +16,7 @@ namespace attn::pipeline {
 using namespace attn::core;
 
 /// The stages `--dump` accepts, in pipeline order; their names are stage_names().
-enum class stage { q, k, v, qk, scaled, scores, weights, output, lse, present_key, present_value, stats };
+enum class stage { q, k, v, qk, scaled, scores, weights, output, lse, present_key, present_value, mask, stats };
 
 /// The name of a stage ("present_key"), as --dump and the documents spell it.
 const std::string& stage_name(stage s);
@@ -55,6 +55,12 @@ array in_input_layout(const tensor4<T>& t, std::size_t input_rank, std::shared_p
 /// A Tq×Tk (or lse) stage in the input's leading axes, viewing `t` (kept by `owner`).
 template <class T>
 array stage_array(const tensor4<T>& t, std::size_t input_rank, std::shared_ptr<const void> owner);
+
+/// The `mask` stage: the combined mask of `m` as a bool array shaped like the scores in
+/// the input's layout, True = the query may attend the key (mask<T>::attend_row). With
+/// average_heads (scores averaged over heads) a cell is True when some head attends it.
+template <class T>
+array combined_mask(const mask<T>& m, std::size_t input_rank, bool average_heads);
 
 /// The `stats` stage as tensors "stats.dk", "stats.var_q", … (stats.hpp): the variances
 /// 0-d, the row statistics shaped like lse (the Tq×Tk stage shape without the key

@@ -76,6 +76,18 @@ struct mask {
     bool apply_row(std::size_t b, std::size_t h, std::size_t i, const T* scaled, T* scores, std::size_t n) const {
         return apply_range(b, h, i, scaled, scores, 0, n);
     }
+
+    /// The combined mask of row (b, h, i) as out[j] = 1 when query i may attend key j
+    /// (True = attend, as SDPA's bool attn_mask), for j < Tk: 0 where a boolean source
+    /// masks the cell or a float mask adds −∞ — the cells the scores show as masked
+    /// (`--dump mask`). Whatever --mask-fill says, a masked cell is 0 here.
+    void attend_row(std::size_t b, std::size_t h, std::size_t i, std::uint8_t* out) const;
+
+private:
+    /// masked[j] = 1 when a boolean source (causal, lengths, key_allowed, bool attn_mask)
+    /// masks key j0 + j of row (b, h, i), j < j1 − j0.
+    void mark_masked(std::size_t b, std::size_t h, std::size_t i, std::size_t j0, std::size_t j1,
+                     std::vector<std::uint8_t>& masked) const;
 };
 
 /// What the mask conventions are built from, as plain values: the shapes, the options
