@@ -9,14 +9,14 @@
 _attn_subcommands="compute generate posenc inspect compare plot"
 
 _attn_compute_options="--help --q --k --v --x --x-kv --wq --wk --wv --bq --bk --bv --wo --bo
-  --in-proj-weight --in-proj-bias --attn-mask --key-padding-mask --attention-mask --token-ids --past-key
+  --in-proj-weight --in-proj-bias --attn-mask --key-padding-mask --attention-mask --token-ids --embedding --ids --past-key
   --past-value --mask --causal --causal-align --lengths --pad-id --attn-mask-true --seq-first --mask-fill
   --masked-rows
   --scale --softcap --heads --kv-heads --weight-layout --dtype --posenc --posenc-base --kernel
   --average-heads --tokens --dump --format --output --precision --compact --plot
   --jobs --max-bytes --manifest"
 
-_attn_stages="q k v qk scaled scores weights output lse present_key present_value mask stats"
+_attn_stages="x q k v qk scaled scores weights output lse present_key present_value mask stats"
 
 # Long options defined in `attn SUBCOMMAND --help` (lines "  -o,--output TEXT ...").
 _attn_help_options() {
@@ -68,12 +68,12 @@ _attn() {
             --posenc) COMPREPLY=($(compgen -W "interleaved concat" -- "$cur")); return ;;
             --format) COMPREPLY=($(compgen -W "json jsonl csv npy npz table" -- "$cur")); return ;;
             --mask-fill) COMPREPLY=($(compgen -W "-inf -1e9" -- "$cur")); return ;;
-            --lengths | --pad-id | --scale | --softcap | --heads | --kv-heads | --posenc-base | --tokens | \
+            --lengths | --ids | --pad-id | --scale | --softcap | --heads | --kv-heads | --posenc-base | --tokens | \
                 --precision | -j | --jobs)
                 return ;;
             -o | --output | --plot | --manifest | --q | --k | --v | --x | --x-kv | --wq | --wk | --wv | --bq | \
                 --bk | --bv | --wo | --bo | --in-proj-weight | --in-proj-bias | --attn-mask | \
-                --key-padding-mask | --attention-mask | --token-ids | --past-key | --past-value)
+                --key-padding-mask | --attention-mask | --token-ids | --embedding | --past-key | --past-value)
                 _filedir
                 return ;;
         esac

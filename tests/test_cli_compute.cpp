@@ -199,7 +199,7 @@ TEST_CASE("errors: one line on stderr, nothing on stdout, documented exit codes"
         {"compute --format npy data/x.npy", 2,
          "attn: error: --format: npy holds one tensor; pick one stage with --dump (expected 1 stage, got 3)\n"},
         {"compute --dump weights,foo data/x.npy", 2,
-         "attn: error: --dump: unknown stage 'foo' (expected q, k, v, qk, scaled, scores, weights, output, lse, "
+         "attn: error: --dump: unknown stage 'foo' (expected x, q, k, v, qk, scaled, scores, weights, output, lse, "
          "present_key, present_value, mask or stats)\n"},
         {"compute --mask-fill 5 data/x.npy", 2,
          "attn: error: --mask-fill: not a number ≤ 0 (expected -inf or a number like -1e9, got 5)\n"},
@@ -611,5 +611,46 @@ TEST_CASE("--dump mask agrees with the scores: False exactly where the scores ar
         if (opt.find("average") == std::string::npos) walk(s, mk);
         else CHECK(mk.size() == 2);
         CHECK((cells == 2 * 2 * 5 * 7 || opt.find("average") != std::string::npos));
+    }
+}
+
+TEST_CASE("--embedding with --ids or token_ids gives X = E[ids], the x stage, and the same attention as that X") {
+    attn_test::scratch_dir dir;
+    attn_test::spit(dir.path + "/e.json", R"({"embedding": [[0.5, -1], [2, 0.25], [-3, 4], [1, 1]]})");
+    // By hand: ids 3, 0, 2 pick rows 3, 0, 2.
+    const json x = json::parse("[[1, 1], [0.5, -1], [-3, 4]]");
+    auto r = run_attn("compute --embedding '" + dir.path + "/e.json:embedding' --ids 3,0,2 --mask causal "
+                      "--dtype float64 --dump x,weights --compact");
+    REQUIRE(r.code == 0);
+    const json got = json::parse(r.out);
+    CHECK(got["x"] == x);
+    attn_test::spit(dir.path + "/x.json", json{{"x", x}}.dump());
+    const auto direct = run_attn("compute '" + dir.path + "/x.json' --mask causal --dtype float64 --dump weights --compact");
+    REQUIRE(direct.code == 0);
+    CHECK(got["weights"] == json::parse(direct.out)["weights"]);
+    // (B, T) ids from a bundle give (B, T, E).
+    attn_test::spit(dir.path + "/b.json", R"({"embedding": [[0.5, -1], [2, 0.25], [-3, 4], [1, 1]],
+                                             "token_ids": [[1, 1], [3, 2]]})");
+    r = run_attn("compute '" + dir.path + "/b.json' --dump x --compact");
+    REQUIRE(r.code == 0);
+    CHECK(json::parse(r.out)["x"] == json::parse("[[[2, 0.25], [2, 0.25]], [[1, 1], [-3, 4]]]"));
+    // Errors: out of range, ids twice, no ids, X twice, x stage without X.
+    const std::vector<std::tuple<std::string, int, std::string>> cases = {
+        {"compute --embedding '" + dir.path + "/e.json:embedding' --ids 1,4", 1,
+         "token_ids: id out of range at index 1: the embedding has 4 rows (expected 0 to 3, got 4)"},
+        {"compute '" + dir.path + "/b.json' --ids 1", 2,
+         "--ids: token ids given twice (expected --ids or a token_ids array, got both)"},
+        {"compute --embedding '" + dir.path + "/e.json:embedding'", 1,
+         "embedding: needs token ids (expected --ids or a token_ids array, got none)"},
+        {"compute '" + dir.path + "/x.json' --embedding '" + dir.path + "/e.json:embedding' --ids 1", 1,
+         "embedding: X given twice (expected x, q/k/v or an embedding with ids, got x and an embedding)"},
+        {"compute data/notebook.npz --dump x", 2,
+         "--dump: x needs an X input (expected x, or an embedding with token ids, got q, k, v)"},
+    };
+    for (const auto& [args, code, message] : cases) {
+        CAPTURE(args);
+        const auto e = run_attn(args);
+        CHECK(e.code == code);
+        CHECK(e.err == "attn: error: " + message + "\n");
     }
 }

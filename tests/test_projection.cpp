@@ -1,6 +1,9 @@
 // core::linear: nn.Linear (out, in) and (in, out) layouts with bias, against loops.
 #include <doctest/doctest.h>
 
+#include <cstring>
+#include <vector>
+
 #include "attn/core/projection.hpp"
 #include "attn/error.hpp"
 
@@ -21,4 +24,32 @@ TEST_CASE("linear computes x·Wᵀ + b for (out, in) weights and x·W + b for (i
     tensor1<double> short_b = {1, 2};
     CHECK_THROWS_WITH_AS(linear<double>(x, w, short_b, weight_layout::out_in, "w_q"),
                          "w_q bias: wrong length (expected (3,), got (2,))", attn::shape_error);
+}
+
+TEST_CASE("embedding_lookup: X = E[ids] row by row, in E's dtype, ids checked against V") {
+    const std::vector<float> table{0.5f, -1.0f, /**/ 2.0f, 0.25f, /**/ -3.0f, 4.0f};  // V = 3, E = 2
+    const attn::array E = attn::array::from<float>({3, 2}, table.data());
+    const auto ids = [](attn::shape_t shape, std::vector<std::int64_t> v) {
+        attn::array a;
+        a.type = attn::dtype::i8;
+        a.shape = std::move(shape);
+        a.data.resize(v.size() * 8);
+        std::memcpy(a.data.data(), v.data(), a.data.size());
+        return a;
+    };
+    const attn::array x = attn::core::embedding_lookup(E, ids({2, 2}, {2, 0, 1, 2}));
+    CHECK(x.type == attn::dtype::f4);
+    CHECK(x.shape == attn::shape_t{2, 2, 2});
+    CHECK(x.to_vector<float>() == std::vector<float>{-3.0f, 4.0f, 0.5f, -1.0f, 2.0f, 0.25f, -3.0f, 4.0f});
+    CHECK(attn::core::embedding_lookup(E, ids({1}, {1})).shape == attn::shape_t{1, 2});
+    CHECK_THROWS_WITH_AS(attn::core::embedding_lookup(E, ids({3}, {0, 3, 1})),
+                         "token_ids: id out of range at index 1: the embedding has 3 rows (expected 0 to 2, got 3)",
+                         attn::value_error);
+    CHECK_THROWS_WITH_AS(attn::core::embedding_lookup(E, ids({1}, {-1})),
+                         "token_ids: id out of range at index 0: the embedding has 3 rows (expected 0 to 2, got -1)",
+                         attn::value_error);
+    CHECK_THROWS_WITH_AS(attn::core::embedding_lookup(E, attn::array::from<float>({1}, table.data())),
+                         "token_ids: not integers (expected an integer dtype, got float32)", attn::value_error);
+    CHECK_THROWS_AS(attn::core::embedding_lookup(attn::array::from<float>({6}, table.data()), ids({1}, {0})),
+                    attn::shape_error);
 }

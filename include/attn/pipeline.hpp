@@ -56,6 +56,9 @@ struct pipeline_options {
     /// Rank-3 x, x_kv, q, k, v are (T, B, E) (nn.MultiheadAttention with batch_first=False);
     /// the q, k, v and output stages are returned (T, B, ·) too.
     bool seq_first = false;
+    /// Token ids (T,) given inline (`--ids 3,1,4`): the token_ids array, which must not
+    /// also be given. With an `embedding` table (V, E) they give X = E[ids].
+    std::vector<long long> ids;
 };
 
 /// Runs the pipeline on `inputs` (names as in DESIGN §2, lower case; unknown names

@@ -29,7 +29,7 @@ const std::vector<std::pair<std::string, std::string>>& tensor_options() {
         {"bo", "b_o"},        {"in-proj-weight", "in_proj_weight"},
         {"in-proj-bias", "in_proj_bias"}, {"attn-mask", "attn_mask"},
         {"key-padding-mask", "key_padding_mask"}, {"attention-mask", "attention_mask"},
-        {"token-ids", "token_ids"},
+        {"token-ids", "token_ids"},       {"embedding", "embedding"},
         {"past-key", "past_key"},           {"past-value", "past_value"}};
     return table;
 }
@@ -128,6 +128,12 @@ void add_pipeline_options(CLI::App& sub, pipeline_cli& c) {
                                        "token_ids equal to this are padding keys")
         ->type_name("INT")
         ->group("Masks");
+    sub.add_option("--ids", c.ids,
+                    "Token ids, comma-separated (e.g. 3,1,4): the token_ids array (T,), for --embedding "
+                    "(X = E[ids]) or --pad-id")
+        ->delimiter(',')
+        ->allow_extra_args(false)
+        ->group("Input arrays");
     sub.add_option("--attn-mask-true", c.attn_mask_true,
                     "What True means in a bool attn_mask: attend (PyTorch SDPA, ONNX) or masked "
                     "(nn.MultiheadAttention's bool attn_mask)")
@@ -230,6 +236,7 @@ attn::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std:
     p.kernel = c.kernel == "reference" ? attn::kernel_kind::reference : attn::kernel_kind::fast;
     p.attn_mask_true_masks = c.attn_mask_true == "masked";
     p.seq_first = c.seq_first;
+    p.ids = c.ids;
     return p;
 }
 

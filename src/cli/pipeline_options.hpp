@@ -36,6 +36,7 @@ struct pipeline_cli {
     std::string kernel = "fast";
     std::string attn_mask_true = "attend";
     bool seq_first = false;
+    std::vector<long long> ids;
 };
 
 /// Binds the per-job pipeline options to `c`, which must outlive parsing and the callback. Only

@@ -1,12 +1,39 @@
 #include "attn/core/projection.hpp"
 
+#include <cstring>
 #include <string>
 
 #include "attn/error.hpp"
 #include "attn/tensor.hpp"
+#include "attn/text.hpp"
 #include "blas.hpp"
 
 namespace attn::core {
+
+array embedding_lookup(const array& table, const array& ids) {
+    if (table.rank() != 2)
+        throw shape_error("embedding", "wrong rank " + expected_got("2-D (V, E)", shape_string(table.shape)));
+    if (ids.rank() != 1 && ids.rank() != 2)
+        throw shape_error("token_ids", "wrong rank " + expected_got("(T,) or (B, T)", shape_string(ids.shape)));
+    if (!is_integer(ids.type) && ids.type != dtype::b1)
+        throw value_error("token_ids", "not integers " + expected_got("an integer dtype", std::string(dtype_name(ids.type))));
+    const std::size_t V = table.shape[0], row = table.shape[1] * dtype_size(table.type);
+    if (V == 0) throw shape_error("embedding", "no rows " + expected_got("(V, E) with V ≥ 1", shape_string(table.shape)));
+    array x;
+    x.type = table.type;
+    x.shape = ids.shape;
+    x.shape.push_back(table.shape[1]);
+    x.data.resize(ids.size() * row);
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        const double id = ids.value(i);
+        if (!(id >= 0 && id < static_cast<double>(V)))
+            throw value_error("token_ids", "id out of range at index " + std::to_string(i) + ": the embedding has " +
+                                               std::to_string(V) + " rows " +
+                                               expected_got("0 to " + std::to_string(V - 1), general_number(id, 17)));
+        if (row) std::memcpy(x.data.data() + i * row, table.data.data() + static_cast<std::size_t>(id) * row, row);
+    }
+    return x;
+}
 
 template <class T>
 tensor3<T> linear(const tensor3<T>& x, const tensor2<T>& w, const std::optional<tensor1<T>>& b,

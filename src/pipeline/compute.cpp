@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -32,6 +34,8 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
         throw usage_error("--softcap", "must be finite and not negative " + expected_got("≥ 0", num(o.softcap)));
 
     prepared<T> p = prepare_qkv<T>(in, o);
+    if (wants(stage::x) && !p.x && !p.x4)
+        throw usage_error("--dump", "x needs an X input " + expected_got("x, or an embedding with token ids", "q, k, v"));
     in.release({"q", "k", "v", "x", "x_kv"});
     const std::size_t B = p.q.shape(0), Hq = p.q.shape(1), Tq = p.q.shape(2), Dk = p.q.shape(3);
     if (p.k.shape(0) != B)
@@ -121,7 +125,15 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
             continue;
         }
         array a;
-        if (st == stage::q) a = in_input_layout(p.q, rank, nullptr);
+        if (st == stage::x) {
+            if (p.x4) {
+                a = array::from<T>({p.x4->shape(0), p.x4->shape(1), p.x4->shape(2), p.x4->shape(3)}, p.x4->data());
+            } else {
+                shape_t shape{p.x->shape(0), p.x->shape(1), p.x->shape(2)};
+                if (rank == 2) shape.erase(shape.begin());
+                a = adopt(std::move(shape), std::move(*p.x));
+            }
+        } else if (st == stage::q) a = in_input_layout(p.q, rank, nullptr);
         else if (st == stage::k) a = in_input_layout(new_k, rank, nullptr);
         else if (st == stage::v) a = in_input_layout(new_v, rank, nullptr);
         else if (st == stage::present_key) a = array::from<T>({B, Hkv, Tk, Dk}, key.data());
@@ -201,6 +213,33 @@ const std::vector<std::string>& stage_names() {
 
 io::document compute(std::vector<named_array> inputs, const std::vector<std::string>& bundle_tokens,
                      const pipeline_options& options) {
+    const auto find = [&](const char* name) -> named_array* {
+        for (auto& a : inputs)
+            if (a.name == name) return &a;
+        return nullptr;
+    };
+    if (!options.ids.empty()) {
+        if (find("token_ids"))
+            throw usage_error("--ids", "token ids given twice " + expected_got("--ids or a token_ids array", "both"));
+        std::vector<std::int64_t> ids(options.ids.begin(), options.ids.end());
+        array a;
+        a.type = dtype::i8;
+        a.shape = {ids.size()};
+        a.data.resize(ids.size() * sizeof(std::int64_t));
+        std::memcpy(a.data.data(), ids.data(), a.data.size());
+        inputs.push_back({"token_ids", std::move(a)});
+    }
+    if (named_array* table = find("embedding")) {
+        // X = E[ids] (seeds 003/004): the embeddings enter as X.
+        const named_array* ids = find("token_ids");
+        if (!ids) throw value_error("embedding", "needs token ids " + expected_got("--ids or a token_ids array", "none"));
+        if (find("x") || find("q"))
+            throw value_error("embedding", "X given twice " + expected_got("x, q/k/v or an embedding with ids",
+                                                                        find("x") ? "x and an embedding" : "q and an embedding"));
+        array x = core::embedding_lookup(table->value, ids->value);
+        table->value.data.clear();  // the table can be large; X is all that is needed
+        inputs.push_back({"x", std::move(x)});
+    }
     if (options.seq_first) {
         // nn.MultiheadAttention(batch_first=False): (T, B, E) in, (T, B, E) out.
         for (auto& a : inputs)

@@ -1,6 +1,7 @@
 // Inputs → Q, K, V (src/pipeline/inputs.hpp).
 #include "inputs.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "attn/core/posenc.hpp"
@@ -29,6 +30,7 @@ void add_posenc(tensor3<T>& x, const pipeline_options& o, std::size_t first, con
 template <class T>
 prepared<T> prepare_qkv(const input_set& in, const pipeline_options& o) {
     prepared<T> p;
+    const bool keep_x = std::find(o.dump.begin(), o.dump.end(), "x") != o.dump.end();
     const array* qa = in.find("q");
     const array* xa = in.find("x");
     if (qa) {
@@ -72,6 +74,7 @@ prepared<T> prepare_qkv(const input_set& in, const pipeline_options& o) {
         // A lone 4-D array is self-attention over (B, H, T, D): Q = K = V = X.
         p.q = as_rank4<T>(*xa, "x");
         p.k = p.v = p.q;
+        if (keep_x) p.x4 = p.q;
         if (o.heads && o.heads != p.q.shape(1))
             throw shape_error("--heads", "differs from x's head axis " + expected_got(num(p.q.shape(1)), num(o.heads)));
         return p;
@@ -82,6 +85,7 @@ prepared<T> prepare_qkv(const input_set& in, const pipeline_options& o) {
         const array* pk = in.find("past_key");
         add_posenc(x, o, !xkv && pk && pk->rank() == 4 ? pk->shape[2] : 0, "x");
     }
+    if (keep_x) p.x = x;
     tensor3<T> x_kv;
     if (xkv) {
         check_float(*xkv, "x_kv");

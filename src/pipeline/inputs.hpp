@@ -97,6 +97,10 @@ struct prepared {
     tensor4<T> q, k, v;             // k, v: new keys only (before the past)
     std::size_t rank = 3;           // rank of the query source (2, 3 or 4)
     bool projected = false;
+    /// X as it enters the projections (after an embedding lookup and --posenc), kept
+    /// only when the `x` stage is dumped: (B, T, E), or (B, H, T, D) for a lone 4-D X.
+    std::optional<tensor3<T>> x;
+    std::optional<tensor4<T>> x4;
 };
 
 /// Q, K, V from the inputs: given directly (q, k, v: rank 2, 3 or 4) or projected from X

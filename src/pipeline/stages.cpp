@@ -14,7 +14,7 @@ namespace {
 
 const std::vector<std::pair<stage, std::string>>& stage_table() {
     static const std::vector<std::pair<stage, std::string>> table{
-        {stage::q, "q"},           {stage::k, "k"},         {stage::v, "v"},
+        {stage::x, "x"},           {stage::q, "q"},           {stage::k, "k"},         {stage::v, "v"},
         {stage::qk, "qk"},         {stage::scaled, "scaled"}, {stage::scores, "scores"},
         {stage::weights, "weights"}, {stage::output, "output"}, {stage::lse, "lse"},
         {stage::present_key, "present_key"}, {stage::present_value, "present_value"}, {stage::mask, "mask"},
@@ -44,7 +44,7 @@ stage parse_stage(const std::string& name) {
     for (const auto& [st, n] : stage_table())
         if (n == name) return st;
     throw usage_error("--dump", "unknown stage '" + name +
-                                    "' (expected q, k, v, qk, scaled, scores, weights, output, lse, present_key, "
+                                    "' (expected x, q, k, v, qk, scaled, scores, weights, output, lse, present_key, "
                                     "present_value, mask or stats)");
 }
 

@@ -6,11 +6,20 @@
 #include <optional>
 
 #include "attn/core/heads.hpp"
+#include "attn/tensor.hpp"
 
 namespace attn::core {
 
 /// How a weight matrix is stored. out_in is PyTorch's nn.Linear / nn.MultiheadAttention.
 enum class weight_layout { out_in, in_out };
+
+/// X = E[ids]: the rows of an embedding table E (V, E_dim) picked by integer token ids
+/// (T,) or (B, T), giving X (T, E_dim) or (B, T, E_dim) in E's dtype, bytes copied as
+/// they are (torch.nn.functional.embedding; the lookup of seeds 003/004).
+/// Throws value_error("token_ids", …) when ids are not integers or one is outside
+/// [0, V), shape_error("embedding", …) when E is not 2-D, shape_error("token_ids", …)
+/// when ids are not 1-D or 2-D.
+array embedding_lookup(const array& table, const array& ids);
 
 /// y (B, T, out) = x (B, T, in) · Wᵀ + b for out_in (W is (out, in)), or x · W + b for
 /// in_out (W is (in, out)); b (out) is optional. Computed with one BLAS GEMM.
