@@ -190,12 +190,15 @@ TEST_CASE("errors: one line on stderr, nothing on stdout, documented exit codes"
         {"compute --mask padding data/x.npy", 2,
          "attn: error: --mask: padding needs a source (expected --lengths, a key_padding_mask, an attention_mask or token_ids with "
          "--pad-id, got none)\n"},
-        {"compute --lengths 3,4 data/x.npy", 1,
+        // An option that does not fit the inputs is a usage error (README, exit codes).
+        {"compute --lengths 3,4 data/x.npy", 2,
          "attn: error: --lengths: one length per batch item (expected 1 value, got 2)\n"},
-        {"compute --lengths 9 data/x.npy", 1,
+        {"compute --lengths 9 data/x.npy", 2,
          "attn: error: --lengths: length exceeds the number of keys (expected ≤ 4, got 9)\n"},
-        {"compute --heads 3 data/x.npy", 1,
-         "attn: error: x: last axis does not split into heads (expected a multiple of 3, got 8)\n"},
+        {"compute --heads 3 data/x.npy", 2,
+         "attn: error: --heads: does not divide x's last axis of 8 (expected a divisor of 8, got 3)\n"},
+        {"compute --lengths 99999999999999999999999 data/x.npy", 2,
+         "attn: error: --lengths: too large (expected at most 9223372036854775807, got 99999999999999999999999)\n"},
         {"compute --format npy data/x.npy", 2,
          "attn: error: --format: npy holds one tensor; pick one stage with --dump (expected 1 stage, got 3)\n"},
         {"compute --dump weights,foo data/x.npy", 2,
@@ -209,7 +212,7 @@ TEST_CASE("errors: one line on stderr, nothing on stdout, documented exit codes"
          "attn: error: /nonexistent/dir/out.json: cannot write file (No such file or directory)\n"},
         {"compute", 2, "attn: error: attn compute: no input (expected INPUT or --x/--q/--k/--v, got none)\n"},
         {"compute --q data/x.npy", 1, "attn: error: inputs: q needs k and v (expected q, k, v, got q)\n"},
-        {"compute --tokens 'a b' data/x.npy", 1, "attn: error: --tokens: one token per query (expected 4, got 2)\n"},
+        {"compute --tokens 'a b' data/x.npy", 2, "attn: error: --tokens: one token per query (expected 4, got 2)\n"},
         {"compute --q data/x.npy --k data/notebook.npz:k --v data/notebook.npz:nope", 1,
          "attn: error: data/notebook.npz:nope: no array named 'nope' (expected one of: q, k, v)\n"},
         {"compute --pad-id 0 data/x.npy", 2,
@@ -653,4 +656,19 @@ TEST_CASE("--embedding with --ids or token_ids gives X = E[ids], the x stage, an
         CHECK(e.code == code);
         CHECK(e.err == "attn: error: " + message + "\n");
     }
+}
+
+TEST_CASE("shape errors quote the user's layout, not the internal (B, H, T, D)") {
+    attn_test::scratch_dir dir;
+    attn_test::spit(dir.path + "/r3.json", R"({"q": [[[1,0,1,0],[0,1,0,1]]], "k": [[[1,0,1,0],[0,1,0,1],[1,1,1,1]]],
+                                              "v": [[[1,0],[0,1]]]})");
+    attn_test::spit(dir.path + "/r2.json", R"({"q": [[1,0],[0,1]], "k": [[1,0],[0,1]], "v": [[1],[0],[1]]})");
+    for (const std::string heads : {"", " --heads 2"}) {
+        const auto r = run_attn("compute '" + dir.path + "/r3.json'" + heads);
+        CHECK(r.code == 1);
+        CHECK(r.err == "attn: error: v: batch or length differs from k's (1, 3, 4) (expected (1, 3, …), got (1, 2, 2))\n");
+    }
+    const auto r = run_attn("compute '" + dir.path + "/r2.json'");
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: v: batch or length differs from k's (2, 2) (expected (2, …), got (3, 1))\n");
 }

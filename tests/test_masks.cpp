@@ -195,7 +195,7 @@ TEST_CASE("convention: lengths are valid keys per item (ONNX nonpad_kv_seqlen), 
     CHECK(row_of(m, 1, 0, 0) == std::vector<double>{0, 0, 0, 0});
     s.lengths = {5, 1};
     CHECK_THROWS_WITH_AS(valid_lengths(s), "--lengths: length exceeds the number of keys (expected ≤ 4, got 5)",
-                         attn::value_error);
+                         attn::usage_error);  // the option does not fit the inputs
     s.lengths = {};
     const attn::array la = ints({2}, {3, -1});
     s.lengths_array = &la;

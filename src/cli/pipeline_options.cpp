@@ -76,11 +76,17 @@ std::vector<std::string> split_words(const std::string& text) {
     return words;
 }
 
-/// CLI11 converts "-1" to a size_t by wrapping it to 2^64 − 1; counts refuse a sign.
+/// CLI11 converts "-1" to a size_t by wrapping it to 2^64 − 1, and a count too large for
+/// 64 bits to 2^64 − 1: counts refuse a sign and anything over 2^63 − 1, quoting the text.
 const CLI::Validator non_negative_count(
     [](std::string& text) {
-        return text.find('-') == std::string::npos ? std::string()
-                                                   : "not a count " + expected_got("a whole number ≥ 0", text);
+        if (text.find('-') != std::string::npos) return "not a count " + expected_got("a whole number ≥ 0", text);
+        long long n = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+        if (ec == std::errc::result_out_of_range)
+            return "too large " + expected_got("at most " + std::to_string(std::numeric_limits<long long>::max()), text);
+        (void)end;
+        return std::string();
     },
     "COUNT");
 

@@ -135,12 +135,17 @@ std::vector<std::size_t> valid_lengths(const mask_spec& spec) {
         }
     }
     if (lengths.empty()) return lengths;
+    // An option that does not fit the inputs is a usage error (README, exit codes); an
+    // array that does not fit the others is a data error.
+    const auto fail = [&](const std::string& what) {
+        if (spec.lengths.empty()) throw value_error(source, what);
+        throw usage_error(source, what);
+    };
     if (lengths.size() != spec.B)
-        throw value_error(source, "one length per batch item " +
-                                      expected_got(num(spec.B) + (spec.B == 1 ? " value" : " values"), num(lengths.size())));
+        fail("one length per batch item " +
+             expected_got(num(spec.B) + (spec.B == 1 ? " value" : " values"), num(lengths.size())));
     for (auto l : lengths)
-        if (l > spec.Tk)
-            throw value_error(source, "length exceeds the number of keys " + expected_got("≤ " + num(spec.Tk), num(l)));
+        if (l > spec.Tk) fail("length exceeds the number of keys " + expected_got("≤ " + num(spec.Tk), num(l)));
     return lengths;
 }
 

@@ -42,6 +42,15 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
         throw shape_error("k", "batch size differs from q's " + expected_got(num(B), num(p.k.shape(0))));
     if (p.k.shape(3) != Dk)
         throw shape_error("k", "head width differs from q's (Dk) " + expected_got(num(Dk), num(p.k.shape(3))));
+    const array* given_k = in.find("k");
+    const array* given_v = in.find("v");
+    if (given_k && given_v && p.rank < 4 && (p.v.shape(0) != B || p.v.shape(2) != p.k.shape(2))) {
+        // Quoted in the user's layout: (Tk, ·) or (B, Tk, ·), not the internal (B, H, T, D).
+        const std::string want = p.rank == 2 ? "(" + num(p.k.shape(2)) + ", …)"
+                                             : "(" + num(B) + ", " + num(p.k.shape(2)) + ", …)";
+        throw shape_error("v", "batch or length differs from k's " + shape_string(given_k->shape) + " " +
+                                   expected_got(want, shape_string(given_v->shape)));
+    }
     if (p.v.shape(0) != B || p.v.shape(1) != p.k.shape(1) || p.v.shape(2) != p.k.shape(2))
         throw shape_error("v", "does not match k's batch, heads and length " +
                                    expected_got("(" + num(B) + ", " + num(p.k.shape(1)) + ", " + num(p.k.shape(2)) + ", Dv)",
@@ -114,7 +123,11 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     io::document doc;
     doc.tokens = o.tokens.empty() ? bundle_tokens : o.tokens;
     if (!doc.tokens.empty() && doc.tokens.size() != Tq)
-        throw value_error("--tokens", "one token per query " + expected_got(num(Tq), num(doc.tokens.size())));
+    {
+        if (o.tokens.empty())
+            throw value_error("tokens", "one token per query " + expected_got(num(Tq), num(doc.tokens.size())));
+        throw usage_error("--tokens", "one token per query " + expected_got(num(Tq), num(doc.tokens.size())));
+    }
 
     const std::size_t rank = p.rank;
     const array* wo = in.find("w_o");

@@ -25,6 +25,16 @@ void add_posenc(tensor3<T>& x, const pipeline_options& o, std::size_t first, con
     }
 }
 
+/// split_heads with the option to blame: `--heads 3` on a last axis of 8 is the option
+/// not fitting the input (a usage error, README exit codes), named in the user's terms.
+template <class T>
+tensor4<T> split_by(const tensor3<T>& x, std::size_t heads, const char* option, const char* name) {
+    if (x.shape(2) % heads != 0)
+        throw usage_error(option, std::string("does not divide ") + name + "'s last axis of " + num(x.shape(2)) + " " +
+                                      expected_got("a divisor of " + num(x.shape(2)), num(heads)));
+    return split_heads(x, heads, name);
+}
+
 }  // namespace
 
 template <class T>
@@ -52,15 +62,16 @@ prepared<T> prepare_qkv(const input_set& in, const pipeline_options& o) {
             p.k = as_rank4<T>(*ka, "k");
             p.v = as_rank4<T>(*va, "v");
             if (o.heads && o.heads != p.q.shape(1))
-                throw shape_error("--heads", "differs from q's head axis " + expected_got(num(p.q.shape(1)), num(o.heads)));
+                throw usage_error("--heads", "differs from q's head axis " + expected_got(num(p.q.shape(1)), num(o.heads)));
             if (o.kv_heads && o.kv_heads != p.k.shape(1))
-                throw shape_error("--kv-heads", "differs from k's head axis " + expected_got(num(p.k.shape(1)), num(o.kv_heads)));
+                throw usage_error("--kv-heads", "differs from k's head axis " + expected_got(num(p.k.shape(1)), num(o.kv_heads)));
             return p;
         }
         const std::size_t hq = o.heads ? o.heads : 1, hkv = o.kv_heads ? o.kv_heads : hq;
-        p.q = split_heads(as_batched<T>(*qa, "q"), hq, "q");
-        p.k = split_heads(as_batched<T>(*ka, "k"), hkv, "k");
-        p.v = split_heads(as_batched<T>(*va, "v"), hkv, "v");
+        const char* kv_option = o.kv_heads ? "--kv-heads" : "--heads";
+        p.q = split_by(as_batched<T>(*qa, "q"), hq, "--heads", "q");
+        p.k = split_by(as_batched<T>(*ka, "k"), hkv, kv_option, "k");
+        p.v = split_by(as_batched<T>(*va, "v"), hkv, kv_option, "v");
         return p;
     }
     if (!xa) throw value_error("inputs", "nothing to attend over " + expected_got("x, or q, k and v", "neither"));
@@ -76,7 +87,7 @@ prepared<T> prepare_qkv(const input_set& in, const pipeline_options& o) {
         p.k = p.v = p.q;
         if (keep_x) p.x4 = p.q;
         if (o.heads && o.heads != p.q.shape(1))
-            throw shape_error("--heads", "differs from x's head axis " + expected_got(num(p.q.shape(1)), num(o.heads)));
+            throw usage_error("--heads", "differs from x's head axis " + expected_got(num(p.q.shape(1)), num(o.heads)));
         return p;
     }
     tensor3<T> x = as_batched<T>(*xa, "x");
@@ -155,9 +166,10 @@ prepared<T> prepare_qkv(const input_set& in, const pipeline_options& o) {
         v3 = src_kv;
     }
     const std::size_t hq = o.heads ? o.heads : 1, hkv = o.kv_heads ? o.kv_heads : hq;
-    p.q = split_heads(q3, hq, p.projected ? "w_q" : "x");
-    p.k = split_heads(k3, hkv, p.projected ? "w_k" : "x_kv");
-    p.v = split_heads(v3, hkv, p.projected ? "w_v" : "x_kv");
+    const char* kv_option = o.kv_heads ? "--kv-heads" : "--heads";
+    p.q = split_by(q3, hq, "--heads", p.projected ? "Q = X·W_q" : "x");
+    p.k = split_by(k3, hkv, kv_option, p.projected ? "K = X·W_k" : xkv ? "x_kv" : "x");
+    p.v = split_by(v3, hkv, kv_option, p.projected ? "V = X·W_v" : xkv ? "x_kv" : "x");
     return p;
 }
 
