@@ -27,6 +27,15 @@ TEST_CASE("typos in options, commands and values get the nearest spelling, exit 
         {"compute --heads abc data/x.npy", "--heads: not a whole number in range (expected 1 to 1048576, got abc)"},
         {"compute data/x.npy --heads", "--heads: a value is required (see attn compute --help)"},
         {"compare data/x.npy", "attn compare: B is required (see attn compare --help)"},
+        // The option a stray value followed is the one named, whatever order CLI11 lists them in.
+        {"generate --len 2 --dk 2 --std 1e308", "unknown option --std (did you mean --seed?)"},
+        // No 300-digit numbers (CLI11 quotes DBL_MAX in full), no "0.000000".
+        {"compare data/x.npy data/x.npy --atol -1", "--atol: not a number in range (expected a number ≥ 0, got -1)"},
+        {"compare data/x.npy data/x.npy --rtol nan", "--rtol: not a finite number (expected a finite number, got nan)"},
+        {"posenc --len 3 --dim 4 --style concat --base 0", "--base: not a number > 0 (expected a number > 0, got 0)"},
+        {"compute data/x.npy --posenc concat --posenc-base -2",
+         "--posenc-base: not a number > 0 (expected a number > 0, got -2)"},
+        {"generate --len 2 --dk 2 --seed -5", "--seed: not a whole number in range (expected a number ≥ 0, got -5)"},
     };
     for (const auto& [args, message] : cases) {
         CAPTURE(args);

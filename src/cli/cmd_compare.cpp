@@ -233,9 +233,11 @@ void setup_compare(CLI::App& app, int& exit_status) {
     c->rtol_opt = sub->add_option("--rtol", c->rtol,
                                   "Relative tolerance (default for the less precise dtype: float16 1e-3, float32 "
                                   "1.3e-6, float64 1e-7, integers 0)")
+                      ->check(finite_number)
                       ->check(CLI::NonNegativeNumber);
     c->atol_opt = sub->add_option("--atol", c->atol,
                                   "Absolute tolerance (default: float16 1e-5, float32 1e-5, float64 1e-7, integers 0)")
+                      ->check(finite_number)
                       ->check(CLI::NonNegativeNumber);
     sub->add_option("--name", c->name, "Array to take from A and B when they are bundles (.npz, JSON objects)");
     add_max_bytes_option(*sub);

@@ -8,6 +8,7 @@
 #include "attn/io/output.hpp"
 #include "attn/io/writers.hpp"
 #include "commands.hpp"
+#include "pipeline_options.hpp"
 #include "output_target.hpp"
 
 namespace attn::cli {
@@ -72,7 +73,7 @@ void setup_posenc(CLI::App& app, int& exit_status) {
     sub->add_option("--style", c->style, "interleaved (sin, cos, sin, cos, ...) or concat (sines, then cosines)")
         ->required()
         ->check(CLI::IsMember({"interleaved", "concat"}));
-    sub->add_option("--base", c->base, "Base of the frequencies")->check(CLI::PositiveNumber)->capture_default_str();
+    sub->add_option("--base", c->base, "Base of the frequencies")->check(finite_number)->check(positive_number)->capture_default_str();
     sub->add_option("--offset", c->offset, "First position (default 0)");
     sub->add_option("--dtype", c->dtype, "Element type")
         ->check(CLI::IsMember({"float32", "float64"}))

@@ -1,9 +1,12 @@
 #include "parse_errors.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <regex>
 #include <sys/stat.h>
 #include <vector>
+
+#include "attn/text.hpp"
 
 namespace attn::cli {
 
@@ -91,8 +94,16 @@ std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app, i
     if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
         static const std::regex one("The following arguments? (?:was|were) not expected: (.*)");
         if (std::regex_match(what, m, one)) {
-            std::string words = m[1];
-            std::string first = words.substr(0, words.find(' '));
+            // CLI11 lists the extras in no useful order ("1e308 --std"): an option name
+            // is what the user mistyped, its value only followed it.
+            const std::string words = m[1];
+            std::string first;
+            for (std::size_t at = 0; at < words.size();) {
+                const std::size_t space = std::min(words.find(' ', at), words.size());
+                const std::string word = words.substr(at, space - at);
+                if (first.empty() || (word.size() > 1 && word[0] == '-' && first[0] != '-')) first = word;
+                at = space + 1;
+            }
             return unknown_word(first, app);
         }
         return what;
@@ -114,8 +125,13 @@ std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app, i
         const CLI::App* sub = chosen(app);
         const CLI::Option* o = (sub ? sub : &app)->get_option_no_throw(m[1].str());
         const bool whole = o && o->get_type_name().find("INT") != std::string::npos;
+        // CLI::NonNegativeNumber and PositiveNumber are ranges up to the largest double,
+        // printed with 300 digits: say "≥ 0" or "> 0" instead.
+        const double lo = std::strtod(m[3].str().c_str(), nullptr), hi = std::strtod(m[4].str().c_str(), nullptr);
+        std::string expected = m[3].str() + " to " + m[4].str();
+        if (hi >= 1e300) expected = lo == 0 ? "a number ≥ 0" : lo > 0 && lo < 1e-300 ? "a number > 0" : "a number ≥ " + general_number(lo);
         return m[1].str() + (whole ? ": not a whole number in range" : ": not a number in range") + " (expected " +
-               m[3].str() + " to " + m[4].str() + ", got " + m[2].str() + ")";
+               expected + ", got " + m[2].str() + ")";
     }
     // An option given without its value: "--heads: 1 required UINT:INT in [1 - 1048576] missing".
     static const std::regex missing("(\\S+): (\\d+) required .* missing");

@@ -90,6 +90,10 @@ const CLI::Validator non_negative_count(
     },
     "COUNT");
 
+
+
+}  // namespace
+
 /// A number option that must be finite: CLI11 reads "nan" and "inf" as doubles, which
 /// then gave all-NaN output and "scale": null.
 const CLI::Validator finite_number(
@@ -102,7 +106,14 @@ const CLI::Validator finite_number(
     },
     "FLOAT");
 
-}  // namespace
+const CLI::Validator positive_number(
+    [](std::string& text) {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        return end != text.c_str() && *end == '\0' && !(v > 0) ? "not a number > 0 " + expected_got("a number > 0", text)
+                                                                 : std::string();
+    },
+    "POSITIVE");
 
 void add_pipeline_options(CLI::App& sub, pipeline_cli& c) {
     for (const auto& [opt, name] : tensor_options()) {
@@ -182,7 +193,7 @@ void add_pipeline_options(CLI::App& sub, pipeline_cli& c) {
         ->check(CLI::IsMember({"interleaved", "concat"}));
     sub.add_option("--posenc-base", c.posenc_base, "Base of the --posenc frequencies")
         ->check(finite_number)
-        ->check(CLI::PositiveNumber)
+        ->check(positive_number)
         ->capture_default_str();
     sub.add_option("--kernel", c.kernel,
                     "fast, or reference: plain loops in double (no tiling, SIMD or BLAS) to cross-check the fast "

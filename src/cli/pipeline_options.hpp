@@ -39,6 +39,14 @@ struct pipeline_cli {
     std::vector<long long> ids;
 };
 
+/// Refuses "nan", "inf" and their kin for a number option (CLI11 reads them as doubles):
+/// "not a finite number (expected a finite number, got inf)".
+extern const CLI::Validator finite_number;
+
+/// Refuses 0 and negative numbers: "not a number > 0 (expected a number > 0, got 0)".
+/// (CLI::PositiveNumber's message quotes the largest double in 300 digits.)
+extern const CLI::Validator positive_number;
+
 /// Binds the per-job pipeline options to `c`, which must outlive parsing and the callback. Only
 /// the options given are written: parsing into a copy of settings already parsed applies
 /// the new ones on top (a manifest line over the command line).

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "attn/error.hpp"
+#include "attn/text.hpp"
 
 namespace attn::core {
 
@@ -37,7 +38,7 @@ compare_result compare(const array& a, const array& b, double rtol, double atol)
         throw shape_error("compare", "shapes differ " + expected_got(shape_string(a.shape), shape_string(b.shape)));
     if (!(rtol >= 0) || !(atol >= 0))
         throw value_error("compare", "tolerances must be numbers ≥ 0 " +
-                                         expected_got("rtol, atol ≥ 0", std::to_string(rtol) + ", " + std::to_string(atol)));
+                                         expected_got("rtol, atol ≥ 0", general_number(rtol) + ", " + general_number(atol)));
     compare_result r;
     r.count = a.size();
     bool have_nonfinite = false;
