@@ -544,7 +544,7 @@ TEST_CASE("rank-3 inputs take rank-3 masks as (B, Tq, Tk), heads broadcast, as P
     attn_test::spit(dir.path + "/bad.json", json{{"x", x}, {"attn_mask", json::array({bool_mask[0], bool_mask[1], bool_mask[0]})}}.dump());
     const auto bad = run_attn("compute '" + dir.path + "/bad.json'");
     CHECK(bad.code == 1);
-    CHECK(bad.err == "attn: error: attn_mask: does not broadcast to (B, Hq, Tq, Tk) (expected (2, 1, 3, 3), got (3, 3, 3))\n");
+    CHECK(bad.err == "attn: error: " + dir.path + "/bad.json: attn_mask: does not broadcast to (B, Hq, Tq, Tk) (expected (2, 1, 3, 3), got (3, 3, 3))\n");
 }
 
 TEST_CASE("--dump mask: the combined mask, bool, True = attend, shaped like the scores") {
@@ -658,7 +658,7 @@ TEST_CASE("--embedding with --ids or token_ids gives X = E[ids], the x stage, an
     }
 }
 
-TEST_CASE("shape errors quote the user's layout, not the internal (B, H, T, D)") {
+TEST_CASE("shape errors name the file and quote the user's layout, not the internal (B, H, T, D)") {
     attn_test::scratch_dir dir;
     attn_test::spit(dir.path + "/r3.json", R"({"q": [[[1,0,1,0],[0,1,0,1]]], "k": [[[1,0,1,0],[0,1,0,1],[1,1,1,1]]],
                                               "v": [[[1,0],[0,1]]]})");
@@ -666,9 +666,10 @@ TEST_CASE("shape errors quote the user's layout, not the internal (B, H, T, D)")
     for (const std::string heads : {"", " --heads 2"}) {
         const auto r = run_attn("compute '" + dir.path + "/r3.json'" + heads);
         CHECK(r.code == 1);
-        CHECK(r.err == "attn: error: v: batch or length differs from k's (1, 3, 4) (expected (1, 3, …), got (1, 2, 2))\n");
+        CHECK(r.err == "attn: error: " + dir.path + "/r3.json: v: batch or length differs from k's (1, 3, 4) (expected (1, 3, "
+                       "…), got (1, 2, 2))\n");
     }
     const auto r = run_attn("compute '" + dir.path + "/r2.json'");
     CHECK(r.code == 1);
-    CHECK(r.err == "attn: error: v: batch or length differs from k's (2, 2) (expected (2, …), got (3, 1))\n");
+    CHECK(r.err == "attn: error: " + dir.path + "/r2.json: v: batch or length differs from k's (2, 2) (expected (2, …), got (3, 1))\n");
 }

@@ -131,7 +131,14 @@ int run_compute(const compute_options& c) {
                           "no input arrays (expected q, k, v or x; found " + (found.empty() ? "none" : found) + ")");
     }
     if (b.arrays.empty()) throw usage_error("attn compute", "no input " + expected_got("INPUT or --x/--q/--k/--v", "none"));
-    io::document doc = attn::compute(std::move(b.arrays), b.tokens, settings);
+    io::document doc;
+    try {
+        doc = attn::compute(std::move(b.arrays), b.tokens, settings);
+    } catch (const shape_error& e) {
+        // Name the file as well as the array ("in.npz: v: …"), as a batch record does.
+        if (c.inputs.empty()) throw;
+        throw shape_error(c.inputs.front() == "-" ? "<stdin>" : c.inputs.front(), e.what());
+    }
     if (!c.plot.empty()) plot_weights(doc, c.plot, c.dump);
     emit(doc, f, c);
     return exit_ok;
