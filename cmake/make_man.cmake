@@ -24,7 +24,8 @@ foreach(name IN LISTS names)
   # roff: a backslash is \e; a line starting with '.' or '\'' needs \& in front.
   string(REPLACE "\\" "\\e" help "${help}")
   string(REGEX REPLACE "(^|\n)([.'])" "\\1\\\\&\\2" help "${help}")
-  string(APPEND text ".SS \"attn ${name}\"\n.nf\n${help}.fi\n")
+  # --help is wrapped to 80 columns: print it flush left (.in 0) so the page fits 80 too.
+  string(APPEND text ".SS \"attn ${name}\"\n.nf\n.in 0\n${help}.fi\n.in\n")
 endforeach()
 string(APPEND text "
 [EXAMPLES]

@@ -37,6 +37,15 @@ inline std::string temp_dir() {
     return std::string(d ? d : ".");
 }
 
+/// `text` with every run of whitespace (newlines and the indentation of wrapped --help
+/// lines included) made one space: phrases can be found whatever the wrapping.
+inline std::string joined_words(const std::string& text) {
+    std::istringstream words(text);
+    std::string out;
+    for (std::string w; words >> w;) out += (out.empty() ? "" : " ") + w;
+    return out;
+}
+
 /// Runs `attn <args>` through the shell from the source directory (so data/... paths
 /// work), feeding `input` on stdin. args is shell text: quote as needed.
 /// `prefix` is shell text run before attn in the same shell (e.g. "ulimit -s N && ").

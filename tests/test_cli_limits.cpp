@@ -178,6 +178,6 @@ TEST_CASE("--max-bytes is documented in --help with its default") {
         const auto r = run_attn(std::string(command) + " --help");
         CHECK(r.code == 0);
         CHECK(r.out.find("--max-bytes") != std::string::npos);
-        CHECK(r.out.find("a quarter of physical memory") != std::string::npos);
+        CHECK(attn_test::joined_words(r.out).find("a quarter of physical memory") != std::string::npos);
     }
 }

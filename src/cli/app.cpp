@@ -12,6 +12,7 @@
 #include "attn/error.hpp"
 #include "attn/io/output.hpp"
 #include "commands.hpp"
+#include "help_format.hpp"
 #include "parse_errors.hpp"
 
 namespace attn::cli {
@@ -86,6 +87,7 @@ int main(int argc, char** argv) {
     CLI::App app{"attn: scaled dot-product attention with every stage dumped (scores, weights, output) "
                  "as JSON, CSV or NumPy files.",
                  "attn"};
+    app.formatter(help_formatter());
     app.footer(footer);
     app.set_version_flag("--version", ATTN_VERSION);
     app.require_subcommand(1);

@@ -241,6 +241,11 @@ void setup_compare(CLI::App& app, int& exit_status) {
                       ->check(CLI::NonNegativeNumber);
     sub->add_option("--name", c->name, "Array to take from A and B when they are bundles (.npz, JSON objects)");
     add_max_bytes_option(*sub);
+    sub->footer(
+        "Examples:\n"
+        "  attn compare w32.npy w64.npy\n"
+        "  attn compare out.json:weights ref.npz:weights --atol 1e-6\n"
+        "  attn compare fast.npz ref.npz    # every array the two share");
     sub->callback([c, &exit_status]() { exit_status = run_compare(*c); });
 }
 

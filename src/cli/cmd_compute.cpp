@@ -158,8 +158,13 @@ void add_job_options(CLI::App& sub, compute_options& c) {
     sub.add_option("--format", c.format, "json (default), jsonl, csv, npy, npz or table; default from -o's extension")
         ->check(CLI::IsMember({"json", "jsonl", "csv", "npy", "npz", "table"}))
         ->group("Output");
-    sub.add_option("-o,--output", c.output, "Write to PATH (atomically) instead of stdout")->group("Output");
-    sub.add_option("--precision", c.precision, "Significant digits of text output (default: shortest round trip)")
+    sub.add_option("-o,--output", c.output,
+                    "Write to PATH (atomically) instead of stdout. With several inputs or a manifest, a PATH "
+                    "ending in / is a folder: one file per input, named after it (a.npz → DIR/a.json)")
+        ->group("Output");
+    sub.add_option("--precision", c.precision,
+                    "Significant digits of text output (default: the shortest text that round-trips; "
+                    "4 in tables)")
         ->check(CLI::Range(1, 17))
         ->group("Output");
     sub.add_flag("--compact", c.compact, "JSON on one line")->group("Output");
@@ -183,6 +188,15 @@ void setup_compute(CLI::App& app, int& exit_status) {
                     "Also draw the weights of batch 0, head 0 as a heatmap (.png, .svg or .pdf; see attn plot)")
         ->type_name("FILE")
         ->group("Output");
+    sub->footer(
+        "Batches: several INPUTs, or --manifest jobs.jsonl whose lines are {\"input\": FILE, \"mask\": "
+        "\"causal\", ...} (any compute option, checked as on the command line), run on -j workers; "
+        "the records are JSON Lines in input order, or files under -o DIR/. A failed job is one "
+        "{\"input\": ..., \"error\": ...} record and exit 1.\n\n"
+        "Examples:\n"
+        "  attn compute --mask causal data/notebook.npz --tokens \"my name is Aj\"\n"
+        "  attn compute in.npz --dump weights --format table\n"
+        "  attn compute a.npz b.npz -o results/ --format csv");
     sub->callback([c, &exit_status]() { exit_status = run_compute(*c); });
 }
 

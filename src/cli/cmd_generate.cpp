@@ -100,6 +100,11 @@ void setup_generate(CLI::App& app, int& exit_status) {
     sub->add_option("--format", c->format, "npz, npy (X only: needs --embed) or json; default from -o's extension")
         ->check(CLI::IsMember({"npz", "npy", "json"}));
     sub->add_option("-o,--output", c->output, "Write to FILE (atomically) instead of stdout");
+    sub->footer(
+        "Examples:\n"
+        "  attn generate --len 4 --dk 8 --dv 8 --seed 0 -o in.npz\n"
+        "  attn generate --len 6 --embed 16 --heads 4 --weights -o mha.npz\n"
+        "  attn generate --len 3 --len-kv 5 --dk 4 --dv 4 --heads 2 -o cross.npz");
     sub->callback([c, &exit_status]() { exit_status = run_generate(*c); });
 }
 

@@ -132,6 +132,11 @@ void setup_inspect(CLI::App& app, int& exit_status) {
         ->check(CLI::IsMember({"table", "json"}))
         ->capture_default_str();
     add_max_bytes_option(*sub);
+    sub->footer(
+        "Examples:\n"
+        "  attn inspect in.npz\n"
+        "  attn inspect out.json --format json | jq -c '.arrays[].shape'\n"
+        "  attn inspect *.npy");
     sub->callback([c, &exit_status]() { exit_status = run_inspect(*c); });
 }
 

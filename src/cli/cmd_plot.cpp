@@ -205,6 +205,11 @@ void setup_plot(CLI::App& app, int& exit_status) {
     c->vmin_opt = sub->add_option("--vmin", c->vmin, "Colour range start (default: data minimum; weights 0)")->group("Plot");
     c->vmax_opt = sub->add_option("--vmax", c->vmax, "Colour range end (default: data maximum; weights 1)")->group("Plot");
     c->title_opt = sub->add_option("--title", c->title, "Title (default: stage, mask, scale, batch/head)")->group("Plot");
+    sub->footer(
+        "Examples:\n"
+        "  attn plot data/notebook.npz --mask causal --tokens \"my name is Aj\" -o w.png\n"
+        "  attn plot out.json --stage scores -o scores.svg\n"
+        "  attn plot in.npz --heads 4 --grid -o heads.png");
     sub->callback([c, &exit_status]() { exit_status = run_plot(*c); });
 }
 

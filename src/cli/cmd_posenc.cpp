@@ -83,6 +83,11 @@ void setup_posenc(CLI::App& app, int& exit_status) {
     sub->add_option("-o,--output", c->output, "Write to FILE (atomically) instead of stdout");
     sub->add_option("--precision", c->precision, "Significant digits of text output (default: shortest round trip)")
         ->check(CLI::Range(1, 17));
+    sub->footer(
+        "Examples:\n"
+        "  attn posenc --len 4 --dim 6 --style concat --format table --precision 4\n"
+        "  attn posenc --len 128 --dim 64 --style interleaved -o pe.npy\n"
+        "  attn compute x.npy --posenc interleaved    # the same encodings added to X");
     sub->callback([c, &exit_status]() { exit_status = run_posenc(*c); });
 }
 

@@ -88,7 +88,7 @@ const CLI::Validator non_negative_count(
         (void)end;
         return std::string();
     },
-    "COUNT");
+    "");
 
 
 
@@ -104,7 +104,7 @@ const CLI::Validator finite_number(
                    ? "not a finite number " + expected_got("a finite number", text)
                    : std::string();
     },
-    "FLOAT");
+    "");  // no description: the type name already says FLOAT
 
 const CLI::Validator positive_number(
     [](std::string& text) {
@@ -113,7 +113,7 @@ const CLI::Validator positive_number(
         return end != text.c_str() && *end == '\0' && !(v > 0) ? "not a number > 0 " + expected_got("a number > 0", text)
                                                                  : std::string();
     },
-    "POSITIVE");
+    "");
 
 void add_pipeline_options(CLI::App& sub, pipeline_cli& c) {
     for (const auto& [opt, name] : tensor_options()) {
