@@ -23,6 +23,11 @@ _attn_help_options() {
     "$1" "$2" --help 2>/dev/null | sed -nE 's/^ +(-[a-zA-Z],)?(--[a-z0-9][a-z0-9-]*).*/\2/p'
 }
 
+# The fixed values of option $3 as `attn $2 --help` lists them ("  --style TEXT:{a,b} ...").
+_attn_help_values() {
+    "$1" "$2" --help 2>/dev/null | sed -nE "s/^ +(-[a-zA-Z],)?$3 [A-Z]+:\{([^}]*)\}.*/\2/p" | tr ',' ' '
+}
+
 # Completes the last item of a comma-separated list.
 _attn_comma_list() {
     local prefix="" last=$cur
@@ -77,6 +82,15 @@ _attn() {
                 _filedir
                 return ;;
         esac
+    fi
+    if [[ $sub != compute && $prev == --* ]]; then
+        # Other subcommands (posenc --style, inspect --format, ...): values from their --help.
+        local values
+        values=$(_attn_help_values "${words[0]}" "$sub" "$prev")
+        if [[ -n $values ]]; then
+            COMPREPLY=($(compgen -W "$values" -- "$cur"))
+            return
+        fi
     fi
     $split && return
 

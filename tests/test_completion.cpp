@@ -97,3 +97,30 @@ TEST_CASE("completion: the script is valid bash") {
     if (std::system("command -v bash >/dev/null 2>&1") != 0) return;
     CHECK(std::system(("bash -n '" + completion_path + "'").c_str()) == 0);
 }
+
+TEST_CASE("completion: the values of --dump, --format, --stage, --style and --mask are offered") {
+    if (std::system("command -v bash >/dev/null 2>&1") != 0) return;
+    const attn_test::scratch_dir scratch;
+    std::string script = "source '" + completion_path + "'\n" + R"(
+_init_completion() { words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD; cur=${words[cword]}; prev=${words[cword-1]}; split=false; }
+_filedir() { :; }
+compopt() { :; }
+complete_line() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _attn; echo "${COMPREPLY[*]}"; }
+)";
+    const std::string attn = std::string("'") + ATTN_BINARY + "'";
+    script += "complete_line " + attn + " compute --dump weights,s\n";
+    script += "complete_line " + attn + " compute --format n\n";
+    script += "complete_line " + attn + " compute --mask c\n";
+    script += "complete_line " + attn + " plot --stage s\n";
+    script += "complete_line " + attn + " posenc --style ''\n";
+    script += "complete_line " + attn + " inspect --format ''\n";
+    attn_test::spit(scratch.path + "/complete.sh", script);
+    REQUIRE(std::system(("bash '" + scratch.path + "/complete.sh' >'" + scratch.path + "/out' 2>&1").c_str()) == 0);
+    CHECK(attn_test::slurp(scratch.path + "/out") ==
+          "weights,scaled weights,scores weights,stats\n"
+          "npy npz\n"
+          "causal\n"
+          "scaled scores\n"
+          "interleaved concat\n"
+          "table json\n");
+}
