@@ -49,7 +49,7 @@ void run_attention(std::size_t B, std::size_t H, std::size_t T_, std::size_t D, 
     m.B = B, m.H = H, m.Tq = T_, m.Tk = T_;
     if (causal) {
         m.causal = true;
-        m.causal_offset.assign(B, 0);
+        m.position_offset.assign(B, 0);
     }
     attention_options o;
     o.scale = 1.0 / std::sqrt(static_cast<double>(D));

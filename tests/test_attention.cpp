@@ -67,7 +67,7 @@ void check_against_reference(const case_params& c) {
     m.B = d.B, m.H = d.Hq, m.Tq = d.Tq, m.Tk = d.Tk;
     if (c.causal) {
         m.causal = true;
-        m.causal_offset.assign(d.B, c.offset);
+        m.position_offset.assign(d.B, c.offset);
     }
     m.lengths = c.lengths;
     if (c.bool_mask) {
@@ -244,7 +244,7 @@ struct small_problem {
         mask<double> m;
         m.B = B, m.H = H, m.Tq = Tq, m.Tk = Tk;
         m.causal = true;
-        m.causal_offset.assign(B, 0);
+        m.position_offset.assign(B, 0);
         m.lengths = std::move(lengths);
         return m;
     }

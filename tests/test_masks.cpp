@@ -26,17 +26,17 @@ mask<double> blank(std::size_t Tq, std::size_t Tk) {
 TEST_CASE("causal: key j visible from query i iff j <= i + offset, offsets can be negative") {
     auto m = blank(3, 5);
     m.causal = true;
-    m.causal_offset = {0};
+    m.position_offset = {0};
     CHECK(m.visible_end(0, 0) == 1);
     CHECK(m.visible_end(0, 2) == 3);
-    m.causal_offset = {2};  // bottom-right for Tq = 3, Tk = 5
+    m.position_offset = {2};  // bottom-right for Tq = 3, Tk = 5
     CHECK(m.visible_end(0, 0) == 3);
     CHECK(m.visible_end(0, 2) == 5);
-    m.causal_offset = {-2};
+    m.position_offset = {-2};
     CHECK(m.visible_end(0, 0) == 0);
     CHECK(m.visible_end(0, 2) == 1);
     m.lengths = {2};
-    m.causal_offset = {10};
+    m.position_offset = {10};
     CHECK(m.visible_end(0, 0) == 2);
 }
 
@@ -251,5 +251,51 @@ TEST_CASE("convention: Hugging Face attention_mask, 1 = real token, 0 = padding,
     CHECK(row_of(m, 0, 0, 0) == std::vector<double>{0, 0, ninf});
     CHECK(row_of(m, 1, 0, 0) == std::vector<double>{ninf, 0, 0});
     s.padding_refused = true;  // --mask none
+    CHECK_THROWS_AS(build_mask<double>(s, used), attn::usage_error);
+}
+
+TEST_CASE("convention: sliding window p − left ≤ j ≤ p + right, p = i + the causal offset (ONNX opset 25)") {
+    // SPEC_SUMMARY's table, by hand. Causal, left 2, Tq = 4, Tk = 6, no past:
+    // q0 {0}, q1 {0, 1}, q2 {0, 1, 2}, q3 {1, 2, 3}.
+    mask_spec s;
+    s.Tq = 4, s.Tk = 6, s.causal = true, s.window_left = 2;
+    std::vector<std::string> used;
+    auto m = build_mask<double>(s, used);
+    CHECK(used == std::vector<std::string>{"causal", "window"});
+    CHECK(row_of(m, 0, 0, 0) == std::vector<double>{0, ninf, ninf, ninf, ninf, ninf});
+    CHECK(row_of(m, 0, 0, 3) == std::vector<double>{ninf, 0, 0, 0, ninf, ninf});
+    // Not causal, left 1, right 2 (test_attention_bidirectional_window): q2 {1 … 4}.
+    s = mask_spec();
+    s.Tq = 5, s.Tk = 5, s.window_left = 1, s.window_right = 2;
+    m = build_mask<double>(s, used);
+    CHECK(row_of(m, 0, 0, 0) == std::vector<double>{0, 0, 0, ninf, ninf});
+    CHECK(row_of(m, 0, 0, 2) == std::vector<double>{ninf, 0, 0, 0, 0});
+    CHECK(row_of(m, 0, 0, 4) == std::vector<double>{ninf, ninf, ninf, 0, 0});
+    // Only a left side: every later key stays visible.
+    s.window_right = -1;
+    m = build_mask<double>(s, used);
+    CHECK(row_of(m, 0, 0, 2) == std::vector<double>{ninf, 0, 0, 0, 0});
+    // With a past of 6 keys (Tq = 4, Tk = 10), p = 6 + i: q0 sees 4 … 6, q3 sees 7 … 9.
+    s = mask_spec();
+    s.Tq = 4, s.Tk = 10, s.past = 6, s.causal = true, s.window_left = 2;
+    m = build_mask<double>(s, used);
+    CHECK(m.visible_begin(0, 0) == 4);
+    CHECK(m.visible_end(0, 0) == 7);
+    CHECK(row_of(m, 0, 0, 3) == std::vector<double>{ninf, ninf, ninf, ninf, ninf, ninf, ninf, 0, 0, 0});
+    // Bottom-right on each item's valid keys (external cache, nonpad = 6, 7; Tq = 4).
+    s = mask_spec();
+    s.B = 2, s.Tq = 4, s.Tk = 8, s.causal = true, s.window_left = 2, s.align = causal_align::bottom_right;
+    s.lengths = {6, 7};
+    m = build_mask<double>(s, used);
+    CHECK(row_of(m, 0, 0, 0) == std::vector<double>{0, 0, 0, ninf, ninf, ninf, ninf, ninf});
+    CHECK(row_of(m, 1, 0, 3) == std::vector<double>{ninf, ninf, ninf, ninf, 0, 0, 0, ninf});
+    // A window left of every key: the row is fully masked (apply_row says so).
+    s = mask_spec();
+    s.Tq = 2, s.Tk = 3, s.window_left = 0, s.window_right = 0, s.past = 5;
+    m = build_mask<double>(s, used);
+    std::vector<double> zeros(3, 0.0), out(3);
+    CHECK(m.apply_row(0, 0, 0, zeros.data(), out.data(), 3));
+    // Sides below −1 are refused.
+    s.window_left = -2;
     CHECK_THROWS_AS(build_mask<double>(s, used), attn::usage_error);
 }

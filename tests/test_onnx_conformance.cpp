@@ -1,13 +1,15 @@
-// ONNX Attention (opset 23/24) conformance: the 76 backend node tests of
-// onnx/onnx@6be0677f, converted to .npy + case.json under tests/fixtures/onnx-attention/
-// (a copy of ../shared/conformance/onnx-attention, so this test needs nothing outside
-// the repository). Each case is run through the real binary with the CLI options that
+// ONNX Attention conformance: the 76 backend node tests of opsets 23/24
+// (onnx/onnx@6be0677f, converted to .npy + case.json under tests/fixtures/onnx-attention/)
+// and the 11 sliding-window cases of opset 25 (onnx/onnx@f7546912, generated from
+// ONNX's own export methods and reference, tests/fixtures/onnx-attention-25/) — copies of
+// ../shared/conformance/, so this test needs nothing outside the repository. Each case is run through the real binary with the CLI options that
 // express its attributes, and every ONNX output is compared with expected_<output>.npy.
 //
 // ONNX → attn mapping (see SPEC_SUMMARY.md in the fixture directory):
 //   Q K V attn_mask past_key past_value  → --q --k --v --attn-mask --past-key --past-value
-//   nonpad_kv_seqlen                     → --lengths (and, with is_causal, --causal-align
-//                                          bottom-right: offset = nonpad[b] - Tq)
+//   nonpad_kv_seqlen                     → --lengths (and, with is_causal or a window,
+//                                          --causal-align bottom-right: offset = nonpad[b] - Tq)
+//   left_window_size right_window_size   → --window LEFT,RIGHT (opset 25)
 //   is_causal scale softcap              → --mask causal, --scale, --softcap
 //   q_num_heads kv_num_heads (3-D input) → --heads, --kv-heads
 //   Y present_key present_value          → output, present_key, present_value
@@ -43,14 +45,20 @@ using nlohmann::json;
 using attn_test::comparison;
 using attn_test::compare_arrays;
 
-constexpr std::size_t onnx_case_count = 76;  // INDEX.md: 152 dirs, 76 `_expanded` duplicates skipped
+/// The two fixture sets and their case counts (each INDEX.md).
+struct fixture_set {
+    const char* folder;
+    std::size_t cases;    // 76: 152 dirs, 76 `_expanded` duplicates skipped; 11 new in opset 25
+    std::size_t outputs;  // Y + present_key + present_value + qk_matmul_output
+};
+constexpr fixture_set onnx_sets[] = {{"onnx-attention", 76, 76 + 20 + 20 + 17}, {"onnx-attention-25", 11, 11 + 1 + 1 + 1}};
 
-std::string onnx_fixture_dir() { return std::string(ATTN_SOURCE_DIR) + "/tests/fixtures/onnx-attention"; }
+std::string fixture_dir(const fixture_set& set) { return std::string(ATTN_SOURCE_DIR) + "/tests/fixtures/" + set.folder; }
 
 /// Names of the case directories (those holding a case.json), sorted.
-std::vector<std::string> onnx_case_names() {
+std::vector<std::string> onnx_case_names(const fixture_set& set) {
     std::vector<std::string> names;
-    for (const auto& entry : fs::directory_iterator(onnx_fixture_dir()))
+    for (const auto& entry : fs::directory_iterator(fixture_dir(set)))
         if (entry.is_directory() && fs::exists(entry.path() / "case.json"))
             names.push_back(entry.path().filename().string());
     std::sort(names.begin(), names.end());
@@ -102,10 +110,17 @@ onnx_run plan_case(const std::string& dir, const json& meta) {
         }
     }
     int mode = 0;
+    long long window_left = -1, window_right = -1;
+    bool causal = false;
     const json& attrs = meta.at("attributes");
     for (const auto& [name, value] : attrs.items()) {
         if (name == "is_causal") {
-            if (value.get<int>() != 0) args << " --mask causal" << (has_nonpad ? " --causal-align bottom-right" : "");
+            causal = value.get<int>() != 0;
+            if (causal) args << " --mask causal";
+        } else if (name == "left_window_size") {
+            window_left = value.get<long long>();
+        } else if (name == "right_window_size") {
+            window_right = value.get<long long>();
         } else if (name == "scale") {
             args << " --scale " << exact_number(value.get<double>());
         } else if (name == "softcap") {
@@ -120,6 +135,10 @@ onnx_run plan_case(const std::string& dir, const json& meta) {
             run.problems.push_back("attribute " + name);
         }
     }
+    if (window_left != -1 || window_right != -1) args << " --window " << window_left << "," << window_right;
+    // The external cache (nonpad_kv_seqlen) places the causal frontier and the window
+    // bottom-right on each item's valid keys: p = nonpad[b] - S + i.
+    if (has_nonpad && (causal || window_left != -1 || window_right != -1)) args << " --causal-align bottom-right";
     for (const auto& [key, output] : meta.at("outputs").items()) {
         const std::string name = output.at("schema_name").get<std::string>();
         if (output.at("dtype").get<std::string>() == "float16") run.float16 = true;
@@ -142,20 +161,23 @@ const attn::array* find_array(const std::vector<attn::io::named_array>& arrays, 
 
 }  // namespace
 
-TEST_CASE("onnx conformance: the fixture directory holds the 76 converted cases") {
-    const auto names = onnx_case_names();
-    CHECK(names.size() == onnx_case_count);
-    const json index = json::parse(attn_test::slurp(onnx_fixture_dir() + "/cases.json"));
-    CHECK(index.at("written").get<std::size_t>() == onnx_case_count);
+TEST_CASE("onnx conformance: the fixture directories hold the 76 converted and the 11 opset-25 cases") {
+    for (const fixture_set& set : onnx_sets) {
+        CAPTURE(set.folder);
+        CHECK(onnx_case_names(set).size() == set.cases);
+        const json index = json::parse(attn_test::slurp(fixture_dir(set) + "/cases.json"));
+        CHECK(index.at("written").get<std::size_t>() == set.cases);
+    }
 }
 
 TEST_CASE("onnx conformance: every ONNX Attention backend test case matches attn, with either kernel") {
     const std::string tmp = "/tmp/attn-onnx-" + std::to_string(::getpid()) + ".npz";
+    for (const fixture_set& set : onnx_sets) {
     std::size_t cases_run = 0, outputs_compared = 0;
     for (const std::string kernel : {"fast", "reference"})
-    for (const std::string& name : onnx_case_names()) {
+    for (const std::string& name : onnx_case_names(set)) {
         INFO("case " << name << ", --kernel " << kernel);
-        const std::string dir = onnx_fixture_dir() + "/" + name;
+        const std::string dir = fixture_dir(set) + "/" + name;
         const json meta = json::parse(attn_test::slurp(dir + "/case.json"));
         const onnx_run run = plan_case(dir, meta);
         CHECK_MESSAGE(run.problems.empty(), "unmapped case.json entries, first: "
@@ -188,7 +210,8 @@ TEST_CASE("onnx conformance: every ONNX Attention backend test case matches attn
         }
     }
     std::remove(tmp.c_str());
-    CHECK(cases_run == 2 * onnx_case_count);
-    // 76 Y + 20 present_key + 20 present_value + 17 qk_matmul_output (INDEX.md), twice.
-    CHECK(outputs_compared == 2 * 133);
+    CAPTURE(set.folder);
+    CHECK(cases_run == 2 * set.cases);
+    CHECK(outputs_compared == 2 * set.outputs);  // every output of INDEX.md, with both kernels
+    }
 }

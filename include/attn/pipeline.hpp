@@ -59,6 +59,9 @@ struct pipeline_options {
     /// Token ids (T,) given inline (`--ids 3,1,4`): the token_ids array, which must not
     /// also be given. With an `embedding` table (V, E) they give X = E[ids].
     std::vector<long long> ids;
+    /// Sliding window (ONNX Attention opset 25 left/right_window_size; DESIGN §4.2):
+    /// key j visible iff p − left ≤ j ≤ p + right, p = i + the causal offset; −1 = unbounded.
+    long long window_left = -1, window_right = -1;
 };
 
 /// Runs the pipeline on `inputs` (names as in DESIGN §2, lower case; unknown names

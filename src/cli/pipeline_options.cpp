@@ -151,6 +151,14 @@ void add_pipeline_options(CLI::App& sub, pipeline_cli& c) {
         ->delimiter(',')
         ->allow_extra_args(false)
         ->group("Input arrays");
+    sub.add_option("--window", c.window,
+                    "Sliding window LEFT[,RIGHT] (ONNX Attention opset 25): with p = i + offset (the causal "
+                    "offset, whether or not --mask causal is on), key j is visible iff p - LEFT <= j <= p + "
+                    "RIGHT; -1 leaves a side unbounded; RIGHT defaults to -1. --window 3 --mask causal sees 4 keys")
+        ->delimiter(',')
+        ->allow_extra_args(false)
+        ->type_name("LEFT[,RIGHT]")
+        ->group("Masks");
     sub.add_option("--attn-mask-true", c.attn_mask_true,
                     "What True means in a bool attn_mask: attend (PyTorch SDPA, ONNX) or masked "
                     "(nn.MultiheadAttention's bool attn_mask)")
@@ -254,6 +262,17 @@ attn::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std:
     p.attn_mask_true_masks = c.attn_mask_true == "masked";
     p.seq_first = c.seq_first;
     p.ids = c.ids;
+    if (!c.window.empty()) {
+        if (c.window.size() > 2 || c.window[0] < -1 || (c.window.size() == 2 && c.window[1] < -1))
+            throw usage_error("--window", "not LEFT[,RIGHT] with each side -1 (unbounded) or ≥ 0 " +
+                                              expected_got("e.g. 3 or 2,2 or -1,0", [&] {
+                                                  std::string t;
+                                                  for (auto w : c.window) t += (t.empty() ? "" : ",") + std::to_string(w);
+                                                  return t;
+                                              }()));
+        p.window_left = c.window[0];
+        p.window_right = c.window.size() == 2 ? c.window[1] : -1;
+    }
     return p;
 }
 

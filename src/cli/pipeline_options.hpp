@@ -37,6 +37,7 @@ struct pipeline_cli {
     std::string attn_mask_true = "attend";
     bool seq_first = false;
     std::vector<long long> ids;
+    std::vector<long long> window;
 };
 
 /// Refuses "nan", "inf" and their kin for a number option (CLI11 reads them as doubles):

@@ -11,20 +11,28 @@ namespace attn::core {
 template <class T>
 std::size_t mask<T>::visible_end(std::size_t b, std::size_t i) const {
     std::size_t end = Tk;
-    if (causal) {
-        const long long e = static_cast<long long>(i) + causal_offset[b] + 1;
-        end = e <= 0 ? 0 : std::min<std::size_t>(end, static_cast<std::size_t>(e));
-    }
+    const auto clip = [&](long long e) { end = e <= 0 ? 0 : std::min<std::size_t>(end, static_cast<std::size_t>(e)); };
+    if (causal) clip(static_cast<long long>(i) + position_offset[b] + 1);
+    if (window_right >= 0) clip(static_cast<long long>(i) + position_offset[b] + window_right + 1);
     if (!lengths.empty()) end = std::min(end, lengths[b]);
     return end;
+}
+
+template <class T>
+std::size_t mask<T>::visible_begin(std::size_t b, std::size_t i) const {
+    if (window_left < 0) return 0;
+    const long long s = static_cast<long long>(i) + position_offset[b] - window_left;
+    return s <= 0 ? 0 : std::min<std::size_t>(Tk, static_cast<std::size_t>(s));
 }
 
 template <class T>
 void mask<T>::mark_masked(std::size_t b, std::size_t h, std::size_t i, std::size_t j0, std::size_t j1,
                           std::vector<std::uint8_t>& masked) const {
     const std::size_t n = j1 - j0;
-    const std::size_t end = std::clamp(visible_end(b, i), j0, j1) - j0;  // visible prefix of the range
+    const std::size_t end = std::clamp(visible_end(b, i), j0, j1) - j0;  // causal, right window, lengths
+    const std::size_t begin = std::min(std::clamp(visible_begin(b, i), j0, j1) - j0, end);  // left window
     masked.assign(n, 0);
+    std::fill(masked.begin(), masked.begin() + static_cast<std::ptrdiff_t>(begin), 1);
     std::fill(masked.begin() + static_cast<std::ptrdiff_t>(end), masked.end(), 1);
     if (!key_allowed.empty()) {
         const std::uint8_t* ka = key_allowed.data() + b * Tk + j0;
@@ -63,11 +71,14 @@ bool mask<T>::apply_range(std::size_t b, std::size_t h, std::size_t i, const T* 
     const bool inf_fill = std::isinf(fill) && fill < 0;
     const std::size_t n = j1 - j0;
     const std::size_t end = std::clamp(visible_end(b, i), j0, j1) - j0;  // visible prefix of the range
+    const std::size_t begin = std::min(std::clamp(visible_begin(b, i), j0, j1) - j0, end);
     if (key_allowed.empty() && allowed.empty() && bias.empty()) {
-        // Only causal/lengths: a visible prefix, then masked cells (the common case).
-        if (scores != scaled) std::copy_n(scaled, end, scores);
+        // Only causal/window/lengths: masked cells, a visible run [begin, end), masked
+        // cells (the common case).
+        for (std::size_t j = 0; j < begin; ++j) scores[j] = inf_fill ? scaled[j] + neg_inf : fill;
+        if (scores != scaled) std::copy(scaled + begin, scaled + end, scores + begin);
         for (std::size_t j = end; j < n; ++j) scores[j] = inf_fill ? scaled[j] + neg_inf : fill;
-        return inf_fill && end == 0 && n > 0;
+        return inf_fill && begin == end && n > 0;
     }
     // Per-thread scratch: rows are applied by many threads at once.
     thread_local std::vector<std::uint8_t> masked;
@@ -264,10 +275,20 @@ mask<T> build_mask(const mask_spec& spec, std::vector<std::string>& used) {
     if (spec.padding_required && !padding)
         throw usage_error("--mask", "padding needs a source " +
                                         expected_got("--lengths, a key_padding_mask, an attention_mask or token_ids with --pad-id", "none"));
+    if (spec.window_left < -1 || spec.window_right < -1)
+        throw usage_error("--window", "each side is -1 (unbounded) or ≥ 0 " +
+                                          expected_got("LEFT[,RIGHT] ≥ -1", std::to_string(spec.window_left) + "," +
+                                                                                std::to_string(spec.window_right)));
+    const bool window = spec.window_left >= 0 || spec.window_right >= 0;
+    if (spec.causal || window) m.position_offset = causal_offsets(spec.align, B, spec.Tq, Tk, spec.past, m.lengths);
     if (spec.causal) {
         m.causal = true;
-        m.causal_offset = causal_offsets(spec.align, B, spec.Tq, Tk, spec.past, m.lengths);
         used.push_back("causal");
+    }
+    if (window) {
+        m.window_left = spec.window_left;
+        m.window_right = spec.window_right;
+        used.push_back("window");
     }
     if (padding) used.push_back("padding");
     if (const array* am = spec.attn_mask) {

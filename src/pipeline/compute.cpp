@@ -89,6 +89,8 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     spec.B = B, spec.Hq = Hq, spec.Tq = Tq, spec.Tk = Tk, spec.past = past;
     spec.causal = o.causal;
     spec.align = o.align;
+    spec.window_left = o.window_left;
+    spec.window_right = o.window_right;
     spec.lengths = o.lengths;
     spec.lengths_array = in.find("lengths");
     spec.key_padding_mask = in.find("key_padding_mask");
@@ -189,7 +191,9 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     meta["scale"] = ao.scale;
     meta["softcap"] = o.softcap;
     meta["mask"] = masks_used;
-    if (o.causal) meta["causal_align"] = o.align == causal_align::top_left ? "top-left" : "bottom-right";
+    const bool window = o.window_left >= 0 || o.window_right >= 0;
+    if (o.causal || window) meta["causal_align"] = o.align == causal_align::top_left ? "top-left" : "bottom-right";
+    if (window) meta["window"] = {o.window_left, o.window_right};
     if (!m.lengths.empty()) meta["lengths"] = m.lengths;
     if (o.pad_id) meta["pad_id"] = *o.pad_id;
     if (o.mask_fill) meta["mask_fill"] = *o.mask_fill;

@@ -4,6 +4,9 @@
 /// query may see, and the additive biases. Conventions (DESIGN §1.4):
 ///  - causal: key j visible from query i iff j ≤ i + offset[b] (PyTorch is_causal,
 ///    ONNX Attention is_causal; offset = past length, or valid keys − Tq bottom-right);
+///  - sliding window (ONNX Attention opset 25 left/right_window_size): with
+///    p = i + offset[b], key j visible iff p − left ≤ j ≤ p + right (−1: that side
+///    unbounded), with the same offset whether or not the causal mask is on;
 ///  - lengths: keys j ≥ lengths[b] are padding (ONNX nonpad_kv_seqlen);
 ///  - key_allowed (B, Tk): from a key_padding_mask (True = padding, nn.MultiheadAttention)
 ///    or token ids ≠ pad id;
@@ -46,7 +49,9 @@ struct mask {
     std::size_t B = 1, H = 1, Tq = 0, Tk = 0;
 
     bool causal = false;
-    std::vector<long long> causal_offset;      ///< per batch item (size B) when causal
+    std::vector<long long> position_offset;    ///< per batch item (size B) when causal or windowed: p = i + offset
+    long long window_left = -1;                ///< keys j ≥ p − window_left (−1: unbounded)
+    long long window_right = -1;               ///< keys j ≤ p + window_right (−1: unbounded)
     std::vector<std::size_t> lengths;          ///< valid keys per batch item, or empty
     std::vector<std::uint8_t> key_allowed;     ///< (B, Tk), 1 = may attend, or empty
     std::vector<broadcast_mask<std::uint8_t>> allowed;  ///< boolean attn_masks (1 = attend)
@@ -58,11 +63,18 @@ struct mask {
     T fill = -std::numeric_limits<T>::infinity();
 
     /// True when some source masks anything at all.
-    bool any() const { return causal || !lengths.empty() || !key_allowed.empty() || !allowed.empty() || !bias.empty(); }
+    bool any() const {
+        return causal || window_left >= 0 || window_right >= 0 || !lengths.empty() || !key_allowed.empty() ||
+               !allowed.empty() || !bias.empty();
+    }
 
     /// Keys ≥ the returned index are masked for query i of batch item b by causal and
     /// lengths (the prefix that can be visible); in [0, Tk].
     std::size_t visible_end(std::size_t b, std::size_t i) const;
+
+    /// Keys below the returned index are masked for query i of batch item b by the left
+    /// side of the sliding window; in [0, Tk] (0 without a left window).
+    std::size_t visible_begin(std::size_t b, std::size_t i) const;
 
     /// scores[j] = scaled[j] masked and biased, for the keys j0 + j of row (b, h, i),
     /// j < j1 − j0 (scaled and scores point at key j0). Returns true when every cell of
@@ -97,6 +109,7 @@ struct mask_spec {
     std::size_t past = 0;                        ///< past length (KV cache)
     bool causal = false;
     causal_align align = causal_align::top_left;
+    long long window_left = -1, window_right = -1;  ///< --window LEFT,RIGHT; −1 = that side unbounded
     std::vector<std::size_t> lengths;            ///< valid keys per item (--lengths), or empty
     const array* lengths_array = nullptr;        ///< a bundle's `lengths`, used when `lengths` is empty
     const array* key_padding_mask = nullptr;     ///< (B, Tk) or (Tk,): True/non-zero = padding; float: added
@@ -116,7 +129,8 @@ struct mask_spec {
 /// "--lengths" or "lengths") for a count other than B, a length over Tk, or a bad array.
 std::vector<std::size_t> valid_lengths(const mask_spec& spec);
 
-/// The causal offset of each batch item: key j is visible from query i iff j ≤ i + offset.
+/// The position offset of each batch item, p = i + offset, for the causal mask (key j is
+/// visible from query i iff j ≤ p) and the sliding window.
 /// top_left: the past length (PyTorch is_causal, ONNX Attention); bottom_right: valid keys
 /// − Tq, with valid keys = lengths[b] if given, else Tk (FlashAttention causal=True, ONNX
 /// with nonpad_kv_seqlen).
