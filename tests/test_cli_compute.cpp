@@ -673,3 +673,32 @@ TEST_CASE("shape errors name the file and quote the user's layout, not the inter
     CHECK(r.code == 1);
     CHECK(r.err == "attn: error: " + dir.path + "/r2.json: v: batch or length differs from k's (2, 2) (expected (2, …), got (3, 1))\n");
 }
+
+TEST_CASE("prefix LM, sink tokens and ALiBi: their contradictions are usage errors, slopes from a file") {
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"compute data/x.npy --prefix-len 2", "--prefix-len: widens the causal mask (expected --mask causal, got no causal mask)"},
+        {"compute data/x.npy --mask causal --prefix-len 1,2",
+         "--prefix-len: one length, or one per batch item (expected 1 value, got 2)"},
+        {"compute data/x.npy --mask causal --sink-tokens 2",
+         "--sink-tokens: keeps keys visible through a left window (expected --window LEFT, got no left window)"},
+    };
+    for (const auto& [args, message] : cases) {
+        CAPTURE(args);
+        const auto r = run_attn(args);
+        CHECK(r.code == 2);
+        CHECK(r.err == "attn: error: " + message + "\n");
+    }
+    // --alibi-slopes (Hq,): one head, slope 0.5 → scores[i][j] = scaled[i][j] − 0.5·|i − j|.
+    attn_test::scratch_dir dir;
+    attn_test::spit(dir.path + "/s.json", "[0.5]");
+    const auto r = run_attn("compute data/notebook.npz --alibi-slopes '" + dir.path + "/s.json' --dump scaled,scores --compact");
+    REQUIRE(r.code == 0);
+    const json out = json::parse(r.out);
+    for (std::size_t i = 0; i < 4; ++i)
+        for (std::size_t j = 0; j < 4; ++j)
+            CHECK(out["scores"][i][j].get<double>() ==
+                  doctest::Approx(out["scaled"][i][j].get<double>() - 0.5 * std::abs(double(i) - double(j))).epsilon(1e-15));
+    const auto both = run_attn("compute data/notebook.npz --alibi --alibi-slopes '" + dir.path + "/s.json'");
+    CHECK(both.code == 2);
+    CHECK(both.err == "attn: error: --alibi: slopes given twice (expected --alibi or --alibi-slopes, got both)\n");
+}

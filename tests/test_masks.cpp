@@ -299,3 +299,16 @@ TEST_CASE("convention: sliding window p − left ≤ j ≤ p + right, p = i + th
     s.window_left = -2;
     CHECK_THROWS_AS(build_mask<double>(s, used), attn::usage_error);
 }
+
+TEST_CASE("convention: ALiBi slopes are the paper's get_slopes, powers of two and the rest") {
+    // Press et al. 2022: 8 heads → 2^-1 … 2^-8; 6 heads → those of 4 (2^-2, 2^-4, 2^-6, 2^-8),
+    // then every other one of 8's (2^-1, 2^-3).
+    CHECK(alibi_slopes(8) == std::vector<double>{0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125, 0.00390625});
+    CHECK(alibi_slopes(6) == std::vector<double>{0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.125});
+    CHECK(alibi_slopes(1) == std::vector<double>{0.00390625});
+    const auto twelve = alibi_slopes(12);  // 8 of 8, then 16's 1st, 3rd, 5th, 7th: 2^-0.5, 2^-1.5, 2^-2.5, 2^-3.5
+    REQUIRE(twelve.size() == 12);
+    CHECK(twelve[8] == doctest::Approx(std::pow(2.0, -0.5)).epsilon(1e-15));
+    CHECK(twelve[11] == doctest::Approx(std::pow(2.0, -3.5)).epsilon(1e-15));
+    CHECK_THROWS_AS(alibi_slopes(0), attn::value_error);
+}

@@ -2,6 +2,9 @@
 // input's layout, against the double-precision reference.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+#include <functional>
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -394,4 +397,62 @@ TEST_CASE("large stages reach the document as views of the result, small inputs 
     attn::io::document copy = doc;  // copies share the bytes, and stay equal
     CHECK(copy.tensors.size() == doc.tensors.size());
     CHECK(stage(copy, "weights").data == stage(doc, "weights").data);
+}
+
+TEST_CASE("today's masks against the oracle: window, prefix LM, sink tokens, ALiBi, both kernels and both paths") {
+    // 4-D q, k, v with a KV cache-like offset (Tk > Tq, bottom-right) and GQA; the oracle
+    // takes the masks as lambdas written from DESIGN §4.2, sharing no code with core/masks.
+    const std::size_t B = 2, Hq = 4, Hkv = 2, Tq = 5, Tk = 9, D = 3;
+    const auto q = ref::random_normal(B * Hq * Tq * D, 41);
+    const auto k = ref::random_normal(B * Hkv * Tk * D, 42);
+    const auto v = ref::random_normal(B * Hkv * Tk * D, 43);
+    const ref::dims d{B, Hq, Hkv, Tq, Tk, D, D};
+    const long long offset = static_cast<long long>(Tk) - static_cast<long long>(Tq);  // bottom-right
+    // The paper's slopes for 4 heads: 2^-2, 2^-4, 2^-6, 2^-8.
+    const double slope[4] = {0.25, 0.0625, 0.015625, 0.00390625};
+    struct variant {
+        const char* what;
+        std::function<void(pipeline_options&)> set;
+        ref::allow_fn allowed;
+        ref::bias_fn bias;
+    };
+    const auto p = [&](std::size_t i) { return static_cast<long long>(i) + offset; };
+    const auto J = [](std::size_t j) { return static_cast<long long>(j); };
+    const std::vector<variant> variants = {
+        {"causal window 2", [](pipeline_options& o) { o.causal = true; o.window_left = 2; },
+         [&](auto, auto, auto i, auto j) { return J(j) <= p(i) && J(j) >= p(i) - 2; }, nullptr},
+        {"band 1,1 without causal", [](pipeline_options& o) { o.window_left = 1; o.window_right = 1; },
+         [&](auto, auto, auto i, auto j) { return J(j) >= p(i) - 1 && J(j) <= p(i) + 1; }, nullptr},
+        {"prefix 6 / 2 per item", [](pipeline_options& o) { o.causal = true; o.prefix_len = {6, 2}; },
+         [&](auto b, auto, auto i, auto j) { return J(j) <= p(i) || J(j) < (b == 0 ? 6 : 2); }, nullptr},
+        {"window 1 with 2 sink tokens", [](pipeline_options& o) { o.causal = true; o.window_left = 1; o.sink_tokens = 2; },
+         [&](auto, auto, auto i, auto j) { return J(j) <= p(i) && (J(j) >= p(i) - 1 || J(j) < 2); }, nullptr},
+        {"alibi, causal", [](pipeline_options& o) { o.causal = true; o.alibi = true; },
+         [&](auto, auto, auto i, auto j) { return J(j) <= p(i); },
+         [&](auto, auto h, auto i, auto j) { return -slope[h] * static_cast<double>(std::llabs(p(i) - J(j))); }},
+        {"alibi, no mask", [](pipeline_options& o) { o.alibi = true; }, nullptr,
+         [&](auto, auto h, auto i, auto j) { return -slope[h] * static_cast<double>(std::llabs(p(i) - J(j))); }},
+    };
+    for (const auto& var : variants)
+        for (const auto kernel : {attn::kernel_kind::fast, attn::kernel_kind::reference})
+            for (const bool materialise : {true, false}) {
+                CAPTURE(var.what);
+                CAPTURE(materialise);
+                pipeline_options o;
+                o.align = attn::core::causal_align::bottom_right;
+                o.kernel = kernel;
+                o.dump = materialise ? std::vector<std::string>{"scores", "weights", "output", "lse"}
+                                     : std::vector<std::string>{"output", "lse"};
+                var.set(o);
+                const auto doc = compute({{"q", f64({B, Hq, Tq, D}, q)}, {"k", f64({B, Hkv, Tk, D}, k)},
+                                          {"v", f64({B, Hkv, Tk, D}, v)}},
+                                         {}, o);
+                const auto want = ref::attention(q, k, v, d, 1 / std::sqrt(3.0), 0, var.allowed, var.bias);
+                if (materialise) {
+                    check_close(values(stage(doc, "scores")), want.scores, 1e-12, "scores");
+                    check_close(values(stage(doc, "weights")), want.weights, 1e-12, "weights");
+                }
+                check_close(values(stage(doc, "output")), want.output, 1e-12, "output");
+                check_close(values(stage(doc, "lse")), want.lse, 1e-12, "lse");
+            }
 }

@@ -62,6 +62,13 @@ struct pipeline_options {
     /// Sliding window (ONNX Attention opset 25 left/right_window_size; DESIGN §4.2):
     /// key j visible iff p − left ≤ j ≤ p + right, p = i + the causal offset; −1 = unbounded.
     long long window_left = -1, window_right = -1;
+    /// Prefix LM (DESIGN §4.2): keys j < N visible to every query on top of the causal
+    /// mask; one N, or one per batch item.
+    std::vector<std::size_t> prefix_len;
+    /// StreamingLLM: the first K keys stay visible through the left window.
+    std::size_t sink_tokens = 0;
+    /// ALiBi with the paper's slopes (an `alibi_slopes` array (Hq,) or (B, Hq) gives them instead).
+    bool alibi = false;
 };
 
 /// Runs the pipeline on `inputs` (names as in DESIGN §2, lower case; unknown names

@@ -30,6 +30,7 @@ const std::vector<std::pair<std::string, std::string>>& tensor_options() {
         {"in-proj-bias", "in_proj_bias"}, {"attn-mask", "attn_mask"},
         {"key-padding-mask", "key_padding_mask"}, {"attention-mask", "attention_mask"},
         {"token-ids", "token_ids"},       {"embedding", "embedding"},
+        {"alibi-slopes", "alibi_slopes"},
         {"past-key", "past_key"},           {"past-value", "past_value"}};
     return table;
 }
@@ -159,6 +160,22 @@ void add_pipeline_options(CLI::App& sub, pipeline_cli& c) {
         ->allow_extra_args(false)
         ->type_name("LEFT[,RIGHT]")
         ->group("Masks");
+    sub.add_option("--prefix-len", c.prefix_len,
+                    "Prefix LM: keys j < N are visible to every query on top of the causal mask (T5/UniLM); "
+                    "one N, or one per batch item")
+        ->delimiter(',')
+        ->allow_extra_args(false)
+        ->check(non_negative_count)
+        ->type_name("N[,N2...]")
+        ->group("Masks");
+    sub.add_option("--sink-tokens", c.sink_tokens,
+                   "StreamingLLM: the first K keys stay visible through the --window")
+        ->check(non_negative_count)
+        ->type_name("K")
+        ->group("Masks");
+    sub.add_flag("--alibi", c.alibi,
+                 "ALiBi (Press et al. 2022): add -m_h*|p - j| to the scores, slopes m_h from the paper for Hq heads")
+        ->group("Masks");
     sub.add_option("--attn-mask-true", c.attn_mask_true,
                     "What True means in a bool attn_mask: attend (PyTorch SDPA, ONNX) or masked "
                     "(nn.MultiheadAttention's bool attn_mask)")
@@ -262,6 +279,9 @@ attn::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std:
     p.attn_mask_true_masks = c.attn_mask_true == "masked";
     p.seq_first = c.seq_first;
     p.ids = c.ids;
+    p.prefix_len = c.prefix_len;
+    p.sink_tokens = c.sink_tokens;
+    p.alibi = c.alibi;
     if (!c.window.empty()) {
         if (c.window.size() > 2 || c.window[0] < -1 || (c.window.size() == 2 && c.window[1] < -1))
             throw usage_error("--window", "not LEFT[,RIGHT] with each side -1 (unbounded) or ≥ 0 " +

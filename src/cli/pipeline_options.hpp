@@ -38,6 +38,9 @@ struct pipeline_cli {
     bool seq_first = false;
     std::vector<long long> ids;
     std::vector<long long> window;
+    std::vector<std::size_t> prefix_len;
+    std::size_t sink_tokens = 0;
+    bool alibi = false;
 };
 
 /// Refuses "nan", "inf" and their kin for a number option (CLI11 reads them as doubles):

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include "attn/error.hpp"
@@ -12,7 +13,10 @@ template <class T>
 std::size_t mask<T>::visible_end(std::size_t b, std::size_t i) const {
     std::size_t end = Tk;
     const auto clip = [&](long long e) { end = e <= 0 ? 0 : std::min<std::size_t>(end, static_cast<std::size_t>(e)); };
-    if (causal) clip(static_cast<long long>(i) + position_offset[b] + 1);
+    if (causal) {
+        const long long frontier = static_cast<long long>(i) + position_offset[b] + 1;
+        clip(prefix.empty() ? frontier : std::max(frontier, static_cast<long long>(prefix[b])));
+    }
     if (window_right >= 0) clip(static_cast<long long>(i) + position_offset[b] + window_right + 1);
     if (!lengths.empty()) end = std::min(end, lengths[b]);
     return end;
@@ -31,8 +35,10 @@ void mask<T>::mark_masked(std::size_t b, std::size_t h, std::size_t i, std::size
     const std::size_t n = j1 - j0;
     const std::size_t end = std::clamp(visible_end(b, i), j0, j1) - j0;  // causal, right window, lengths
     const std::size_t begin = std::min(std::clamp(visible_begin(b, i), j0, j1) - j0, end);  // left window
+    // Sink tokens stay visible left of the window (but not past the end).
+    const std::size_t sinks = std::min(std::clamp(sink_tokens, j0, j1) - j0, begin);
     masked.assign(n, 0);
-    std::fill(masked.begin(), masked.begin() + static_cast<std::ptrdiff_t>(begin), 1);
+    std::fill(masked.begin() + static_cast<std::ptrdiff_t>(sinks), masked.begin() + static_cast<std::ptrdiff_t>(begin), 1);
     std::fill(masked.begin() + static_cast<std::ptrdiff_t>(end), masked.end(), 1);
     if (!key_allowed.empty()) {
         const std::uint8_t* ka = key_allowed.data() + b * Tk + j0;
@@ -47,6 +53,15 @@ void mask<T>::mark_masked(std::size_t b, std::size_t h, std::size_t i, std::size
             for (std::size_t j = 0; j < n; ++j) masked[j] |= j0 + j < len ? !r[j0 + j] : 1;
         }
     }
+}
+
+template <class T>
+void mask<T>::add_alibi(std::size_t b, std::size_t h, std::size_t i, T* scores, std::size_t j0, std::size_t from,
+                        std::size_t to) const {
+    const T slope = alibi_slopes[b * H + h];
+    const long long p = static_cast<long long>(i) + position_offset[b];
+    for (std::size_t j = from; j < to; ++j)
+        scores[j] -= slope * static_cast<T>(std::llabs(p - static_cast<long long>(j0 + j)));
 }
 
 template <class T>
@@ -72,12 +87,13 @@ bool mask<T>::apply_range(std::size_t b, std::size_t h, std::size_t i, const T* 
     const std::size_t n = j1 - j0;
     const std::size_t end = std::clamp(visible_end(b, i), j0, j1) - j0;  // visible prefix of the range
     const std::size_t begin = std::min(std::clamp(visible_begin(b, i), j0, j1) - j0, end);
-    if (key_allowed.empty() && allowed.empty() && bias.empty()) {
+    if (key_allowed.empty() && allowed.empty() && bias.empty() && (sink_tokens <= j0 || begin == 0)) {
         // Only causal/window/lengths: masked cells, a visible run [begin, end), masked
         // cells (the common case).
         for (std::size_t j = 0; j < begin; ++j) scores[j] = inf_fill ? scaled[j] + neg_inf : fill;
         if (scores != scaled) std::copy(scaled + begin, scaled + end, scores + begin);
         for (std::size_t j = end; j < n; ++j) scores[j] = inf_fill ? scaled[j] + neg_inf : fill;
+        if (!alibi_slopes.empty()) add_alibi(b, h, i, scores, j0, begin, end);
         return inf_fill && begin == end && n > 0;
     }
     // Per-thread scratch: rows are applied by many threads at once.
@@ -89,6 +105,7 @@ bool mask<T>::apply_range(std::size_t b, std::size_t h, std::size_t i, const T* 
             scores[j] = inf_fill ? scaled[j] + neg_inf : fill;
         else {
             scores[j] = scaled[j];
+            if (!alibi_slopes.empty()) add_alibi(b, h, i, scores, j0, j, j + 1);
             full = false;
         }
     }
@@ -158,6 +175,22 @@ std::vector<std::size_t> valid_lengths(const mask_spec& spec) {
     for (auto l : lengths)
         if (l > spec.Tk) fail("length exceeds the number of keys " + expected_got("≤ " + num(spec.Tk), num(l)));
     return lengths;
+}
+
+std::vector<double> alibi_slopes(std::size_t heads) {
+    if (heads == 0) throw value_error("--alibi", "needs heads " + expected_got("≥ 1", "0"));
+    const auto power_of_two = [](std::size_t n) {
+        std::vector<double> s(n);
+        const double start = std::exp2(-8.0 / static_cast<double>(n));
+        for (std::size_t i = 0; i < n; ++i) s[i] = std::pow(start, static_cast<double>(i + 1));
+        return s;
+    };
+    std::size_t p2 = 1;
+    while (p2 * 2 <= heads) p2 *= 2;
+    std::vector<double> slopes = power_of_two(p2);
+    const std::vector<double> twice = power_of_two(2 * p2);
+    for (std::size_t i = 0; slopes.size() < heads; i += 2) slopes.push_back(twice[i]);
+    return slopes;
 }
 
 std::vector<long long> causal_offsets(causal_align align, std::size_t B, std::size_t Tq, std::size_t Tk,
@@ -280,7 +313,45 @@ mask<T> build_mask(const mask_spec& spec, std::vector<std::string>& used) {
                                           expected_got("LEFT[,RIGHT] ≥ -1", std::to_string(spec.window_left) + "," +
                                                                                 std::to_string(spec.window_right)));
     const bool window = spec.window_left >= 0 || spec.window_right >= 0;
-    if (spec.causal || window) m.position_offset = causal_offsets(spec.align, B, spec.Tq, Tk, spec.past, m.lengths);
+    const bool alibi = spec.alibi || spec.alibi_slopes;
+    if (spec.causal || window || alibi) m.position_offset = causal_offsets(spec.align, B, spec.Tq, Tk, spec.past, m.lengths);
+    if (!spec.prefix.empty()) {
+        if (!spec.causal)
+            throw usage_error("--prefix-len", "widens the causal mask " + expected_got("--mask causal", "no causal mask"));
+        if (spec.prefix.size() != 1 && spec.prefix.size() != B)
+            throw usage_error("--prefix-len", "one length, or one per batch item " +
+                                                  expected_got(B == 1 ? "1 value" : "1 or " + num(B) + " values", num(spec.prefix.size())));
+        m.prefix.assign(B, spec.prefix[0]);
+        if (spec.prefix.size() == B) m.prefix = spec.prefix;
+        used.push_back("prefix");
+    }
+    if (spec.sink_tokens > 0) {
+        if (spec.window_left < 0)
+            throw usage_error("--sink-tokens", "keeps keys visible through a left window " +
+                                                   expected_got("--window LEFT", "no left window"));
+        m.sink_tokens = spec.sink_tokens;
+        used.push_back("sink_tokens");
+    }
+    if (alibi) {
+        if (spec.alibi && spec.alibi_slopes)
+            throw usage_error("--alibi", "slopes given twice " + expected_got("--alibi or --alibi-slopes", "both"));
+        m.alibi_slopes.resize(B * spec.Hq);
+        if (const array* s = spec.alibi_slopes) {
+            const bool per_item = s->rank() == 2 && s->shape[0] == B && s->shape[1] == spec.Hq;
+            if (!per_item && !(s->rank() == 1 && s->shape[0] == spec.Hq))
+                throw shape_error("alibi_slopes", "wrong shape " + expected_got("(Hq,) = " + shape_string({spec.Hq}) +
+                                                                                   " or (B, Hq) = " + shape_string({B, spec.Hq}),
+                                                                               shape_string(s->shape)));
+            for (std::size_t b = 0; b < B; ++b)
+                for (std::size_t h = 0; h < spec.Hq; ++h)
+                    m.alibi_slopes[b * spec.Hq + h] = static_cast<T>(s->value(per_item ? b * spec.Hq + h : h));
+        } else {
+            const std::vector<double> slopes = alibi_slopes(spec.Hq);
+            for (std::size_t b = 0; b < B; ++b)
+                for (std::size_t h = 0; h < spec.Hq; ++h) m.alibi_slopes[b * spec.Hq + h] = static_cast<T>(slopes[h]);
+        }
+        used.push_back("alibi");
+    }
     if (spec.causal) {
         m.causal = true;
         used.push_back("causal");

@@ -91,6 +91,10 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     spec.align = o.align;
     spec.window_left = o.window_left;
     spec.window_right = o.window_right;
+    spec.prefix = o.prefix_len;
+    spec.sink_tokens = o.sink_tokens;
+    spec.alibi = o.alibi;
+    spec.alibi_slopes = in.find("alibi_slopes");
     spec.lengths = o.lengths;
     spec.lengths_array = in.find("lengths");
     spec.key_padding_mask = in.find("key_padding_mask");
@@ -194,6 +198,9 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     const bool window = o.window_left >= 0 || o.window_right >= 0;
     if (o.causal || window) meta["causal_align"] = o.align == causal_align::top_left ? "top-left" : "bottom-right";
     if (window) meta["window"] = {o.window_left, o.window_right};
+    if (!o.prefix_len.empty()) meta["prefix_len"] = o.prefix_len;
+    if (o.sink_tokens) meta["sink_tokens"] = o.sink_tokens;
+    if (!m.alibi_slopes.empty()) meta["alibi_slopes"] = std::vector<double>(m.alibi_slopes.begin(), m.alibi_slopes.begin() + Hq);
     if (!m.lengths.empty()) meta["lengths"] = m.lengths;
     if (o.pad_id) meta["pad_id"] = *o.pad_id;
     if (o.mask_fill) meta["mask_fill"] = *o.mask_fill;

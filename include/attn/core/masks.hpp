@@ -7,6 +7,10 @@
 ///  - sliding window (ONNX Attention opset 25 left/right_window_size): with
 ///    p = i + offset[b], key j visible iff p − left ≤ j ≤ p + right (−1: that side
 ///    unbounded), with the same offset whether or not the causal mask is on;
+///  - prefix LM: keys j < prefix[b] are visible to every query on top of the causal mask
+///    (T5/UniLM; FlexAttention prefix_lm: causal OR prefix);
+///  - sink tokens (StreamingLLM): keys j < sink_tokens stay visible through the window;
+///  - ALiBi (Press et al. 2022): −slope[b,h]·|p − j| added to every visible cell;
 ///  - lengths: keys j ≥ lengths[b] are padding (ONNX nonpad_kv_seqlen);
 ///  - key_allowed (B, Tk): from a key_padding_mask (True = padding, nn.MultiheadAttention)
 ///    or token ids ≠ pad id;
@@ -52,6 +56,9 @@ struct mask {
     std::vector<long long> position_offset;    ///< per batch item (size B) when causal or windowed: p = i + offset
     long long window_left = -1;                ///< keys j ≥ p − window_left (−1: unbounded)
     long long window_right = -1;               ///< keys j ≤ p + window_right (−1: unbounded)
+    std::vector<std::size_t> prefix;           ///< per batch item: keys j < prefix[b] beat the causal mask; or empty
+    std::size_t sink_tokens = 0;               ///< keys j < sink_tokens are not hidden by the left window
+    std::vector<T> alibi_slopes;               ///< (B, H) slopes m: scores −= m·|p − j| on visible cells; or empty
     std::vector<std::size_t> lengths;          ///< valid keys per batch item, or empty
     std::vector<std::uint8_t> key_allowed;     ///< (B, Tk), 1 = may attend, or empty
     std::vector<broadcast_mask<std::uint8_t>> allowed;  ///< boolean attn_masks (1 = attend)
@@ -65,7 +72,7 @@ struct mask {
     /// True when some source masks anything at all.
     bool any() const {
         return causal || window_left >= 0 || window_right >= 0 || !lengths.empty() || !key_allowed.empty() ||
-               !allowed.empty() || !bias.empty();
+               !allowed.empty() || !bias.empty() || !alibi_slopes.empty();
     }
 
     /// Keys ≥ the returned index are masked for query i of batch item b by causal and
@@ -100,6 +107,9 @@ private:
     /// masks key j0 + j of row (b, h, i), j < j1 − j0.
     void mark_masked(std::size_t b, std::size_t h, std::size_t i, std::size_t j0, std::size_t j1,
                      std::vector<std::uint8_t>& masked) const;
+    /// Adds ALiBi's −slope·|p − j| to scores[j] for the keys j0 + j, j in [from, to).
+    void add_alibi(std::size_t b, std::size_t h, std::size_t i, T* scores, std::size_t j0, std::size_t from,
+                   std::size_t to) const;
 };
 
 /// What the mask conventions are built from, as plain values: the shapes, the options
@@ -110,6 +120,10 @@ struct mask_spec {
     bool causal = false;
     causal_align align = causal_align::top_left;
     long long window_left = -1, window_right = -1;  ///< --window LEFT,RIGHT; −1 = that side unbounded
+    std::vector<std::size_t> prefix;             ///< --prefix-len: one value for all items, or one per item
+    std::size_t sink_tokens = 0;                 ///< --sink-tokens K
+    bool alibi = false;                          ///< --alibi: the paper's slopes for Hq heads
+    const array* alibi_slopes = nullptr;         ///< --alibi-slopes: (Hq,) or (B, Hq)
     std::vector<std::size_t> lengths;            ///< valid keys per item (--lengths), or empty
     const array* lengths_array = nullptr;        ///< a bundle's `lengths`, used when `lengths` is empty
     const array* key_padding_mask = nullptr;     ///< (B, Tk) or (Tk,): True/non-zero = padding; float: added
@@ -128,6 +142,12 @@ struct mask_spec {
 /// bundle's `lengths` array (1-D integers ≥ 0), else empty. Throws value_error (source
 /// "--lengths" or "lengths") for a count other than B, a length over Tk, or a bad array.
 std::vector<std::size_t> valid_lengths(const mask_spec& spec);
+
+/// ALiBi's head slopes for `heads` heads (Press et al. 2022, the paper's get_slopes):
+/// for a power of two n, m_h = 2^(−8(h+1)/n); otherwise the slopes of the closest power
+/// of two below, then every other slope of twice that, until there are `heads`.
+/// Throws value_error("--alibi", …) for 0 heads.
+std::vector<double> alibi_slopes(std::size_t heads);
 
 /// The position offset of each batch item, p = i + offset, for the causal mask (key j is
 /// visible from query i iff j ≤ p) and the sliding window.
