@@ -10,7 +10,7 @@ _attn_subcommands="compute generate posenc inspect compare plot"
 
 _attn_compute_options="--help --q --k --v --x --x-kv --wq --wk --wv --bq --bk --bv --wo --bo
   --in-proj-weight --in-proj-bias --attn-mask --key-padding-mask --attention-mask --token-ids --embedding --ids --past-key
-  --past-value --mask --causal --causal-align --lengths --pad-id --window --prefix-len --sink-tokens --alibi --alibi-slopes --attn-mask-true --seq-first --mask-fill
+  --past-value --mask --causal --causal-align --lengths --pad-id --window --prefix-len --sink-tokens --alibi --alibi-slopes --cu-seqlens --document-ids --attn-mask-true --seq-first --mask-fill
   --masked-rows
   --scale --softcap --heads --kv-heads --weight-layout --dtype --posenc --posenc-base --kernel
   --average-heads --tokens --dump --format --output --precision --compact --plot
@@ -73,12 +73,12 @@ _attn() {
             --posenc) COMPREPLY=($(compgen -W "interleaved concat" -- "$cur")); return ;;
             --format) COMPREPLY=($(compgen -W "json jsonl csv npy npz table" -- "$cur")); return ;;
             --mask-fill) COMPREPLY=($(compgen -W "-inf -1e9" -- "$cur")); return ;;
-            --lengths | --ids | --window | --prefix-len | --sink-tokens | --pad-id | --scale | --softcap | --heads | --kv-heads | --posenc-base | --tokens | \
+            --lengths | --ids | --window | --prefix-len | --sink-tokens | --cu-seqlens | --pad-id | --scale | --softcap | --heads | --kv-heads | --posenc-base | --tokens | \
                 --precision | -j | --jobs)
                 return ;;
             -o | --output | --plot | --manifest | --q | --k | --v | --x | --x-kv | --wq | --wk | --wv | --bq | \
                 --bk | --bv | --wo | --bo | --in-proj-weight | --in-proj-bias | --attn-mask | \
-                --key-padding-mask | --attention-mask | --token-ids | --embedding | --alibi-slopes | --past-key | --past-value)
+                --key-padding-mask | --attention-mask | --token-ids | --embedding | --alibi-slopes | --document-ids | --past-key | --past-value)
                 _filedir
                 return ;;
         esac

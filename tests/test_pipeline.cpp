@@ -456,3 +456,63 @@ TEST_CASE("today's masks against the oracle: window, prefix LM, sink tokens, ALi
                 check_close(values(stage(doc, "lse")), want.lse, 1e-12, "lse");
             }
 }
+
+TEST_CASE("documents against the oracle: cu_seqlens runs and scattered ids, with causal, window and ALiBi") {
+    const std::size_t B = 2, H = 2, T = 7, D = 3;
+    const auto q = ref::random_normal(B * H * T * D, 51);
+    const auto k = ref::random_normal(B * H * T * D, 52);
+    const auto v = ref::random_normal(B * H * T * D, 53);
+    const ref::dims d{B, H, H, T, T, D, D};
+    // Item 0 and 1 share (T,) ids from --cu-seqlens 0,3,7; a (B, T) array gives item 1
+    // scattered ids (one document in two runs), which only the slow path can express.
+    const std::vector<std::int64_t> runs{0, 0, 0, 1, 1, 1, 1};
+    const std::vector<std::int64_t> scattered{5, 5, 9, 9, 5, 9, 5};
+    const double slope[2] = {0.0625, 0.00390625};  // the paper's slopes for 2 heads: 2^-4, 2^-8
+    for (const bool cu : {true, false})
+        for (const std::string combo : {"none", "causal", "causal+window", "alibi"})
+            for (const bool materialise : {true, false}) {
+                CAPTURE(cu);
+                CAPTURE(combo);
+                CAPTURE(materialise);
+                pipeline_options o;
+                o.dump = materialise ? std::vector<std::string>{"weights", "output", "lse"}
+                                     : std::vector<std::string>{"output", "lse"};
+                o.causal = combo != "none" && combo != "alibi";
+                if (combo == "causal+window") o.window_left = 1;
+                o.alibi = combo == "alibi";
+                std::vector<named_array> in{{"q", f64({B, H, T, D}, q)}, {"k", f64({B, H, T, D}, k)}, {"v", f64({B, H, T, D}, v)}};
+                if (cu) {
+                    o.cu_seqlens = {0, 3, 7};
+                } else {
+                    std::vector<std::int64_t> ids(runs);
+                    ids.insert(ids.end(), scattered.begin(), scattered.end());
+                    array a;
+                    a.type = attn::dtype::i8;
+                    a.shape = {B, T};
+                    a.data.resize(ids.size() * 8);
+                    std::memcpy(a.data.data(), ids.data(), a.data.size());
+                    in.push_back({"document_ids", std::move(a)});
+                }
+                const auto doc_of = [&](std::size_t b, std::size_t t) { return cu || b == 0 ? runs[t] : scattered[t]; };
+                const auto allowed = [&](std::size_t b, std::size_t, std::size_t i, std::size_t j) {
+                    if (doc_of(b, i) != doc_of(b, j)) return false;
+                    if (o.causal && j > i) return false;
+                    if (combo == "causal+window" && j + 1 < i) return false;
+                    return true;
+                };
+                const ref::bias_fn bias = [&](std::size_t, std::size_t h, std::size_t i, std::size_t j) {
+                    return o.alibi ? -slope[h] * std::abs(double(i) - double(j)) : 0.0;
+                };
+                const auto doc = compute(std::move(in), {}, o);
+                const auto want = ref::attention(q, k, v, d, 1 / std::sqrt(3.0), 0, allowed, bias);
+                if (materialise) check_close(values(stage(doc, "weights")), want.weights, 1e-12, "weights");
+                check_close(values(stage(doc, "output")), want.output, 1e-12, "output");
+                check_close(values(stage(doc, "lse")), want.lse, 1e-12, "lse");
+            }
+    // The errors: not self-attention, and cu_seqlens that do not accumulate.
+    pipeline_options o;
+    o.cu_seqlens = {0, 3, 3, 7};
+    CHECK_THROWS_WITH_AS(compute({{"x", f64({7, 2}, ref::random_normal(14, 1))}}, {}, o),
+                         "--cu-seqlens: not cumulative lengths (expected 0 then increasing, e.g. 0,3,7, got 0,3,3,7)",
+                         attn::usage_error);
+}

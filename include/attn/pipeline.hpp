@@ -69,6 +69,9 @@ struct pipeline_options {
     std::size_t sink_tokens = 0;
     /// ALiBi with the paper's slopes (an `alibi_slopes` array (Hq,) or (B, Hq) gives them instead).
     bool alibi = false;
+    /// Documents packed in one row (FlashAttention varlen cu_seqlens, e.g. 0,3,7): the
+    /// document_ids array (T,), which must not also be given.
+    std::vector<std::size_t> cu_seqlens;
 };
 
 /// Runs the pipeline on `inputs` (names as in DESIGN §2, lower case; unknown names

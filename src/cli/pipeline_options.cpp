@@ -30,7 +30,7 @@ const std::vector<std::pair<std::string, std::string>>& tensor_options() {
         {"in-proj-bias", "in_proj_bias"}, {"attn-mask", "attn_mask"},
         {"key-padding-mask", "key_padding_mask"}, {"attention-mask", "attention_mask"},
         {"token-ids", "token_ids"},       {"embedding", "embedding"},
-        {"alibi-slopes", "alibi_slopes"},
+        {"alibi-slopes", "alibi_slopes"}, {"document-ids", "document_ids"},
         {"past-key", "past_key"},           {"past-value", "past_value"}};
     return table;
 }
@@ -168,6 +168,14 @@ void add_pipeline_options(CLI::App& sub, pipeline_cli& c) {
         ->check(non_negative_count)
         ->type_name("N[,N2...]")
         ->group("Masks");
+    sub.add_option("--cu-seqlens", c.cu_seqlens,
+                    "Documents packed in one row, as FlashAttention varlen's cumulative lengths (e.g. 0,3,7): "
+                    "a query sees only keys of its own document (same as a document_ids array)")
+        ->delimiter(',')
+        ->allow_extra_args(false)
+        ->check(non_negative_count)
+        ->type_name("0,C1,...,T")
+        ->group("Masks");
     sub.add_option("--sink-tokens", c.sink_tokens,
                    "StreamingLLM: the first K keys stay visible through the --window")
         ->check(non_negative_count)
@@ -282,6 +290,7 @@ attn::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std:
     p.prefix_len = c.prefix_len;
     p.sink_tokens = c.sink_tokens;
     p.alibi = c.alibi;
+    p.cu_seqlens = c.cu_seqlens;
     if (!c.window.empty()) {
         if (c.window.size() > 2 || c.window[0] < -1 || (c.window.size() == 2 && c.window[1] < -1))
             throw usage_error("--window", "not LEFT[,RIGHT] with each side -1 (unbounded) or ≥ 0 " +

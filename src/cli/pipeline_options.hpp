@@ -41,6 +41,7 @@ struct pipeline_cli {
     std::vector<std::size_t> prefix_len;
     std::size_t sink_tokens = 0;
     bool alibi = false;
+    std::vector<std::size_t> cu_seqlens;
 };
 
 /// Refuses "nan", "inf" and their kin for a number option (CLI11 reads them as doubles):

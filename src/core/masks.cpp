@@ -19,14 +19,16 @@ std::size_t mask<T>::visible_end(std::size_t b, std::size_t i) const {
     }
     if (window_right >= 0) clip(static_cast<long long>(i) + position_offset[b] + window_right + 1);
     if (!lengths.empty()) end = std::min(end, lengths[b]);
+    if (!doc_end.empty()) end = std::min(end, doc_end[b * Tk + i]);  // documents need Tq = Tk
     return end;
 }
 
 template <class T>
 std::size_t mask<T>::visible_begin(std::size_t b, std::size_t i) const {
-    if (window_left < 0) return 0;
+    std::size_t begin = doc_begin.empty() ? 0 : doc_begin[b * Tk + i];
+    if (window_left < 0) return begin;
     const long long s = static_cast<long long>(i) + position_offset[b] - window_left;
-    return s <= 0 ? 0 : std::min<std::size_t>(Tk, static_cast<std::size_t>(s));
+    return std::max(begin, s <= 0 ? std::size_t{0} : std::min<std::size_t>(Tk, static_cast<std::size_t>(s)));
 }
 
 template <class T>
@@ -43,6 +45,10 @@ void mask<T>::mark_masked(std::size_t b, std::size_t h, std::size_t i, std::size
     if (!key_allowed.empty()) {
         const std::uint8_t* ka = key_allowed.data() + b * Tk + j0;
         for (std::size_t j = 0; j < n; ++j) masked[j] |= !ka[j];
+    }
+    if (!document.empty()) {
+        const std::int64_t* doc = document.data() + b * Tk;
+        for (std::size_t j = 0; j < n; ++j) masked[j] |= doc[j0 + j] != doc[i];  // documents need Tq = Tk
     }
     for (const auto& m : allowed) {
         const std::uint8_t* r = m.row(b, h, i);
@@ -87,7 +93,7 @@ bool mask<T>::apply_range(std::size_t b, std::size_t h, std::size_t i, const T* 
     const std::size_t n = j1 - j0;
     const std::size_t end = std::clamp(visible_end(b, i), j0, j1) - j0;  // visible prefix of the range
     const std::size_t begin = std::min(std::clamp(visible_begin(b, i), j0, j1) - j0, end);
-    if (key_allowed.empty() && allowed.empty() && bias.empty() && (sink_tokens <= j0 || begin == 0)) {
+    if (key_allowed.empty() && allowed.empty() && bias.empty() && document.empty() && (sink_tokens <= j0 || begin == 0)) {
         // Only causal/window/lengths: masked cells, a visible run [begin, end), masked
         // cells (the common case).
         for (std::size_t j = 0; j < begin; ++j) scores[j] = inf_fill ? scaled[j] + neg_inf : fill;
@@ -175,6 +181,20 @@ std::vector<std::size_t> valid_lengths(const mask_spec& spec) {
     for (auto l : lengths)
         if (l > spec.Tk) fail("length exceeds the number of keys " + expected_got("≤ " + num(spec.Tk), num(l)));
     return lengths;
+}
+
+std::vector<std::int64_t> documents_from_cu_seqlens(const std::vector<std::size_t>& cu) {
+    bool ok = !cu.empty() && cu[0] == 0;
+    for (std::size_t k = 1; ok && k < cu.size(); ++k) ok = cu[k] > cu[k - 1];
+    if (!ok) {
+        std::string got;
+        for (auto c : cu) got += (got.empty() ? "" : ",") + std::to_string(c);
+        throw usage_error("--cu-seqlens", "not cumulative lengths " + expected_got("0 then increasing, e.g. 0,3,7", got));
+    }
+    std::vector<std::int64_t> ids(cu.back());
+    for (std::size_t k = 0; k + 1 < cu.size(); ++k)
+        for (std::size_t t = cu[k]; t < cu[k + 1]; ++t) ids[t] = static_cast<std::int64_t>(k);
+    return ids;
 }
 
 std::vector<double> alibi_slopes(std::size_t heads) {
@@ -331,6 +351,47 @@ mask<T> build_mask(const mask_spec& spec, std::vector<std::string>& used) {
                                                    expected_got("--window LEFT", "no left window"));
         m.sink_tokens = spec.sink_tokens;
         used.push_back("sink_tokens");
+    }
+    if (const array* docs = spec.document_ids) {
+        // Query i is position i: documents describe one packed sequence attending to itself.
+        if (spec.Tq != Tk || spec.past != 0)
+            throw value_error("document_ids", "need self-attention without a cache " +
+                                                  expected_got("Tq = Tk", "Tq = " + num(spec.Tq) + ", Tk = " + num(Tk)));
+        if (!is_integer(docs->type))
+            throw value_error("document_ids", "wrong dtype " + expected_got("integers", std::string(dtype_name(docs->type))));
+        const bool fits = (docs->rank() == 2 && docs->shape[0] == B && docs->shape[1] == Tk) ||
+                          (docs->rank() == 1 && docs->shape[0] == Tk);
+        if (!fits)
+            throw shape_error("document_ids", "wrong shape " + expected_got(shape_string({B, Tk}) + " or " +
+                                                                                shape_string({Tk}),
+                                                                            shape_string(docs->shape)));
+        std::vector<std::int64_t> ids(B * Tk);
+        const std::vector<std::int64_t> given = docs->to_vector<std::int64_t>();
+        for (std::size_t b = 0; b < B; ++b)
+            std::copy_n(given.data() + (docs->rank() == 2 ? b * Tk : 0), Tk, ids.data() + b * Tk);
+        // Runs of equal ids; when every id is one run, the runs are the visible ranges.
+        m.doc_begin.resize(B * Tk);
+        m.doc_end.resize(B * Tk);
+        bool runs = true;
+        for (std::size_t b = 0; b < B; ++b) {
+            std::vector<std::int64_t> seen;
+            for (std::size_t t = 0; t < Tk;) {
+                std::size_t e = t;
+                while (e < Tk && ids[b * Tk + e] == ids[b * Tk + t]) ++e;
+                if (std::find(seen.begin(), seen.end(), ids[b * Tk + t]) != seen.end()) runs = false;
+                seen.push_back(ids[b * Tk + t]);
+                for (std::size_t u = t; u < e; ++u) m.doc_begin[b * Tk + u] = t, m.doc_end[b * Tk + u] = e;
+                t = e;
+            }
+        }
+        if (!runs) {
+            m.doc_begin.clear();
+            m.doc_end.clear();
+            m.document = std::move(ids);
+        }
+        if (spec.sink_tokens > 0)
+            throw usage_error("--sink-tokens", "would cross documents " + expected_got("documents or sink tokens", "both"));
+        used.push_back("documents");
     }
     if (alibi) {
         if (spec.alibi && spec.alibi_slopes)

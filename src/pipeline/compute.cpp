@@ -95,6 +95,7 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     spec.sink_tokens = o.sink_tokens;
     spec.alibi = o.alibi;
     spec.alibi_slopes = in.find("alibi_slopes");
+    spec.document_ids = in.find("document_ids");
     spec.lengths = o.lengths;
     spec.lengths_array = in.find("lengths");
     spec.key_padding_mask = in.find("key_padding_mask");
@@ -252,6 +253,18 @@ io::document compute(std::vector<named_array> inputs, const std::vector<std::str
         a.data.resize(ids.size() * sizeof(std::int64_t));
         std::memcpy(a.data.data(), ids.data(), a.data.size());
         inputs.push_back({"token_ids", std::move(a)});
+    }
+    if (!options.cu_seqlens.empty()) {
+        if (find("document_ids"))
+            throw usage_error("--cu-seqlens", "documents given twice " +
+                                                  expected_got("--cu-seqlens or a document_ids array", "both"));
+        const std::vector<std::int64_t> ids = core::documents_from_cu_seqlens(options.cu_seqlens);
+        array a;
+        a.type = dtype::i8;
+        a.shape = {ids.size()};
+        a.data.resize(ids.size() * sizeof(std::int64_t));
+        if (!ids.empty()) std::memcpy(a.data.data(), ids.data(), a.data.size());
+        inputs.push_back({"document_ids", std::move(a)});
     }
     if (named_array* table = find("embedding")) {
         // X = E[ids] (seeds 003/004): the embeddings enter as X.

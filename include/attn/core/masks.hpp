@@ -10,6 +10,8 @@
 ///  - prefix LM: keys j < prefix[b] are visible to every query on top of the causal mask
 ///    (T5/UniLM; FlexAttention prefix_lm: causal OR prefix);
 ///  - sink tokens (StreamingLLM): keys j < sink_tokens stay visible through the window;
+///  - documents (FlashAttention varlen, FlexAttention document masking): query and key
+///    must belong to the same document;
 ///  - ALiBi (Press et al. 2022): −slope[b,h]·|p − j| added to every visible cell;
 ///  - lengths: keys j ≥ lengths[b] are padding (ONNX nonpad_kv_seqlen);
 ///  - key_allowed (B, Tk): from a key_padding_mask (True = padding, nn.MultiheadAttention)
@@ -59,6 +61,10 @@ struct mask {
     std::vector<std::size_t> prefix;           ///< per batch item: keys j < prefix[b] beat the causal mask; or empty
     std::size_t sink_tokens = 0;               ///< keys j < sink_tokens are not hidden by the left window
     std::vector<T> alibi_slopes;               ///< (B, H) slopes m: scores −= m·|p − j| on visible cells; or empty
+    /// Documents in contiguous runs: (B, Tk) the first key and one past the last key of
+    /// the run holding position j; query i sees only its own run. Or empty.
+    std::vector<std::size_t> doc_begin, doc_end;
+    std::vector<std::int64_t> document;        ///< (B, Tk) ids when a document is not one run; or empty
     std::vector<std::size_t> lengths;          ///< valid keys per batch item, or empty
     std::vector<std::uint8_t> key_allowed;     ///< (B, Tk), 1 = may attend, or empty
     std::vector<broadcast_mask<std::uint8_t>> allowed;  ///< boolean attn_masks (1 = attend)
@@ -72,7 +78,7 @@ struct mask {
     /// True when some source masks anything at all.
     bool any() const {
         return causal || window_left >= 0 || window_right >= 0 || !lengths.empty() || !key_allowed.empty() ||
-               !allowed.empty() || !bias.empty() || !alibi_slopes.empty();
+               !allowed.empty() || !bias.empty() || !alibi_slopes.empty() || !doc_end.empty() || !document.empty();
     }
 
     /// Keys ≥ the returned index are masked for query i of batch item b by causal and
@@ -124,6 +130,7 @@ struct mask_spec {
     std::size_t sink_tokens = 0;                 ///< --sink-tokens K
     bool alibi = false;                          ///< --alibi: the paper's slopes for Hq heads
     const array* alibi_slopes = nullptr;         ///< --alibi-slopes: (Hq,) or (B, Hq)
+    const array* document_ids = nullptr;         ///< (B, T) or (T,) integer document of each position (Tq = Tk)
     std::vector<std::size_t> lengths;            ///< valid keys per item (--lengths), or empty
     const array* lengths_array = nullptr;        ///< a bundle's `lengths`, used when `lengths` is empty
     const array* key_padding_mask = nullptr;     ///< (B, Tk) or (Tk,): True/non-zero = padding; float: added
@@ -142,6 +149,11 @@ struct mask_spec {
 /// bundle's `lengths` array (1-D integers ≥ 0), else empty. Throws value_error (source
 /// "--lengths" or "lengths") for a count other than B, a length over Tk, or a bad array.
 std::vector<std::size_t> valid_lengths(const mask_spec& spec);
+
+/// Document ids (T,) from FlashAttention's cu_seqlens of one packed row: 0 = c0 < c1 < …
+/// < cn = T gives position t the document d with c_d ≤ t < c_{d+1}. Throws
+/// usage_error("--cu-seqlens", …) unless the list starts at 0 and increases.
+std::vector<std::int64_t> documents_from_cu_seqlens(const std::vector<std::size_t>& cu_seqlens);
 
 /// ALiBi's head slopes for `heads` heads (Press et al. 2022, the paper's get_slopes):
 /// for a power of two n, m_h = 2^(−8(h+1)/n); otherwise the slopes of the closest power
