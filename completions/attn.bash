@@ -10,7 +10,7 @@ _attn_subcommands="compute generate posenc inspect compare plot"
 
 _attn_compute_options="--help --q --k --v --x --x-kv --wq --wk --wv --bq --bk --bv --wo --bo
   --in-proj-weight --in-proj-bias --attn-mask --key-padding-mask --attention-mask --token-ids --embedding --ids --past-key
-  --past-value --mask --causal --causal-align --lengths --pad-id --window --prefix-len --sink-tokens --alibi --alibi-slopes --cu-seqlens --document-ids --attn-mask-true --seq-first --mask-fill
+  --past-value --mask --causal --causal-align --lengths --pad-id --window --prefix-len --sink-tokens --alibi --alibi-slopes --cu-seqlens --document-ids --sinks --attn-mask-true --seq-first --mask-fill
   --masked-rows
   --scale --softcap --heads --kv-heads --weight-layout --dtype --posenc --posenc-base --kernel
   --average-heads --tokens --dump --format --output --precision --compact --plot
@@ -78,7 +78,7 @@ _attn() {
                 return ;;
             -o | --output | --plot | --manifest | --q | --k | --v | --x | --x-kv | --wq | --wk | --wv | --bq | \
                 --bk | --bv | --wo | --bo | --in-proj-weight | --in-proj-bias | --attn-mask | \
-                --key-padding-mask | --attention-mask | --token-ids | --embedding | --alibi-slopes | --document-ids | --past-key | --past-value)
+                --key-padding-mask | --attention-mask | --token-ids | --embedding | --alibi-slopes | --document-ids | --sinks | --past-key | --past-value)
                 _filedir
                 return ;;
         esac

@@ -516,3 +516,47 @@ TEST_CASE("documents against the oracle: cu_seqlens runs and scattered ids, with
                          "--cu-seqlens: not cumulative lengths (expected 0 then increasing, e.g. 0,3,7, got 0,3,3,7)",
                          attn::usage_error);
 }
+
+TEST_CASE("attention sinks: the oracle with one more key whose score is the sink and whose value is 0") {
+    // A sink s_h in the denominator with no value is exactly an extra key column of score
+    // s_h and value 0: the oracle computes that, attn its sink path. Both kernels, both paths.
+    const std::size_t B = 2, Hq = 4, Hkv = 2, T = 6, D = 3;
+    const auto q = ref::random_normal(B * Hq * T * D, 61);
+    const auto k = ref::random_normal(B * Hkv * T * D, 62);
+    const auto v = ref::random_normal(B * Hkv * T * D, 63);
+    const std::vector<double> sinks{0.5, -1.0, 2.0, 0.0};
+    std::vector<double> k1, v1;  // (B, Hkv, T + 1, D): key/value T is 0
+    for (std::size_t bh = 0; bh < B * Hkv; ++bh) {
+        k1.insert(k1.end(), k.begin() + bh * T * D, k.begin() + (bh + 1) * T * D);
+        v1.insert(v1.end(), v.begin() + bh * T * D, v.begin() + (bh + 1) * T * D);
+        k1.insert(k1.end(), D, 0.0);
+        v1.insert(v1.end(), D, 0.0);
+    }
+    const ref::dims d{B, Hq, Hkv, T, T + 1, D, D};
+    const auto want = ref::attention(
+        q, k1, v1, d, 1 / std::sqrt(3.0), 0, [&](auto, auto, auto i, auto j) { return j == T || j <= i; },
+        [&](auto, auto h, auto, auto j) { return j == T ? sinks[h] : 0.0; });
+    std::vector<double> want_weights;  // drop the sink column
+    for (std::size_t r = 0; r < B * Hq * T; ++r)
+        want_weights.insert(want_weights.end(), want.weights.begin() + r * (T + 1), want.weights.begin() + r * (T + 1) + T);
+    for (const auto kernel : {attn::kernel_kind::fast, attn::kernel_kind::reference})
+        for (const bool materialise : {true, false}) {
+            CAPTURE(materialise);
+            pipeline_options o;
+            o.causal = true;
+            o.kernel = kernel;
+            o.dump = materialise ? std::vector<std::string>{"weights", "output", "lse"} : std::vector<std::string>{"output", "lse"};
+            const auto doc = compute({{"q", f64({B, Hq, T, D}, q)}, {"k", f64({B, Hkv, T, D}, k)},
+                                      {"v", f64({B, Hkv, T, D}, v)}, {"sinks", f64({Hq}, sinks)}},
+                                     {}, o);
+            if (materialise) check_close(values(stage(doc, "weights")), want_weights, 1e-12, "weights");
+            check_close(values(stage(doc, "output")), want.output, 1e-12, "output");
+            check_close(values(stage(doc, "lse")), want.lse, 1e-12, "lse");
+        }
+    pipeline_options o;
+    CHECK_THROWS_WITH_AS(compute({{"q", f64({B, Hq, T, D}, q)}, {"k", f64({B, Hkv, T, D}, k)},
+                                  {"v", f64({B, Hkv, T, D}, v)}, {"sinks", f64({2}, {0, 0})}},
+                                 {}, o),
+                         "sinks: one float logit per query head (expected (Hq,) = (4,) floats, got (2,) float64)",
+                         attn::shape_error);
+}

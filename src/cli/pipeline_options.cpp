@@ -31,6 +31,7 @@ const std::vector<std::pair<std::string, std::string>>& tensor_options() {
         {"key-padding-mask", "key_padding_mask"}, {"attention-mask", "attention_mask"},
         {"token-ids", "token_ids"},       {"embedding", "embedding"},
         {"alibi-slopes", "alibi_slopes"}, {"document-ids", "document_ids"},
+        {"sinks", "sinks"},
         {"past-key", "past_key"},           {"past-value", "past_value"}};
     return table;
 }

@@ -127,8 +127,10 @@ void materialise_block(const block_job<T>& job, const dims& d, const mask<T>& m,
         T* scores = o.keep_scores ? &r.scores(job.b, job.h, i, 0) : srow;
         const bool full = n == 0 || m.apply_row(job.b, job.h, i, srow, scores, n);
         fully_masked[row] = full;
-        const T lse = full ? softmax_row(scores, srow, n, true, o.rows)
-                           : detail::softmax_values(scores, srow, n, &previous);
+        const T lse = full               ? softmax_row(scores, srow, n, true, o.rows)
+                      : o.sinks.empty() ? detail::softmax_values(scores, srow, n, &previous)
+                                        : detail::softmax_values_sink(scores, srow, n, static_cast<T>(o.sinks[job.h]),
+                                                                      &previous);
         previous.finish();
         if (o.keep_lse) r.lse(job.b, job.h, i) = lse;
         if (o.keep_weights) {
@@ -172,8 +174,10 @@ void stream_block(const block_job<T>& job, const dims& d, const mask<T>& m, cons
     thread_local std::vector<T> s_buf, run_max, run_sum;
     thread_local std::vector<std::uint8_t> seen;
     s_buf.resize(job.nb * key_block);
-    run_max.assign(job.nb, neg_inf);
-    run_sum.assign(job.nb, T(0));
+    // A sink starts every row's running softmax: max s_h, sum exp(s_h − s_h) = 1.
+    const T sink = o.sinks.empty() ? neg_inf : static_cast<T>(o.sinks[job.h]);
+    run_max.assign(job.nb, sink);
+    run_sum.assign(job.nb, o.sinks.empty() ? T(0) : T(1));
     seen.assign(job.nb, 0);
     T* S = s_buf.data();
     std::fill(job.out, job.out + job.nb * d.Dv, T(0));

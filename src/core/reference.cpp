@@ -50,9 +50,11 @@ attention_result<T> attention_reference(const tensor4<T>& q, const tensor4<T>& k
                 if (full) {
                     std::fill(weights.begin(), weights.end(), o.rows == masked_rows::nan ? nan : 0.0);
                 } else {
-                    double mx = -inf;
+                    // A sink (o.sinks) joins the max and the denominator, with no weight.
+                    const double sink = o.sinks.empty() ? -inf : o.sinks[h];
+                    double mx = sink;
                     for (std::size_t j = 0; j < Tk; ++j) mx = std::max(mx, scores[j]);
-                    double sum = 0;
+                    double sum = o.sinks.empty() ? 0.0 : std::exp(sink - mx);
                     for (std::size_t j = 0; j < Tk; ++j) sum += std::exp(scores[j] - mx);
                     for (std::size_t j = 0; j < Tk; ++j) weights[j] = std::exp(scores[j] - mx) / sum;
                     lse = mx + std::log(sum);

@@ -246,6 +246,17 @@ inline T softmax_values(const T* scores, T* weights, std::size_t n, spread_copy<
     return m + std::log(sum);
 }
 
+/// softmax_values with an attention sink: `sink` joins the denominator (and the max) but
+/// has no weight of its own. Returns the log-sum-exp including the sink.
+template <class T>
+inline T softmax_values_sink(const T* scores, T* weights, std::size_t n, T sink, spread_copy<T>* previous = nullptr) {
+    const T m = std::max(row_max(scores, n), sink);
+    const T sum = exp_sum(scores, weights, n, m, previous) + std::exp(sink - m);
+    if (previous) previous->finish();
+    divide(weights, n, sum);
+    return m + std::log(sum);
+}
+
 /// Orders earlier non-temporal stores before later stores (sfence).
 inline void store_fence() {
 #if defined(__AVX512F__)

@@ -120,6 +120,15 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     ao.keep_scores = wants(stage::scores);
     ao.keep_weights = wants(stage::weights) || wants(stage::stats);
     ao.keep_lse = wants(stage::lse);
+    if (const array* sinks = in.find("sinks")) {
+        if (sinks->rank() != 1 || sinks->shape[0] != Hq || !is_float(sinks->type))
+            throw shape_error("sinks", "one float logit per query head " +
+                                           expected_got("(Hq,) = " + shape_string({Hq}) + " floats",
+                                                        shape_string(sinks->shape) + " " + std::string(dtype_name(sinks->type))));
+        ao.sinks = sinks->to_vector<double>();
+        for (double s : ao.sinks)
+            if (!std::isfinite(s)) throw value_error("sinks", "not finite " + expected_got("finite logits", num(s)));
+    }
     ao.threads = o.threads;
     // The result is shared by the arrays of the document, which view its tensors
     // instead of copying them.
@@ -208,6 +217,7 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     else meta["mask_fill"] = "-Infinity";
     meta["masked_rows"] = o.rows == masked_rows::zero ? "zero" : "nan";
     if (o.kernel == kernel_kind::reference) meta["kernel"] = "reference";
+    if (!ao.sinks.empty()) meta["sinks"] = ao.sinks;
     meta["heads"] = Hq;
     meta["kv_heads"] = Hkv;
     meta["past_length"] = past;

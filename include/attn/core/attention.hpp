@@ -4,6 +4,8 @@
 /// Source: Vaswani et al. 2017, "Attention Is All You Need", eq. (1); stage semantics
 /// follow the ONNX Attention operator (opset 23/24) and torch SDPA.
 
+#include <vector>
+
 #include "attn/core/heads.hpp"
 #include "attn/core/masks.hpp"
 #include "attn/core/softmax.hpp"
@@ -17,6 +19,11 @@ struct attention_options {
     masked_rows rows = masked_rows::zero;
     bool keep_qk = false, keep_scaled = false, keep_scores = false, keep_weights = false, keep_lse = false;
     int threads = 0;  ///< OpenMP workers; 0 = all cores
+    /// Attention sinks (gpt-oss; DESIGN §4.2): per query head a learned logit s_h that
+    /// joins every row's softmax denominator and carries no value:
+    /// weights[j] = exp(scores[j]) / (Σₖ exp(scores[k]) + exp(s_h)), lse includes it.
+    /// Empty: none; else Hq values.
+    std::vector<double> sinks;
 };
 
 /// Stages of one call. Tq×Tk stages are (B, Hq, Tq, Tk) when kept, else empty.
