@@ -6,17 +6,18 @@
 # options are read from their own --help when completing, so they cannot go stale;
 # the values of --max-bytes (compute, plot, inspect, compare) are completed for all.
 
-_attn_subcommands="compute generate posenc inspect compare plot"
+_attn_subcommands="compute generate posenc inspect compare plot rope"
 
 _attn_compute_options="--help --q --k --v --x --x-kv --wq --wk --wv --bq --bk --bv --wo --bo
   --in-proj-weight --in-proj-bias --attn-mask --key-padding-mask --attention-mask --token-ids --embedding --ids --past-key
-  --past-value --mask --causal --causal-align --lengths --pad-id --window --prefix-len --sink-tokens --alibi --alibi-slopes --cu-seqlens --document-ids --sinks --attn-mask-true --seq-first --mask-fill
+  --past-value --mask --causal --causal-align --lengths --pad-id --window --prefix-len --sink-tokens --alibi --alibi-slopes --cu-seqlens --document-ids --sinks --position-ids --rope-cos --rope-sin --rope --rope-theta
+  --rotary-dim --attn-mask-true --seq-first --mask-fill
   --masked-rows
   --scale --softcap --heads --kv-heads --weight-layout --dtype --posenc --posenc-base --kernel
   --average-heads --tokens --dump --format --output --precision --compact --plot
   --jobs --max-bytes --manifest"
 
-_attn_stages="x q k v qk scaled scores weights output lse present_key present_value mask stats"
+_attn_stages="x q_proj k_proj q k v qk scaled scores weights output lse present_key present_value mask stats"
 
 # Long options defined in `attn SUBCOMMAND --help` (lines "  -o,--output TEXT ...").
 _attn_help_options() {
@@ -66,6 +67,7 @@ _attn() {
             --causal-align) COMPREPLY=($(compgen -W "top-left bottom-right" -- "$cur")); return ;;
             --masked-rows) COMPREPLY=($(compgen -W "zero nan" -- "$cur")); return ;;
             --kernel) COMPREPLY=($(compgen -W "fast reference" -- "$cur")); return ;;
+            --rope) COMPREPLY=($(compgen -W "half interleaved" -- "$cur")); return ;;
             --attn-mask-true) COMPREPLY=($(compgen -W "attend masked" -- "$cur")); return ;;
             --stage) COMPREPLY=($(compgen -W "qk scaled scores weights" -- "$cur")); return ;;
             --weight-layout) COMPREPLY=($(compgen -W "out-in in-out" -- "$cur")); return ;;
@@ -73,12 +75,14 @@ _attn() {
             --posenc) COMPREPLY=($(compgen -W "interleaved concat" -- "$cur")); return ;;
             --format) COMPREPLY=($(compgen -W "json jsonl csv npy npz table" -- "$cur")); return ;;
             --mask-fill) COMPREPLY=($(compgen -W "-inf -1e9" -- "$cur")); return ;;
-            --lengths | --ids | --window | --prefix-len | --sink-tokens | --cu-seqlens | --pad-id | --scale | --softcap | --heads | --kv-heads | --posenc-base | --tokens | \
+            --lengths | --ids | --window | --prefix-len | --sink-tokens | --cu-seqlens | --rope-theta | \
+                --rotary-dim | --pad-id | --scale | --softcap | --heads | --kv-heads | --posenc-base | --tokens | \
                 --precision | -j | --jobs)
                 return ;;
             -o | --output | --plot | --manifest | --q | --k | --v | --x | --x-kv | --wq | --wk | --wv | --bq | \
                 --bk | --bv | --wo | --bo | --in-proj-weight | --in-proj-bias | --attn-mask | \
-                --key-padding-mask | --attention-mask | --token-ids | --embedding | --alibi-slopes | --document-ids | --sinks | --past-key | --past-value)
+                --key-padding-mask | --attention-mask | --token-ids | --embedding | --alibi-slopes | --document-ids | --sinks | \
+                --position-ids | --rope-cos | --rope-sin | --past-key | --past-value)
                 _filedir
                 return ;;
         esac

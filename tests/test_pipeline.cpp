@@ -560,3 +560,64 @@ TEST_CASE("attention sinks: the oracle with one more key whose score is the sink
                          "sinks: one float logit per query head (expected (Hq,) = (4,) floats, got (2,) float64)",
                          attn::shape_error);
 }
+
+TEST_CASE("RoPE in compute: q and k rotated as HF's rotate_half / GPT-J's pairs, positions after the cache") {
+    // HF Llama: q_embed = q·cos + rotate_half(q)·sin, rotate_half(x) = cat(−x[R/2:], x[:R/2])
+    // over the first R dims, cos/sin of pos·θ^(−2k/R) repeated for both halves; GPT-J pairs
+    // (2k, 2k+1) instead. Written here from those formulas, not from core/rope.
+    const std::size_t B = 2, H = 2, T = 3, P = 2, D = 6, R = 4;
+    const double theta = 500.0;
+    const auto q = ref::random_normal(B * H * T * D, 71);
+    const auto k = ref::random_normal(B * H * T * D, 72);
+    const auto v = ref::random_normal(B * H * T * D, 73);
+    const auto pk = ref::random_normal(B * H * P * D, 74);
+    const auto pv = ref::random_normal(B * H * P * D, 75);
+    for (const bool interleaved : {false, true}) {
+        CAPTURE(interleaved);
+        const auto rotate = [&](std::vector<double> x) {
+            for (std::size_t row = 0; row < B * H * T; ++row) {
+                const double pos = static_cast<double>(P + row % T);
+                double* e = x.data() + row * D;
+                const std::vector<double> orig(e, e + D);
+                for (std::size_t kk = 0; kk < R / 2; ++kk) {
+                    const double a = pos * std::pow(theta, -2.0 * double(kk) / double(R));
+                    const std::size_t i1 = interleaved ? 2 * kk : kk, i2 = interleaved ? 2 * kk + 1 : kk + R / 2;
+                    e[i1] = orig[i1] * std::cos(a) - orig[i2] * std::sin(a);
+                    e[i2] = orig[i2] * std::cos(a) + orig[i1] * std::sin(a);
+                }
+            }
+            return x;
+        };
+        const auto qr = rotate(q), kr = rotate(k);
+        pipeline_options o;
+        o.rope = interleaved ? attn::core::rope_style::interleaved : attn::core::rope_style::half;
+        o.rope_theta = theta;
+        o.rotary_dim = R;
+        o.causal = true;
+        o.dump = {"q_proj", "k_proj", "q", "k", "weights", "output"};
+        const auto doc = compute({{"q", f64({B, H, T, D}, q)}, {"k", f64({B, H, T, D}, k)}, {"v", f64({B, H, T, D}, v)},
+                                  {"past_key", f64({B, H, P, D}, pk)}, {"past_value", f64({B, H, P, D}, pv)}},
+                                 {}, o);
+        check_close(values(stage(doc, "q_proj")), q, 0, "q_proj");
+        check_close(values(stage(doc, "k_proj")), k, 0, "k_proj");
+        check_close(values(stage(doc, "q")), qr, 1e-14, "q");
+        check_close(values(stage(doc, "k")), kr, 1e-14, "k");
+        // The past keys are taken as already rotated (HF caches store them so).
+        std::vector<double> kt, vt;
+        for (std::size_t bh = 0; bh < B * H; ++bh) {
+            kt.insert(kt.end(), pk.begin() + bh * P * D, pk.begin() + (bh + 1) * P * D);
+            kt.insert(kt.end(), kr.begin() + bh * T * D, kr.begin() + (bh + 1) * T * D);
+            vt.insert(vt.end(), pv.begin() + bh * P * D, pv.begin() + (bh + 1) * P * D);
+            vt.insert(vt.end(), v.begin() + bh * T * D, v.begin() + (bh + 1) * T * D);
+        }
+        const auto want = ref::attention(qr, kt, vt, ref::dims{B, H, H, T, P + T, D, D}, 1 / std::sqrt(double(D)), 0,
+                                         [&](auto, auto, auto i, auto j) { return j <= i + P; }, nullptr);
+        check_close(values(stage(doc, "weights")), want.weights, 1e-12, "weights");
+        check_close(values(stage(doc, "output")), want.output, 1e-12, "output");
+    }
+    pipeline_options o;
+    o.dump = {"q_proj"};
+    CHECK_THROWS_WITH_AS(compute({{"x", f64({2, 2}, {1, 0, 0, 1})}}, {}, o),
+                         "--dump: q_proj and k_proj are Q and K before RoPE (expected --rope, got no --rope)",
+                         attn::usage_error);
+}

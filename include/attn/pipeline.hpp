@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "attn/core/masks.hpp"
+#include "attn/core/rope.hpp"
 #include "attn/core/posenc.hpp"
 #include "attn/core/projection.hpp"
 #include "attn/core/softmax.hpp"
@@ -72,6 +73,12 @@ struct pipeline_options {
     /// Documents packed in one row (FlashAttention varlen cu_seqlens, e.g. 0,3,7): the
     /// document_ids array (T,), which must not also be given.
     std::vector<std::size_t> cu_seqlens;
+    /// RoPE on Q and the new K after the projections (DESIGN §4.1), or none. Positions
+    /// from a `position_ids` array (B, T) or (T,), else past length + t; angles from
+    /// `rope_cos`/`rope_sin` arrays when given, else from rope_theta.
+    std::optional<core::rope_style> rope;
+    double rope_theta = 10000.0;
+    std::size_t rotary_dim = 0;  ///< 0: the head width Dk
 };
 
 /// Runs the pipeline on `inputs` (names as in DESIGN §2, lower case; unknown names
@@ -81,5 +88,13 @@ struct pipeline_options {
 /// for options that contradict the inputs (e.g. `--mask padding` with no padding source).
 io::document compute(std::vector<named_array> inputs, const std::vector<std::string>& bundle_tokens,
                      const pipeline_options& options);
+
+/// `attn rope` (the ONNX RotaryEmbedding operator, opset 23): RoPE on the one array `x`
+/// of `inputs`, (B, H, T, D), or (B, T, H·D) / (T, H·D) split head-major into
+/// options.heads (default 1), with the positions and angles of compute's --rope
+/// (position_ids, rope_cos/rope_sin, or theta; options.rope, default half). Returns Y in
+/// x's layout and dtype class (float32 for float16/32 inputs, float64 for float64).
+/// Throws value_error / shape_error / usage_error.
+array rotate(std::vector<named_array> inputs, const pipeline_options& options);
 
 }  // namespace attn

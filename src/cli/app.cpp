@@ -98,6 +98,7 @@ int main(int argc, char** argv) {
     setup_inspect(app, status);
     setup_compare(app, status);
     setup_plot(app, status);
+    setup_rope(app, status);
 
     try {
         app.parse(argc, argv);

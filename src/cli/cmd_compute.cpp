@@ -149,7 +149,7 @@ int run_compute(const compute_options& c) {
 void add_job_options(CLI::App& sub, compute_options& c) {
     add_pipeline_options(sub, c.pipeline);
     sub.add_option("--dump", c.dump,
-                    "Stages to write, comma-separated: x q k v qk scaled scores weights output lse present_key "
+                    "Stages to write, comma-separated: x q_proj k_proj q k v qk scaled scores weights output lse present_key "
                     "present_value mask stats (mask: the combined mask, bool, True = attend)")
         ->delimiter(',')
         ->allow_extra_args(false)

@@ -31,7 +31,8 @@ const std::vector<std::pair<std::string, std::string>>& tensor_options() {
         {"key-padding-mask", "key_padding_mask"}, {"attention-mask", "attention_mask"},
         {"token-ids", "token_ids"},       {"embedding", "embedding"},
         {"alibi-slopes", "alibi_slopes"}, {"document-ids", "document_ids"},
-        {"sinks", "sinks"},
+        {"sinks", "sinks"},               {"position-ids", "position_ids"},
+        {"rope-cos", "rope_cos"},         {"rope-sin", "rope_sin"},
         {"past-key", "past_key"},           {"past-value", "past_value"}};
     return table;
 }
@@ -116,6 +117,23 @@ const CLI::Validator positive_number(
                                                                  : std::string();
     },
     "");
+
+void add_rope_options(CLI::App& sub, pipeline_cli& c) {
+    sub.add_option("--rope", c.rope,
+                    "RoPE on Q and K after the projections: half (dims j, j+R/2: GPT-NeoX, HF rotate_half, ONNX "
+                    "interleaved=0) or interleaved (dims 2j, 2j+1: GPT-J, Meta Llama, ONNX interleaved=1)")
+        ->check(CLI::IsMember({"half", "interleaved"}))
+        ->group("Positions");
+    sub.add_option("--rope-theta", c.rope_theta, "RoPE base: inv_freq_j = theta^(-2j/R)")
+        ->check(finite_number)
+        ->check(positive_number)
+        ->capture_default_str()
+        ->group("Positions");
+    sub.add_option("--rotary-dim", c.rotary_dim, "Rotate only the first R dims of each head (default: all; R even)")
+        ->check(non_negative_count)
+        ->type_name("R")
+        ->group("Positions");
+}
 
 void add_pipeline_options(CLI::App& sub, pipeline_cli& c) {
     for (const auto& [opt, name] : tensor_options()) {
@@ -221,6 +239,7 @@ void add_pipeline_options(CLI::App& sub, pipeline_cli& c) {
     sub.add_flag("--average-heads", c.average_heads, "Average Tq×Tk stages over heads (average_attn_weights)")
         ->group("Output");
     sub.add_option("--tokens", c.tokens, "Token labels, space-separated, e.g. \"my name is Aj\"")->group("Output");
+    add_rope_options(sub, c);
     sub.add_option("--posenc", c.posenc,
                     "Add sinusoidal positional encodings to X (and X_kv) before the projections: interleaved "
                     "(sin/cos alternating, Vaswani et al.) or concat (sines then cosines, tensor2tensor)")
@@ -292,6 +311,9 @@ attn::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std:
     p.sink_tokens = c.sink_tokens;
     p.alibi = c.alibi;
     p.cu_seqlens = c.cu_seqlens;
+    if (!c.rope.empty()) p.rope = core::parse_rope_style(c.rope);
+    p.rope_theta = c.rope_theta;
+    p.rotary_dim = c.rotary_dim;
     if (!c.window.empty()) {
         if (c.window.size() > 2 || c.window[0] < -1 || (c.window.size() == 2 && c.window[1] < -1))
             throw usage_error("--window", "not LEFT[,RIGHT] with each side -1 (unbounded) or ≥ 0 " +

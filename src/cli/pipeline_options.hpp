@@ -42,7 +42,13 @@ struct pipeline_cli {
     std::size_t sink_tokens = 0;
     bool alibi = false;
     std::vector<std::size_t> cu_seqlens;
+    std::string rope;  // "", half or interleaved
+    double rope_theta = 10000.0;
+    std::size_t rotary_dim = 0;
 };
+
+/// Binds --rope, --rope-theta and --rotary-dim to `c` (compute, plot and attn rope).
+void add_rope_options(CLI::App& sub, pipeline_cli& c);
 
 /// Refuses "nan", "inf" and their kin for a number option (CLI11 reads them as doubles):
 /// "not a finite number (expected a finite number, got inf)".

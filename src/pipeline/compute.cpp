@@ -60,6 +60,22 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
         throw shape_error("heads", "query heads are not a multiple of key/value heads " +
                                        expected_got("Hq % Hkv == 0", "Hq = " + num(Hq) + ", Hkv = " + num(Hkv)));
 
+    // RoPE on Q and the new K (DESIGN §4.1): q_proj/k_proj keep them as projected.
+    std::optional<tensor4<T>> q_proj, k_proj;
+    if (o.rope) {
+        const std::size_t past_len = in.find("past_key") && in.find("past_key")->rank() == 4 ? in.find("past_key")->shape[2] : 0;
+        if (p.k.shape(2) != Tq)
+            throw value_error("--rope", "rotates the new queries and keys of one sequence " +
+                                            expected_got("as many new keys as queries (" + num(Tq) + ")", num(p.k.shape(2))));
+        const rope_tables tables = rope_tables_for(in, o, B, Tq, Dk, past_len);
+        if (wants(stage::q_proj)) q_proj = p.q;
+        if (wants(stage::k_proj)) k_proj = p.k;
+        apply_rope(p.q, tables, *o.rope);
+        apply_rope(p.k, tables, *o.rope);
+    } else if (wants(stage::q_proj) || wants(stage::k_proj)) {
+        throw usage_error("--dump", "q_proj and k_proj are Q and K before RoPE " + expected_got("--rope", "no --rope"));
+    }
+
     // KV cache: past keys/values come first on the sequence axis (ONNX present_key/value).
     tensor4<T> key, value;
     std::size_t past = 0;
@@ -162,7 +178,9 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
                 if (rank == 2) shape.erase(shape.begin());
                 a = adopt(std::move(shape), std::move(*p.x));
             }
-        } else if (st == stage::q) a = in_input_layout(p.q, rank, nullptr);
+        } else if (st == stage::q_proj) a = in_input_layout(*q_proj, rank, nullptr);
+        else if (st == stage::k_proj) a = in_input_layout(*k_proj, rank, nullptr);
+        else if (st == stage::q) a = in_input_layout(p.q, rank, nullptr);
         else if (st == stage::k) a = in_input_layout(new_k, rank, nullptr);
         else if (st == stage::v) a = in_input_layout(new_v, rank, nullptr);
         else if (st == stage::present_key) a = array::from<T>({B, Hkv, Tk, Dk}, key.data());
@@ -223,6 +241,11 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     meta["past_length"] = past;
     if (p.projected) meta["weight_layout"] = in.find("in_proj_weight") || o.layout == weight_layout::out_in ? "out-in" : "in-out";
     meta["average_heads"] = o.average_heads;
+    if (o.rope) {
+        meta["rope"] = rope_style_name(*o.rope);
+        if (!in.find("rope_cos")) meta["rope_theta"] = o.rope_theta;
+        meta["rotary_dim"] = o.rotary_dim ? o.rotary_dim : Dk;
+    }
     if (o.posenc) {
         meta["posenc"] = posenc_style_name(*o.posenc);
         meta["posenc_base"] = o.posenc_base;
@@ -320,6 +343,45 @@ io::document compute(std::vector<named_array> inputs, const std::vector<std::str
     }
     if (t == dtype::f4) return pipeline::run<float>(in, bundle_tokens, options);
     return pipeline::run<double>(in, bundle_tokens, options);
+}
+
+namespace pipeline {
+namespace {
+
+template <class T>
+array rotate_as(const input_set& in, const array& xa, const pipeline_options& o) {
+    const std::size_t heads = o.heads ? o.heads : 1;
+    tensor4<T> x;
+    if (xa.rank() == 4) {
+        x = as_rank4<T>(xa, "x");
+    } else if (xa.rank() == 2 || xa.rank() == 3) {
+        const tensor3<T> x3 = as_batched<T>(xa, "x");
+        if (x3.shape(2) % heads != 0)
+            throw usage_error("--heads", "does not divide x's last axis of " + num(x3.shape(2)) + " " +
+                                             expected_got("a divisor of " + num(x3.shape(2)), num(heads)));
+        x = split_heads(x3, heads, "x");
+    } else {
+        throw shape_error("x", "wrong rank " + expected_got("(T, H·D), (B, T, H·D) or (B, H, T, D)", shape_string(xa.shape)));
+    }
+    const rope_tables tables = rope_tables_for(in, o, x.shape(0), x.shape(2), x.shape(3), 0);
+    apply_rope(x, tables, o.rope.value_or(rope_style::half));
+    if (xa.rank() == 4) return array::from<T>(xa.shape, x.data());
+    const tensor3<T> y = merge_heads(x);
+    return array::from<T>(xa.shape, y.data());
+}
+
+}  // namespace
+}  // namespace pipeline
+
+array rotate(std::vector<named_array> inputs, const pipeline_options& options) {
+    pipeline::input_set in(std::move(inputs));
+    const array* x = in.find("x");
+    if (!x) throw value_error("inputs", "nothing to rotate " + expected_got("an array x", "none"));
+    if (!is_float(x->type))
+        throw value_error("x", "not floating point " + expected_got("float16, float32 or float64", std::string(dtype_name(x->type))));
+    if (x->type == dtype::f8 && options.compute_type != dtype::f4) return pipeline::rotate_as<double>(in, *x, options);
+    if (options.compute_type == dtype::f8) return pipeline::rotate_as<double>(in, *x, options);
+    return pipeline::rotate_as<float>(in, *x, options);
 }
 
 }  // namespace attn

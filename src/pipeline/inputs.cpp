@@ -37,6 +37,38 @@ tensor4<T> split_by(const tensor3<T>& x, std::size_t heads, const char* option, 
 
 }  // namespace
 
+rope_tables rope_tables_for(const input_set& in, const pipeline_options& o, std::size_t B, std::size_t T, std::size_t D,
+                            std::size_t first) {
+    const std::size_t R = o.rotary_dim ? o.rotary_dim : D;
+    if (R > D)
+        throw usage_error("--rotary-dim", "larger than the head width " + expected_got("≤ " + num(D), num(R)));
+    std::vector<std::int64_t> positions(B * T);
+    const array* ids = in.find("position_ids");
+    if (ids) {
+        const bool fits = (ids->rank() == 2 && ids->shape[0] == B && ids->shape[1] == T) || (ids->rank() == 1 && ids->shape[0] == T);
+        if (!fits || !is_integer(ids->type))
+            throw shape_error("position_ids", "one integer position per token " +
+                                                  expected_got(shape_string({B, T}) + " or " + shape_string({T}) + " integers",
+                                                               shape_string(ids->shape) + " " + std::string(dtype_name(ids->type))));
+        const std::vector<std::int64_t> given = ids->to_vector<std::int64_t>();
+        for (std::size_t b = 0; b < B; ++b)
+            std::copy_n(given.data() + (ids->rank() == 2 ? b * T : 0), T, positions.data() + b * T);
+    } else {
+        for (std::size_t b = 0; b < B; ++b)
+            for (std::size_t t = 0; t < T; ++t) positions[b * T + t] = static_cast<std::int64_t>(first + t);
+    }
+    const array* cos = in.find("rope_cos");
+    const array* sin = in.find("rope_sin");
+    if ((cos != nullptr) != (sin != nullptr))
+        throw value_error("inputs", "rope_cos and rope_sin come together " + expected_got("both", cos ? "rope_cos only" : "rope_sin only"));
+    if (!cos) return rope_from_theta(positions, B, T, R, o.rope_theta);
+    if (cos->shape != sin->shape)
+        throw shape_error("rope_sin", "shape differs from rope_cos's " + expected_got(shape_string(cos->shape), shape_string(sin->shape)));
+    // (M, R/2) tables are indexed by position (given or default); (B, T, R/2) are per token.
+    return rope_from_caches(cos->to_vector<double>(), sin->to_vector<double>(), cos->shape,
+                            cos->rank() == 2 ? &positions : nullptr, B, T, R);
+}
+
 template <class T>
 prepared<T> prepare_qkv(const input_set& in, const pipeline_options& o) {
     prepared<T> p;

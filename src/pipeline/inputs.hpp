@@ -103,6 +103,13 @@ struct prepared {
     std::optional<tensor4<T>> x4;
 };
 
+/// The RoPE tables of B sequences of T new tokens with head width D (DESIGN §4.1):
+/// positions from `position_ids` ((B, T) or (T,) integers), else first + t; cos/sin from
+/// `rope_cos`/`rope_sin` ((M, R/2) indexed by position, or (B, T, R/2) per token), else
+/// from o.rope_theta. R = o.rotary_dim, or D. Throws value_error / shape_error.
+rope_tables rope_tables_for(const input_set& in, const pipeline_options& o, std::size_t B, std::size_t T, std::size_t D,
+                            std::size_t first);
+
 /// Q, K, V from the inputs: given directly (q, k, v: rank 2, 3 or 4) or projected from X
 /// (and X_kv) with w_q w_k w_v (+ biases) or in_proj_weight/in_proj_bias, heads split
 /// head-major, --posenc added to X first. Throws value_error / shape_error / usage_error.

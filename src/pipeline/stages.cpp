@@ -14,7 +14,8 @@ namespace {
 
 const std::vector<std::pair<stage, std::string>>& stage_table() {
     static const std::vector<std::pair<stage, std::string>> table{
-        {stage::x, "x"},           {stage::q, "q"},           {stage::k, "k"},         {stage::v, "v"},
+        {stage::x, "x"},           {stage::q_proj, "q_proj"}, {stage::k_proj, "k_proj"},
+        {stage::q, "q"},           {stage::k, "k"},         {stage::v, "v"},
         {stage::qk, "qk"},         {stage::scaled, "scaled"}, {stage::scores, "scores"},
         {stage::weights, "weights"}, {stage::output, "output"}, {stage::lse, "lse"},
         {stage::present_key, "present_key"}, {stage::present_value, "present_value"}, {stage::mask, "mask"},
@@ -44,7 +45,7 @@ stage parse_stage(const std::string& name) {
     for (const auto& [st, n] : stage_table())
         if (n == name) return st;
     throw usage_error("--dump", "unknown stage '" + name +
-                                    "' (expected x, q, k, v, qk, scaled, scores, weights, output, lse, present_key, "
+                                    "' (expected x, q_proj, k_proj, q, k, v, qk, scaled, scores, weights, output, lse, present_key, "
                                     "present_value, mask or stats)");
 }
 

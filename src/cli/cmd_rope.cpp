@@ -1,0 +1,83 @@
+// attn rope: rotary position embeddings on one array (the ONNX RotaryEmbedding operator).
+#include <memory>
+
+#include "attn/error.hpp"
+#include "attn/io/output.hpp"
+#include "attn/io/writers.hpp"
+#include "attn/pipeline.hpp"
+#include "commands.hpp"
+#include "output_target.hpp"
+#include "pipeline_options.hpp"
+
+namespace attn::cli {
+
+namespace {
+
+struct rope_cli {
+    std::string input;
+    pipeline_cli pipeline;  // the per-array files, --heads, --rope, --rope-theta, --rotary-dim
+    std::string dtype;
+    std::string format;
+    std::string output;
+    int precision = 0;
+};
+
+int run_rope(const rope_cli& c) {
+    io::format f = io::format::json;
+    if (!c.format.empty()) f = io::parse_format(c.format);
+    else if (!c.output.empty() && c.output != "-")
+        if (auto from_path = io::format_from_path(c.output)) f = *from_path;
+    io::bundle b = gather_inputs(c.input, c.pipeline);
+    pipeline_options o = pipeline_settings(c.pipeline, {"output"});
+    if (c.dtype == "float32") o.compute_type = dtype::f4;
+    if (c.dtype == "float64") o.compute_type = dtype::f8;
+    io::document doc;
+    doc.tensors.push_back({"output", rotate(std::move(b.arrays), o)});
+    doc.meta["attn_version"] = ATTN_VERSION;
+    doc.meta["rope"] = core::rope_style_name(o.rope.value_or(core::rope_style::half));
+    doc.meta["shapes"] = {{"output", doc.tensors.front().value.shape}};
+    io::text_style text;
+    text.precision = c.precision;
+    write_output(c.output, io::is_binary(f), [&](std::ostream& out) { io::write_document(out, doc, f, text, false); });
+    return exit_ok;
+}
+
+}  // namespace
+
+void setup_rope(CLI::App& app, int& exit_status) {
+    auto c = std::make_shared<rope_cli>();
+    CLI::App* sub = app.add_subcommand(
+        "rope",
+        "Rotary position embeddings on one array, as the ONNX RotaryEmbedding operator: x (B, H, T, D), or "
+        "(B, T, H*D) / (T, H*D) with --heads; positions from --position-ids (default 0, 1, ...), angles from "
+        "--rope-cos/--rope-sin caches or --rope-theta. Writes 'output' in x's layout.");
+    sub->add_option("INPUT", c->input, "x: a lone array, or a bundle holding x (and position_ids, rope_cos, rope_sin)");
+    for (const auto& [opt, name] : std::vector<std::pair<std::string, std::string>>{
+             {"x", "x"}, {"position-ids", "position_ids"}, {"rope-cos", "rope_cos"}, {"rope-sin", "rope_sin"}}) {
+        const std::string n = name;
+        sub->add_option_function<std::string>(
+               "--" + opt, [c, n](const std::string& spec) { c->pipeline.tensor_files[n] = spec; },
+               "Array '" + name + "' from FILE or FILE.npz:NAME")
+            ->type_name("FILE")
+            ->group("Input arrays");
+    }
+    sub->add_option("--heads", c->pipeline.heads, "Heads of a rank-2 or rank-3 x (its last axis is H*D)")
+        ->check(CLI::Range(1, 1 << 20));
+    add_rope_options(*sub, c->pipeline);
+    sub->add_option("--dtype", c->dtype, "Compute dtype (default: float64 for float64 x, else float32)")
+        ->check(CLI::IsMember({"float32", "float64"}));
+    sub->add_option("--format", c->format, "json (default), csv, npy, npz or table; default from -o's extension")
+        ->check(CLI::IsMember({"json", "csv", "npy", "npz", "table"}));
+    sub->add_option("-o,--output", c->output, "Write to PATH (atomically) instead of stdout");
+    sub->add_option("--precision", c->precision, "Significant digits of text output (default: shortest round trip)")
+        ->check(CLI::Range(1, 17));
+    add_max_bytes_option(*sub);
+    sub->footer(
+        "Examples:\n"
+        "  attn rope x.npy --heads 4 --rope half --rope-theta 500000 -o y.npy\n"
+        "  attn rope x.npy --rope-cos cos.npy --rope-sin sin.npy --position-ids ids.npy\n"
+        "  attn compute in.npz --heads 4 --rope half --dump q_proj,q");
+    sub->callback([c, &exit_status]() { exit_status = run_rope(*c); });
+}
+
+}  // namespace attn::cli
