@@ -18,6 +18,7 @@
 #include "attn/pipeline.hpp"
 #include "attn/error.hpp"
 #include "attn/io/input.hpp"
+#include "attn/io/npy.hpp"
 #include "attn/io/npz.hpp"
 #include "attn/io/plot.hpp"
 #include "cli_util.hpp"
@@ -514,4 +515,507 @@ TEST_CASE("plot: ranges too narrow or too wide to step through finish with a bou
         CHECK(fs::exists(out));
     }
     fs::remove_all(dir);
+}
+
+// ---- figure size, label thinning, colour limits, log scale, annotations, lone arrays ----
+
+namespace {
+
+bool boxes_overlap(const io::heatmap_layout::label_box& a, const io::heatmap_layout::label_box& b) {
+    return a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
+}
+
+/// A 40×40 matrix (a diagonal of 1 in a field of 0.1) labelled tok0 … tok39.
+io::heatmap_spec forty_tokens() {
+    std::vector<double> v(40 * 40, 0.1);
+    for (std::size_t i = 0; i < 40; ++i) v[i * 40 + i] = 1;
+    io::heatmap_spec s = matrix_spec(40, 40, v);
+    for (int i = 0; i < 40; ++i) s.row_labels.push_back("tok" + std::to_string(i));
+    s.col_labels = s.row_labels;
+    s.title = "forty";
+    return s;
+}
+
+std::string forty_token_words() {
+    std::string t;
+    for (int i = 0; i < 40; ++i) t += (i ? " tok" : "tok") + std::to_string(i);
+    return t;
+}
+
+void write_npy_file(const std::string& path, const array& a) {
+    std::ofstream f(path, std::ios::binary);
+    io::write_npy(f, a);
+}
+
+/// Every pixel strictly inside cell (row, col) of panel 0, one pixel in from its edges.
+std::vector<io::rgb8> cell_interior(const png_image& img, const io::heatmap_layout& l, std::size_t row, std::size_t col) {
+    std::vector<io::rgb8> px;
+    const int x0 = l.panels[0].x + static_cast<int>(col) * l.cell, y0 = l.panels[0].y + static_cast<int>(row) * l.cell;
+    for (int y = y0 + 1; y < y0 + l.cell - 1; ++y)
+        for (int x = x0 + 1; x < x0 + l.cell - 1; ++x) px.push_back(img.at({x, y}));
+    return px;
+}
+
+}  // namespace
+
+TEST_CASE("parse_figure_size, parse_dpi, parse_color_limit: values and exact usage errors") {
+    CHECK(io::parse_figure_size("800x600") == io::figure_size{800, 600});
+    CHECK(io::parse_figure_size("1X16384") == io::figure_size{1, 16384});
+    const struct {
+        const char* text;
+        const char* message;
+    } sizes[] = {
+        {"0x600", "--size: not positive (expected 1 to 16384 pixels per side, got 0x600)"},
+        {"-800x600", "--size: not positive (expected 1 to 16384 pixels per side, got -800x600)"},
+        {"800x-1", "--size: not positive (expected 1 to 16384 pixels per side, got 800x-1)"},
+        {"16385x600", "--size: too large (expected 1 to 16384 pixels per side, got 16385x600)"},
+        {"800x99999999", "--size: too large (expected 1 to 16384 pixels per side, got 800x99999999)"},
+        {"800", "--size: not WIDTHxHEIGHT (expected two whole numbers of pixels like 800x600, got 800)"},
+        {"800x", "--size: not WIDTHxHEIGHT (expected two whole numbers of pixels like 800x600, got 800x)"},
+        {"axb", "--size: not WIDTHxHEIGHT (expected two whole numbers of pixels like 800x600, got axb)"},
+        {"8.5x600", "--size: not WIDTHxHEIGHT (expected two whole numbers of pixels like 800x600, got 8.5x600)"},
+        {"800x600x2", "--size: not WIDTHxHEIGHT (expected two whole numbers of pixels like 800x600, got 800x600x2)"},
+        {"99999999999x1", "--size: not WIDTHxHEIGHT (expected two whole numbers of pixels like 800x600, got 99999999999x1)"},
+        {"", "--size: not WIDTHxHEIGHT (expected two whole numbers of pixels like 800x600, got )"},
+    };
+    for (const auto& c : sizes) {
+        CAPTURE(c.text);
+        CHECK_THROWS_WITH_AS(io::parse_figure_size(c.text), c.message, usage_error);
+    }
+
+    CHECK(io::parse_dpi("144") == 144);
+    CHECK(io::parse_dpi("96.5") == 96.5);
+    CHECK(io::parse_dpi("1200") == 1200);
+    for (const char* bad : {"0", "-72", "0.5", "1201", "1e9", "abc", "", "72dpi", "nan", "inf"}) {
+        CAPTURE(bad);
+        const std::string want = "--dpi: not a resolution (expected a number of dots per inch from 1 to 1200, got " + std::string(bad) + ")";
+        CHECK_THROWS_WITH_AS(io::parse_dpi(bad), want.c_str(), usage_error);
+    }
+
+    CHECK_FALSE(io::parse_color_limit("--vmax", "auto").has_value());
+    CHECK(io::parse_color_limit("--vmax", "0.5") == 0.5);
+    CHECK(io::parse_color_limit("--vmin", "-2e3") == -2000);
+    CHECK_THROWS_WITH_AS(io::parse_color_limit("--vmax", "abc"), "--vmax: not a number (expected a finite number or auto, got abc)",
+                         usage_error);
+    CHECK_THROWS_WITH_AS(io::parse_color_limit("--vmin", "AUTO"), "--vmin: not a number (expected a finite number or auto, got AUTO)",
+                         usage_error);
+    CHECK_THROWS_WITH_AS(io::parse_color_limit("--vmin", "-inf"), "--vmin: not a finite number (expected a finite number, got -inf)",
+                         usage_error);
+}
+
+TEST_CASE("labels_drawn: every k-th label, k from the label's extent and the cell spacing, never overlapping") {
+    // Room for every label: all drawn.
+    std::vector<std::size_t> all(40);
+    for (std::size_t i = 0; i < 40; ++i) all[i] = i;
+    CHECK(io::labels_drawn(40, 20, 17) == all);
+    CHECK(io::labels_drawn(40, 17, 17) == all);
+    // 5-unit cells, 17-unit labels: k = ⌈17/5⌉ = 4.
+    const std::vector<std::size_t> some = io::labels_drawn(40, 5, 17);
+    CHECK(some == std::vector<std::size_t>{0, 4, 8, 12, 16, 20, 24, 28, 32, 36});
+    // Independently: for many spacings, fewer than 40 once a label is wider than a cell,
+    // and two labels centred on their cells never overlap (centre distance ≥ extent),
+    // and no drawable label is left out (the step is the smallest that works).
+    for (double spacing : {0.5, 1.0, 2.0, 3.0, 4.25, 5.0, 7.0, 11.0, 16.0, 17.0, 40.0}) {
+        CAPTURE(spacing);
+        const double extent = 17;
+        const std::vector<std::size_t> d = io::labels_drawn(40, spacing, extent);
+        REQUIRE_FALSE(d.empty());
+        CHECK(d.front() == 0);
+        if (spacing < extent) CHECK(d.size() < 40);
+        for (std::size_t i = 1; i < d.size(); ++i) {
+            CHECK((d[i] - d[i - 1]) * spacing >= extent);
+            if (d[i] - d[i - 1] > 1) CHECK((d[i] - d[i - 1] - 1) * spacing < extent);
+        }
+        CHECK(d.back() + (d.size() > 1 ? d[1] : 40) >= 40);  // nothing left out at the end
+    }
+    CHECK(io::labels_drawn(0, 5, 17).empty());
+    CHECK(io::labels_drawn(3, 1, 100) == std::vector<std::size_t>{0});
+    CHECK_THROWS_AS(io::labels_drawn(4, 0, 17), value_error);
+    CHECK_THROWS_AS(io::labels_drawn(4, -1, 17), value_error);
+    CHECK_THROWS_AS(io::labels_drawn(4, 5, std::nan("")), value_error);
+}
+
+TEST_CASE("--size: 40 tokens in a small figure get fewer labels, none overlapping, inside the image") {
+    scratch_dir dir;
+    io::heatmap_spec s = forty_tokens();
+    for (const io::figure_size size : {io::figure_size{300, 260}, io::figure_size{800, 600}, io::figure_size{500, 900}}) {
+        CAPTURE(size.width);
+        s.size = size;
+        const io::heatmap_layout l = io::layout_heatmap(s);
+        CHECK(l.width == size.width);
+        CHECK(l.height == size.height);
+        CHECK(l.cell >= 1);
+        // The whole matrix inside the image.
+        CHECK(l.panels[0].x >= 0);
+        CHECK(l.panels[0].y >= 0);
+        CHECK(l.panels[0].x + 40 * l.cell <= l.width);
+        CHECK(l.panels[0].y + 40 * l.cell <= l.height);
+        CHECK(l.colorbar_x + l.colorbar_width <= l.width);
+        REQUIRE_FALSE(l.row_labels.empty());
+        REQUIRE_FALSE(l.col_labels.empty());
+        if (size.width == 300) {
+            CHECK(l.row_labels.size() < 40);
+            CHECK(l.col_labels.size() < 40);
+        }
+        std::vector<io::heatmap_layout::label_box> boxes = l.row_labels;
+        boxes.insert(boxes.end(), l.col_labels.begin(), l.col_labels.end());
+        for (std::size_t a = 0; a < boxes.size(); ++a) {
+            CHECK(boxes[a].x >= 0);
+            CHECK(boxes[a].y >= 0);
+            CHECK(boxes[a].x + boxes[a].w <= l.width);
+            CHECK(boxes[a].y + boxes[a].h <= l.height);
+            for (std::size_t b = a + 1; b < boxes.size(); ++b) {
+                CAPTURE(a);
+                CAPTURE(b);
+                CHECK_FALSE(boxes_overlap(boxes[a], boxes[b]));
+            }
+        }
+        const std::string path = dir / ("s" + std::to_string(size.width) + ".png");
+        io::write_heatmap(path, s);
+        const auto [w, h] = png_size(slurp(path));
+        CHECK(w == static_cast<std::uint32_t>(size.width));
+        CHECK(h == static_cast<std::uint32_t>(size.height));
+        png_image img(path);
+        CHECK(img.at(io::cell_center(l, 0, 5, 5)) == io::colormap(1));
+        CHECK(img.at(io::cell_center(l, 0, 5, 6)) == io::colormap(0));
+    }
+    // Without --size the natural layout also thins 40 labels (448 / 40 = 11-px cells).
+    s.size.reset();
+    const io::heatmap_layout natural = io::layout_heatmap(s);
+    CHECK(natural.cell == io::plot_units::single_target / 40);
+    CHECK(natural.row_labels.size() < 40);
+
+    // Too small for 1-px cells: a data error naming what would fit.
+    s.size = io::figure_size{30, 30};
+    CHECK_THROWS_AS(io::layout_heatmap(s), value_error);
+    try {
+        io::layout_heatmap(s);
+    } catch (const value_error& e) {
+        CHECK(std::string(e.what()).rfind("--size: too small for this matrix (expected at least ", 0) == 0);
+        CHECK(std::string(e.what()).find(", got 30x30)") != std::string::npos);
+    }
+}
+
+TEST_CASE("--dpi: the natural layout scales with dpi/72; SVG and PDF pages are pixels·72/dpi points") {
+    scratch_dir dir;
+    io::heatmap_spec s = matrix_spec(2, 3, {0.1, 0.2, 0.7, 0.3, 0.3, 0.4});
+    s.vmin = 0.0;
+    s.vmax = 1.0;
+    const io::heatmap_layout at72 = io::layout_heatmap(s);
+    s.dpi = 144;
+    const io::heatmap_layout at144 = io::layout_heatmap(s);
+    CHECK(at144.scale == 2);
+    CHECK(at144.cell == 2 * at72.cell);
+    CHECK(at144.colorbar_width == 2 * io::plot_units::colorbar_width);
+    CHECK(at144.width > at72.width * 3 / 2);
+    io::write_heatmap(dir / "d.png", s);
+    const auto [w, h] = png_size(slurp(dir / "d.png"));
+    CHECK(w == static_cast<std::uint32_t>(at144.width));
+    CHECK(h == static_cast<std::uint32_t>(at144.height));
+    png_image img(dir / "d.png");
+    CHECK(img.at(io::cell_center(at144, 0, 0, 2)) == io::colormap(0.7));
+
+    s.size = io::figure_size{800, 600};
+    io::write_heatmap(dir / "d.svg", s);
+    io::write_heatmap(dir / "d.pdf", s);
+    CHECK(slurp(dir / "d.svg").find("viewBox=\"0 0 400 300\"") != std::string::npos);
+    CHECK(slurp(dir / "d.pdf").find("/MediaBox [ 0 0 400 300 ]") != std::string::npos);
+    s.dpi = 0;
+    CHECK_THROWS_AS(io::layout_heatmap(s), usage_error);
+}
+
+TEST_CASE("--log: colour of a cell is colormap of its log10 position in the range; zeros drawn masked") {
+    scratch_dir dir;
+    const std::vector<double> v{1, 0.1, 0.01, 0, 0.05, 0.3};
+    io::heatmap_spec s = matrix_spec(2, 3, v);
+    s.log = true;
+    const std::string path = dir / "log.png";
+    io::write_heatmap(path, s);
+    const io::heatmap_layout l = io::layout_heatmap(s);
+    png_image img(path);
+    // Range: the positive values, 0.01 to 1, i.e. log10 from −2 to 0.
+    const double lo = std::log10(0.01), hi = std::log10(1.0);
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        CAPTURE(v[i]);
+        const io::rgb8 want = v[i] > 0 ? io::colormap((std::log10(v[i]) - lo) / (hi - lo)) : io::masked_color;
+        const io::rgb8 got = img.at(io::cell_center(l, 0, i / 3, i % 3));
+        CAPTURE(text(got));
+        CAPTURE(text(want));
+        CHECK(got == want);
+    }
+    CHECK(img.at(io::cell_center(l, 0, 0, 1)) == io::colormap(0.5));  // 0.1: half way in decades
+    // Given limits are values, not logarithms.
+    s.vmin = 0.001;
+    s.vmax = 10.0;
+    io::write_heatmap(path, s);
+    png_image img2(path);
+    CHECK(img2.at(io::cell_center(l, 0, 0, 1)) == io::colormap(0.5));  // 0.1 between 1e-3 and 1e1
+    CHECK(img2.at(io::cell_center(l, 0, 1, 2)) == io::colormap((std::log10(0.3) + 3) / 4));
+    s.vmin = 0.0;
+    CHECK_THROWS_WITH_AS(io::layout_heatmap(s), "--vmin: not positive, which --log needs (expected a number > 0, got 0)", usage_error);
+}
+
+TEST_CASE("--annotate: numbers inside the cells, or nothing when they do not fit") {
+    scratch_dir dir;
+    io::heatmap_spec s = matrix_spec(2, 2, {0.25, 1, 0, -inf});
+    s.vmin = 0.0;
+    s.vmax = 1.0;
+    io::write_heatmap(dir / "plain.png", s);
+    s.annotate = true;
+    const io::heatmap_layout l = io::write_heatmap(dir / "annot.png", s);
+    CHECK(l.annotated);
+    CHECK(l.annotation_cell <= l.cell);
+    png_image plain(dir / "plain.png"), annot(dir / "annot.png");
+    for (std::size_t c = 0; c < 2; ++c) {
+        CAPTURE(c);
+        const io::rgb8 fill = io::colormap(c == 0 ? 0.25 : 1.0);
+        const auto p = cell_interior(plain, l, 0, c), a = cell_interior(annot, l, 0, c);
+        CHECK(std::all_of(p.begin(), p.end(), [&](io::rgb8 x) { return x == fill; }));
+        CHECK(std::any_of(a.begin(), a.end(), [&](io::rgb8 x) { return x != fill; }));
+        CHECK(std::count(a.begin(), a.end(), fill) > static_cast<long>(a.size() / 2));  // text, not a fill
+    }
+    // The masked cell gets no number: the same pixels with and without.
+    CHECK(cell_interior(plain, l, 1, 1) == cell_interior(annot, l, 1, 1));
+
+    // Cells too small: no numbers at all, the image of the unannotated spec.
+    io::heatmap_spec f = forty_tokens();
+    f.size = io::figure_size{300, 260};
+    io::write_heatmap(dir / "f-plain.png", f);
+    f.annotate = true;
+    const io::heatmap_layout fl = io::write_heatmap(dir / "f-annot.png", f);
+    CHECK_FALSE(fl.annotated);
+    CHECK(fl.annotation_cell > fl.cell);
+    CHECK(slurp(dir / "f-plain.png") == slurp(dir / "f-annot.png"));
+}
+
+TEST_CASE("heatmap_from_array: a lone array drawn as it is") {
+    const std::vector<double> v{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+    const array a = array::from<double>({3, 4}, v.data());
+    io::heatmap_spec s = io::heatmap_from_array(a, "pe", {}, {});
+    CHECK(s.values.shape == shape_t{1, 1, 3, 4});
+    CHECK(s.title == "pe · batch 0, head 0");
+    CHECK(s.colorbar_label == "pe");
+    CHECK_FALSE(s.vmin);
+    CHECK_FALSE(s.vmax);
+    CHECK(s.masked.empty());
+    s = io::heatmap_from_array(a, "pe", {}, {"a", "b", "c"});
+    CHECK(s.row_labels == std::vector<std::string>{"a", "b", "c"});
+    CHECK(s.col_labels.empty());  // 4 columns: not the tokens
+    CHECK_THROWS_WITH_AS(io::heatmap_from_array(a, "pe", {}, {"a"}), "--tokens: one token per row (expected 3, got 1)", value_error);
+    const array b = array::from<double>({2, 2, 3}, v.data());
+    io::heatmap_view view;
+    view.batch = 1;
+    s = io::heatmap_from_array(b, "w.npy", view, {});
+    CHECK(s.values.shape == shape_t{2, 1, 2, 3});
+    CHECK(s.batch == 1);
+    view.batch = 2;
+    CHECK_THROWS_WITH_AS(io::heatmap_from_array(b, "w.npy", view, {}), "--batch: out of range (expected 0 to 1, got 2)", value_error);
+    const array line = array::from<double>({4}, v.data());
+    CHECK_THROWS_WITH_AS(io::heatmap_from_array(line, "w.npy", {}, {}),
+                         "w.npy: not a matrix to draw (expected rank 2, 3 or 4, got (4,))", shape_error);
+}
+
+// ---- the command line: the new plot options ---------------------------------------------
+
+TEST_CASE("attn plot --size, --dpi: exact usage errors, exit 2, nothing written") {
+    scratch_dir dir;
+    const std::string out = dir / "o.png";
+    const struct {
+        const char* args;
+        const char* err;
+    } cases[] = {
+        {"--size 0x600", "attn: error: --size: not positive (expected 1 to 16384 pixels per side, got 0x600)\n"},
+        {"--size=-800x600", "attn: error: --size: not positive (expected 1 to 16384 pixels per side, got -800x600)\n"},
+        {"--size 20000x600", "attn: error: --size: too large (expected 1 to 16384 pixels per side, got 20000x600)\n"},
+        {"--size big", "attn: error: --size: not WIDTHxHEIGHT (expected two whole numbers of pixels like 800x600, got big)\n"},
+        {"--dpi 0", "attn: error: --dpi: not a resolution (expected a number of dots per inch from 1 to 1200, got 0)\n"},
+        {"--dpi -72", "attn: error: --dpi: not a resolution (expected a number of dots per inch from 1 to 1200, got -72)\n"},
+        {"--dpi lots", "attn: error: --dpi: not a resolution (expected a number of dots per inch from 1 to 1200, got lots)\n"},
+        {"--dpi 5000", "attn: error: --dpi: not a resolution (expected a number of dots per inch from 1 to 1200, got 5000)\n"},
+        {"--vmax abc", "attn: error: --vmax: not a number (expected a finite number or auto, got abc)\n"},
+        {"--log --vmin 0", "attn: error: --vmin: not positive, which --log needs (expected a number > 0, got 0)\n"},
+        {"--log --vmax -1", "attn: error: --vmax: not positive, which --log needs (expected a number > 0, got -1)\n"},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(c.args);
+        const auto r = run_attn(std::string("plot data/notebook.npz ") + c.args + " -o '" + out + "'");
+        CHECK(r.code == 2);
+        CHECK(r.err == c.err);
+        CHECK(r.out.empty());
+    }
+    const auto small = run_attn("plot data/notebook.npz --size 20x20 -o '" + out + "'");
+    CHECK(small.code == 1);
+    CHECK(small.err.rfind("attn: error: --size: too small for this matrix (expected at least ", 0) == 0);
+    CHECK(fs::is_empty(dir.path));
+}
+
+TEST_CASE("attn plot: 40 tokens, a small --size, --dpi and --annotate") {
+    scratch_dir dir;
+    REQUIRE(run_attn("generate --len 40 --embed 8 -o '" + (dir / "x.npy") + "'").code == 0);
+    const std::string toks = forty_token_words();
+    const auto r = run_attn("plot --x '" + (dir / "x.npy") + "' --tokens '" + toks + "' --size 300x260 -o '" + (dir / "p.png") + "'");
+    CHECK(r.code == 0);
+    CHECK(r.err.empty());
+    const auto [w, h] = png_size(slurp(dir / "p.png"));
+    CHECK(w == 300);
+    CHECK(h == 260);
+
+    // The layout of that very plot: thinned labels that do not overlap.
+    io::bundle in;
+    in.arrays.push_back({"x", io::load_array(dir / "x.npy")});
+    attn::pipeline_options o;
+    o.dump = {"weights", "scores"};
+    io::document doc = attn::compute(std::move(in.arrays), {}, o);
+    for (int i = 0; i < 40; ++i) doc.tokens.push_back("tok" + std::to_string(i));
+    io::heatmap_spec s = io::heatmap_from_document(doc, {});
+    s.size = io::figure_size{300, 260};
+    s.annotate = true;
+    const io::heatmap_layout l = io::layout_heatmap(s);
+    CHECK(l.row_labels.size() < 40);
+    CHECK(l.col_labels.size() < 40);
+    for (std::size_t a = 0; a + 1 < l.row_labels.size(); ++a) CHECK_FALSE(boxes_overlap(l.row_labels[a], l.row_labels[a + 1]));
+    for (std::size_t a = 0; a + 1 < l.col_labels.size(); ++a) CHECK_FALSE(boxes_overlap(l.col_labels[a], l.col_labels[a + 1]));
+    png_image img(dir / "p.png");
+    const double w00 = s.values.value(0);
+    CHECK(img.at(io::cell_center(l, 0, 0, 0)) == io::colormap(w00));  // weights: 0..1
+
+    // Cells of a few pixels: no numbers, one warning line, the same image.
+    const auto a = run_attn("plot --x '" + (dir / "x.npy") + "' --tokens '" + toks + "' --size 300x260 --annotate -o '" +
+                            (dir / "a.png") + "'");
+    CHECK(a.code == 0);
+    CHECK(a.err == "attn: warning: --annotate: cells too small for the numbers, drawn without them (expected cells of at least " +
+                       std::to_string(l.annotation_cell) + " px, got " + std::to_string(l.cell) + " px)\n");
+    CHECK(slurp(dir / "a.png") == slurp(dir / "p.png"));
+
+    // Room enough: numbers drawn, no warning, a different image.
+    const auto big = run_attn("plot data/notebook.npz --annotate -o '" + (dir / "n.png") + "'");
+    CHECK(big.code == 0);
+    CHECK(big.err.empty());
+    REQUIRE(run_attn("plot data/notebook.npz -o '" + (dir / "n0.png") + "'").code == 0);
+    CHECK(slurp(dir / "n.png") != slurp(dir / "n0.png"));
+    const auto d3 = run_attn("plot data/notebook.npz --annotate-decimals 3 --dpi 144 -o '" + (dir / "n3.png") + "'");
+    CHECK(d3.code == 0);
+    CHECK(d3.err.empty());
+    const auto [w3, h3] = png_size(slurp(dir / "n3.png"));
+    const auto [w1, h1] = png_size(slurp(dir / "n0.png"));
+    CHECK(w3 > w1 * 3 / 2);
+    CHECK(h3 > h1 * 3 / 2);
+}
+
+TEST_CASE("attn plot --vmin/--vmax auto and --log on weights") {
+    scratch_dir dir;
+    const io::heatmap_spec s = notebook_spec(false, 1, false);
+    const io::heatmap_layout l = io::layout_heatmap(s);
+    std::size_t arg_max = 0, arg_min = 0;
+    double wmin = 2, wmax = -1;
+    for (std::size_t i = 0; i < 16; ++i) {
+        const double w = s.values.value(i);
+        if (w > wmax) wmax = w, arg_max = i;
+        if (w < wmin) wmin = w, arg_min = i;
+    }
+    REQUIRE(wmax < 1);
+    REQUIRE(wmin > 0);
+    // Default for weights: 0..1.
+    REQUIRE(run_attn("plot data/notebook.npz -o '" + (dir / "d.png") + "'").code == 0);
+    png_image d(dir / "d.png");
+    CHECK(d.at(io::cell_center(l, 0, arg_max / 4, arg_max % 4)) == io::colormap(wmax));
+    // auto: the data's range.
+    const auto r = run_attn("plot data/notebook.npz --vmin auto --vmax auto -o '" + (dir / "a.png") + "'");
+    CHECK(r.code == 0);
+    png_image a(dir / "a.png");
+    CHECK(a.at(io::cell_center(l, 0, arg_max / 4, arg_max % 4)) == io::colormap(1));
+    CHECK(a.at(io::cell_center(l, 0, arg_min / 4, arg_min % 4)) == io::colormap(0));
+    const auto half = run_attn("plot data/notebook.npz --vmax auto -o '" + (dir / "h.png") + "'");
+    CHECK(half.code == 0);
+    png_image hh(dir / "h.png");
+    CHECK(hh.at(io::cell_center(l, 0, arg_max / 4, arg_max % 4)) == io::colormap(1));
+    CHECK(hh.at(io::cell_center(l, 0, arg_min / 4, arg_min % 4)) == io::colormap(wmin / wmax));  // from 0
+
+    // --log: from the smallest weight to 1, in decades.
+    const auto g = run_attn("plot data/notebook.npz --log -o '" + (dir / "g.png") + "'");
+    CHECK(g.code == 0);
+    CHECK(g.err.empty());
+    io::heatmap_spec ls = s;
+    ls.log = true;
+    ls.vmin.reset();
+    const io::heatmap_layout ll = io::layout_heatmap(ls);
+    png_image lg(dir / "g.png");
+    for (std::size_t i = 0; i < 16; ++i) {
+        CAPTURE(i);
+        const double t = (std::log10(s.values.value(i)) - std::log10(wmin)) / (std::log10(1.0) - std::log10(wmin));
+        CHECK(lg.at(io::cell_center(ll, 0, i / 4, i % 4)) == io::colormap(t));
+    }
+}
+
+TEST_CASE("attn plot: a lone array is drawn as it is, attention inputs are computed") {
+    scratch_dir dir;
+    const std::vector<double> v{-1, 0, 1, 2, 3, 4, 5, 7, 9, 11, 13, 15};
+    const array m = array::from<double>({3, 4}, v.data());
+    write_npy_file(dir / "m.npy", m);
+    const auto r = run_attn("plot '" + (dir / "m.npy") + "' -o '" + (dir / "m.png") + "'");
+    CHECK(r.code == 0);
+    CHECK(r.err.empty());
+    const io::heatmap_layout l = io::layout_heatmap(io::heatmap_from_array(m, "m.npy", {}, {}));
+    CHECK(l.rows == 3);
+    CHECK(l.cols == 4);
+    const auto [w, h] = png_size(slurp(dir / "m.png"));
+    CHECK(w == static_cast<std::uint32_t>(l.width));
+    CHECK(h == static_cast<std::uint32_t>(l.height));
+    png_image img(dir / "m.png");
+    for (std::size_t i = 0; i < 12; ++i) {
+        CAPTURE(i);
+        CHECK(img.at(io::cell_center(l, 0, i / 4, i % 4)) == io::colormap((v[i] + 1) / 16));
+    }
+
+    // attn's own weights output, written as an .npy, is drawn as it is: a 4×4 matrix.
+    REQUIRE(run_attn("compute data/notebook.npz --dump weights -o '" + (dir / "w.npy") + "'").code == 0);
+    const auto wr = run_attn("plot '" + (dir / "w.npy") + "' -o '" + (dir / "w.png") + "'");
+    CHECK(wr.code == 0);
+    const io::heatmap_layout wl = io::layout_heatmap(notebook_spec(false, 1, false));
+    CHECK(png_size(slurp(dir / "w.png")).first > 0);
+    CHECK(wl.rows == 4);
+
+    // A bundle of one array not named q, k, v or x (posenc's "pe"): drawn; named x: computed.
+    {
+        std::ofstream f(dir / "pe.npz", std::ios::binary);
+        io::write_npz(f, {{"pe", m}});
+        std::ofstream g(dir / "x.npz", std::ios::binary);
+        io::write_npz(g, {{"x", m}});
+    }
+    REQUIRE(run_attn("plot '" + (dir / "pe.npz") + "' -o '" + (dir / "pe.png") + "'").code == 0);
+    png_image pe(dir / "pe.png");
+    const io::heatmap_layout pl = io::layout_heatmap(io::heatmap_from_array(m, "pe", {}, {}));
+    CHECK(pe.at(io::cell_center(pl, 0, 2, 3)) == io::colormap(1));
+    REQUIRE(run_attn("plot '" + (dir / "x.npz") + "' -o '" + (dir / "x.png") + "'").code == 0);
+    REQUIRE(run_attn("plot --x '" + (dir / "m.npy") + "' -o '" + (dir / "xx.png") + "'").code == 0);
+    CHECK(slurp(dir / "x.png") == slurp(dir / "xx.png"));
+    CHECK(png_size(slurp(dir / "x.png")) != png_size(slurp(dir / "pe.png")));  // 3×3 weights, not 3×4
+
+    // posenc's JSON (with meta) is a lone array too.
+    REQUIRE(run_attn("posenc --len 6 --dim 4 --style concat -o '" + (dir / "pe.json") + "'").code == 0);
+    const auto pj = run_attn("plot '" + (dir / "pe.json") + "' -o '" + (dir / "pj.png") + "'");
+    CHECK(pj.code == 0);
+    CHECK(pj.err.empty());
+
+    // Batch selection for rank 3.
+    const array b = array::from<double>({2, 2, 3}, v.data());
+    write_npy_file(dir / "b.npy", b);
+    REQUIRE(run_attn("plot '" + (dir / "b.npy") + "' --batch 1 -o '" + (dir / "b.png") + "'").code == 0);
+    io::heatmap_view view;
+    view.batch = 1;
+    const io::heatmap_layout bl = io::layout_heatmap(io::heatmap_from_array(b, "b.npy", view, {}));
+    png_image bi(dir / "b.png");
+    CHECK(bi.at(io::cell_center(bl, 0, 0, 0)) == io::colormap(0));  // batch 1 holds 5..15
+    CHECK(bi.at(io::cell_center(bl, 0, 1, 2)) == io::colormap(1));
+
+    // Compute options and --stage make no sense for it.
+    const auto c = run_attn("plot '" + (dir / "m.npy") + "' --causal -o '" + (dir / "c.png") + "'");
+    CHECK(c.code == 2);
+    CHECK(c.err == "attn: error: --causal: does not apply to a lone array, which is drawn as it is (expected a compute input, or "
+                   "--x FILE to compute over it, got one array in " + (dir / "m.npy") + ")\n");
+    const auto st = run_attn("plot '" + (dir / "m.npy") + "' --stage scores -o '" + (dir / "c.png") + "'");
+    CHECK(st.code == 2);
+    CHECK(st.err == "attn: error: --stage: does not apply to a lone array, which is drawn as it is (expected attn output or a "
+                    "compute input, got one array in " + (dir / "m.npy") + ")\n");
+    CHECK_FALSE(fs::exists(dir / "c.png"));
 }

@@ -1,5 +1,8 @@
 // attn plot: heatmap of a weights/scores tensor with token labels (DESIGN §2).
 #include <algorithm>
+#include <iostream>
+#include <optional>
+#include <tuple>
 #include <memory>
 #include <string>
 #include <utility>
@@ -31,11 +34,19 @@ struct plot_options {
     std::size_t batch = 0, head = 0;
     bool grid = false;
     std::string output;
-    double vmin = 0, vmax = 0;
+    std::string vmin, vmax;  // a number or "auto"
     std::string title;
+    std::string size, dpi;
+    bool log = false;
+    bool annotate = false;
+    int annotate_decimals = 2;
+    CLI::Option* stage_opt = nullptr;
     CLI::Option* vmin_opt = nullptr;
     CLI::Option* vmax_opt = nullptr;
     CLI::Option* title_opt = nullptr;
+    CLI::Option* size_opt = nullptr;
+    CLI::Option* dpi_opt = nullptr;
+    CLI::Option* decimals_opt = nullptr;
 };
 
 /// Stages only attn writes (q, k, v are also input names, so they prove nothing).
@@ -69,21 +80,36 @@ nlohmann::ordered_json json_meta(const std::string& text) {
     return json();
 }
 
-/// What INPUT turned out to be: attn's own output (`doc`) or a compute input (`inputs`).
+/// What INPUT turned out to be: attn's own output (`doc`), one array to draw as it is
+/// (`lone`), or a compute input (`inputs`).
 struct loaded {
     bool is_output = false;
+    bool is_lone = false;
+    io::named_array lone;  // name: the array's, or the .npy file's
     io::document doc;
     io::bundle inputs;
 };
 
+/// The names under which a lone array is still an attention input, computed over.
+bool is_input_name(const std::string& name) { return name == "q" || name == "k" || name == "v" || name == "x"; }
+
+std::string base_name(const std::string& path) {
+    if (path == "-") return "array";
+    const std::size_t slash = path.rfind('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
 /// Reads INPUT once (it may be stdin) and tells attn output from a compute input: a JSON
 /// object with "meta", or an .npz holding stages only attn writes (weights, scores, …).
+/// A lone array is drawn as it is: an .npy, or a file holding one array, not named q, k,
+/// v or x, and no stage (posenc's "pe", say, with or without meta).
 loaded load_input(const std::string& path) {
     const std::string source = path == "-" ? "<stdin>" : path;
     const std::string bytes = io::read_file(path);
     loaded r;
     if (io::is_npy(bytes)) {
-        r.inputs.arrays.push_back({"x", io::read_npy(bytes, source)});
+        r.is_lone = true;
+        r.lone = {base_name(path), io::read_npy(bytes, source)};
         return r;
     }
     if (io::is_zip(bytes)) {
@@ -96,6 +122,16 @@ loaded load_input(const std::string& path) {
         r.doc.meta = json_meta(bytes);
         r.is_output = !r.doc.meta.is_null();
         r.inputs = io::read_json(bytes, source);
+    }
+    const bool any_stage = std::any_of(r.inputs.arrays.begin(), r.inputs.arrays.end(),
+                                       [](const io::named_array& a) { return is_output_stage(a.name); });
+    if (!any_stage && r.inputs.arrays.size() == 1 && !is_input_name(r.inputs.arrays.front().name)) {
+        r.is_lone = true;
+        r.is_output = false;
+        r.lone = std::move(r.inputs.arrays.front());
+        r.doc.tokens = std::move(r.inputs.tokens);
+        r.inputs = {};
+        return r;
     }
     if (r.is_output) {
         for (auto& a : r.inputs.arrays)
@@ -118,19 +154,55 @@ void add_tensor_options(io::bundle& b, const pipeline_cli& c) {
     }
 }
 
+/// The figure options, checked before any work (usage errors).
+struct figure_options {
+    std::optional<io::figure_size> size;
+    double dpi = io::plot_units::default_dpi;
+    std::optional<double> vmin, vmax;
+};
+
+figure_options check_figure_options(const plot_options& c) {
+    figure_options f;
+    if (c.size_opt->count()) f.size = io::parse_figure_size(c.size);
+    if (c.dpi_opt->count()) f.dpi = io::parse_dpi(c.dpi);
+    if (c.vmin_opt->count()) f.vmin = io::parse_color_limit("--vmin", c.vmin);
+    if (c.vmax_opt->count()) f.vmax = io::parse_color_limit("--vmax", c.vmax);
+    for (const auto& [name, v, text] : {std::tuple{"--vmin", f.vmin, c.vmin}, std::tuple{"--vmax", f.vmax, c.vmax}})
+        if (c.log && v && !(*v > 0))
+            throw usage_error(name, "not positive, which --log needs " + expected_got("a number > 0", text));
+    return f;
+}
+
 int run_plot(const plot_options& c) {
-    io::image_format_from_path(c.output);  // a usage error before any work
+    io::image_format_from_path(c.output);  // usage errors before any work
+    const figure_options fig = check_figure_options(c);
     const attn::pipeline_options settings =
         pipeline_settings(c.pipeline, c.stage == "weights" ? std::vector<std::string>{"weights", "scores"}
                                                            : std::vector<std::string>{c.stage});
     io::document doc;
     loaded in;
     if (!c.input.empty()) in = load_input(c.input);
-    if (in.is_output) {
+    io::heatmap_view view;
+    view.stage = c.stage;
+    view.batch = c.batch;
+    view.head = c.head;
+    view.grid = c.grid;
+    io::heatmap_spec spec;
+    if (in.is_output || in.is_lone) {
+        const std::string what = in.is_output ? "attn output in " : "one array in ";
         for (const CLI::Option* o : c.compute_only)
             if (o->count())
-                throw usage_error(o->get_name(), "does not apply to attn output, which is already computed " +
-                                                     expected_got("a compute input", "attn output in " + c.input));
+                throw usage_error(o->get_name(), in.is_output ? "does not apply to attn output, which is already computed " +
+                                                                    expected_got("a compute input", what + c.input)
+                                                              : "does not apply to a lone array, which is drawn as it is " +
+                                                                    expected_got("a compute input, or --x FILE to compute over it", what + c.input));
+    }
+    if (in.is_lone) {
+        if (c.stage_opt->count())
+            throw usage_error("--stage", "does not apply to a lone array, which is drawn as it is " +
+                                             expected_got("attn output or a compute input", "one array in " + c.input));
+        spec = io::heatmap_from_array(in.lone.value, in.lone.name, view, settings.tokens.empty() ? in.doc.tokens : settings.tokens);
+    } else if (in.is_output) {
         doc = std::move(in.doc);
         if (!settings.tokens.empty()) doc.tokens = settings.tokens;
     } else {
@@ -139,17 +211,21 @@ int run_plot(const plot_options& c) {
             throw usage_error("attn plot", "no input " + expected_got("INPUT or --x/--q/--k/--v", "none"));
         doc = attn::compute(std::move(in.inputs.arrays), in.inputs.tokens, settings);
     }
+    if (!in.is_lone) spec = io::heatmap_from_document(doc, view);
 
-    io::heatmap_view view;
-    view.stage = c.stage;
-    view.batch = c.batch;
-    view.head = c.head;
-    view.grid = c.grid;
-    io::heatmap_spec spec = io::heatmap_from_document(doc, view);
-    if (c.vmin_opt->count()) spec.vmin = c.vmin;
-    if (c.vmax_opt->count()) spec.vmax = c.vmax;
+    // Weights default to 0..1; "auto" (or --log, which cannot start at 0) asks for the data's range.
+    if (c.vmin_opt->count() || c.log) spec.vmin = fig.vmin;
+    if (c.vmax_opt->count()) spec.vmax = fig.vmax;
     if (c.title_opt->count()) spec.title = c.title;
-    io::write_heatmap(c.output, spec);
+    spec.log = c.log;
+    spec.annotate = c.annotate || c.decimals_opt->count();
+    spec.annotate_decimals = c.annotate_decimals;
+    spec.size = fig.size;
+    spec.dpi = fig.dpi;
+    const io::heatmap_layout l = io::write_heatmap(c.output, spec);
+    if (spec.annotate && !l.annotated)
+        std::cerr << "attn: warning: --annotate: cells too small for the numbers, drawn without them (expected cells of at least "
+                  << l.annotation_cell << " px, got " << l.cell << " px)\n";
     return exit_ok;
 }
 
@@ -193,7 +269,7 @@ void setup_plot(CLI::App& app, int& exit_status) {
         if (all[i]->get_name() != "--tokens") c->compute_only.push_back(all[i]);
 
     sub->add_option("-o,--output", c->output, "Image to write (atomically): .png, .svg or .pdf")->required()->group("Plot");
-    sub->add_option("--stage", c->stage, "Stage to draw: qk, scaled, scores or weights (colour range 0..1)")
+    c->stage_opt = sub->add_option("--stage", c->stage, "Stage to draw: qk, scaled, scores or weights (colour range 0..1)")
         ->check(CLI::IsMember({"qk", "scaled", "scores", "weights"}))
         ->capture_default_str()
         ->group("Plot");
@@ -202,8 +278,29 @@ void setup_plot(CLI::App& app, int& exit_status) {
     sub->add_flag("--grid", c->grid, "Draw every head of the batch item, one panel each, one colour bar")
         ->excludes(head)
         ->group("Plot");
-    c->vmin_opt = sub->add_option("--vmin", c->vmin, "Colour range start (default: data minimum; weights 0)")->group("Plot");
-    c->vmax_opt = sub->add_option("--vmax", c->vmax, "Colour range end (default: data maximum; weights 1)")->group("Plot");
+    c->vmin_opt = sub->add_option("--vmin", c->vmin, "Colour range start, a number or auto: the data minimum (default: auto; weights 0)")
+                      ->type_name("X|auto")
+                      ->group("Plot");
+    c->vmax_opt = sub->add_option("--vmax", c->vmax, "Colour range end, a number or auto: the data maximum (default: auto; weights 1)")
+                      ->type_name("X|auto")
+                      ->group("Plot");
+    sub->add_flag("--log", c->log,
+                  "Colours by log10 of the values; values <= 0 are drawn like masked cells (default range: the positive data)")
+        ->group("Plot");
+    sub->add_flag("--annotate", c->annotate,
+                  "Write each cell's value in it (skipped, with a warning, when the cells are too small)")
+        ->group("Plot");
+    c->decimals_opt = sub->add_option("--annotate-decimals", c->annotate_decimals, "Decimals of --annotate (implies it)")
+                          ->check(CLI::Range(0, io::plot_units::max_decimals))
+                          ->capture_default_str()
+                          ->group("Plot");
+    c->size_opt = sub->add_option("--size", c->size, "Image size in pixels, e.g. 800x600 (default: from the matrix size)")
+                      ->type_name("WxH")
+                      ->group("Plot");
+    c->dpi_opt = sub->add_option("--dpi", c->dpi,
+                                 "Pixels per inch: text and cells grow with it; SVG/PDF pages are pixels*72/dpi points (default 72)")
+                     ->type_name("N")
+                     ->group("Plot");
     c->title_opt = sub->add_option("--title", c->title, "Title (default: stage, mask, scale, batch/head)")->group("Plot");
     sub->footer(
         "Examples:\n"

@@ -46,7 +46,9 @@ enum class image_format { png, svg, pdf };
 /// "-o: unknown image format (expected .png, .svg or .pdf, got .gif)".
 image_format image_format_from_path(const std::string& path);
 
-/// Layout constants, in pixels (PNG) or points (SVG, PDF): one unit either way.
+/// Layout constants, in points (1/72 inch): at the default 72 dpi one point is one pixel.
+/// At another dpi every one of them (and every text size) is multiplied by dpi/72 and the
+/// layout is made in pixels (heatmap_layout).
 namespace plot_units {
 inline constexpr int margin = 16;           ///< blank border around everything
 inline constexpr int font_size = 13;        ///< labels, ticks, captions (DejaVu Sans)
@@ -58,7 +60,46 @@ inline constexpr int hatch_min_cell = 8;    ///< smaller masked cells are flat g
 inline constexpr int colorbar_width = 18;
 inline constexpr int colorbar_min_height = 160;
 inline constexpr int panel_gap = 28;        ///< between the panels of a grid
+inline constexpr int label_gap = 2;         ///< least room between two tick labels
+inline constexpr int max_side = 16384;      ///< largest --size per side, in pixels
+inline constexpr double default_dpi = 72;   ///< one point is one pixel
+inline constexpr double max_dpi = 1200;     ///< largest --dpi
+inline constexpr int max_decimals = 10;     ///< largest number of --annotate decimals
 }  // namespace plot_units
+
+/// A figure size in whole pixels.
+struct figure_size {
+    int width = 0, height = 0;
+    friend bool operator==(figure_size a, figure_size b) { return a.width == b.width && a.height == b.height; }
+};
+
+/// Parses `--size`: "WxH" (or "WXH") with W and H whole numbers of pixels from 1 to
+/// plot_units::max_side, e.g. "800x600". Throws usage_error with source "--size", e.g.
+/// "--size: not WIDTHxHEIGHT (expected two whole numbers of pixels like 800x600, got 800)",
+/// "--size: not positive (expected 1 to 16384 pixels per side, got 0x600)" or
+/// "--size: too large (expected 1 to 16384 pixels per side, got 20000x600)".
+figure_size parse_figure_size(const std::string& text);
+
+/// Parses `--dpi`: a number of dots per inch, 1 ≤ N ≤ plot_units::max_dpi (decimals
+/// allowed). Throws usage_error with source "--dpi", e.g.
+/// "--dpi: not a resolution (expected a number of dots per inch from 1 to 1200, got 0)".
+double parse_dpi(const std::string& text);
+
+/// Parses `--vmin` / `--vmax` (`option` is the source of errors): "auto" gives nullopt,
+/// meaning the data's minimum / maximum, a finite number gives itself. Throws
+/// usage_error, e.g. "--vmax: not a number (expected a finite number or auto, got abc)"
+/// or "--vmax: not a finite number (expected a finite number, got inf)".
+std::optional<double> parse_color_limit(const std::string& option, const std::string& text);
+
+/// Which of `count` tick labels along an axis are drawn so that none overlaps the next:
+/// every k-th, starting at 0, with k = max(1, ⌈extent / spacing⌉). `spacing` is the
+/// distance between the centres of neighbouring cells and `extent` the room one label
+/// needs along the axis, gap included (for labels side by side across the axis, as row
+/// labels are, that is the font's height plus plot_units::label_gap), both in the same
+/// unit (px or pt). Labels centred on their cells, drawn k·spacing ≥ extent apart, do not
+/// overlap. Returns the indices, ascending. Throws value_error (source "plot") unless
+/// spacing > 0 and extent ≥ 0 are finite.
+std::vector<std::size_t> labels_drawn(std::size_t count, double spacing, double extent);
 
 /// What to draw. values is rank 4 (B, H, Tq, Tk) or rank 2 (Tq, Tk) = (1, 1, Tq, Tk),
 /// any float or integer dtype (reshape other ranks first: it is only a shape change).
@@ -75,16 +116,38 @@ struct heatmap_spec {
     std::vector<std::string> row_labels, col_labels;
     std::string title;                 ///< one line at the top; empty: none
     std::string colorbar_label;        ///< e.g. "weights", written above the colour bar
+    std::string row_caption = "queries", col_caption = "keys";  ///< the axis captions
     /// Colour range; a missing end is the min / max of the finite, unmasked values of
-    /// the panels drawn (weights: set 0 and 1). An empty range is widened by ±0.5.
+    /// the panels drawn (weights: set 0 and 1), or 1 from the given end when the data
+    /// lie all beyond it. An empty range is widened by ±0.5 (with
+    /// `log`, by half a decade either way).
     std::optional<double> vmin, vmax;
+    /// Colour by log10 of the values: cell colour colormap((log10 v − log10 vmin) /
+    /// (log10 vmax − log10 vmin)); vmin / vmax must then be > 0, and a missing end comes
+    /// from the positive values only. Values ≤ 0, which have no logarithm, are drawn like
+    /// masked cells (masked_color, hatched), and the legend says "masked or ≤ 0".
+    bool log = false;
+    /// Write each unmasked cell's value in it ("%.*f" with annotate_decimals), in white on
+    /// dark cells and dark grey on light ones; left out, for the whole plot, when the
+    /// widest number does not fit in a cell (heatmap_layout::annotated says which).
+    bool annotate = false;
+    int annotate_decimals = 2;  ///< 0 to plot_units::max_decimals
+    /// The whole image, in pixels: the matrix cells are made as large as fits (at least
+    /// 1 px) and everything is centred. Unset: the natural size (cell size from
+    /// single_target / grid_target, at most max_cell, times dpi/72).
+    std::optional<figure_size> size;
+    /// Pixels per inch: text, margins and cells are plot_units × dpi/72 pixels. An SVG or
+    /// PDF is the same drawing on a page of width·72/dpi × height·72/dpi points.
+    double dpi = plot_units::default_dpi;
 };
 
 /// Where everything goes, so that callers (and tests) can find a cell's pixels.
 /// Panel p's cell (i, j) covers [x + j·cell, x + (j+1)·cell) × [y + i·cell, y + (i+1)·cell)
-/// with (x, y) = (panels[p].x, panels[p].y); see cell_center.
+/// with (x, y) = (panels[p].x, panels[p].y); see cell_center. All in pixels of the PNG;
+/// an SVG or PDF page is the same, scaled by 72/dpi into points (equal at 72 dpi).
 struct heatmap_layout {
-    int width = 0, height = 0;  ///< the image, in px (PNG) or pt (SVG, PDF)
+    int width = 0, height = 0;  ///< the image, in px
+    double scale = 1;           ///< px per pt: dpi / 72
     int cell = 0;               ///< side of one cell
     std::size_t rows = 0, cols = 0;  ///< Tq, Tk
     struct panel {
@@ -92,16 +155,33 @@ struct heatmap_layout {
         int x, y;          ///< top-left corner of its cell (0, 0)
     };
     std::vector<panel> panels;  ///< one, or one per head (grid), row-major
-    int colorbar_x = 0, colorbar_y = 0, colorbar_height = 0;  ///< width is colorbar_width
+    int colorbar_x = 0, colorbar_y = 0, colorbar_height = 0;
+    int colorbar_width = plot_units::colorbar_width;  ///< plot_units::colorbar_width × scale
+    /// A tick label drawn beside the matrix: which row / column, and the box its text
+    /// occupies (advance width × font height; rotated column labels are tall boxes).
+    struct label_box {
+        std::size_t index;
+        double x, y, w, h;
+    };
+    /// The row and column labels drawn, of every panel (labels_drawn thins them).
+    std::vector<label_box> row_labels, col_labels;
+    bool annotated = false;  ///< spec.annotate and the numbers fit in the cells
+    /// With spec.annotate: the cell side the widest number needs (px).
+    int annotation_cell = 0;
 };
 
-/// The layout write_heatmap uses for `spec`. The cell size is
-/// clamp(target / max(Tq, Tk), 1, max_cell), target = single_target or grid_target; a
-/// grid has ⌈√H⌉ panels per row. Text sizes come from the DejaVu Sans metrics (hinting
-/// off, so PNG, SVG and PDF share one layout).
+/// The layout write_heatmap uses for `spec`, in pixels. Without spec.size the cell size
+/// is clamp(target·k / max(Tq, Tk), 1, max_cell·k), k = dpi/72, target = single_target or
+/// grid_target; with it, the largest whole number of pixels with which everything fits
+/// in spec.size (the colour bar gives up its minimum height first). A grid has ⌈√H⌉
+/// panels per row. Text sizes come from the DejaVu Sans metrics (hinting off, so PNG,
+/// SVG and PDF share one layout). Tick labels are thinned with labels_drawn.
 /// Throws shape_error for a rank other than 2 or 4, an empty matrix, masked flags or
-/// labels of the wrong length, and value_error for spec.batch / spec.head out of range
-/// (source "--batch" / "--head", e.g. "--head: out of range (expected 0 to 1, got 5)").
+/// labels of the wrong length; value_error for spec.batch / spec.head out of range
+/// (source "--batch" / "--head", e.g. "--head: out of range (expected 0 to 1, got 5)")
+/// and for a spec.size too small for 1-px cells ("--size: too small for this matrix
+/// (expected at least 120x90, got 100x80)"); usage_error for a bad size, dpi, decimals,
+/// vmin ≥ vmax, non-finite vmin / vmax, or vmin / vmax ≤ 0 with log.
 heatmap_layout layout_heatmap(const heatmap_spec& spec);
 
 /// Centre of cell (row, col) of panel `panel`, in image units (cell sizes are whole
@@ -113,11 +193,12 @@ inline std::pair<int, int> cell_center(const heatmap_layout& l, std::size_t pane
 }
 
 /// Draws the heatmap of `spec` and writes it atomically to `path` (temporary file beside
-/// it, then rename; see atomic_file) as PNG, SVG or PDF by the extension.
+/// it, then rename; see atomic_file) as PNG, SVG or PDF by the extension. Returns the
+/// layout drawn (layout_heatmap(spec)), e.g. to tell whether annotations fitted.
 /// Throws usage_error for an unknown extension (before anything is written), the errors
 /// of layout_heatmap, and io_error (source `path`) when the file cannot be written or
 /// cairo fails.
-void write_heatmap(const std::string& path, const heatmap_spec& spec);
+heatmap_layout write_heatmap(const std::string& path, const heatmap_spec& spec);
 
 /// Which stage of a document to plot, and which part of it.
 struct heatmap_view {
@@ -142,5 +223,16 @@ struct heatmap_view {
 /// Throws value_error ("--stage" not in the document, "--batch"/"--head" out of
 /// range, token count ≠ Tq) and shape_error (stage not Tq×Tk shaped).
 heatmap_spec heatmap_from_document(const document& doc, const heatmap_view& view);
+
+/// Builds the spec for one array drawn as it is, not as an attention input (a lone
+/// .npy such as attn's own weights output, or posenc's "pe"): rank 2 is (rows, cols),
+/// rank 3 (B, rows, cols) and rank 4 (B, H, rows, cols), with view's batch / head / grid
+/// (view.stage is not used). `name` heads the title ("name · batch 0, head 0") and the
+/// colour bar; the axes are captioned "rows" and "columns". The colour range is the data's; −∞ and NaN cells are drawn masked.
+/// `tokens`, if any, label the rows, and the columns too when the matrix is square.
+/// Throws shape_error (source `name`) for rank 0, 1 or above 4, value_error for
+/// "--batch" / "--head" out of range and for a token count ≠ rows ("--tokens").
+heatmap_spec heatmap_from_array(const array& values, const std::string& name, const heatmap_view& view,
+                                const std::vector<std::string>& tokens);
 
 }  // namespace attn::io
