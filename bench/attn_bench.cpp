@@ -35,7 +35,7 @@ double median_ms(int reps, F&& f) {
 
 template <class T>
 void run_attention(std::size_t B, std::size_t H, std::size_t T_, std::size_t D, bool causal, bool weights, int reps,
-                   int threads) {
+                   int threads, long long window) {
     using namespace attn::core;
     std::mt19937 gen(0);
     std::normal_distribution<T> dist;
@@ -47,19 +47,19 @@ void run_attention(std::size_t B, std::size_t H, std::size_t T_, std::size_t D, 
     const auto q = make(), k = make(), v = make();
     mask<T> m;
     m.B = B, m.H = H, m.Tq = T_, m.Tk = T_;
-    if (causal) {
-        m.causal = true;
-        m.position_offset.assign(B, 0);
-    }
+    if (causal || window >= 0) m.position_offset.assign(B, 0);
+    m.causal = causal;
+    m.window_left = window;
     attention_options o;
     o.scale = 1.0 / std::sqrt(static_cast<double>(D));
     o.keep_weights = weights;
     o.threads = threads;
     const double ms = median_ms(reps, [&] { auto r = attention(q, k, v, m, o); });
     const double flops = 4.0 * B * H * T_ * T_ * D;
-    std::printf("{\"kernel\":\"attn\",\"dtype\":\"%s\",\"T\":%zu,\"causal\":%s,\"weights\":%s,\"ms\":%.3f,\"gflops\":%.2f}\n",
-                sizeof(T) == 4 ? "float32" : "float64", T_, causal ? "true" : "false", weights ? "true" : "false", ms,
-                flops / ms / 1e6);
+    std::printf("{\"kernel\":\"attn\",\"dtype\":\"%s\",\"T\":%zu,\"causal\":%s,\"window\":%lld,\"weights\":%s,"
+                "\"ms\":%.3f,\"gflops\":%.2f}\n",
+                sizeof(T) == 4 ? "float32" : "float64", T_, causal ? "true" : "false", window, weights ? "true" : "false",
+                ms, flops / ms / 1e6);
 }
 
 }  // namespace
@@ -76,6 +76,8 @@ int main(int argc, char** argv) {
     app.add_option("--dim", D);
     app.add_option("--dtype", dtype)->check(CLI::IsMember({"float32", "float64"}));
     app.add_flag("--causal", causal);
+    long long window = -1;
+    app.add_option("--window", window, "Left sliding window (ONNX left_window_size); -1 = none");
     app.add_flag("--output-only", output_only, "Streaming path: no weights kept");
     app.add_option("--reps", reps);
     app.add_option("--threads", threads);
@@ -93,8 +95,8 @@ int main(int argc, char** argv) {
         return 0;
     }
     if (dtype == "float32")
-        run_attention<float>(B, H, T, D, causal, !output_only, reps, threads);
+        run_attention<float>(B, H, T, D, causal, !output_only, reps, threads, window);
     else
-        run_attention<double>(B, H, T, D, causal, !output_only, reps, threads);
+        run_attention<double>(B, H, T, D, causal, !output_only, reps, threads, window);
     return 0;
 }

@@ -61,6 +61,16 @@ std::size_t block_key_end(const mask<T>& m, std::size_t b, std::size_t i0, std::
     return end;
 }
 
+/// Keys below the returned index are masked with −∞ for every row of the block (a left
+/// window or a document start hides them; sink tokens keep the first keys visible).
+template <class T>
+std::size_t block_key_begin(const mask<T>& m, std::size_t b, std::size_t i0, std::size_t nb) {
+    if (m.sink_tokens > 0) return 0;
+    std::size_t begin = m.Tk;
+    for (std::size_t i = i0; i < i0 + nb; ++i) begin = std::min(begin, m.visible_begin(b, i));
+    return begin;
+}
+
 /// Materialising path: Q·Kᵀ of the block in a GEMM, its Tq×Tk stages computed row by
 /// row into the result tensors (or scratch), then output = weights · V in a GEMM.
 ///
@@ -170,7 +180,10 @@ template <class T>
 void stream_block(const block_job<T>& job, const dims& d, const mask<T>& m, const attention_options& o,
                   attention_result<T>& r, bool inf_fill) {
     constexpr T neg_inf = -std::numeric_limits<T>::infinity();
+    // Key blocks hidden from every row of the block (causal, window, documents) are
+    // skipped: a window W costs O(Tq·W).
     const std::size_t kend = inf_fill ? block_key_end(m, job.b, job.i0, job.nb) : d.Tk;
+    const std::size_t kbegin = inf_fill ? std::min(block_key_begin(m, job.b, job.i0, job.nb), kend) : 0;
     thread_local std::vector<T> s_buf, run_max, run_sum;
     thread_local std::vector<std::uint8_t> seen;
     s_buf.resize(job.nb * key_block);
@@ -183,7 +196,7 @@ void stream_block(const block_job<T>& job, const dims& d, const mask<T>& m, cons
     std::fill(job.out, job.out + job.nb * d.Dv, T(0));
     const T scale = static_cast<T>(o.scale);
 
-    for (std::size_t j0 = 0; j0 < kend; j0 += key_block) {
+    for (std::size_t j0 = kbegin; j0 < kend; j0 += key_block) {
         const std::size_t j1 = std::min(kend, j0 + key_block), n = j1 - j0;
         detail::gemm(false, true, static_cast<int>(job.nb), static_cast<int>(n), static_cast<int>(d.Dk), scale, job.q,
                      static_cast<int>(d.Dk), job.k + j0 * d.Dk, static_cast<int>(d.Dk), T(0), S, static_cast<int>(n));
