@@ -702,3 +702,42 @@ TEST_CASE("prefix LM, sink tokens and ALiBi: their contradictions are usage erro
     CHECK(both.code == 2);
     CHECK(both.err == "attn: error: --alibi: slopes given twice (expected --alibi or --alibi-slopes, got both)\n");
 }
+
+TEST_CASE("second-wave options: bad input gets one line and the exit code of DESIGN §2") {
+    attn_test::scratch_dir dir;
+    const std::string g = "'" + dir.path + "/g.npz'";
+    REQUIRE(run_attn("generate --len 4 --dk 8 --dv 8 --heads 2 --seed 0 -o " + g).code == 0);
+    const auto file = [&](const std::string& name, const std::string& text) {
+        attn_test::spit(dir.path + "/" + name, text);
+        return "'" + dir.path + "/" + name + "'";
+    };
+    const std::string pbad = file("pbad.json", "[[0, 1, 2]]"), pneg = file("pneg.json", "[-1, 0, 1, 2]"),
+                      cache = file("c.json", "[[1, 1, 1, 1], [1, 1, 1, 1]]"), dbad = file("d.json", "[0, 0, 1]"),
+                      three = file("s3.json", "[0.1, 0.2, 0.3]");
+    const std::vector<std::tuple<std::string, int, std::string>> cases = {
+        {"--rope half --rotary-dim 3", 2, "--rotary-dim: rotates pairs of dims (expected an even number ≥ 2, got 3)"},
+        {"--rope half --rotary-dim 10", 2, "--rotary-dim: larger than the head width (expected ≤ 8, got 10)"},
+        {"--rope half --position-ids " + pbad, 1,
+         dir.path + "/g.npz: position_ids: one integer position per token (expected (1, 4) or (4,) integers, got (1, 3) int64)"},
+        {"--rope half --position-ids " + pneg, 1, "position_ids: negative position at index 0 (expected positions ≥ 0, got -1)"},
+        // Positions 0 … 3 need 4 rows of the (M, R/2) caches; these have 2.
+        {"--rope half --rope-cos " + cache + " --rope-sin " + cache, 1,
+         "position_ids: outside the rope caches (expected 0 to 1, got 2)"},
+        {"--window -2", 2, "--window: not LEFT[,RIGHT] with each side -1 (unbounded) or ≥ 0 (expected e.g. 3 or 2,2 or -1,0, got -2)"},
+        {"--cu-seqlens 0,3,2", 2, "--cu-seqlens: not cumulative lengths (expected 0 then increasing, e.g. 0,3,7, got 0,3,2)"},
+        {"--cu-seqlens 0,3", 2, "--cu-seqlens: does not end at the sequence length (expected a last value of 4, got 3)"},
+        {"--document-ids " + dbad, 1, dir.path + "/g.npz: document_ids: wrong shape (expected (1, 4) or (4,), got (3,))"},
+        {"--alibi-slopes " + three, 1,
+         dir.path + "/g.npz: alibi_slopes: wrong shape (expected (Hq,) = (2,) or (B, Hq) = (1, 2), got (3,))"},
+        {"--sinks " + three, 1,
+         dir.path + "/g.npz: sinks: one float logit per query head (expected (Hq,) = (2,) floats, got (3,) float64)"},
+        {"--mask causal --prefix-len 9", 2, "--prefix-len: longer than the keys (expected ≤ 4, got 9)"},
+    };
+    for (const auto& [args, code, message] : cases) {
+        CAPTURE(args);
+        const auto r = run_attn("compute " + g + " " + args + " -o '" + dir.path + "/out.json'");
+        CHECK(r.code == code);
+        CHECK(r.err == "attn: error: " + message + "\n");
+        CHECK_FALSE(std::filesystem::exists(dir.path + "/out.json"));
+    }
+}

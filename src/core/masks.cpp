@@ -343,6 +343,8 @@ mask<T> build_mask(const mask_spec& spec, std::vector<std::string>& used) {
                                                   expected_got(B == 1 ? "1 value" : "1 or " + num(B) + " values", num(spec.prefix.size())));
         m.prefix.assign(B, spec.prefix[0]);
         if (spec.prefix.size() == B) m.prefix = spec.prefix;
+        for (const std::size_t n : m.prefix)
+            if (n > Tk) throw usage_error("--prefix-len", "longer than the keys " + expected_got("≤ " + num(Tk), num(n)));
         used.push_back("prefix");
     }
     if (spec.sink_tokens > 0) {
@@ -361,6 +363,9 @@ mask<T> build_mask(const mask_spec& spec, std::vector<std::string>& used) {
             throw value_error("document_ids", "wrong dtype " + expected_got("integers", std::string(dtype_name(docs->type))));
         const bool fits = (docs->rank() == 2 && docs->shape[0] == B && docs->shape[1] == Tk) ||
                           (docs->rank() == 1 && docs->shape[0] == Tk);
+        if (!fits && spec.documents_from_cu_seqlens)
+            throw usage_error("--cu-seqlens", "does not end at the sequence length " +
+                                                  expected_got("a last value of " + num(Tk), num(docs->size())));
         if (!fits)
             throw shape_error("document_ids", "wrong shape " + expected_got(shape_string({B, Tk}) + " or " +
                                                                                 shape_string({Tk}),

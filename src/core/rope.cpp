@@ -21,7 +21,7 @@ namespace {
 
 void check_dim(std::size_t R) {
     if (R < 2 || R % 2 != 0)
-        throw value_error("--rotary-dim", "rotates pairs of dims " + expected_got("an even number ≥ 2", std::to_string(R)));
+        throw usage_error("--rotary-dim", "rotates pairs of dims " + expected_got("an even number ≥ 2", std::to_string(R)));
 }
 
 }  // namespace

@@ -112,6 +112,7 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     spec.alibi = o.alibi;
     spec.alibi_slopes = in.find("alibi_slopes");
     spec.document_ids = in.find("document_ids");
+    spec.documents_from_cu_seqlens = !o.cu_seqlens.empty();
     spec.lengths = o.lengths;
     spec.lengths_array = in.find("lengths");
     spec.key_padding_mask = in.find("key_padding_mask");

@@ -51,6 +51,10 @@ rope_tables rope_tables_for(const input_set& in, const pipeline_options& o, std:
                                                   expected_got(shape_string({B, T}) + " or " + shape_string({T}) + " integers",
                                                                shape_string(ids->shape) + " " + std::string(dtype_name(ids->type))));
         const std::vector<std::int64_t> given = ids->to_vector<std::int64_t>();
+        for (std::size_t n = 0; n < given.size(); ++n)
+            if (given[n] < 0)
+                throw value_error("position_ids", "negative position at index " + num(n) + " " +
+                                                      expected_got("positions ≥ 0", std::to_string(given[n])));
         for (std::size_t b = 0; b < B; ++b)
             std::copy_n(given.data() + (ids->rank() == 2 ? b * T : 0), T, positions.data() + b * T);
     } else {

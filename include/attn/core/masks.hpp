@@ -131,6 +131,7 @@ struct mask_spec {
     bool alibi = false;                          ///< --alibi: the paper's slopes for Hq heads
     const array* alibi_slopes = nullptr;         ///< --alibi-slopes: (Hq,) or (B, Hq)
     const array* document_ids = nullptr;         ///< (B, T) or (T,) integer document of each position (Tq = Tk)
+    bool documents_from_cu_seqlens = false;      ///< document_ids came from --cu-seqlens (a usage error if it does not fit)
     std::vector<std::size_t> lengths;            ///< valid keys per item (--lengths), or empty
     const array* lengths_array = nullptr;        ///< a bundle's `lengths`, used when `lengths` is empty
     const array* key_padding_mask = nullptr;     ///< (B, Tk) or (Tk,): True/non-zero = padding; float: added

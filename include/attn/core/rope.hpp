@@ -34,7 +34,7 @@ struct rope_tables {
 /// The tables of positions (B, T) (C order) for theta: angle[b,t,k] = pos[b,t]·θ^(−2k/R)
 /// (HF `inv_freq = 1 / θ^(arange(0, R, 2) / R)`), computed in double.
 /// Throws value_error("--rope-theta", …) unless θ is finite and > 0, and
-/// value_error("--rotary-dim", …) unless R is even and ≥ 2.
+/// usage_error("--rotary-dim", …) unless R is even and ≥ 2.
 rope_tables rope_from_theta(const std::vector<std::int64_t>& positions, std::size_t B, std::size_t T, std::size_t R,
                             double theta);
 
