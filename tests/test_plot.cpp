@@ -696,7 +696,7 @@ TEST_CASE("--size: 40 tokens in a small figure get fewer labels, none overlappin
     }
 }
 
-TEST_CASE("--dpi: the natural layout scales with dpi/72; SVG and PDF pages are pixels·72/dpi points") {
+TEST_CASE("--dpi: the natural layout scales with dpi/72, SVG and PDF pages are pixels·72/dpi points") {
     scratch_dir dir;
     io::heatmap_spec s = matrix_spec(2, 3, {0.1, 0.2, 0.7, 0.3, 0.3, 0.4});
     s.vmin = 0.0;
@@ -724,7 +724,7 @@ TEST_CASE("--dpi: the natural layout scales with dpi/72; SVG and PDF pages are p
     CHECK_THROWS_AS(io::layout_heatmap(s), usage_error);
 }
 
-TEST_CASE("--log: colour of a cell is colormap of its log10 position in the range; zeros drawn masked") {
+TEST_CASE("--log: colour of a cell is colormap of its log10 position in the range, zeros drawn masked") {
     scratch_dir dir;
     const std::vector<double> v{1, 0.1, 0.01, 0, 0.05, 0.3};
     io::heatmap_spec s = matrix_spec(2, 3, v);
