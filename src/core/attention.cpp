@@ -90,8 +90,19 @@ void materialise_block(const block_job<T>& job, const dims& d, const mask<T>& m,
         chunk_end[c] = full_rows ? d.Tk
                                  : block_key_end(m, job.b, job.i0 + c * chunk_rows,
                                                  std::min(chunk_rows, job.nb - c * chunk_rows));
+    // Keys left of every row of a chunk (a window, a document start) are not computed
+    // either: chunk c's GEMMs cover [chunk_begin[c], chunk_end[c]).
+    std::array<std::size_t, materialise_rows / chunk_rows> chunk_begin{};
+    bool skip_left = false;
+    for (std::size_t c = 0; c < chunks && !full_rows; ++c) {
+        chunk_begin[c] = std::min(block_key_begin(m, job.b, job.i0 + c * chunk_rows,
+                                                  std::min(chunk_rows, job.nb - c * chunk_rows)),
+                                  chunk_end[c]);
+        skip_left = skip_left || chunk_begin[c] > 0;
+    }
     const std::size_t kend = *std::max_element(chunk_end.begin(), chunk_end.begin() + chunks);
-    const std::size_t kmin = *std::min_element(chunk_end.begin(), chunk_end.begin() + chunks);
+    // With keys skipped on the left, no key range is shared by every chunk.
+    const std::size_t kmin = skip_left ? 0 : *std::min_element(chunk_end.begin(), chunk_end.begin() + chunks);
     // Score rows a multiple of 4 KiB apart share their L1 sets and alias in the CPU's
     // store-to-load checks; 256 more bytes per row made float32 T ≥ 1024 2–3% faster.
     const std::size_t pad = kend > 0 && kend * sizeof(T) % 4096 == 0 ? 256 / sizeof(T) : 0;
@@ -108,10 +119,13 @@ void materialise_block(const block_job<T>& job, const dims& d, const mask<T>& m,
                      T(0), S, static_cast<int>(ld));
     for (std::size_t c = 0; c < chunks; ++c) {
         const std::size_t r0 = c * chunk_rows, rows = std::min(chunk_rows, job.nb - r0);
-        if (chunk_end[c] > kmin)
-            detail::gemm(false, true, static_cast<int>(rows), static_cast<int>(chunk_end[c] - kmin), dk, alpha,
-                         job.q + r0 * d.Dk, dk, job.k + kmin * d.Dk, dk, T(0), S + r0 * ld + kmin,
-                         static_cast<int>(ld));
+        const std::size_t k0 = std::max(kmin, chunk_begin[c]);
+        // The skipped cells are masked: zeros there keep the masking arithmetic finite.
+        if (skip_left)
+            for (std::size_t row = r0; row < r0 + rows; ++row) std::fill_n(S + row * ld, chunk_begin[c], T(0));
+        if (chunk_end[c] > k0)
+            detail::gemm(false, true, static_cast<int>(rows), static_cast<int>(chunk_end[c] - k0), dk, alpha,
+                         job.q + r0 * d.Dk, dk, job.k + k0 * d.Dk, dk, T(0), S + r0 * ld + k0, static_cast<int>(ld));
     }
     const T nan = std::numeric_limits<T>::quiet_NaN();
     // Fully masked rows get their output set after weights·V: their zero weights times a
@@ -163,10 +177,9 @@ void materialise_block(const block_job<T>& job, const dims& d, const mask<T>& m,
         const std::size_t r0 = c * chunk_rows, rows = std::min(chunk_rows, job.nb - r0);
         if (chunk_end[c] == 0)
             fill_masked_output(job.out + r0 * d.Dv, rows * d.Dv, o.rows);
-        else if (chunk_end[c] > kmin)
-            detail::gemm(false, false, static_cast<int>(rows), dv, static_cast<int>(chunk_end[c] - kmin), T(1),
-                         S + r0 * ld + kmin, static_cast<int>(ld), job.v + kmin * d.Dv, dv, T(1),
-                         job.out + r0 * d.Dv, dv);
+        else if (const std::size_t k0 = std::max(kmin, chunk_begin[c]); chunk_end[c] > k0)
+            detail::gemm(false, false, static_cast<int>(rows), dv, static_cast<int>(chunk_end[c] - k0), T(1),
+                         S + r0 * ld + k0, static_cast<int>(ld), job.v + k0 * d.Dv, dv, T(1), job.out + r0 * d.Dv, dv);
     }
     for (std::size_t row = 0; row < job.nb; ++row)
         if (fully_masked[row]) fill_masked_output(job.out + row * d.Dv, d.Dv, o.rows);
