@@ -561,21 +561,21 @@ TEST_CASE("attention sinks: the oracle with one more key whose score is the sink
                          attn::shape_error);
 }
 
-TEST_CASE("RoPE in compute: q and k rotated as HF's rotate_half / GPT-J's pairs, positions after the cache") {
+TEST_CASE("RoPE in compute: q and k rotated as HF's rotate_half / GPT-J's pairs, positions after the cache, GQA") {
     // HF Llama: q_embed = q·cos + rotate_half(q)·sin, rotate_half(x) = cat(−x[R/2:], x[:R/2])
     // over the first R dims, cos/sin of pos·θ^(−2k/R) repeated for both halves; GPT-J pairs
     // (2k, 2k+1) instead. Written here from those formulas, not from core/rope.
-    const std::size_t B = 2, H = 2, T = 3, P = 2, D = 6, R = 4;
+    const std::size_t B = 2, H = 2, Hkv = 1, T = 3, P = 2, D = 6, R = 4;
     const double theta = 500.0;
     const auto q = ref::random_normal(B * H * T * D, 71);
-    const auto k = ref::random_normal(B * H * T * D, 72);
-    const auto v = ref::random_normal(B * H * T * D, 73);
-    const auto pk = ref::random_normal(B * H * P * D, 74);
-    const auto pv = ref::random_normal(B * H * P * D, 75);
+    const auto k = ref::random_normal(B * Hkv * T * D, 72);
+    const auto v = ref::random_normal(B * Hkv * T * D, 73);
+    const auto pk = ref::random_normal(B * Hkv * P * D, 74);
+    const auto pv = ref::random_normal(B * Hkv * P * D, 75);
     for (const bool interleaved : {false, true}) {
         CAPTURE(interleaved);
         const auto rotate = [&](std::vector<double> x) {
-            for (std::size_t row = 0; row < B * H * T; ++row) {
+            for (std::size_t row = 0; row < x.size() / D; ++row) {
                 const double pos = static_cast<double>(P + row % T);
                 double* e = x.data() + row * D;
                 const std::vector<double> orig(e, e + D);
@@ -595,8 +595,8 @@ TEST_CASE("RoPE in compute: q and k rotated as HF's rotate_half / GPT-J's pairs,
         o.rotary_dim = R;
         o.causal = true;
         o.dump = {"q_proj", "k_proj", "q", "k", "weights", "output"};
-        const auto doc = compute({{"q", f64({B, H, T, D}, q)}, {"k", f64({B, H, T, D}, k)}, {"v", f64({B, H, T, D}, v)},
-                                  {"past_key", f64({B, H, P, D}, pk)}, {"past_value", f64({B, H, P, D}, pv)}},
+        const auto doc = compute({{"q", f64({B, H, T, D}, q)}, {"k", f64({B, Hkv, T, D}, k)}, {"v", f64({B, Hkv, T, D}, v)},
+                                  {"past_key", f64({B, Hkv, P, D}, pk)}, {"past_value", f64({B, Hkv, P, D}, pv)}},
                                  {}, o);
         check_close(values(stage(doc, "q_proj")), q, 0, "q_proj");
         check_close(values(stage(doc, "k_proj")), k, 0, "k_proj");
@@ -604,13 +604,13 @@ TEST_CASE("RoPE in compute: q and k rotated as HF's rotate_half / GPT-J's pairs,
         check_close(values(stage(doc, "k")), kr, 1e-14, "k");
         // The past keys are taken as already rotated (HF caches store them so).
         std::vector<double> kt, vt;
-        for (std::size_t bh = 0; bh < B * H; ++bh) {
+        for (std::size_t bh = 0; bh < B * Hkv; ++bh) {
             kt.insert(kt.end(), pk.begin() + bh * P * D, pk.begin() + (bh + 1) * P * D);
             kt.insert(kt.end(), kr.begin() + bh * T * D, kr.begin() + (bh + 1) * T * D);
             vt.insert(vt.end(), pv.begin() + bh * P * D, pv.begin() + (bh + 1) * P * D);
             vt.insert(vt.end(), v.begin() + bh * T * D, v.begin() + (bh + 1) * T * D);
         }
-        const auto want = ref::attention(qr, kt, vt, ref::dims{B, H, H, T, P + T, D, D}, 1 / std::sqrt(double(D)), 0,
+        const auto want = ref::attention(qr, kt, vt, ref::dims{B, H, Hkv, T, P + T, D, D}, 1 / std::sqrt(double(D)), 0,
                                          [&](auto, auto, auto i, auto j) { return j <= i + P; }, nullptr);
         check_close(values(stage(doc, "weights")), want.weights, 1e-12, "weights");
         check_close(values(stage(doc, "output")), want.output, 1e-12, "output");
