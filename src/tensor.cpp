@@ -152,4 +152,13 @@ array swap_leading_axes(const array& a) {
     return out;
 }
 
+array int64_array(shape_t shape, const std::vector<std::int64_t>& values) {
+    array a;
+    a.type = dtype::i8;
+    a.shape = std::move(shape);
+    a.data.resize(values.size() * sizeof(std::int64_t));
+    if (!values.empty()) std::memcpy(a.data.data(), values.data(), a.data.size());
+    return a;
+}
+
 }  // namespace attn

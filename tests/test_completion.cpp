@@ -42,6 +42,21 @@ bool has_word(const std::string& text, const std::string& word) {
 
 }  // namespace
 
+namespace {
+
+/// The completion script with bash-completion's helpers stubbed (the words split as a
+/// shell would, no files) and complete_line WORDS… printing what _attn offers.
+std::string completion_prelude() {
+    return "source '" + completion_path + "'\n" + R"(
+_init_completion() { words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD; cur=${words[cword]}; prev=${words[cword-1]}; split=false; }
+_filedir() { :; }
+compopt() { :; }
+complete_line() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _attn; echo "${COMPREPLY[*]}"; }
+)";
+}
+
+}  // namespace
+
 TEST_CASE("completion: every long option of attn compute --help is completed") {
     const std::string script = attn_test::slurp(completion_path);
     REQUIRE_FALSE(script.empty());
@@ -75,13 +90,7 @@ TEST_CASE("completion: every subcommand of attn --help is completed") {
 TEST_CASE("completion: --max-bytes is offered, with sizes, for every subcommand that reads inputs") {
     if (std::system("command -v bash >/dev/null 2>&1") != 0) return;
     const attn_test::scratch_dir scratch;
-    // bash-completion's helpers, stubbed: the words split as a shell would, no files.
-    std::string script = "source '" + completion_path + "'\n" + R"(
-_init_completion() { words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD; cur=${words[cword]}; prev=${words[cword-1]}; split=false; }
-_filedir() { :; }
-compopt() { :; }
-complete_line() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _attn; echo "${COMPREPLY[*]}"; }
-)";
+    std::string script = completion_prelude();
     for (const char* sub : {"compute", "plot", "inspect", "compare"}) {
         script += std::string("complete_line '") + ATTN_BINARY + "' " + sub + " --max-b\n";
         script += std::string("complete_line '") + ATTN_BINARY + "' " + sub + " --max-bytes ''\n";
@@ -101,12 +110,7 @@ TEST_CASE("completion: the script is valid bash") {
 TEST_CASE("completion: the values of --dump, --format, --stage, --style and --mask are offered") {
     if (std::system("command -v bash >/dev/null 2>&1") != 0) return;
     const attn_test::scratch_dir scratch;
-    std::string script = "source '" + completion_path + "'\n" + R"(
-_init_completion() { words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD; cur=${words[cword]}; prev=${words[cword-1]}; split=false; }
-_filedir() { :; }
-compopt() { :; }
-complete_line() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _attn; echo "${COMPREPLY[*]}"; }
-)";
+    std::string script = completion_prelude();
     const std::string attn = std::string("'") + ATTN_BINARY + "'";
     script += "complete_line " + attn + " compute --dump weights,s\n";
     script += "complete_line " + attn + " compute --format n\n";

@@ -159,6 +159,9 @@ struct named_array {
     array value;
 };
 
+/// An int64 array of `shape` holding `values` (C order; element_count(shape) of them).
+array int64_array(shape_t shape, const std::vector<std::int64_t>& values);
+
 /// `a` (A0, A1, …) with its first two axes swapped: (A1, A0, …), as NumPy's
 /// `a.swapaxes(0, 1)` copied to C order (PyTorch `x.transpose(0, 1).contiguous()`).
 /// Any dtype. Throws shape_error("array", …) when `a` has fewer than two axes.

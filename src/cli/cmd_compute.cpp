@@ -29,33 +29,6 @@ namespace attn::cli {
 
 namespace {
 
-/// The extension of a file name (".xlsx"), or "" when it has none.
-std::string extension_of(const std::string& path) {
-    const auto dot = path.find_last_of('.'), slash = path.find_last_of('/');
-    return dot == std::string::npos || (slash != std::string::npos && dot < slash) ? "" : path.substr(dot);
-}
-
-/// --format, else -o's extension (case-insensitive), else JSON. A --format that
-/// contradicts the extension, or an extension attn cannot map, is a usage error: they
-/// used to be written as whatever --format said, or as JSON.
-io::format output_format(const compute_options& c) {
-    const bool to_file = !c.output.empty() && !is_stdout(c.output);
-    const std::optional<io::format> from_path = to_file ? io::format_from_path(c.output) : std::nullopt;
-    if (!c.format.empty()) {
-        const io::format f = io::parse_format(c.format);
-        const auto json_like = [](io::format g) { return g == io::format::json || g == io::format::jsonl; };
-        if (from_path && *from_path != f && !(json_like(*from_path) && json_like(f)))
-            throw usage_error("--format", c.format + " contradicts -o's extension " +
-                                              expected_got("a format that fits " + extension_of(c.output), c.format));
-        return f;
-    }
-    if (from_path) return *from_path;
-    const std::string ext = to_file ? extension_of(c.output) : "";
-    if (!ext.empty())
-        throw usage_error("-o", "cannot tell the format from the extension " +
-                                    expected_got(".json, .jsonl, .csv, .npy, .npz, .txt or --format", "'" + ext + "'"));
-    return io::format::json;
-}
 
 void emit(const io::document& doc, io::format f, const compute_options& c) {
     io::text_style style;
@@ -105,7 +78,7 @@ int run_several(const compute_options& c, const attn::pipeline_options& settings
         out.dir = c.output;
         out.format = c.format.empty() ? io::format::json : io::parse_format(c.format);
     } else {
-        const io::format f = output_format(c);
+        const io::format f = output_format(c.format, c.output);
         if (f != io::format::jsonl && f != io::format::json)
             throw usage_error("--format", "several inputs are written as JSON Lines, or one file each with -o DIR/ " +
                                               expected_got("jsonl", c.format.empty() ? c.output : c.format));
@@ -121,7 +94,7 @@ int run_compute(const compute_options& c) {
         throw usage_error("--plot", "names the same file as -o " + expected_got("two different files", c.plot));
     const attn::pipeline_options settings = pipeline_settings(c.pipeline, c.plot.empty() ? c.dump : with_plot_stages(c.dump));
     if (c.inputs.size() > 1 || !c.manifest.empty() || directory_target(c.output)) return run_several(c, settings);
-    const io::format f = output_format(c);
+    const io::format f = output_format(c.format, c.output);
     io::bundle b = gather_inputs(c.inputs.empty() ? std::string() : c.inputs.front(), c.pipeline);
     if (b.arrays.empty() && !c.inputs.empty()) {
         // A file with nothing attn can use is a data error of that file, not of the command line.

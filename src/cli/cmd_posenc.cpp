@@ -32,10 +32,7 @@ int run_posenc(const posenc_cli& c) {
         throw usage_error("--dim", "must be even " + expected_got("an even number", std::to_string(c.dim)));
     if (c.len > (std::size_t{1} << 31) / c.dim)
         throw usage_error("--len", "too many elements " + expected_got("N·D ≤ 2^31", std::to_string(c.len) + "·" + std::to_string(c.dim)));
-    io::format f = io::format::json;
-    if (!c.format.empty()) f = io::parse_format(c.format);
-    else if (!c.output.empty() && c.output != "-")
-        if (auto from_path = io::format_from_path(c.output)) f = *from_path;
+    const io::format f = output_format(c.format, c.output);
 
     const core::posenc_style style = core::parse_posenc_style(c.style);
     const std::vector<double> pe = core::positional_encoding(c.len, c.dim, style, c.base, c.offset);

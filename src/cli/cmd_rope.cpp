@@ -23,10 +23,7 @@ struct rope_cli {
 };
 
 int run_rope(const rope_cli& c) {
-    io::format f = io::format::json;
-    if (!c.format.empty()) f = io::parse_format(c.format);
-    else if (!c.output.empty() && c.output != "-")
-        if (auto from_path = io::format_from_path(c.output)) f = *from_path;
+    const io::format f = output_format(c.format, c.output);
     io::bundle b = gather_inputs(c.input, c.pipeline);
     pipeline_options o = pipeline_settings(c.pipeline, {"output"});
     if (c.dtype == "float32") o.compute_type = dtype::f4;

@@ -2,6 +2,7 @@
 // Where a subcommand's data goes: stdout ("" or "-"), or a file written atomically.
 
 #include <functional>
+#include <optional>
 #include <iostream>
 #include <ostream>
 #include <string>
@@ -49,6 +50,34 @@ inline void write_output(const std::string& path, bool binary, const std::functi
     io::atomic_file file(path);
     write(file.stream());
     file.commit();
+}
+
+/// The extension of a file name (".xlsx"), or "" when it has none.
+inline std::string extension_of(const std::string& path) {
+    const auto dot = path.find_last_of('.'), slash = path.find_last_of('/');
+    return dot == std::string::npos || (slash != std::string::npos && dot < slash) ? "" : path.substr(dot);
+}
+
+/// --format, else -o's extension (case-insensitive), else JSON. A --format that
+/// contradicts the extension, or an extension attn cannot map, is a usage error: they
+/// used to be written as whatever --format said, or as JSON.
+inline io::format output_format(const std::string& format, const std::string& output) {
+    const bool to_file = !output.empty() && !is_stdout(output);
+    const std::optional<io::format> from_path = to_file ? io::format_from_path(output) : std::nullopt;
+    if (!format.empty()) {
+        const io::format f = io::parse_format(format);
+        const auto json_like = [](io::format g) { return g == io::format::json || g == io::format::jsonl; };
+        if (from_path && *from_path != f && !(json_like(*from_path) && json_like(f)))
+            throw usage_error("--format", format + " contradicts -o's extension " +
+                                              expected_got("a format that fits " + extension_of(output), format));
+        return f;
+    }
+    if (from_path) return *from_path;
+    const std::string ext = to_file ? extension_of(output) : "";
+    if (!ext.empty())
+        throw usage_error("-o", "cannot tell the format from the extension " +
+                                    expected_got(".json, .jsonl, .csv, .npy, .npz, .txt or --format", "'" + ext + "'"));
+    return io::format::json;
 }
 
 }  // namespace attn::cli

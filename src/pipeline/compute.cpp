@@ -280,25 +280,15 @@ io::document compute(std::vector<named_array> inputs, const std::vector<std::str
     if (!options.ids.empty()) {
         if (find("token_ids"))
             throw usage_error("--ids", "token ids given twice " + expected_got("--ids or a token_ids array", "both"));
-        std::vector<std::int64_t> ids(options.ids.begin(), options.ids.end());
-        array a;
-        a.type = dtype::i8;
-        a.shape = {ids.size()};
-        a.data.resize(ids.size() * sizeof(std::int64_t));
-        std::memcpy(a.data.data(), ids.data(), a.data.size());
-        inputs.push_back({"token_ids", std::move(a)});
+        const std::vector<std::int64_t> ids(options.ids.begin(), options.ids.end());
+        inputs.push_back({"token_ids", int64_array({ids.size()}, ids)});
     }
     if (!options.cu_seqlens.empty()) {
         if (find("document_ids"))
             throw usage_error("--cu-seqlens", "documents given twice " +
                                                   expected_got("--cu-seqlens or a document_ids array", "both"));
         const std::vector<std::int64_t> ids = core::documents_from_cu_seqlens(options.cu_seqlens);
-        array a;
-        a.type = dtype::i8;
-        a.shape = {ids.size()};
-        a.data.resize(ids.size() * sizeof(std::int64_t));
-        if (!ids.empty()) std::memcpy(a.data.data(), ids.data(), a.data.size());
-        inputs.push_back({"document_ids", std::move(a)});
+        inputs.push_back({"document_ids", int64_array({ids.size()}, ids)});
     }
     if (named_array* table = find("embedding")) {
         // X = E[ids] (seeds 003/004): the embeddings enter as X.

@@ -23,16 +23,6 @@ const std::vector<std::pair<stage, std::string>>& stage_table() {
     return table;
 }
 
-/// A 0-d or rank-n int64 array from C-order values.
-array int64_array(shape_t shape, const std::vector<std::int64_t>& v) {
-    array a;
-    a.type = dtype::i8;
-    a.shape = std::move(shape);
-    a.data.resize(v.size() * sizeof(std::int64_t));
-    if (!v.empty()) std::memcpy(a.data.data(), v.data(), a.data.size());
-    return a;
-}
-
 }  // namespace
 
 const std::string& stage_name(stage s) {
