@@ -130,3 +130,27 @@ TEST_CASE("write_table: control characters in tokens cannot emit escape codes") 
     CHECK(text.find('\x1b') == std::string::npos);
     CHECK(text.find("\\x1B[31m") != std::string::npos);
 }
+
+TEST_CASE("write_table: C1 control characters in tokens are escaped as C0 ones are") {
+    document doc;
+    // U+0085 (NEL, C2 85) and U+009B (CSI, C2 9B, ESC [ on some terminals).
+    doc.tokens = {"a\xC2\x85" "b", "\xC2\x9B" "31m"};
+    doc.tensors.push_back(tensor<float>("weights", {2, 2}, {0.5f, 0.5f, 0.5f, 0.5f}));
+    const std::string text = table_of(doc);
+    CHECK(text ==
+          "weights (2, 2)\n"
+          "         a\\x85b  \\x9B31m\n"
+          "a\\x85b      0.5      0.5\n"
+          "\\x9B31m     0.5      0.5\n");
+    CHECK(text.find('\xC2') == std::string::npos);
+
+    SUBCASE("other two-byte characters, and a lone lead byte, are left as they are") {
+        document d;
+        d.tokens = {"\xC2\xA0" "x", "\xC3\xA9", "\xC2"};  // NBSP x, é, a truncated sequence
+        d.tensors.push_back(tensor<float>("w", {3}, {1, 2, 3}));
+        CHECK(table_of(d) ==
+              "w (3,)\n"
+              "  \xC2\xA0" "x  \xC3\xA9  \xC2\n"
+              "   1  2  3\n");
+    }
+}

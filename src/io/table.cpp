@@ -27,13 +27,22 @@ std::size_t display_width(const std::string& s) {
     return n;
 }
 
+/// `s` with control characters replaced by \xHH, HH the code point: C0 (bytes 00–1F),
+/// DEL (7F) and C1 (U+0080–U+009F, the UTF-8 pairs C2 80 … C2 9F; C1 CSI, U+009B,
+/// starts an escape sequence on some terminals as ESC [ does).
 std::string printable(const std::string& s) {
     std::string out;
-    for (unsigned char c : s) {
+    char hex[5];
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        const auto next = i + 1 < s.size() ? static_cast<unsigned char>(s[i + 1]) : 0;
         if (c < 0x20 || c == 0x7F) {
-            char hex[5];
             std::snprintf(hex, sizeof hex, "\\x%02X", c);
             out += hex;
+        } else if (c == 0xC2 && next >= 0x80 && next <= 0x9F) {
+            std::snprintf(hex, sizeof hex, "\\x%02X", next);
+            out += hex;
+            ++i;
         } else {
             out += static_cast<char>(c);
         }

@@ -22,8 +22,8 @@ namespace attn::io {
 /// Row labels are doc.tokens when there are as many tokens as rows, else the row
 /// index; column headers likewise with the columns. Numbers have style.precision
 /// significant digits (4 when it is 0), non-finite values print as nan, inf, -inf.
-/// Control characters in tokens are shown as \xHH so that they cannot move the
-/// cursor or inject escape codes.
+/// Control characters in tokens and names (C0, DEL and C1: U+0080–U+009F) are shown as
+/// \xHH, HH the code point, so that they cannot move the cursor or inject escape codes.
 /// With `color`, cells of a tensor named "weights" get a 24-bit ANSI background
 /// (ESC[48;2;R;G;Bm … ESC[0m) shading from white (0) to blue (1), values clamped to
 /// [0, 1], NaN left plain; without `color` no escape code is written at all.
