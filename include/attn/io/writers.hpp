@@ -28,4 +28,12 @@ bool is_binary(format f);
 /// Throws io_error if `out` fails.
 void write_document(std::ostream& out, const document& doc, format f, const text_style& style, bool color);
 
+/// True when the first axis of tensor `t` of `doc` holds heads rather than batch items:
+/// a rank-3 Tq×Tk stage (qk, scaled, scores, weights) of a rank-2 input split into
+/// several heads, which is (H, Tq, Tk) as in unbatched nn.MultiheadAttention. The
+/// document says so in its meta: "heads" > 1 and "average_heads" false (README "Shapes
+/// of what is written"); without meta (an .npz read back) rank 3 is (B, Tq, Tk).
+/// The same rule as heatmap_from_document (plot.hpp), so tables, CSV and plots agree.
+bool leading_axis_is_heads(const document& doc, const named_array& t);
+
 }  // namespace attn::io
