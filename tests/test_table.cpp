@@ -131,6 +131,41 @@ TEST_CASE("write_table: control characters in tokens cannot emit escape codes") 
     CHECK(text.find("\\x1B[31m") != std::string::npos);
 }
 
+TEST_CASE("write_table: (H, Tq, Tk) stages of a rank-2 input with several heads are titled by head") {
+    const auto weights = tensor<float>("weights", {2, 1, 2}, {0.25f, 0.75f, 0.5f, 0.5f});
+    document doc;
+    doc.meta = nlohmann::ordered_json::parse(R"({"heads": 2, "average_heads": false})");
+    doc.tensors.push_back(weights);
+    CHECK(table_of(doc) ==
+          "weights (2, 1, 2)\n"
+          "head 0\n"
+          "      0     1\n"
+          "0  0.25  0.75\n"
+          "\n"
+          "head 1\n"
+          "      0     1\n"
+          "0   0.5   0.5\n");
+
+    SUBCASE("averaged over heads, or one head, or no meta: the first axis is the batch") {
+        for (const char* meta : {R"({"heads": 2, "average_heads": true})", R"({"heads": 1})", "null"}) {
+            CAPTURE(meta);
+            document b;
+            b.meta = nlohmann::ordered_json::parse(meta);
+            b.tensors.push_back(weights);
+            const std::string text = table_of(b);
+            CHECK(text.find("batch 0\n") != std::string::npos);
+            CHECK(text.find("batch 1\n") != std::string::npos);
+            CHECK(text.find("head") == std::string::npos);
+        }
+    }
+    SUBCASE("rank-3 stages that are not Tq×Tk (output (B, T, E)) stay batches") {
+        document b;
+        b.meta = nlohmann::ordered_json::parse(R"({"heads": 2, "average_heads": false})");
+        b.tensors.push_back(tensor<float>("output", {2, 1, 2}, {0.25f, 0.75f, 0.5f, 0.5f}));
+        CHECK(table_of(b).find("batch 1\n") != std::string::npos);
+    }
+}
+
 TEST_CASE("write_table: C1 control characters in tokens are escaped as C0 ones are") {
     document doc;
     // U+0085 (NEL, C2 85) and U+009B (CSI, C2 9B, ESC [ on some terminals).

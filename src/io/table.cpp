@@ -9,6 +9,7 @@
 
 #include "attn/error.hpp"
 #include "attn/io/number_format.hpp"
+#include "attn/io/writers.hpp"
 #include "text_buffer.hpp"
 
 namespace attn::io {
@@ -59,14 +60,16 @@ std::vector<std::string> labels(const std::vector<std::string>& tokens, std::siz
     return out;
 }
 
-std::string block_label(const shape_t& shape, std::size_t block) {
+/// "batch b", "head h" (heads_first), "batch b, head h" or "index (i, j, …)" for the
+/// matrix at `block` in row-major order of the leading axes.
+std::string block_label(const shape_t& shape, std::size_t block, bool heads_first) {
     const std::size_t lead = shape.size() - 2;
     std::vector<std::size_t> idx(lead);
     for (std::size_t a = lead; a-- > 0;) {
         idx[a] = block % shape[a];
         block /= shape[a];
     }
-    if (lead == 1) return "batch " + std::to_string(idx[0]);
+    if (lead == 1) return (heads_first ? "head " : "batch ") + std::to_string(idx[0]);
     if (lead == 2) return "batch " + std::to_string(idx[0]) + ", head " + std::to_string(idx[1]);
     std::string s = "index (";
     for (std::size_t a = 0; a < lead; ++a) s += (a ? ", " : "") + std::to_string(idx[a]);
@@ -128,8 +131,8 @@ void put_block(text_buffer& b, const matrix_text& m, const double* x, int precis
     }
 }
 
-void put_tensor(text_buffer& b, const named_array& t, const std::vector<std::string>& tokens,
-                int precision, bool color) {
+void put_tensor(text_buffer& b, const document& doc, const named_array& t, int precision, bool color) {
+    const std::vector<std::string>& tokens = doc.tokens;
     const array& a = t.value;
     b.append(printable(t.name));
     b.put(' ');
@@ -162,12 +165,13 @@ void put_tensor(text_buffer& b, const named_array& t, const std::vector<std::str
     }
 
     const bool shade = color && t.name == "weights";
+    const bool heads_first = leading_axis_is_heads(doc, t);
     const std::size_t block_size = m.rows * m.cols;
     const std::size_t blocks = x.size() / block_size;
     for (std::size_t k = 0; k < blocks; ++k) {
         if (a.rank() > 2) {
             if (k) b.put('\n');
-            b.append(block_label(a.shape, k));
+            b.append(block_label(a.shape, k, heads_first));
             b.put('\n');
         }
         put_block(b, m, x.data() + k * block_size, precision, shade);
@@ -182,7 +186,7 @@ void write_table(std::ostream& out, const document& doc, const text_style& style
     for (std::size_t i = 0; i < doc.tensors.size(); ++i) {
         detail::check_layout(doc.tensors[i].name, doc.tensors[i].value);
         if (i) b.put('\n');
-        put_tensor(b, doc.tensors[i], doc.tokens, precision, color);
+        put_tensor(b, doc, doc.tensors[i], precision, color);
     }
     b.finish();
 }

@@ -17,8 +17,9 @@ namespace attn::io {
 ///
 /// A title line "<name> <shape>" (NumPy tuple notation), then the last two axes as a
 /// matrix, one block per leading index labelled "batch b" (rank 3), "batch b, head h"
-/// (rank 4) or "index (i, j, …)" (rank ≥ 5); blocks and tensors are separated by a
-/// blank line. A 1-d tensor is one unlabelled row, a 0-d tensor one number.
+/// (rank 4) or "index (i, j, …)" (rank ≥ 5); a rank-3 Tq×Tk stage whose first axis holds
+/// heads (leading_axis_is_heads, writers.hpp) is labelled "head h". Blocks and tensors
+/// are separated by a blank line. A 1-d tensor is one unlabelled row, a 0-d tensor one number.
 /// Row labels are doc.tokens when there are as many tokens as rows, else the row
 /// index; column headers likewise with the columns. Numbers have style.precision
 /// significant digits (4 when it is 0), non-finite values print as nan, inf, -inf.
