@@ -50,6 +50,13 @@ bool leading_axis_is_heads(const document& doc, const named_array& t) {
 }
 
 void write_document(std::ostream& out, const document& doc, format f, const text_style& style, bool color) {
+    table_options table;
+    table.color = color;
+    write_document(out, doc, f, style, table);
+}
+
+void write_document(std::ostream& out, const document& doc, format f, const text_style& style,
+                    const table_options& table) {
     switch (f) {
         case format::json: write_json(out, doc, style); break;
         case format::jsonl: write_jsonl(out, doc, style); break;
@@ -61,7 +68,7 @@ void write_document(std::ostream& out, const document& doc, format f, const text
             write_npy(out, doc.tensors.front().value);
             break;
         case format::npz: write_npz(out, doc.tensors); break;
-        case format::table: write_table(out, doc, style, color); break;
+        case format::table: write_table(out, doc, style, table); break;
     }
     out.flush();
     if (!out) throw io_error("output", "write failed");
