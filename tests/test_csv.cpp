@@ -138,3 +138,49 @@ TEST_CASE("write_csv: large 4-D tensor (parallel blocks) has every line in order
     CHECK(bad == 0);
     CHECK(!std::getline(in, line));
 }
+
+TEST_CASE("write_csv: (H, Tq, Tk) stages of a rank-2 input with several heads fill the head column") {
+    // README "Shapes of what is written": rank 2 with several heads gives (H, Tq, Tk);
+    // meta says heads > 1 without average_heads.
+    document doc;
+    doc.meta = nlohmann::ordered_json::parse(R"({"heads": 2, "average_heads": false})");
+    doc.tensors.push_back(tensor<float>("weights", {2, 1, 2}, {0.25f, 0.75f, 0.5f, 0.5f}));
+    doc.tensors.push_back(tensor<float>("scores", {2, 1, 2}, {1, 2, 3, 4}));
+    CHECK(csv_of(doc) ==
+          header +
+              "weights,0,0,0,0,0.25\n"
+              "weights,0,0,0,1,0.75\n"
+              "weights,0,1,0,0,0.5\n"
+              "weights,0,1,0,1,0.5\n"
+              "scores,0,0,0,0,1\n"
+              "scores,0,0,0,1,2\n"
+              "scores,0,1,0,0,3\n"
+              "scores,0,1,0,1,4\n");
+
+    const std::string as_batches =
+        header +
+        "weights,0,0,0,0,0.25\n"
+        "weights,0,0,0,1,0.75\n"
+        "weights,1,0,0,0,0.5\n"
+        "weights,1,0,0,1,0.5\n";
+    SUBCASE("averaged over heads, one head, or no meta: (B, Tq, Tk)") {
+        for (const char* meta : {R"({"heads": 2, "average_heads": true})", R"({"heads": 1})", "null"}) {
+            CAPTURE(meta);
+            document b;
+            b.meta = nlohmann::ordered_json::parse(meta);
+            b.tensors.push_back(doc.tensors.front());
+            CHECK(csv_of(b) == as_batches);
+        }
+    }
+    SUBCASE("rank-3 stages that are not Tq×Tk ((B, T, E) output) stay batches") {
+        document b;
+        b.meta = doc.meta;
+        b.tensors.push_back(tensor<float>("output", {2, 1, 2}, {0.25f, 0.75f, 0.5f, 0.5f}));
+        CHECK(csv_of(b) ==
+              header +
+                  "output,0,0,0,0,0.25\n"
+                  "output,0,0,0,1,0.75\n"
+                  "output,1,0,0,0,0.5\n"
+                  "output,1,0,0,1,0.5\n");
+    }
+}

@@ -9,6 +9,7 @@
 
 #include "attn/error.hpp"
 #include "attn/io/number_format.hpp"
+#include "attn/io/writers.hpp"
 #include "text_buffer.hpp"
 
 namespace attn::io {
@@ -39,13 +40,15 @@ struct layout4 {
     std::size_t batch = 1, head = 1, rows = 1, cols = 1;
 };
 
-layout4 csv_layout(const named_array& t) {
+layout4 csv_layout(const document& doc, const named_array& t) {
     const shape_t& s = t.value.shape;
     switch (s.size()) {
         case 0: return {};
         case 1: return {1, 1, s[0], 1};
         case 2: return {1, 1, s[0], s[1]};
-        case 3: return {s[0], 1, s[1], s[2]};
+        case 3:
+            if (leading_axis_is_heads(doc, t)) return {1, s[0], s[1], s[2]};
+            return {s[0], 1, s[1], s[2]};
         case 4: return {s[0], s[1], s[2], s[3]};
     }
     throw shape_error(t.name, "cannot write a tensor of rank " + std::to_string(s.size()) +
@@ -110,8 +113,7 @@ void put_lines(text_buffer& b, const std::string& name, const T* data, const lay
 }
 
 template <class T>
-void put_tensor(text_buffer& b, const named_array& t, const T* data, int precision) {
-    const layout4 l = csv_layout(t);
+void put_tensor(text_buffer& b, const layout4& l, const named_array& t, const T* data, int precision) {
     const std::string name = csv_field(t.name);
     const std::size_t rows = l.batch * l.head * l.rows;
     if (rows * l.cols == 0) return;
@@ -126,22 +128,23 @@ void write_csv(std::ostream& out, const document& doc, const text_style& style) 
     for (const named_array& t : doc.tensors) {
         // Reject bad tensors before the first byte, not halfway through the file.
         detail::check_layout(t.name, t.value);
-        csv_layout(t);
+        csv_layout(doc, t);
     }
     text_buffer b(&out);
     b.append("tensor,batch,head,row,col,value\n");
     for (const named_array& t : doc.tensors) {
         const array& a = t.value;
+        const layout4 l = csv_layout(doc, t);
         if (a.type == dtype::f4) {
-            put_tensor(b, t, reinterpret_cast<const float*>(a.data.data()), style.precision);
+            put_tensor(b, l, t, reinterpret_cast<const float*>(a.data.data()), style.precision);
         } else if (a.type == dtype::f8) {
-            put_tensor(b, t, reinterpret_cast<const double*>(a.data.data()), style.precision);
+            put_tensor(b, l, t, reinterpret_cast<const double*>(a.data.data()), style.precision);
         } else if (a.type == dtype::f2) {
             const std::vector<float> v = a.to_vector<float>();
-            put_tensor(b, t, v.data(), style.precision);
+            put_tensor(b, l, t, v.data(), style.precision);
         } else {
             const std::vector<double> v = a.to_vector<double>();
-            put_tensor(b, t, v.data(), style.precision);
+            put_tensor(b, l, t, v.data(), style.precision);
         }
     }
     b.finish();

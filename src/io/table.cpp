@@ -3,12 +3,16 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
+#include <optional>
 #include <ostream>
+#include <string_view>
 #include <string>
 #include <vector>
 
 #include "attn/error.hpp"
 #include "attn/io/number_format.hpp"
+#include "attn/io/writers.hpp"
 #include "text_buffer.hpp"
 
 namespace attn::io {
@@ -21,19 +25,28 @@ constexpr int default_table_precision = 4;
 constexpr const char* column_gap = "  ";
 
 /// Width on a terminal: code points, not bytes (wide CJK glyphs are not accounted for).
-std::size_t display_width(const std::string& s) {
+std::size_t display_width(std::string_view s) {
     std::size_t n = 0;
     for (unsigned char c : s) n += (c & 0xC0) != 0x80;
     return n;
 }
 
+/// `s` with control characters replaced by \xHH, HH the code point: C0 (bytes 00–1F),
+/// DEL (7F) and C1 (U+0080–U+009F, the UTF-8 pairs C2 80 … C2 9F; C1 CSI, U+009B,
+/// starts an escape sequence on some terminals as ESC [ does).
 std::string printable(const std::string& s) {
     std::string out;
-    for (unsigned char c : s) {
+    char hex[5];
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        const auto next = i + 1 < s.size() ? static_cast<unsigned char>(s[i + 1]) : 0;
         if (c < 0x20 || c == 0x7F) {
-            char hex[5];
             std::snprintf(hex, sizeof hex, "\\x%02X", c);
             out += hex;
+        } else if (c == 0xC2 && next >= 0x80 && next <= 0x9F) {
+            std::snprintf(hex, sizeof hex, "\\x%02X", next);
+            out += hex;
+            ++i;
         } else {
             out += static_cast<char>(c);
         }
@@ -41,27 +54,69 @@ std::string printable(const std::string& s) {
     return out;
 }
 
-/// Labels for n rows or columns: the tokens if there are exactly n, else 0 … n-1.
-std::vector<std::string> labels(const std::vector<std::string>& tokens, std::size_t n) {
+/// Marks an elided stretch in a list of shown indices.
+constexpr std::size_t ellipsis = static_cast<std::size_t>(-1);
+constexpr const char* ellipsis_text = "...";
+
+/// The indices of an axis of length n that are shown: all of them, or when summarising
+/// and n > 2·edge (NumPy's rule) the first and last `edge` with `ellipsis` between.
+std::vector<std::size_t> shown_indices(std::size_t n, bool summarise, std::size_t edge) {
+    std::vector<std::size_t> v;
+    if (summarise && n > 2 * edge) {
+        for (std::size_t i = 0; i < edge; ++i) v.push_back(i);
+        v.push_back(ellipsis);
+        for (std::size_t i = n - edge; i < n; ++i) v.push_back(i);
+    } else {
+        for (std::size_t i = 0; i < n; ++i) v.push_back(i);
+    }
+    return v;
+}
+
+/// Labels for the shown indices of n rows or columns: the tokens if there are exactly
+/// n, else the index; "..." for an elided stretch.
+std::vector<std::string> labels(const std::vector<std::string>& tokens, std::size_t n,
+                                const std::vector<std::size_t>& shown) {
     std::vector<std::string> out;
-    out.reserve(n);
-    for (std::size_t i = 0; i < n; ++i)
-        out.push_back(tokens.size() == n ? printable(tokens[i]) : std::to_string(i));
+    out.reserve(shown.size());
+    for (std::size_t i : shown) {
+        if (i == ellipsis) out.emplace_back(ellipsis_text);
+        else out.push_back(tokens.size() == n ? printable(tokens[i]) : std::to_string(i));
+    }
     return out;
 }
 
-std::string block_label(const shape_t& shape, std::size_t block) {
-    const std::size_t lead = shape.size() - 2;
-    std::vector<std::size_t> idx(lead);
-    for (std::size_t a = lead; a-- > 0;) {
-        idx[a] = block % shape[a];
-        block /= shape[a];
-    }
-    if (lead == 1) return "batch " + std::to_string(idx[0]);
-    if (lead == 2) return "batch " + std::to_string(idx[0]) + ", head " + std::to_string(idx[1]);
+/// "batch b", "head h", "batch b, head h" or "index (i, j, …)" for the leading index `idx`.
+std::string block_label(const std::vector<std::size_t>& idx, bool heads_first) {
+    if (idx.size() == 1) return (heads_first ? "head " : "batch ") + std::to_string(idx[0]);
+    if (idx.size() == 2) return "batch " + std::to_string(idx[0]) + ", head " + std::to_string(idx[1]);
     std::string s = "index (";
-    for (std::size_t a = 0; a < lead; ++a) s += (a ? ", " : "") + std::to_string(idx[a]);
+    for (std::size_t a = 0; a < idx.size(); ++a) s += (a ? ", " : "") + std::to_string(idx[a]);
     return s + ")";
+}
+
+/// Which weights are masked, one flag per element (empty: none), judged as
+/// heatmap_from_document does: from the "scores" of the same shape (−∞, or a finite
+/// meta.mask_fill), else every exact 0.
+std::vector<char> masked_weights(const document& doc, const array& weights) {
+    std::vector<char> masked;
+    const named_array* scores = nullptr;
+    for (const auto& t : doc.tensors)
+        if (t.name == "scores") scores = &t;
+    const std::size_t n = weights.size();
+    if (scores && scores->value.shape == weights.shape) {
+        std::optional<double> fill;
+        const auto f = doc.meta.is_object() ? doc.meta.find("mask_fill") : doc.meta.end();
+        if (doc.meta.is_object() && f != doc.meta.end() && f->is_number()) fill = f->get<double>();
+        masked.assign(n, 0);
+        for (std::size_t i = 0; i < n; ++i) {
+            const double sc = scores->value.value(i);
+            masked[i] = sc == -std::numeric_limits<double>::infinity() || (fill && sc == *fill);
+        }
+    } else {
+        masked.assign(n, 0);
+        for (std::size_t i = 0; i < n; ++i) masked[i] = weights.value(i) == 0;
+    }
+    return masked;
 }
 
 void pad(text_buffer& b, std::size_t n) {
@@ -79,48 +134,91 @@ void put_shade(text_buffer& b, double v) {
     b.append(std::string_view(code, static_cast<std::size_t>(n)));
 }
 
+/// One tensor laid out as matrices: the rows and columns shown, their labels and widths.
 struct matrix_text {
-    std::size_t rows, cols;
-    std::vector<std::string> row_labels, col_labels;
-    std::vector<std::size_t> widths;  ///< per column: header and every cell of every block
+    std::size_t rows, cols;                ///< of the whole matrix
+    std::vector<std::size_t> shown_rows, shown_cols;
+    std::vector<std::string> row_labels, col_labels;  ///< per shown row / column
+    std::vector<std::size_t> widths;       ///< per shown column: header and every cell shown
     std::size_t label_width = 0;
+    int precision = 0;
+    const std::vector<double>* values = nullptr;
+    const std::vector<char>* masked = nullptr;  ///< per element, or empty
 };
 
-void put_block(text_buffer& b, const matrix_text& m, const double* x, int precision, bool shade) {
+/// The text of element i: a number, or masked_cell for a masked 0.
+std::string_view cell_text(const matrix_text& m, std::size_t i, char* num) {
+    const double v = (*m.values)[i];
+    if (!m.masked->empty() && (*m.masked)[i] && v == 0) return masked_cell;
+    return std::string_view(num, static_cast<std::size_t>(format_number(num, v, m.precision, false)));
+}
+
+void put_block(text_buffer& b, const matrix_text& m, std::size_t offset, bool shade) {
     pad(b, m.label_width);
-    for (std::size_t c = 0; c < m.cols; ++c) {
+    for (std::size_t c = 0; c < m.shown_cols.size(); ++c) {
         b.append(column_gap);
         pad(b, m.widths[c] - display_width(m.col_labels[c]));
         b.append(m.col_labels[c]);
     }
     b.put('\n');
     char num[number_buffer_size];
-    for (std::size_t r = 0; r < m.rows; ++r) {
+    for (std::size_t r = 0; r < m.shown_rows.size(); ++r) {
         b.append(m.row_labels[r]);
+        if (m.shown_rows[r] == ellipsis) {
+            b.put('\n');
+            continue;
+        }
         pad(b, m.label_width - display_width(m.row_labels[r]));
-        for (std::size_t c = 0; c < m.cols; ++c) {
-            const double v = x[r * m.cols + c];
-            const auto n = static_cast<std::size_t>(format_number(num, v, precision, false));
-            if (shade && !std::isnan(v)) {
+        for (std::size_t c = 0; c < m.shown_cols.size(); ++c) {
+            if (m.shown_cols[c] == ellipsis) {
+                b.append(column_gap);
+                pad(b, m.widths[c] - display_width(ellipsis_text));
+                b.append(ellipsis_text);
+                continue;
+            }
+            const std::size_t i = offset + m.shown_rows[r] * m.cols + m.shown_cols[c];
+            const double v = (*m.values)[i];
+            const std::string_view text = cell_text(m, i, num);
+            const bool masked = text.data() != num;
+            if (shade && !std::isnan(v) && !masked) {
                 // One space of the gap inside the colour, so shaded cells do not touch.
                 b.put(' ');
                 put_shade(b, v);
                 b.put(' ');
-                pad(b, m.widths[c] - n);
-                b.append(std::string_view(num, n));
+                pad(b, m.widths[c] - display_width(text));
+                b.append(text);
                 b.append("\x1b[0m");
             } else {
                 b.append(column_gap);
-                pad(b, m.widths[c] - n);
-                b.append(std::string_view(num, n));
+                pad(b, m.widths[c] - display_width(text));
+                b.append(text);
             }
         }
         b.put('\n');
     }
 }
 
-void put_tensor(text_buffer& b, const named_array& t, const std::vector<std::string>& tokens,
-                int precision, bool color) {
+/// Calls visit(offset, index) for every shown leading index (offset: of its matrix in
+/// the flat data), and visit(npos, {}) once for each elided stretch, in order.
+template <class Visit>
+void for_each_block(const std::vector<std::vector<std::size_t>>& shown, const std::vector<std::size_t>& strides,
+                    std::vector<std::size_t>& idx, std::size_t axis, std::size_t offset, Visit& visit) {
+    if (axis == shown.size()) {
+        visit(offset, idx);
+        return;
+    }
+    for (std::size_t i : shown[axis]) {
+        if (i == ellipsis) {
+            visit(ellipsis, idx);
+            continue;
+        }
+        idx[axis] = i;
+        for_each_block(shown, strides, idx, axis + 1, offset + i * strides[axis], visit);
+    }
+}
+
+void put_tensor(text_buffer& b, const document& doc, const named_array& t, int precision,
+                const table_options& options) {
     const array& a = t.value;
     b.append(printable(t.name));
     b.put(' ');
@@ -138,42 +236,83 @@ void put_tensor(text_buffer& b, const named_array& t, const std::vector<std::str
         return;
     }
 
+    const bool summarise = !options.full && a.size() > options.threshold;
+    const std::vector<char> masked = t.name == "weights" ? masked_weights(doc, a) : std::vector<char>();
     matrix_text m;
+    m.precision = precision;
+    m.values = &x;
+    m.masked = &masked;
     m.rows = a.rank() == 1 ? 1 : a.shape[a.rank() - 2];
     m.cols = a.shape.back();
-    m.row_labels = a.rank() == 1 ? std::vector<std::string>{""} : labels(tokens, m.rows);
-    m.col_labels = labels(tokens, m.cols);
+    m.shown_rows = shown_indices(m.rows, summarise, options.edgeitems);
+    m.shown_cols = shown_indices(m.cols, summarise, options.edgeitems);
+    m.row_labels = a.rank() == 1 ? std::vector<std::string>{""} : labels(doc.tokens, m.rows, m.shown_rows);
+    m.col_labels = labels(doc.tokens, m.cols, m.shown_cols);
     for (const auto& l : m.row_labels) m.label_width = std::max(m.label_width, display_width(l));
-    m.widths.resize(m.cols);
-    for (std::size_t c = 0; c < m.cols; ++c) m.widths[c] = display_width(m.col_labels[c]);
-    for (std::size_t i = 0; i < x.size(); ++i) {
-        const auto n = static_cast<std::size_t>(format_number(num, x[i], precision, false));
-        std::size_t& w = m.widths[i % m.cols];
-        w = std::max(w, n);
-    }
 
-    const bool shade = color && t.name == "weights";
-    const std::size_t block_size = m.rows * m.cols;
-    const std::size_t blocks = x.size() / block_size;
-    for (std::size_t k = 0; k < blocks; ++k) {
-        if (a.rank() > 2) {
-            if (k) b.put('\n');
-            b.append(block_label(a.shape, k));
+    // Leading axes (all but the matrix's two), each elided on its own.
+    const std::size_t lead = a.rank() > 2 ? a.rank() - 2 : 0;
+    std::vector<std::vector<std::size_t>> shown_lead(lead);
+    std::vector<std::size_t> strides(lead);
+    std::size_t stride = m.rows * m.cols;
+    for (std::size_t k = lead; k-- > 0;) {
+        shown_lead[k] = shown_indices(a.shape[k], summarise, options.edgeitems);
+        strides[k] = stride;
+        stride *= a.shape[k];
+    }
+    std::vector<std::size_t> idx(lead);
+
+    // Column widths over the cells shown, as NumPy sizes its columns.
+    m.widths.resize(m.shown_cols.size());
+    for (std::size_t c = 0; c < m.shown_cols.size(); ++c) m.widths[c] = display_width(m.col_labels[c]);
+    auto measure = [&](std::size_t offset, const std::vector<std::size_t>&) {
+        if (offset == ellipsis) return;
+        for (std::size_t r : m.shown_rows) {
+            if (r == ellipsis) continue;
+            for (std::size_t c = 0; c < m.shown_cols.size(); ++c) {
+                if (m.shown_cols[c] == ellipsis) continue;
+                const std::size_t n = display_width(cell_text(m, offset + r * m.cols + m.shown_cols[c], num));
+                m.widths[c] = std::max(m.widths[c], n);
+            }
+        }
+    };
+    for_each_block(shown_lead, strides, idx, 0, 0, measure);
+
+    const bool shade = options.color && t.name == "weights";
+    const bool heads_first = leading_axis_is_heads(doc, t);
+    bool first = true;
+    auto put = [&](std::size_t offset, const std::vector<std::size_t>& index) {
+        if (lead > 0) {
+            if (!first) b.put('\n');
+            first = false;
+            if (offset == ellipsis) {
+                b.append(ellipsis_text);
+                b.put('\n');
+                return;
+            }
+            b.append(block_label(index, heads_first));
             b.put('\n');
         }
-        put_block(b, m, x.data() + k * block_size, precision, shade);
-    }
+        put_block(b, m, offset, shade);
+    };
+    for_each_block(shown_lead, strides, idx, 0, 0, put);
 }
 
 }  // namespace
 
 void write_table(std::ostream& out, const document& doc, const text_style& style, bool color) {
+    table_options options;
+    options.color = color;
+    write_table(out, doc, style, options);
+}
+
+void write_table(std::ostream& out, const document& doc, const text_style& style, const table_options& options) {
     const int precision = style.precision > 0 ? style.precision : default_table_precision;
     text_buffer b(&out);
     for (std::size_t i = 0; i < doc.tensors.size(); ++i) {
         detail::check_layout(doc.tensors[i].name, doc.tensors[i].value);
         if (i) b.put('\n');
-        put_tensor(b, doc.tensors[i], doc.tokens, precision, color);
+        put_tensor(b, doc, doc.tensors[i], precision, options);
     }
     b.finish();
 }

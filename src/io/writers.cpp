@@ -2,6 +2,8 @@
 
 #include "attn/text.hpp"
 
+#include <algorithm>
+#include <iterator>
 #include <ostream>
 
 #include "attn/error.hpp"
@@ -35,7 +37,26 @@ std::optional<format> format_from_path(const std::string& path) {
 
 bool is_binary(format f) { return f == format::npy || f == format::npz; }
 
+bool leading_axis_is_heads(const document& doc, const named_array& t) {
+    static constexpr const char* matrix_stages[] = {"qk", "scaled", "scores", "weights"};
+    if (t.value.rank() != 3) return false;
+    if (std::find(std::begin(matrix_stages), std::end(matrix_stages), t.name) == std::end(matrix_stages)) return false;
+    const nlohmann::ordered_json& meta = doc.meta;
+    if (!meta.is_object()) return false;
+    const auto heads = meta.find("heads");
+    const bool several = heads != meta.end() && heads->is_number_unsigned() && heads->get<std::size_t>() > 1;
+    const auto averaged = meta.find("average_heads");
+    return several && !(averaged != meta.end() && averaged->is_boolean() && averaged->get<bool>());
+}
+
 void write_document(std::ostream& out, const document& doc, format f, const text_style& style, bool color) {
+    table_options table;
+    table.color = color;
+    write_document(out, doc, f, style, table);
+}
+
+void write_document(std::ostream& out, const document& doc, format f, const text_style& style,
+                    const table_options& table) {
     switch (f) {
         case format::json: write_json(out, doc, style); break;
         case format::jsonl: write_jsonl(out, doc, style); break;
@@ -47,7 +68,7 @@ void write_document(std::ostream& out, const document& doc, format f, const text
             write_npy(out, doc.tensors.front().value);
             break;
         case format::npz: write_npz(out, doc.tensors); break;
-        case format::table: write_table(out, doc, style, color); break;
+        case format::table: write_table(out, doc, style, table); break;
     }
     out.flush();
     if (!out) throw io_error("output", "write failed");

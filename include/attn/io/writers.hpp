@@ -7,6 +7,7 @@
 #include <string>
 
 #include "attn/io/document.hpp"
+#include "attn/io/table.hpp"
 
 namespace attn::io {
 
@@ -24,8 +25,21 @@ std::optional<format> format_from_path(const std::string& path);
 bool is_binary(format f);
 
 /// Writes `doc` in `f`. npy needs exactly one tensor (usage_error otherwise, naming
-/// --dump); npz holds every tensor by stage name; table uses 24-bit colour if `color`.
-/// Throws io_error if `out` fails.
+/// --dump); npz holds every tensor by stage name; table is laid out per `table`
+/// (colour, elision of large tensors; see write_table). Throws io_error if `out` fails.
+void write_document(std::ostream& out, const document& doc, format f, const text_style& style,
+                    const table_options& table);
+
+/// write_document with the default table layout (large tensors elided as NumPy prints
+/// them) and 24-bit colour if `color`.
 void write_document(std::ostream& out, const document& doc, format f, const text_style& style, bool color);
+
+/// True when the first axis of tensor `t` of `doc` holds heads rather than batch items:
+/// a rank-3 Tq×Tk stage (qk, scaled, scores, weights) of a rank-2 input split into
+/// several heads, which is (H, Tq, Tk) as in unbatched nn.MultiheadAttention. The
+/// document says so in its meta: "heads" > 1 and "average_heads" false (README "Shapes
+/// of what is written"); without meta (an .npz read back) rank 3 is (B, Tq, Tk).
+/// The same rule as heatmap_from_document (plot.hpp), so tables, CSV and plots agree.
+bool leading_axis_is_heads(const document& doc, const named_array& t);
 
 }  // namespace attn::io
