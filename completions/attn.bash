@@ -14,7 +14,7 @@ _attn_compute_options="--help --q --k --v --x --x-kv --wq --wk --wv --bq --bk --
   --rotary-dim --attn-mask-true --seq-first --mask-fill
   --masked-rows
   --scale --softcap --heads --kv-heads --weight-layout --dtype --posenc --posenc-base --kernel
-  --average-heads --tokens --dump --format --output --precision --compact --plot
+  --average-heads --tokens --dump --format --output --precision --compact --full --plot
   --jobs --max-bytes --manifest"
 
 _attn_stages="x q_proj k_proj q k v qk scaled scores weights output lse present_key present_value mask stats"

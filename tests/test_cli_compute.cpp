@@ -758,3 +758,17 @@ TEST_CASE("window skipping at length: both fast paths agree with the reference k
             CHECK_MESSAGE(r.code == 0, r.out);
         }
 }
+
+TEST_CASE("--format table elides a 40 x 40 weights matrix as NumPy does, --full prints it all") {
+    attn_test::scratch_dir dir;
+    REQUIRE(run_attn("generate --len 40 --dk 4 --dv 4 -o '" + dir.path + "/g.npz'").code == 0);
+    const auto elided = run_attn("compute '" + dir.path + "/g.npz' --dump weights --format table");
+    const auto full = run_attn("compute '" + dir.path + "/g.npz' --dump weights --format table --full");
+    REQUIRE(elided.code == 0);
+    REQUIRE(full.code == 0);
+    const auto lines = [](const std::string& s) { return std::count(s.begin(), s.end(), '\n'); };
+    CHECK(lines(elided.out) == 1 + 1 + 3 + 1 + 3);  // title, header, 3 rows, "...", 3 rows
+    CHECK(lines(full.out) == 1 + 1 + 40);
+    CHECK(elided.out.find("...") != std::string::npos);
+    CHECK(full.out.find("...") == std::string::npos);
+}

@@ -161,6 +161,7 @@ std::vector<batch_job> read_manifest(const std::string& path, const compute_opti
             job.format = c.format;
             job.style.precision = c.precision;
             job.style.compact = c.compact;
+            job.style.full = c.full;
         } catch (const nlohmann::json::exception& e) {
             // Syntax, and numbers JSON cannot hold (1e999): this line fails, the others run.
             job.error = source + ": invalid JSON line (" + std::string(e.what()).substr(std::string(e.what()).find(' ') + 1) + ")";

@@ -34,6 +34,7 @@ void emit(const io::document& doc, io::format f, const compute_options& c) {
     io::text_style style;
     style.precision = c.precision;
     style.compact = c.compact;
+    style.full = c.full;
     const bool color = is_stdout(c.output) && f == io::format::table && isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR");
     write_output(c.output, io::is_binary(f), [&](std::ostream& out) { io::write_document(out, doc, f, style, color); });
 }
@@ -74,6 +75,7 @@ int run_several(const compute_options& c, const attn::pipeline_options& settings
     batch_output out;
     out.style.precision = c.precision;
     out.style.compact = c.compact;
+    out.style.full = c.full;
     if (directory_target(c.output)) {
         out.dir = c.output;
         out.format = c.format.empty() ? io::format::json : io::parse_format(c.format);
@@ -141,6 +143,8 @@ void add_job_options(CLI::App& sub, compute_options& c) {
         ->check(CLI::Range(1, 17))
         ->group("Output");
     sub.add_flag("--compact", c.compact, "JSON on one line")->group("Output");
+    sub.add_flag("--full", c.full, "Tables: print every element (default: above 1000, the first and last 3 of each axis, as NumPy)")
+        ->group("Output");
 }
 
 void setup_compute(CLI::App& app, int& exit_status) {

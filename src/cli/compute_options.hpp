@@ -19,6 +19,7 @@ struct compute_options {
     std::string output;
     int precision = 0;
     bool compact = false;
+    bool full = false;
     std::string manifest;
     std::string plot;
 };

@@ -51,6 +51,7 @@ bool leading_axis_is_heads(const document& doc, const named_array& t) {
 
 void write_document(std::ostream& out, const document& doc, format f, const text_style& style, bool color) {
     table_options table;
+    table.full = style.full;
     table.color = color;
     write_document(out, doc, f, style, table);
 }

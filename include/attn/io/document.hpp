@@ -24,6 +24,7 @@ struct document {
 struct text_style {
     int precision = 0;     ///< significant digits; 0 = shortest text that round-trips
     bool compact = false;  ///< json: everything on one line
+    bool full = false;     ///< table: every element, none elided (NumPy's threshold=sys.maxsize)
 };
 
 }  // namespace attn::io
