@@ -14,7 +14,7 @@ _attn_compute_options="--help --q --k --v --x --x-kv --wq --wk --wv --bq --bk --
   --rotary-dim --attn-mask-true --seq-first --mask-fill
   --masked-rows
   --scale --softcap --heads --kv-heads --weight-layout --dtype --posenc --posenc-base --kernel
-  --average-heads --tokens --dump --format --output --precision --compact --full --plot
+  --average-heads --tokens --tokens-kv --dump --format --output --precision --compact --full --plot
   --jobs --max-bytes --manifest"
 
 _attn_stages="x q_proj k_proj q k v qk scaled scores weights output lse present_key present_value mask stats"
@@ -77,7 +77,7 @@ _attn() {
             --mask-fill) COMPREPLY=($(compgen -W "-inf -1e9" -- "$cur")); return ;;
             --lengths | --ids | --window | --prefix-len | --sink-tokens | --cu-seqlens | --rope-theta | \
                 --rotary-dim | --pad-id | --scale | --softcap | --heads | --kv-heads | --posenc-base | --tokens | \
-                --precision | -j | --jobs)
+                --tokens-kv | --precision | -j | --jobs)
                 return ;;
             -o | --output | --plot | --manifest | --q | --k | --v | --x | --x-kv | --wq | --wk | --wv | --bq | \
                 --bk | --bv | --wo | --bo | --in-proj-weight | --in-proj-bias | --attn-mask | \

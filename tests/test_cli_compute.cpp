@@ -772,3 +772,22 @@ TEST_CASE("--format table elides a 40 x 40 weights matrix as NumPy does, --full 
     CHECK(elided.out.find("...") != std::string::npos);
     CHECK(full.out.find("...") == std::string::npos);
 }
+
+TEST_CASE("--tokens-kv labels the key axis of cross-attention in JSON and tables, one per key") {
+    attn_test::scratch_dir dir;
+    REQUIRE(run_attn("generate --len 2 --len-kv 3 --dk 4 --dv 4 -o '" + dir.path + "/c.npz'").code == 0);
+    auto r = run_attn("compute '" + dir.path + "/c.npz' --tokens 'a b' --tokens-kv 'x y z' --dump weights --compact");
+    REQUIRE(r.code == 0);
+    const json out = json::parse(r.out);
+    CHECK(out["tokens"] == json::parse(R"(["a", "b"])"));
+    CHECK(out["tokens_kv"] == json::parse(R"(["x", "y", "z"])"));
+    r = run_attn("compute '" + dir.path + "/c.npz' --tokens 'a b' --tokens-kv 'x y z' --dump weights --format table");
+    REQUIRE(r.code == 0);
+    const std::string header = r.out.substr(r.out.find('\n') + 1, r.out.find('\n', r.out.find('\n') + 1) - r.out.find('\n') - 1);
+    CHECK(header.find('x') != std::string::npos);
+    CHECK(header.find('z') != std::string::npos);
+    CHECK(r.out.find("\na ") != std::string::npos);
+    r = run_attn("compute '" + dir.path + "/c.npz' --tokens-kv 'x y'");
+    CHECK(r.code == 2);
+    CHECK(r.err == "attn: error: --tokens-kv: one token per key (expected 3, got 2)\n");
+}

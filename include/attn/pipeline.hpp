@@ -44,6 +44,7 @@ struct pipeline_options {
     std::vector<std::string> dump{"scores", "weights", "output"};
     bool average_heads = false;
     std::vector<std::string> tokens;         ///< overrides a bundle's tokens
+    std::vector<std::string> tokens_kv;      ///< labels of the keys (cross-attention), past keys included
     /// Sinusoidal encodings (posenc.hpp) added to X and X_kv before the projections,
     /// over the sequence axis, each from position 0 (X from the past length when a KV
     /// cache is given and there is no X_kv). Needs X of rank 2 or 3.

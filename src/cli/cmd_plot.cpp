@@ -130,6 +130,7 @@ loaded load_input(const std::string& path) {
         r.is_output = false;
         r.lone = std::move(r.inputs.arrays.front());
         r.doc.tokens = std::move(r.inputs.tokens);
+        r.doc.tokens_kv = std::move(r.inputs.tokens_kv);
         r.inputs = {};
         return r;
     }
@@ -137,6 +138,7 @@ loaded load_input(const std::string& path) {
         for (auto& a : r.inputs.arrays)
             if (is_stage(a.name)) r.doc.tensors.push_back(std::move(a));
         r.doc.tokens = std::move(r.inputs.tokens);
+        r.doc.tokens_kv = std::move(r.inputs.tokens_kv);
         r.inputs = {};
     } else if (r.inputs.arrays.size() == 1 && !io::is_attn_name(r.inputs.arrays.front().name)) {
         r.inputs.arrays.front().name = "x";  // the bundle naming rule of io::load_bundle
@@ -205,6 +207,7 @@ int run_plot(const plot_options& c) {
     } else if (in.is_output) {
         doc = std::move(in.doc);
         if (!settings.tokens.empty()) doc.tokens = settings.tokens;
+        if (!settings.tokens_kv.empty()) doc.tokens_kv = settings.tokens_kv;
     } else {
         add_tensor_options(in.inputs, c.pipeline);
         if (in.inputs.arrays.empty())
@@ -266,7 +269,7 @@ void setup_plot(CLI::App& app, int& exit_status) {
     add_run_options(*sub, c->pipeline);
     const std::vector<const CLI::Option*> all = std::as_const(*sub).get_options();
     for (std::size_t i = before; i < all.size(); ++i)
-        if (all[i]->get_name() != "--tokens") c->compute_only.push_back(all[i]);
+        if (all[i]->get_name() != "--tokens" && all[i]->get_name() != "--tokens-kv") c->compute_only.push_back(all[i]);
 
     sub->add_option("-o,--output", c->output, "Image to write (atomically): .png, .svg or .pdf")->required()->group("Plot");
     c->stage_opt = sub->add_option("--stage", c->stage, "Stage to draw: qk, scaled, scores or weights (colour range 0..1)")

@@ -239,6 +239,9 @@ void add_pipeline_options(CLI::App& sub, pipeline_cli& c) {
     sub.add_flag("--average-heads", c.average_heads, "Average Tq×Tk stages over heads (average_attn_weights)")
         ->group("Output");
     sub.add_option("--tokens", c.tokens, "Token labels, space-separated, e.g. \"my name is Aj\"")->group("Output");
+    sub.add_option("--tokens-kv", c.tokens_kv,
+                    "Key labels for cross-attention (or a KV cache), space-separated: one per key")
+        ->group("Output");
     add_rope_options(sub, c);
     sub.add_option("--posenc", c.posenc,
                     "Add sinusoidal positional encodings to X (and X_kv) before the projections: interleaved "
@@ -300,6 +303,7 @@ attn::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std:
         if (std::find(p.dump.begin(), p.dump.end(), d) == p.dump.end()) p.dump.push_back(std::move(d));
     p.average_heads = c.average_heads;
     p.tokens = split_words(c.tokens);
+    p.tokens_kv = split_words(c.tokens_kv);
     p.threads = c.jobs;
     if (!c.posenc.empty()) p.posenc = core::parse_posenc_style(c.posenc);
     p.posenc_base = c.posenc_base;

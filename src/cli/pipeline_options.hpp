@@ -30,6 +30,7 @@ struct pipeline_cli {
     std::string dtype;
     bool average_heads = false;
     std::string tokens;
+    std::string tokens_kv;
     int jobs = 0;
     std::string posenc;               // "", interleaved or concat
     double posenc_base = 10000.0;

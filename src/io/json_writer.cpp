@@ -226,12 +226,13 @@ void write_json(std::ostream& out, const document& doc, const text_style& style)
     }
     key("meta");
     put_value(b, doc.meta.is_null() ? ordered_json::object() : doc.meta, indent_step, pretty);
-    if (!doc.tokens.empty()) {
-        key("tokens");
+    for (const auto& [name, labels] : {std::pair{"tokens", &doc.tokens}, std::pair{"tokens_kv", &doc.tokens_kv}}) {
+        if (labels->empty()) continue;
+        key(name);
         b.put('[');
-        for (std::size_t i = 0; i < doc.tokens.size(); ++i) {
+        for (std::size_t i = 0; i < labels->size(); ++i) {
             if (i) b.append(pretty ? ", " : ",");
-            b.append(quoted(doc.tokens[i]));
+            b.append(quoted((*labels)[i]));
         }
         b.put(']');
     }

@@ -855,10 +855,15 @@ heatmap_spec heatmap_from_document(const document& doc, const heatmap_view& view
         const std::size_t past = has_meta && meta.contains("past_length") && meta["past_length"].is_number_unsigned()
                                      ? meta["past_length"].get<std::size_t>()
                                      : 0;
-        if (Tk == past + Tq) {
+        if (Tk == past + Tq && doc.tokens_kv.empty()) {
             for (std::size_t j = 0; j < past; ++j) spec.col_labels.push_back(std::to_string(j));
             spec.col_labels.insert(spec.col_labels.end(), doc.tokens.begin(), doc.tokens.end());
         }
+    }
+    if (!doc.tokens_kv.empty()) {
+        if (doc.tokens_kv.size() != Tk)
+            throw value_error("--tokens-kv", "one token per key " + expected_got(std::to_string(Tk), std::to_string(doc.tokens_kv.size())));
+        spec.col_labels = doc.tokens_kv;
     }
 
     spec.batch = view.batch;

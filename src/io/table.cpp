@@ -247,7 +247,7 @@ void put_tensor(text_buffer& b, const document& doc, const named_array& t, int p
     m.shown_rows = shown_indices(m.rows, summarise, options.edgeitems);
     m.shown_cols = shown_indices(m.cols, summarise, options.edgeitems);
     m.row_labels = a.rank() == 1 ? std::vector<std::string>{""} : labels(doc.tokens, m.rows, m.shown_rows);
-    m.col_labels = labels(doc.tokens, m.cols, m.shown_cols);
+    m.col_labels = labels(doc.tokens_kv.empty() ? doc.tokens : doc.tokens_kv, m.cols, m.shown_cols);
     for (const auto& l : m.row_labels) m.label_width = std::max(m.label_width, display_width(l));
 
     // Leading axes (all but the matrix's two), each elided on its own.

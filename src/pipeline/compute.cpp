@@ -154,6 +154,9 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     const attention_result<T>& r = *result;
 
     io::document doc;
+    doc.tokens_kv = o.tokens_kv;
+    if (!doc.tokens_kv.empty() && doc.tokens_kv.size() != Tk)
+        throw usage_error("--tokens-kv", "one token per key " + expected_got(num(Tk), num(doc.tokens_kv.size())));
     doc.tokens = o.tokens.empty() ? bundle_tokens : o.tokens;
     if (!doc.tokens.empty() && doc.tokens.size() != Tq)
     {

@@ -18,6 +18,7 @@ namespace attn::io {
 struct bundle {
     std::vector<named_array> arrays;
     std::vector<std::string> tokens;   ///< from a JSON "tokens" entry (list or string)
+    std::vector<std::string> tokens_kv;  ///< from a JSON "tokens_kv" entry: the keys' labels
     std::vector<std::string> ignored;  ///< names (lower case) of arrays the file holds that attn does not use
 
     /// The array called `name` (case-insensitive), or nullptr.
