@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_util.hpp"
+#include "scratch_dir.hpp"
 
 using attn_test::run_attn;
 using attn_test::slurp;
@@ -200,4 +201,27 @@ TEST_CASE("a manifest takes every compute option, paths from its folder, and a j
     CHECK(recs[2]["error"].get<std::string>().find("attn_mask: does not broadcast") != std::string::npos);
     CHECK(recs[3] == json{{"input", dir + "/x.npy"}, {"output", dir + "/own.npy"}});
     CHECK(slurp(dir + "/own.npy").rfind("\x93NUMPY", 0) == 0);
+}
+
+TEST_CASE("--plot DIR/ draws one heatmap per input of a batch, the same as --plot FILE for each alone") {
+    attn_test::scratch_dir dir;
+    const std::string d = dir.path;
+    const auto r = attn_test::run_attn("compute data/x.npy data/notebook.npz data/notebook.npz --mask causal --dump output --plot '" +
+                                       d + "/plots/' -o '" + d + "/out.jsonl'");
+    REQUIRE(r.code == 0);
+    CHECK(r.err.empty());
+    // Names as -o DIR/ gives them: a repeated stem gets its index.
+    for (const auto& [input, png] : std::vector<std::pair<std::string, std::string>>{
+             {"data/x.npy", "x.png"}, {"data/notebook.npz", "notebook.png"}, {"data/notebook.npz", "notebook-2.png"}}) {
+        CAPTURE(png);
+        REQUIRE(attn_test::run_attn("compute " + input + " --mask causal --dump output --plot '" + d + "/one.png' -o '" + d +
+                                    "/one.json'").code == 0);
+        const std::string got = attn_test::slurp(d + "/plots/" + png);
+        CHECK(!got.empty());
+        CHECK(got == attn_test::slurp(d + "/one.png"));
+    }
+    // The records keep to --dump: the stages drawn are not added to them.
+    const std::string records = attn_test::slurp(d + "/out.jsonl");
+    CHECK(records.find("\"weights\"") == std::string::npos);
+    CHECK(records.find("\"output\"") != std::string::npos);
 }

@@ -18,7 +18,9 @@
 #include "attn/io/output.hpp"
 #include "attn/threads.hpp"
 #include "commands.hpp"
+#include "cmd_plot.hpp"
 #include "compute_options.hpp"
+#include "output_target.hpp"
 
 namespace attn::cli {
 
@@ -55,12 +57,11 @@ std::string job_error(const std::string& input, const std::string& what) {
 /// input took it; a repeated stem gets "-<index>" (its position among the inputs), and
 /// "-2", "-3", … more while that is taken or is another input's own stem
 /// (`a-2.npy a.npy a.npy` → a-2, a, a-2-2).
-std::vector<std::string> output_paths(const std::vector<batch_job>& jobs, const batch_output& out) {
+std::vector<std::string> output_paths(const std::vector<batch_job>& jobs, std::string dir, const std::string& ext) {
     std::set<std::string> own;  // every input's stem: reserved for its first owner
     for (const auto& job : jobs) own.insert(stem(job.input));
     std::vector<std::string> paths;
     std::set<std::string> used;
-    std::string dir = out.dir;
     if (!dir.empty() && dir.back() != '/') dir += '/';
     for (std::size_t i = 0; i < jobs.size(); ++i) {
         const std::string base = stem(jobs[i].input);
@@ -71,7 +72,7 @@ std::vector<std::string> output_paths(const std::vector<batch_job>& jobs, const 
                 name = base + "-" + std::to_string(i) + "-" + std::to_string(k);
         }
         used.insert(name);
-        paths.push_back(dir + name + extension(out.format));
+        paths.push_back(dir + name + ext);
     }
     return paths;
 }
@@ -157,7 +158,8 @@ std::vector<batch_job> read_manifest(const std::string& path, const compute_opti
             std::reverse(words.begin(), words.end());  // CLI11 takes them last to first
             app.parse(words);
             job.cli = c.pipeline;
-            job.settings = pipeline_settings(c.pipeline, c.dump);
+            job.dump = c.dump;
+            job.settings = pipeline_settings(c.pipeline, directory_target(c.plot) ? with_plot_stages(c.dump) : c.dump);
             job.format = c.format;
             job.style.precision = c.precision;
             job.style.compact = c.compact;
@@ -185,7 +187,8 @@ std::vector<batch_job> read_manifest(const std::string& path, const compute_opti
 int run_batch(const std::vector<batch_job>& jobs, const batch_output& out, int workers) {
     const std::size_t n = jobs.size();
     const bool to_dir = !out.dir.empty();
-    const std::vector<std::string> paths = to_dir ? output_paths(jobs, out) : std::vector<std::string>{};
+    const std::vector<std::string> paths = to_dir ? output_paths(jobs, out.dir, extension(out.format)) : std::vector<std::string>{};
+    const std::vector<std::string> plots = out.plot_dir.empty() ? std::vector<std::string>{} : output_paths(jobs, out.plot_dir, ".png");
     std::vector<std::optional<std::string>> records(n);  // JSON Lines text, by input order
     std::vector<std::uint8_t> failed(n, 0);
     std::mutex mutex;
@@ -209,6 +212,7 @@ int run_batch(const std::vector<batch_job>& jobs, const batch_output& out, int w
                     attn::pipeline_options settings = job.settings;
                     settings.threads = 1;  // one level of parallelism: over inputs
                     io::document doc = attn::compute(std::move(b.arrays), b.tokens, settings);
+                    if (!plots.empty()) plot_weights(doc, plots[i], job.dump);
                     if (!job.output.empty()) {
                         // The job's own file; the batch's output gets a record saying where.
                         io::format f = io::format::json;

@@ -21,6 +21,7 @@ struct batch_job {
     std::string output;                ///< the job's own output file, or "" for the batch's output
     std::string format;                ///< its --format, or "" for the output's extension
     io::text_style style;              ///< its --precision and --compact
+    std::vector<std::string> dump;     ///< the stages asked for (settings may hold more, for --plot DIR/)
 };
 
 /// Where batch results go: JSON Lines on stdout or into one file (`file`), or one file
@@ -30,6 +31,7 @@ struct batch_output {
     io::text_style style;
     std::string file;
     std::string dir;
+    std::string plot_dir;  ///< --plot DIR/: each input's weights heatmap as DIR/<stem>.png, or ""
 };
 
 /// Reads a manifest (JSON Lines; "-" is stdin): one job per non-blank line, an object

@@ -39,17 +39,6 @@ void emit(const io::document& doc, io::format f, const compute_options& c) {
     write_output(c.output, io::is_binary(f), [&](std::ostream& out) { io::write_document(out, doc, f, style, color); });
 }
 
-/// -o names a directory: ends with '/' (created if missing) or is one already.
-bool directory_target(const std::string& path) {
-    struct stat st;
-    if (!path.empty() && path.back() == '/') {
-        if (stat(path.c_str(), &st) != 0 && mkdir(path.c_str(), 0777) != 0)
-            throw io_error(path, std::string("cannot create directory (") + std::strerror(errno) + ")");
-        return true;
-    }
-    return !path.empty() && stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 /// Several inputs, a manifest, or -o DIR/: a batch run.
 int run_several(const compute_options& c, const attn::pipeline_options& settings) {
     std::vector<batch_job> jobs;
@@ -63,6 +52,7 @@ int run_several(const compute_options& c, const attn::pipeline_options& settings
             job.input = input;
             job.cli = c.pipeline;
             job.settings = settings;
+            job.dump = c.dump;
             jobs.push_back(std::move(job));
         }
     }
@@ -76,6 +66,7 @@ int run_several(const compute_options& c, const attn::pipeline_options& settings
     out.style.precision = c.precision;
     out.style.compact = c.compact;
     out.style.full = c.full;
+    if (!c.plot.empty()) out.plot_dir = c.plot;  // a batch takes --plot DIR/ only (run_compute)
     if (directory_target(c.output)) {
         out.dir = c.output;
         out.format = c.format.empty() ? io::format::json : io::parse_format(c.format);
@@ -91,11 +82,13 @@ int run_several(const compute_options& c, const attn::pipeline_options& settings
 }
 
 int run_compute(const compute_options& c) {
-    if (!c.plot.empty()) check_plot_option(c.plot, c.inputs.size() > 1 || !c.manifest.empty() || directory_target(c.output));
+    const bool plot_dir = !c.plot.empty() && directory_target(c.plot);
+    if (!c.plot.empty() && !plot_dir)
+        check_plot_option(c.plot, c.inputs.size() > 1 || !c.manifest.empty() || directory_target(c.output));
     if (!c.plot.empty() && !is_stdout(c.output) && same_output(c.plot, c.output))
         throw usage_error("--plot", "names the same file as -o " + expected_got("two different files", c.plot));
     const attn::pipeline_options settings = pipeline_settings(c.pipeline, c.plot.empty() ? c.dump : with_plot_stages(c.dump));
-    if (c.inputs.size() > 1 || !c.manifest.empty() || directory_target(c.output)) return run_several(c, settings);
+    if (c.inputs.size() > 1 || !c.manifest.empty() || directory_target(c.output) || plot_dir) return run_several(c, settings);
     const io::format f = output_format(c.format, c.output);
     io::bundle b = gather_inputs(c.inputs.empty() ? std::string() : c.inputs.front(), c.pipeline);
     if (b.arrays.empty() && !c.inputs.empty()) {
@@ -162,7 +155,8 @@ void setup_compute(CLI::App& app, int& exit_status) {
         ->type_name("FILE")
         ->group("Batch");
     sub->add_option("--plot", c->plot,
-                    "Also draw the weights of batch 0, head 0 as a heatmap (.png, .svg or .pdf; see attn plot)")
+                    "Also draw the weights of batch 0, head 0 as a heatmap (.png, .svg or .pdf; see attn plot); "
+                    "DIR/ (a batch run): one DIR/<stem>.png per input")
         ->type_name("FILE")
         ->group("Output");
     sub->footer(

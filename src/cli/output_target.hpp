@@ -2,6 +2,8 @@
 // Where a subcommand's data goes: stdout ("" or "-"), or a file written atomically.
 
 #include <functional>
+#include <cstring>
+#include <cerrno>
 #include <optional>
 #include <iostream>
 #include <ostream>
@@ -78,6 +80,17 @@ inline io::format output_format(const std::string& format, const std::string& ou
         throw usage_error("-o", "cannot tell the format from the extension " +
                                     expected_got(".json, .jsonl, .csv, .npy, .npz, .txt or --format", "'" + ext + "'"));
     return io::format::json;
+}
+
+/// -o (or --plot) names a directory: ends with '/' (created if missing) or is one already.
+inline bool directory_target(const std::string& path) {
+    struct stat st;
+    if (!path.empty() && path.back() == '/') {
+        if (stat(path.c_str(), &st) != 0 && mkdir(path.c_str(), 0777) != 0)
+            throw io_error(path, std::string("cannot create directory (") + std::strerror(errno) + ")");
+        return true;
+    }
+    return !path.empty() && stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 }  // namespace attn::cli
