@@ -791,3 +791,17 @@ TEST_CASE("--tokens-kv labels the key axis of cross-attention in JSON and tables
     CHECK(r.code == 2);
     CHECK(r.err == "attn: error: --tokens-kv: one token per key (expected 3, got 2)\n");
 }
+
+TEST_CASE("CSV puts per-row stages (lse, row stats) on the query row, with heads or batch items in their columns") {
+    // x (4, 8) with 2 heads: lse is (H, Tq) = (2, 4); generated (B, T, D) = (2, 3, 2): lse (B, Tq).
+    auto r = run_attn("compute data/x.npy --heads 2 --dump lse,stats --format csv");
+    REQUIRE(r.code == 0);
+    CHECK(r.out.find("\nlse,0,1,3,0,") != std::string::npos);  // head 1, query 3
+    CHECK(r.out.find("\nlse,0,0,4,") == std::string::npos);
+    CHECK(r.out.find("\nstats.entropy,0,1,3,0,") != std::string::npos);
+    attn_test::scratch_dir dir;
+    REQUIRE(run_attn("generate --len 3 --dk 2 --dv 2 --batch 2 -o '" + dir.path + "/b.npz'").code == 0);
+    r = run_attn("compute '" + dir.path + "/b.npz' --dump lse --format csv");
+    REQUIRE(r.code == 0);
+    CHECK(r.out.find("\nlse,1,0,2,0,") != std::string::npos);  // item 1, query 2
+}

@@ -45,7 +45,11 @@ layout4 csv_layout(const document& doc, const named_array& t) {
     switch (s.size()) {
         case 0: return {};
         case 1: return {1, 1, s[0], 1};
-        case 2: return {1, 1, s[0], s[1]};
+        case 2:
+            // A per-row stage (lse, row statistics) is the scores' shape without the key
+            // axis: its last axis is the query row, the one before it heads or batch.
+            if (is_row_stage(t.name)) return leading_axis_is_heads(doc, t) ? layout4{1, s[0], s[1], 1} : layout4{s[0], 1, s[1], 1};
+            return {1, 1, s[0], s[1]};
         case 3:
             if (leading_axis_is_heads(doc, t)) return {1, s[0], s[1], s[2]};
             return {s[0], 1, s[1], s[2]};

@@ -37,10 +37,16 @@ std::optional<format> format_from_path(const std::string& path) {
 
 bool is_binary(format f) { return f == format::npy || f == format::npz; }
 
+bool is_row_stage(const std::string& name) {
+    return name == "lse" || name == "stats.entropy" || name == "stats.max_weight" || name == "stats.argmax" ||
+           name == "stats.row_sum";
+}
+
 bool leading_axis_is_heads(const document& doc, const named_array& t) {
-    static constexpr const char* matrix_stages[] = {"qk", "scaled", "scores", "weights"};
-    if (t.value.rank() != 3) return false;
-    if (std::find(std::begin(matrix_stages), std::end(matrix_stages), t.name) == std::end(matrix_stages)) return false;
+    static constexpr const char* matrix_stages[] = {"qk", "scaled", "scores", "weights", "mask"};
+    const bool matrix = t.value.rank() == 3 &&
+                        std::find(std::begin(matrix_stages), std::end(matrix_stages), t.name) != std::end(matrix_stages);
+    if (!matrix && !(t.value.rank() == 2 && is_row_stage(t.name))) return false;
     const nlohmann::ordered_json& meta = doc.meta;
     if (!meta.is_object()) return false;
     const auto heads = meta.find("heads");

@@ -35,11 +35,16 @@ void write_document(std::ostream& out, const document& doc, format f, const text
 void write_document(std::ostream& out, const document& doc, format f, const text_style& style, bool color);
 
 /// True when the first axis of tensor `t` of `doc` holds heads rather than batch items:
-/// a rank-3 Tq×Tk stage (qk, scaled, scores, weights) of a rank-2 input split into
-/// several heads, which is (H, Tq, Tk) as in unbatched nn.MultiheadAttention. The
+/// a rank-3 Tq×Tk stage (qk, scaled, scores, weights, mask), or a rank-2 per-row stage
+/// (is_row_stage), of a rank-2 input split into several heads, which is (H, Tq, Tk) or
+/// (H, Tq) as in unbatched nn.MultiheadAttention. The
 /// document says so in its meta: "heads" > 1 and "average_heads" false (README "Shapes
 /// of what is written"); without meta (an .npz read back) rank 3 is (B, Tq, Tk).
 /// The same rule as heatmap_from_document (plot.hpp), so tables, CSV and plots agree.
 bool leading_axis_is_heads(const document& doc, const named_array& t);
+
+/// True for the stages with one value per query row (the scores' shape without the key
+/// axis): lse and the row statistics stats.entropy, max_weight, argmax, row_sum.
+bool is_row_stage(const std::string& name);
 
 }  // namespace attn::io
