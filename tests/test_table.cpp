@@ -186,7 +186,7 @@ TEST_CASE("write_table: a finite --mask-fill in meta marks the cells whose score
           "1  0.5  0.5\n");
 }
 
-TEST_CASE("write_table: masked weights that are NaN (--masked-rows nan) stay nan; other stages keep their zeros") {
+TEST_CASE("write_table: masked weights that are NaN (--masked-rows nan) stay nan, other stages keep their zeros") {
     document doc;
     doc.tensors.push_back(tensor<double>("scores", {2, 2}, {0, -inf, -inf, -inf}));
     doc.tensors.push_back(tensor<double>("weights", {2, 2}, {1, 0, std::nan(""), std::nan("")}));
