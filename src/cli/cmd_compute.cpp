@@ -81,6 +81,19 @@ int run_several(const compute_options& c, const attn::pipeline_options& settings
     return run_batch(jobs, out, workers);
 }
 
+/// The file an error about an array came from, for "FILE: NAME: …": the array's own
+/// option (--position-ids FILE) or else the INPUT; "" when the message is an option's
+/// own ("--rope-theta: …"), names no array, or names its file already.
+std::string file_of_array(const std::string& what, const compute_options& c) {
+    const std::size_t colon = what.find(": ");
+    if (what.empty() || what[0] == '-' || colon == std::string::npos) return "";
+    const std::string name = what.substr(0, colon);
+    if (const auto it = c.pipeline.tensor_files.find(name); it != c.pipeline.tensor_files.end()) return it->second;
+    if (c.inputs.empty() || name == "inputs") return "";
+    const std::string input = c.inputs.front() == "-" ? "<stdin>" : c.inputs.front();
+    return what.rfind(input + ":", 0) == 0 ? "" : input;
+}
+
 int run_compute(const compute_options& c) {
     const bool plot_dir = !c.plot.empty() && directory_target(c.plot);
     if (!c.plot.empty() && !plot_dir)
@@ -104,8 +117,16 @@ int run_compute(const compute_options& c) {
         doc = attn::compute(std::move(b.arrays), b.tokens, settings);
     } catch (const shape_error& e) {
         // Name the file as well as the array ("in.npz: v: …"), as a batch record does.
-        if (c.inputs.empty()) throw;
-        throw shape_error(c.inputs.front() == "-" ? "<stdin>" : c.inputs.front(), e.what());
+        const std::string file = file_of_array(e.what(), c);
+        if (file.empty()) throw;
+        throw shape_error(file, e.what());
+    } catch (const limit_error&) {
+        throw;  // already names the file
+    } catch (const value_error& e) {
+        // The same for an array's values ("in.npz: lengths: negative length …").
+        const std::string file = file_of_array(e.what(), c);
+        if (file.empty()) throw;
+        throw value_error(file, e.what());
     }
     if (!c.plot.empty()) plot_weights(doc, c.plot, c.dump);
     emit(doc, f, c);
