@@ -312,3 +312,50 @@ TEST_CASE("convention: ALiBi slopes are the paper's get_slopes, powers of two an
     CHECK(twelve[11] == doctest::Approx(std::pow(2.0, -3.5)).epsilon(1e-15));
     CHECK_THROWS_AS(alibi_slopes(0), attn::value_error);
 }
+
+TEST_CASE("convention: prefix LM widens the causal frontier to the first N keys, per item") {
+    mask_spec s;
+    s.B = 2, s.Tq = 4, s.Tk = 4, s.causal = true, s.prefix = {3, 1};
+    std::vector<std::string> used;
+    const auto m = build_mask<double>(s, used);
+    CHECK(used == std::vector<std::string>{"causal", "prefix"});
+    CHECK(row_of(m, 0, 0, 0) == std::vector<double>{0, 0, 0, ninf});  // item 0: keys 0..2 for everyone
+    CHECK(row_of(m, 0, 0, 3) == std::vector<double>{0, 0, 0, 0});
+    CHECK(row_of(m, 1, 0, 0) == std::vector<double>{0, ninf, ninf, ninf});  // item 1: prefix 1 = plain causal
+    s.causal = false;
+    CHECK_THROWS_AS(build_mask<double>(s, used), attn::usage_error);
+}
+
+TEST_CASE("convention: sink tokens stay visible left of the window, never past the causal frontier") {
+    mask_spec s;
+    s.Tq = 6, s.Tk = 6, s.causal = true, s.window_left = 1, s.sink_tokens = 2;
+    std::vector<std::string> used;
+    const auto m = build_mask<double>(s, used);
+    CHECK(row_of(m, 0, 0, 5) == std::vector<double>{0, 0, ninf, ninf, 0, 0});
+    CHECK(row_of(m, 0, 0, 2) == std::vector<double>{0, 0, 0, ninf, ninf, ninf});
+    CHECK(row_of(m, 0, 0, 0) == std::vector<double>{0, ninf, ninf, ninf, ninf, ninf});  // key 1 is in the future
+    s.window_left = -1;
+    CHECK_THROWS_AS(build_mask<double>(s, used), attn::usage_error);
+}
+
+TEST_CASE("convention: documents from cu_seqlens or ids, runs or scattered, a query sees its own document only") {
+    CHECK(documents_from_cu_seqlens({0, 2, 5}) == std::vector<std::int64_t>{0, 0, 1, 1, 1});
+    CHECK_THROWS_AS(documents_from_cu_seqlens({1, 3}), attn::usage_error);
+    CHECK_THROWS_AS(documents_from_cu_seqlens({0, 2, 2}), attn::usage_error);
+    mask_spec s;
+    s.Tq = 5, s.Tk = 5;
+    const attn::array runs = ints({5}, {7, 7, 3, 3, 3});
+    s.document_ids = &runs;
+    std::vector<std::string> used;
+    auto m = build_mask<double>(s, used);
+    CHECK(used == std::vector<std::string>{"documents"});
+    CHECK(m.visible_begin(0, 3) == 2);  // contiguous: the visible range itself
+    CHECK(m.visible_end(0, 1) == 2);
+    CHECK(row_of(m, 0, 0, 1) == std::vector<double>{0, 0, ninf, ninf, ninf});
+    const attn::array scattered = ints({5}, {1, 2, 1, 2, 1});
+    s.document_ids = &scattered;
+    m = build_mask<double>(s, used);
+    CHECK(row_of(m, 0, 0, 2) == std::vector<double>{0, ninf, 0, ninf, 0});
+    s.Tk = 6;  // documents need self-attention (Tq = Tk)
+    CHECK_THROWS_AS(build_mask<double>(s, used), attn::value_error);
+}

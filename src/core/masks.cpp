@@ -335,6 +335,15 @@ mask<T> build_mask(const mask_spec& spec, std::vector<std::string>& used) {
     const bool window = spec.window_left >= 0 || spec.window_right >= 0;
     const bool alibi = spec.alibi || spec.alibi_slopes;
     if (spec.causal || window || alibi) m.position_offset = causal_offsets(spec.align, B, spec.Tq, Tk, spec.past, m.lengths);
+    if (spec.causal) {
+        m.causal = true;
+        used.push_back("causal");
+    }
+    if (window) {
+        m.window_left = spec.window_left;
+        m.window_right = spec.window_right;
+        used.push_back("window");
+    }
     if (!spec.prefix.empty()) {
         if (!spec.causal)
             throw usage_error("--prefix-len", "widens the causal mask " + expected_got("--mask causal", "no causal mask"));
@@ -417,15 +426,6 @@ mask<T> build_mask(const mask_spec& spec, std::vector<std::string>& used) {
                 for (std::size_t h = 0; h < spec.Hq; ++h) m.alibi_slopes[b * spec.Hq + h] = static_cast<T>(slopes[h]);
         }
         used.push_back("alibi");
-    }
-    if (spec.causal) {
-        m.causal = true;
-        used.push_back("causal");
-    }
-    if (window) {
-        m.window_left = spec.window_left;
-        m.window_right = spec.window_right;
-        used.push_back("window");
     }
     if (padding) used.push_back("padding");
     if (const array* am = spec.attn_mask) {
