@@ -486,12 +486,7 @@ TEST_CASE("documents against the oracle: cu_seqlens runs and scattered ids, with
                 } else {
                     std::vector<std::int64_t> ids(runs);
                     ids.insert(ids.end(), scattered.begin(), scattered.end());
-                    array a;
-                    a.type = attn::dtype::i8;
-                    a.shape = {B, T};
-                    a.data.resize(ids.size() * 8);
-                    std::memcpy(a.data.data(), ids.data(), a.data.size());
-                    in.push_back({"document_ids", std::move(a)});
+                    in.push_back({"document_ids", attn::int64_array({B, T}, ids)});
                 }
                 const auto doc_of = [&](std::size_t b, std::size_t t) { return cu || b == 0 ? runs[t] : scattered[t]; };
                 const auto allowed = [&](std::size_t b, std::size_t, std::size_t i, std::size_t j) {

@@ -29,14 +29,7 @@ TEST_CASE("linear computes x·Wᵀ + b for (out, in) weights and x·W + b for (i
 TEST_CASE("embedding_lookup: X = E[ids] row by row, in E's dtype, ids checked against V") {
     const std::vector<float> table{0.5f, -1.0f, /**/ 2.0f, 0.25f, /**/ -3.0f, 4.0f};  // V = 3, E = 2
     const attn::array E = attn::array::from<float>({3, 2}, table.data());
-    const auto ids = [](attn::shape_t shape, std::vector<std::int64_t> v) {
-        attn::array a;
-        a.type = attn::dtype::i8;
-        a.shape = std::move(shape);
-        a.data.resize(v.size() * 8);
-        std::memcpy(a.data.data(), v.data(), a.data.size());
-        return a;
-    };
+    const auto ids = &attn::int64_array;
     const attn::array x = attn::core::embedding_lookup(E, ids({2, 2}, {2, 0, 1, 2}));
     CHECK(x.type == attn::dtype::f4);
     CHECK(x.shape == attn::shape_t{2, 2, 2});

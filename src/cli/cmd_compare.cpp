@@ -12,6 +12,7 @@
 #include "attn/io/input.hpp"
 #include "attn/io/listing.hpp"
 #include "attn/io/npy.hpp"
+#include "columns.hpp"
 #include "commands.hpp"
 #include "pipeline_options.hpp"
 
@@ -126,19 +127,6 @@ std::string names_text(const std::vector<std::string>& names) {
     return s;
 }
 
-/// Left-aligned text columns, two spaces apart (the last column unpadded).
-void print_columns(std::ostream& out, const std::vector<std::vector<std::string>>& rows) {
-    std::vector<std::size_t> width(rows.front().size(), 0);
-    for (const auto& r : rows)
-        for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
-    for (const auto& r : rows) {
-        std::string line;
-        for (std::size_t i = 0; i < r.size(); ++i)
-            line += (i ? "  " : "") + r[i] + (i + 1 < r.size() ? std::string(width[i] - r[i].size(), ' ') : "");
-        out << line << '\n';
-    }
-}
-
 /// Two whole files that both hold several arrays: every array they share by name, one
 /// line each, then the names only one side holds and one verdict over the shared ones.
 int compare_bundles(const std::vector<io::listed_array>& a, const std::string& path_a,
@@ -183,7 +171,7 @@ int compare_bundles(const std::vector<io::listed_array>& a, const std::string& p
         throw value_error(path_b, "no array name in common with " + path_a + " (A holds " + names_text(only_a) +
                                       "; B holds " + names_text(only_b) + ")");
     std::ostream& out = std::cout;
-    print_columns(out, rows);
+    print_columns(out, rows, rows.front().size());  // all text, left-aligned
     if (!only_a.empty()) out << "only in A (not compared): " << names_text(only_a) << '\n';
     if (!only_b.empty()) out << "only in B (not compared): " << names_text(only_b) << '\n';
     if (differ.empty())

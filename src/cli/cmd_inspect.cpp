@@ -13,6 +13,7 @@
 #include "attn/error.hpp"
 #include "attn/text.hpp"
 #include "attn/io/listing.hpp"
+#include "columns.hpp"
 #include "commands.hpp"
 #include "pipeline_options.hpp"
 
@@ -30,23 +31,6 @@ std::string number_text(double v) {
     return general_number(v);
 }
 
-/// Left-aligned text columns, numbers right-aligned, two spaces apart.
-void print_table(std::ostream& out, const std::vector<std::vector<std::string>>& rows, std::size_t first_numeric) {
-    std::vector<std::size_t> width(rows.front().size(), 0);
-    for (const auto& r : rows)
-        for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
-    for (const auto& r : rows) {
-        std::string line;
-        for (std::size_t i = 0; i < r.size(); ++i) {
-            const std::size_t pad = width[i] - r[i].size();
-            if (i) line += "  ";
-            if (i >= first_numeric) line += std::string(pad, ' ') + r[i];
-            else line += r[i] + (i + 1 < r.size() ? std::string(pad, ' ') : "");
-        }
-        out << line << '\n';
-    }
-}
-
 void print_file_table(std::ostream& out, const std::string& file, const std::vector<io::listed_array>& arrays) {
     out << file << '\n';
     if (arrays.empty()) {
@@ -61,7 +45,7 @@ void print_file_table(std::ostream& out, const std::string& file, const std::vec
                         a.byte_order, number_text(s.min), number_text(s.max), number_text(s.mean), number_text(s.std),
                         std::to_string(s.nan), std::to_string(s.pos_inf), std::to_string(s.neg_inf)});
     }
-    print_table(out, rows, 4);
+    print_columns(out, rows, 4);
 }
 
 nlohmann::ordered_json number_json(double v) { return std::isnan(v) ? nlohmann::ordered_json() : nlohmann::ordered_json(v); }

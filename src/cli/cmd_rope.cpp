@@ -50,14 +50,8 @@ void setup_rope(CLI::App& app, int& exit_status) {
         "--rope-cos/--rope-sin caches or --rope-theta. Writes 'output' in x's layout.");
     sub->add_option("INPUT", c->input, "x: a lone array, or a bundle holding x (and position_ids, rope_cos, rope_sin)");
     for (const auto& [opt, name] : std::vector<std::pair<std::string, std::string>>{
-             {"x", "x"}, {"position-ids", "position_ids"}, {"rope-cos", "rope_cos"}, {"rope-sin", "rope_sin"}}) {
-        const std::string n = name;
-        sub->add_option_function<std::string>(
-               "--" + opt, [c, n](const std::string& spec) { c->pipeline.tensor_files[n] = spec; },
-               "Array '" + name + "' from FILE or FILE.npz:NAME")
-            ->type_name("FILE")
-            ->group("Input arrays");
-    }
+             {"x", "x"}, {"position-ids", "position_ids"}, {"rope-cos", "rope_cos"}, {"rope-sin", "rope_sin"}})
+        add_tensor_option(*sub, c->pipeline, opt, name);
     sub->add_option("--heads", c->pipeline.heads, "Heads of a rank-2 or rank-3 x (its last axis is H*D)")
         ->check(CLI::Range(1, 1 << 20));
     add_rope_options(*sub, c->pipeline);

@@ -85,10 +85,8 @@ const CLI::Validator non_negative_count(
     [](std::string& text) {
         if (text.find('-') != std::string::npos) return "not a count " + expected_got("a whole number ≥ 0", text);
         long long n = 0;
-        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-        if (ec == std::errc::result_out_of_range)
+        if (std::from_chars(text.data(), text.data() + text.size(), n).ec == std::errc::result_out_of_range)
             return "too large " + expected_got("at most " + std::to_string(std::numeric_limits<long long>::max()), text);
-        (void)end;
         return std::string();
     },
     "");
@@ -135,15 +133,16 @@ void add_rope_options(CLI::App& sub, pipeline_cli& c) {
         ->group("Positions");
 }
 
+void add_tensor_option(CLI::App& sub, pipeline_cli& c, const std::string& option, const std::string& name) {
+    sub.add_option_function<std::string>(
+           "--" + option, [&c, name](const std::string& spec) { c.tensor_files[name] = spec; },
+           "Array '" + name + "' from FILE or FILE.npz:NAME")
+        ->type_name("FILE")
+        ->group("Input arrays");
+}
+
 void add_pipeline_options(CLI::App& sub, pipeline_cli& c) {
-    for (const auto& [opt, name] : tensor_options()) {
-        const std::string n = name;
-        sub.add_option_function<std::string>(
-               "--" + opt, [&c, n](const std::string& spec) { c.tensor_files[n] = spec; },
-               "Array '" + name + "' from FILE or FILE.npz:NAME")
-            ->type_name("FILE")
-            ->group("Input arrays");
-    }
+    for (const auto& [opt, name] : tensor_options()) add_tensor_option(sub, c, opt, name);
     sub.add_option("--mask", c.mask, "Masks to apply: none, causal, padding (comma-separated)")
         ->delimiter(',')
         ->allow_extra_args(false)

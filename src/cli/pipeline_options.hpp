@@ -59,6 +59,9 @@ extern const CLI::Validator finite_number;
 /// (CLI::PositiveNumber's message quotes the largest double in 300 digits.)
 extern const CLI::Validator positive_number;
 
+/// Binds `--OPTION FILE` (FILE or FILE.npz:NAME) to the input array `name` of `c`.
+void add_tensor_option(CLI::App& sub, pipeline_cli& c, const std::string& option, const std::string& name);
+
 /// Binds the per-job pipeline options to `c`, which must outlive parsing and the callback. Only
 /// the options given are written: parsing into a copy of settings already parsed applies
 /// the new ones on top (a manifest line over the command line).

@@ -151,10 +151,9 @@ void materialise_block(const block_job<T>& job, const dims& d, const mask<T>& m,
         T* scores = o.keep_scores ? &r.scores(job.b, job.h, i, 0) : srow;
         const bool full = n == 0 || m.apply_row(job.b, job.h, i, srow, scores, n);
         fully_masked[row] = full;
-        const T lse = full               ? softmax_row(scores, srow, n, true, o.rows)
-                      : o.sinks.empty() ? detail::softmax_values(scores, srow, n, &previous)
-                                        : detail::softmax_values_sink(scores, srow, n, static_cast<T>(o.sinks[job.h]),
-                                                                      &previous);
+        const T sink = o.sinks.empty() ? -std::numeric_limits<T>::infinity() : static_cast<T>(o.sinks[job.h]);
+        const T lse = full ? softmax_row(scores, srow, n, true, o.rows)
+                           : detail::softmax_values(scores, srow, n, &previous, sink);
         previous.finish();
         if (o.keep_lse) r.lse(job.b, job.h, i) = lse;
         if (o.keep_weights) {

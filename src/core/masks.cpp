@@ -75,13 +75,11 @@ void mask<T>::attend_row(std::size_t b, std::size_t h, std::size_t i, std::uint8
     std::vector<std::uint8_t> masked;
     mark_masked(b, h, i, 0, Tk, masked);
     for (std::size_t j = 0; j < Tk; ++j) out[j] = !masked[j];
+    constexpr T neg_inf = -std::numeric_limits<T>::infinity();
     for (const auto& m : bias) {
         const T* r = m.row(b, h, i);
-        const std::size_t len = m.shape[3];
-        for (std::size_t j = 0; j < Tk; ++j) {
-            const T v = len == 1 ? r[0] : (j < len ? r[j] : -std::numeric_limits<T>::infinity());
-            if (v == -std::numeric_limits<T>::infinity()) out[j] = 0;
-        }
+        for (std::size_t j = 0; j < Tk; ++j)
+            if (m.at(r, j, neg_inf) == neg_inf) out[j] = 0;
     }
 }
 
@@ -122,10 +120,8 @@ bool mask<T>::apply_range(std::size_t b, std::size_t h, std::size_t i, const T* 
     for (std::size_t j = 0; j < n; ++j) inf_cell[j] = masked[j] && inf_fill;
     for (const auto& m : bias) {
         const T* r = m.row(b, h, i);
-        const std::size_t len = m.shape[3];
         for (std::size_t j = 0; j < n; ++j) {
-            const std::size_t c = j0 + j;
-            const T v = len == 1 ? r[0] : (c < len ? r[c] : neg_inf);
+            const T v = m.at(r, j0 + j, neg_inf);
             scores[j] += v;
             if (v == neg_inf) inf_cell[j] = 1;
         }

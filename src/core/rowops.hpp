@@ -237,19 +237,11 @@ inline void divide(T* x, std::size_t n, T d) {
 /// weights[j] = exp(scores[j] − m) / Σ, returns the log-sum-exp m + log Σ. `previous`,
 /// if given, is the copy-out of the previous row's weights: it advances during this
 /// row's exp loop and is finished before the division. weights may alias scores.
+/// An attention sink (finite `sink`) joins the max and Σ but has no weight of its own;
+/// the default −∞ adds exp(−∞) = 0, leaving Σ as it is.
 template <class T>
-inline T softmax_values(const T* scores, T* weights, std::size_t n, spread_copy<T>* previous = nullptr) {
-    const T m = row_max(scores, n);
-    const T sum = exp_sum(scores, weights, n, m, previous);
-    if (previous) previous->finish();
-    divide(weights, n, sum);
-    return m + std::log(sum);
-}
-
-/// softmax_values with an attention sink: `sink` joins the denominator (and the max) but
-/// has no weight of its own. Returns the log-sum-exp including the sink.
-template <class T>
-inline T softmax_values_sink(const T* scores, T* weights, std::size_t n, T sink, spread_copy<T>* previous = nullptr) {
+inline T softmax_values(const T* scores, T* weights, std::size_t n, spread_copy<T>* previous = nullptr,
+                        T sink = -std::numeric_limits<T>::infinity()) {
     const T m = std::max(row_max(scores, n), sink);
     const T sum = exp_sum(scores, weights, n, m, previous) + std::exp(sink - m);
     if (previous) previous->finish();

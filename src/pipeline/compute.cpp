@@ -24,6 +24,12 @@ namespace attn {
 namespace pipeline {
 namespace {
 
+/// The compute dtype: --dtype, else float32 for float16/float32 `source`, else float64.
+dtype compute_dtype(const array* source, const pipeline_options& o) {
+    if (o.compute_type) return *o.compute_type;
+    return source && (source->type == dtype::f4 || source->type == dtype::f2) ? dtype::f4 : dtype::f8;
+}
+
 template <class T>
 io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, const pipeline_options& o) {
     // validate → prepare → mask → attend → assemble.
@@ -62,8 +68,10 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
 
     // RoPE on Q and the new K (DESIGN §4.1): q_proj/k_proj keep them as projected.
     std::optional<tensor4<T>> q_proj, k_proj;
+    const array* pk = in.find("past_key");
+    const array* pv = in.find("past_value");
     if (o.rope) {
-        const std::size_t past_len = in.find("past_key") && in.find("past_key")->rank() == 4 ? in.find("past_key")->shape[2] : 0;
+        const std::size_t past_len = pk && pk->rank() == 4 ? pk->shape[2] : 0;
         if (p.k.shape(2) != Tq)
             throw value_error("--rope", "rotates the new queries and keys of one sequence " +
                                             expected_got("as many new keys as queries (" + num(Tq) + ")", num(p.k.shape(2))));
@@ -79,8 +87,6 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     // KV cache: past keys/values come first on the sequence axis (ONNX present_key/value).
     tensor4<T> key, value;
     std::size_t past = 0;
-    const array* pk = in.find("past_key");
-    const array* pv = in.find("past_value");
     if ((pk != nullptr) != (pv != nullptr))
         throw value_error("inputs", "past_key and past_value come together " + expected_got("both", pk ? "past_key only" : "past_value only"));
     if (pk) {
@@ -254,9 +260,7 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
         meta["posenc"] = posenc_style_name(*o.posenc);
         meta["posenc_base"] = o.posenc_base;
     }
-    nlohmann::ordered_json shapes = nlohmann::ordered_json::object();
-    for (const auto& t : doc.tensors) shapes[t.name] = t.value.shape;
-    meta["shapes"] = shapes;
+    record_shapes(doc);
     return doc;
 }
 
@@ -322,19 +326,11 @@ io::document compute(std::vector<named_array> inputs, const std::vector<std::str
             if (t.value.rank() == 3 && (t.name == "q" || t.name == "k" || t.name == "v" || t.name == "output"))
                 t.value = swap_leading_axes(t.value);
         doc.meta["seq_first"] = true;
-        nlohmann::ordered_json shapes = nlohmann::ordered_json::object();
-        for (const auto& t : doc.tensors) shapes[t.name] = t.value.shape;
-        doc.meta["shapes"] = shapes;
+        pipeline::record_shapes(doc);
         return doc;
     }
     pipeline::input_set in(std::move(inputs));
-    dtype t = dtype::f8;
-    if (options.compute_type) {
-        t = *options.compute_type;
-    } else {
-        const array* src = in.find("q") ? in.find("q") : in.find("x");
-        if (src && (src->type == dtype::f4 || src->type == dtype::f2)) t = dtype::f4;
-    }
+    const dtype t = pipeline::compute_dtype(in.find("q") ? in.find("q") : in.find("x"), options);
     if (t == dtype::f4) return pipeline::run<float>(in, bundle_tokens, options);
     return pipeline::run<double>(in, bundle_tokens, options);
 }
@@ -349,11 +345,7 @@ array rotate_as(const input_set& in, const array& xa, const pipeline_options& o)
     if (xa.rank() == 4) {
         x = as_rank4<T>(xa, "x");
     } else if (xa.rank() == 2 || xa.rank() == 3) {
-        const tensor3<T> x3 = as_batched<T>(xa, "x");
-        if (x3.shape(2) % heads != 0)
-            throw usage_error("--heads", "does not divide x's last axis of " + num(x3.shape(2)) + " " +
-                                             expected_got("a divisor of " + num(x3.shape(2)), num(heads)));
-        x = split_heads(x3, heads, "x");
+        x = split_by(as_batched<T>(xa, "x"), heads, "--heads", "x");
     } else {
         throw shape_error("x", "wrong rank " + expected_got("(T, H·D), (B, T, H·D) or (B, H, T, D)", shape_string(xa.shape)));
     }
@@ -373,9 +365,8 @@ array rotate(std::vector<named_array> inputs, const pipeline_options& options) {
     if (!x) throw value_error("inputs", "nothing to rotate " + expected_got("an array x", "none"));
     if (!is_float(x->type))
         throw value_error("x", "not floating point " + expected_got("float16, float32 or float64", std::string(dtype_name(x->type))));
-    if (x->type == dtype::f8 && options.compute_type != dtype::f4) return pipeline::rotate_as<double>(in, *x, options);
-    if (options.compute_type == dtype::f8) return pipeline::rotate_as<double>(in, *x, options);
-    return pipeline::rotate_as<float>(in, *x, options);
+    if (pipeline::compute_dtype(x, options) == dtype::f4) return pipeline::rotate_as<float>(in, *x, options);
+    return pipeline::rotate_as<double>(in, *x, options);
 }
 
 }  // namespace attn

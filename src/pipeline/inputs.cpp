@@ -25,15 +25,6 @@ void add_posenc(tensor3<T>& x, const pipeline_options& o, std::size_t first, con
     }
 }
 
-/// split_heads with the option to blame: `--heads 3` on a last axis of 8 is the option
-/// not fitting the input (a usage error, README exit codes), named in the user's terms.
-template <class T>
-tensor4<T> split_by(const tensor3<T>& x, std::size_t heads, const char* option, const char* name) {
-    if (x.shape(2) % heads != 0)
-        throw usage_error(option, std::string("does not divide ") + name + "'s last axis of " + num(x.shape(2)) + " " +
-                                      expected_got("a divisor of " + num(x.shape(2)), num(heads)));
-    return split_heads(x, heads, name);
-}
 
 }  // namespace
 

@@ -103,6 +103,16 @@ struct prepared {
     std::optional<tensor4<T>> x4;
 };
 
+/// split_heads with the option to blame: `--heads 3` on a last axis of 8 is the option
+/// not fitting the input (a usage error, README exit codes), named in the user's terms.
+template <class T>
+inline tensor4<T> split_by(const tensor3<T>& x, std::size_t heads, const char* option, const char* name) {
+    if (x.shape(2) % heads != 0)
+        throw usage_error(option, std::string("does not divide ") + name + "'s last axis of " + num(x.shape(2)) + " " +
+                                      expected_got("a divisor of " + num(x.shape(2)), num(heads)));
+    return split_heads(x, heads, name);
+}
+
 /// The RoPE tables of B sequences of T new tokens with head width D (DESIGN §4.1):
 /// positions from `position_ids` ((B, T) or (T,) integers), else first + t; cos/sin from
 /// `rope_cos`/`rope_sin` ((M, R/2) indexed by position, or (B, T, R/2) per token), else

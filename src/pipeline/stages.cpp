@@ -83,6 +83,12 @@ array stage_array(const tensor4<T>& t, std::size_t input_rank, std::shared_ptr<c
     return view_of(layout_shape({t.shape(0), t.shape(1), t.shape(2), t.shape(3)}, input_rank), std::move(owner), t);
 }
 
+void record_shapes(io::document& doc) {
+    nlohmann::ordered_json shapes = nlohmann::ordered_json::object();
+    for (const auto& t : doc.tensors) shapes[t.name] = t.value.shape;
+    doc.meta["shapes"] = shapes;
+}
+
 template <class T>
 array combined_mask(const mask<T>& m, std::size_t input_rank, bool average_heads) {
     const std::size_t B = m.B, H = m.H, Tq = m.Tq, Tk = m.Tk, Hout = average_heads ? 1 : H;

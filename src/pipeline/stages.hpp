@@ -62,6 +62,9 @@ array stage_array(const tensor4<T>& t, std::size_t input_rank, std::shared_ptr<c
 template <class T>
 array combined_mask(const mask<T>& m, std::size_t input_rank, bool average_heads);
 
+/// meta.shapes: every tensor's shape by name, as the document now holds them.
+void record_shapes(io::document& doc);
+
 /// The `stats` stage as tensors "stats.dk", "stats.var_q", … (stats.hpp): the variances
 /// 0-d, the row statistics shaped like lse (the Tq×Tk stage shape without the key
 /// axis). With --average-heads the row statistics describe the head-averaged weights

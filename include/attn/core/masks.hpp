@@ -47,6 +47,9 @@ struct broadcast_mask {
         const std::size_t bb = shape[0] == 1 ? 0 : b, hh = shape[1] == 1 ? 0 : h, ii = shape[2] == 1 ? 0 : i;
         return data.data() + ((bb * shape[1] + hh) * shape[2] + ii) * shape[3];
     }
+
+    /// Key j of a row from row(): broadcast when the last axis is 1, `pad` past its end.
+    E at(const E* r, std::size_t j, E pad) const { return shape[3] == 1 ? r[0] : j < shape[3] ? r[j] : pad; }
 };
 
 /// Everything that masks the scores of one attention call, for compute type T.
