@@ -805,3 +805,50 @@ TEST_CASE("CSV puts per-row stages (lse, row stats) on the query row, with heads
     REQUIRE(r.code == 0);
     CHECK(r.out.find("\nlse,1,0,2,0,") != std::string::npos);  // item 1, query 2
 }
+
+TEST_CASE("the rest of the second wave's refusals: one line, DESIGN §2's exit code, no output file") {
+    attn_test::scratch_dir dir;
+    const auto file = [&](const std::string& name, const std::string& text) {
+        attn_test::spit(dir.path + "/" + name, text);
+        return dir.path + "/" + name;
+    };
+    const std::string g = dir.path + "/g.npz", c = dir.path + "/c.npz";
+    REQUIRE(run_attn("generate --len 4 --dk 4 --dv 4 -o '" + g + "'").code == 0);
+    REQUIRE(run_attn("generate --len 3 --len-kv 5 --dk 4 --dv 4 -o '" + c + "'").code == 0);
+    const std::string d = file("d.json", "[0, 0, 1, 1]"), df = file("df.json", "[0.5, 0.5, 1.5, 1.5]"),
+                      sn = file("sn.json", R"({"sinks": [NaN]})"), c2 = file("c2.json", "[[1,1],[1,1],[1,1],[1,1]]"),
+                      c3 = file("c3.json", "[[1,1,1],[1,1,1],[1,1,1],[1,1,1]]"), ids = file("i.json", "[[1, 2, 3]]"),
+                      r1 = file("r1.json", "[1.5, 2.5]");
+    const std::vector<std::tuple<std::string, int, std::string>> cases = {
+        {"compute data/x.npy --seq-first", 2, "--seq-first: needs rank-3 inputs (expected (T, B, E), got x (4, 8))"},
+        {"compute '" + g + "' --cu-seqlens 0,2,4 --document-ids '" + d + "'", 2,
+         "--cu-seqlens: documents given twice (expected --cu-seqlens or a document_ids array, got both)"},
+        {"compute '" + g + "' --mask causal --window 1 --sink-tokens 1 --document-ids '" + d + "'", 2,
+         "--sink-tokens: would cross documents (expected documents or sink tokens, got both)"},
+        {"compute '" + g + "' --document-ids '" + df + "'", 1, df + ": document_ids: wrong dtype (expected integers, got float64)"},
+        {"compute '" + c + "' --document-ids '" + d + "'", 1,
+         d + ": document_ids: need self-attention without a cache (expected Tq = Tk, got Tq = 3, Tk = 5)"},
+        {"compute '" + g + "' --sinks '" + sn + ":sinks'", 1, sn + ":sinks: sinks: not finite (expected finite logits, got nan)"},
+        {"compute '" + c + "' --rope half", 2,
+         "--rope: rotates the new queries and keys of one sequence (expected as many new keys as queries (3), got 5)"},
+        {"compute '" + g + "' --rope half --rope-cos '" + c2 + "'", 1,
+         "inputs: rope_cos and rope_sin come together (expected both, got rope_cos only)"},
+        {"compute '" + g + "' --rope half --rope-cos '" + c2 + "' --rope-sin '" + c3 + "'", 1,
+         c3 + ": rope_sin: shape differs from rope_cos's (expected (4, 2), got (4, 3))"},
+        {"rope --position-ids '" + ids + "'", 1, "inputs: nothing to rotate (expected an array x, got none)"},
+        {"rope '" + ids + "'", 1, "x: not floating point (expected float16, float32 or float64, got int64)"},
+        {"rope '" + r1 + "'", 1, "x: wrong rank (expected (T, H·D), (B, T, H·D) or (B, H, T, D), got (2,))"},
+        // posenc and rope take -o's extension as compute does.
+        {"posenc --len 3 --dim 4 --style concat", 2,
+         "-o: cannot tell the format from the extension (expected .json, .jsonl, .csv, .npy, .npz, .txt or --format, got '.xlsx')"},
+        {"rope '" + g + ":q' --format csv", 2, "--format: csv contradicts -o's extension (expected a format that fits .npz, got csv)"},
+    };
+    for (const auto& [args, code, message] : cases) {
+        CAPTURE(args);
+        const std::string out = dir.path + (args.rfind("posenc", 0) == 0 ? "/out.xlsx" : args.rfind("rope '", 0) == 0 && code == 2 ? "/out.npz" : "/out.json");
+        const auto r = run_attn(args + " -o '" + out + "'");
+        CHECK(r.code == code);
+        CHECK(r.err == "attn: error: " + message + "\n");
+        CHECK_FALSE(std::filesystem::exists(out));
+    }
+}

@@ -73,7 +73,7 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     if (o.rope) {
         const std::size_t past_len = pk && pk->rank() == 4 ? pk->shape[2] : 0;
         if (p.k.shape(2) != Tq)
-            throw value_error("--rope", "rotates the new queries and keys of one sequence " +
+            throw usage_error("--rope", "rotates the new queries and keys of one sequence " +
                                             expected_got("as many new keys as queries (" + num(Tq) + ")", num(p.k.shape(2))));
         const rope_tables tables = rope_tables_for(in, o, B, Tq, Dk, past_len);
         if (wants(stage::q_proj)) q_proj = p.q;
