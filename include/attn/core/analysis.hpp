@@ -1,0 +1,56 @@
+#pragma once
+/// \file analysis.hpp
+/// Summaries for looking at attention (DESIGN §4.4): per-head statistics, attention
+/// rollout across layers, and per-head divergences between two sets of weights.
+/// All functions take flat C-order buffers and accumulate in double.
+
+#include <cstddef>
+#include <vector>
+
+namespace attn::core {
+
+/// Per-head summaries of attention weights, each of n_heads = (L·)B·H values in C order
+/// of the leading axes. Averaged over the query rows that are not fully masked (a row
+/// whose weights sum to 0, or hold a NaN); a head with no such row gives NaN.
+struct head_statistics {
+    std::vector<double> entropy;      ///< row entropy −Σⱼ w·ln w, nats (0·ln 0 = 0)
+    std::vector<double> max_weight;   ///< row maximum
+    std::vector<double> distance;     ///< Σⱼ w·|p − j|, p = i + (Tk − Tq) (bottom-right aligned position of query i)
+    std::vector<double> sink_mass;    ///< Σ_{j<K} w, K = sink_k
+    std::vector<double> small_share;  ///< share of visible cells (visible: mask says the key is seen) with w < 1e-3
+};
+
+/// head_stats of `weights`, n_heads blocks of (tq, tk). `visible`, when not null, has the
+/// same layout (1 = the mask lets the query see the key); when null, a cell counts as
+/// visible iff its weight is > 0. Throws value_error for sink_k = 0.
+/// Source: DESIGN §4.4 (entropy: Shannon 1948; distance: Vig & Belinkov 2019, "Analyzing
+/// the Structure of Attention in a Transformer Language Model", mean attention distance).
+template <class T>
+head_statistics head_stats(const T* weights, const unsigned char* visible, std::size_t n_heads, std::size_t tq,
+                           std::size_t tk, std::size_t sink_k = 1);
+
+/// Attention rollout (Abnar & Zuidema 2020, "Quantifying Attention Flow in
+/// Transformers", eq. 1): for each batch item, Â_l = ½·mean_h(A_l) + ½·I with every row
+/// renormalised to sum 1 (a row summing to 0 stays 0), and R = Â_L ⋯ Â_1 (layer 1 the
+/// first). `weights` is (L, B, H, T, T) in C order; returns (B, T, T) in double.
+/// Throws value_error when layers < 2 or tq ≠ tk ("rollout needs Tq = Tk, got …").
+template <class T>
+std::vector<double> rollout(const T* weights, std::size_t layers, std::size_t batch, std::size_t heads,
+                            std::size_t tq, std::size_t tk);
+
+/// One row of a per-head comparison of two weight tensors of identical shape.
+struct row_divergence {
+    std::size_t head = 0;         ///< flat index over the leading axes ((L·)B·H)
+    std::size_t row = 0;          ///< query index
+    double max_abs = 0;           ///< max_j |a − b|
+    double kl = 0;                ///< KL(A‖B) = Σ a·ln(a/b), nats (0·ln 0 = 0; a > 0 = b gives +∞)
+    double js = 0;                ///< Jensen–Shannon: ½KL(A‖M) + ½KL(B‖M), M = ½(A + B), nats, ≤ ln 2
+};
+
+/// Per head and row divergences of `a` against `b`, both n_heads blocks of (tq, tk),
+/// sorted worst first (by max_abs, then js). Source: Lin 1991 (Jensen–Shannon).
+template <class T>
+std::vector<row_divergence> per_head_divergence(const T* a, const T* b, std::size_t n_heads, std::size_t tq,
+                                                std::size_t tk);
+
+}  // namespace attn::core
