@@ -16,6 +16,7 @@
 #include "attn/core/projection.hpp"
 #include "attn/core/softmax.hpp"
 #include "attn/io/document.hpp"
+#include "attn/model/config.hpp"
 
 namespace attn {
 
@@ -80,6 +81,7 @@ struct pipeline_options {
     std::optional<core::rope_style> rope;
     double rope_theta = 10000.0;
     std::size_t rotary_dim = 0;  ///< 0: the head width Dk
+    bool rope_theta_given = false;  ///< rope_theta was set by the user (checkpoints: overrides config.json)
 };
 
 /// Runs the pipeline on `inputs` (names as in DESIGN §2, lower case; unknown names
@@ -89,6 +91,30 @@ struct pipeline_options {
 /// for options that contradict the inputs (e.g. `--mask padding` with no padding source).
 io::document compute(std::vector<named_array> inputs, const std::vector<std::string>& bundle_tokens,
                      const pipeline_options& options);
+
+/// A checkpoint run (DESIGN §4.3): which model, which layer, where its settings are.
+struct checkpoint_options {
+    std::string path;                   ///< a .safetensors file or a *.safetensors.index.json
+    std::string config;                 ///< config.json; "" = the one beside the checkpoint
+    std::optional<model::arch> arch;    ///< --arch; default from config.json's model_type
+    std::optional<std::size_t> layer;   ///< --layer N; nullopt = all layers (--layer all)
+    std::string vocab;                  ///< tokenizer.json labelling the tokens ("" = none)
+};
+
+/// Attention of a checkpoint's layer (or of every layer), DESIGN §4.3. Inputs: either
+/// token ids (`token_ids` (T,) or (B, T), or options.ids) → the family's embeddings,
+/// then blocks 0..N−1; or `x` (T, E) / (B, T, E), the residual stream entering layer N
+/// (HF hidden_states[N]). An `attention_mask` (B, T) (HF: 1 = attend) is passed on.
+/// The family's settings (heads, kv heads, causal, RoPE, sliding window, projections)
+/// come from config.json; the options' heads, kv_heads, window, rope_theta and
+/// rotary_dim override them when set. Stages are those of compute() plus `x` (layer
+/// input) and `x_norm` (after the pre-attention norm); with all layers every stage has
+/// a leading layer axis L. meta gains "model": {arch, model_type, layers, checkpoint}.
+/// Throws value_error / format_error / io_error for the checkpoint, its config or the
+/// inputs, usage_error for options that do not fit it (--layer out of range, x with
+/// --layer all, ids and x both given).
+io::document compute_checkpoint(const checkpoint_options& checkpoint, std::vector<named_array> inputs,
+                                const std::vector<std::string>& bundle_tokens, const pipeline_options& options);
 
 /// `attn rope` (the ONNX RotaryEmbedding operator, opset 23): RoPE on the one array `x`
 /// of `inputs`, (B, H, T, D), or (B, T, H·D) / (T, H·D) split head-major into

@@ -208,10 +208,9 @@ int run_batch(const std::vector<batch_job>& jobs, const batch_output& out, int w
             std::string err = job.error;
             if (err.empty()) {
                 try {
-                    io::bundle b = gather_inputs(job.input, job.cli);
                     attn::pipeline_options settings = job.settings;
                     settings.threads = 1;  // one level of parallelism: over inputs
-                    io::document doc = attn::compute(std::move(b.arrays), b.tokens, settings);
+                    io::document doc = run_pipeline(job.input, job.cli, settings);
                     if (!plots.empty()) plot_weights(doc, plots[i], job.dump);
                     if (!job.output.empty()) {
                         // The job's own file; the batch's output gets a record saying where.

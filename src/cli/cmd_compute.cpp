@@ -103,6 +103,12 @@ int run_compute(const compute_options& c) {
     const attn::pipeline_options settings = pipeline_settings(c.pipeline, c.plot.empty() ? c.dump : with_plot_stages(c.dump));
     if (c.inputs.size() > 1 || !c.manifest.empty() || directory_target(c.output) || plot_dir) return run_several(c, settings);
     const io::format f = output_format(c.format, c.output);
+    if (checkpoint_run(c.pipeline)) {
+        io::document doc = run_pipeline(c.inputs.empty() ? std::string() : c.inputs.front(), c.pipeline, settings);
+        if (!c.plot.empty()) plot_weights(doc, c.plot, c.dump);
+        emit(doc, f, c);
+        return exit_ok;
+    }
     io::bundle b = gather_inputs(c.inputs.empty() ? std::string() : c.inputs.front(), c.pipeline);
     if (b.arrays.empty() && !c.inputs.empty()) {
         // A file with nothing attn can use is a data error of that file, not of the command line.

@@ -183,7 +183,8 @@ int run_plot(const plot_options& c) {
                                                            : std::vector<std::string>{c.stage});
     io::document doc;
     loaded in;
-    if (!c.input.empty()) in = load_input(c.input);
+    const bool checkpoint = checkpoint_run(c.pipeline);
+    if (!c.input.empty() && !checkpoint) in = load_input(c.input);
     io::heatmap_view view;
     view.stage = c.stage;
     view.batch = c.batch;
@@ -208,6 +209,8 @@ int run_plot(const plot_options& c) {
         doc = std::move(in.doc);
         if (!settings.tokens.empty()) doc.tokens = settings.tokens;
         if (!settings.tokens_kv.empty()) doc.tokens_kv = settings.tokens_kv;
+    } else if (checkpoint) {
+        doc = run_pipeline(c.input, c.pipeline, settings);
     } else {
         add_tensor_options(in.inputs, c.pipeline);
         if (in.inputs.arrays.empty())

@@ -123,6 +123,7 @@ void add_rope_options(CLI::App& sub, pipeline_cli& c) {
         ->check(CLI::IsMember({"half", "interleaved"}))
         ->group("Positions");
     sub.add_option("--rope-theta", c.rope_theta, "RoPE base: inv_freq_j = theta^(-2j/R)")
+        ->each([&c](const std::string&) { c.rope_theta_set = true; })
         ->check(finite_number)
         ->check(positive_number)
         ->capture_default_str()
@@ -255,6 +256,30 @@ void add_pipeline_options(CLI::App& sub, pipeline_cli& c) {
                     "path on your data; compare the two outputs with attn compare")
         ->check(CLI::IsMember({"fast", "reference"}))
         ->capture_default_str();
+    sub.add_option("--layer", c.layer,
+                    "INPUT is a checkpoint (.safetensors or .safetensors.index.json): compute layer N's attention "
+                    "(from 0), or all layers (a leading layer axis on every stage)")
+        ->type_name("N|all")
+        ->check(CLI::Validator(
+            [](std::string& text) {
+                if (text == "all") return std::string();
+                std::size_t n = 0;
+                const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+                return ec == std::errc() && p == text.data() + text.size() ? std::string()
+                                                                            : "not a layer " + expected_got("a number ≥ 0 or all", text);
+            },
+            ""))
+        ->group("Checkpoint");
+    sub.add_option("--arch", c.arch, "Model family of the checkpoint (default: config.json's model_type; llama covers "
+                                     "mistral and qwen2)")
+        ->check(CLI::IsMember({"gpt2", "bert", "llama"}))
+        ->group("Checkpoint");
+    sub.add_option("--config", c.config, "The model's config.json (default: the one beside the checkpoint)")
+        ->type_name("FILE")
+        ->group("Checkpoint");
+    sub.add_option("--vocab", c.vocab, "tokenizer.json: label the tokens by decoding their ids")
+        ->type_name("FILE")
+        ->group("Checkpoint");
 }
 
 void add_run_options(CLI::App& sub, pipeline_cli& c) {
@@ -316,6 +341,7 @@ attn::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std:
     p.cu_seqlens = c.cu_seqlens;
     if (!c.rope.empty()) p.rope = core::parse_rope_style(c.rope);
     p.rope_theta = c.rope_theta;
+    p.rope_theta_given = c.rope_theta_set;
     p.rotary_dim = c.rotary_dim;
     if (!c.window.empty()) {
         if (c.window.size() > 2 || c.window[0] < -1 || (c.window.size() == 2 && c.window[1] < -1))
@@ -329,6 +355,36 @@ attn::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std:
         p.window_right = c.window.size() == 2 ? c.window[1] : -1;
     }
     return p;
+}
+
+bool checkpoint_run(const pipeline_cli& c) { return !c.layer.empty() || !c.arch.empty(); }
+
+attn::checkpoint_options checkpoint_settings(const std::string& path, const pipeline_cli& c) {
+    attn::checkpoint_options ck;
+    if (path.empty() || path == "-")
+        throw usage_error("--layer", "needs a checkpoint file " +
+                                         expected_got("INPUT model.safetensors or its .index.json", path.empty() ? "none" : "-"));
+    ck.path = path;
+    ck.config = c.config;
+    ck.arch = model::parse_arch(c.arch);
+    if (c.layer.empty())
+        throw usage_error("--arch", "needs the layer to compute " + expected_got("--layer N or --layer all", "none"));
+    if (c.layer != "all") ck.layer = std::stoull(c.layer);  // checked by --layer's validator
+    ck.vocab = c.vocab;
+    return ck;
+}
+
+io::document run_pipeline(const std::string& input, const pipeline_cli& c, const attn::pipeline_options& settings) {
+    if (checkpoint_run(c)) {
+        const attn::checkpoint_options ck = checkpoint_settings(input, c);
+        io::bundle extra = gather_inputs("", c);
+        return attn::compute_checkpoint(ck, std::move(extra.arrays), {}, settings);
+    }
+    if (!c.config.empty() || !c.vocab.empty())
+        throw usage_error(c.config.empty() ? "--vocab" : "--config",
+                          "applies to a checkpoint " + expected_got("--layer N or --layer all", "no --layer"));
+    io::bundle b = gather_inputs(input, c);
+    return attn::compute(std::move(b.arrays), b.tokens, settings);
 }
 
 bool takes_file(const std::string& option) {

@@ -45,7 +45,13 @@ struct pipeline_cli {
     std::vector<std::size_t> cu_seqlens;
     std::string rope;  // "", half or interleaved
     double rope_theta = 10000.0;
+    bool rope_theta_set = false;
     std::size_t rotary_dim = 0;
+    // Checkpoints (DESIGN §4.3)
+    std::string arch;    // "", gpt2, bert or llama
+    std::string layer;   // "", N or all
+    std::string config;  // config.json
+    std::string vocab;   // tokenizer.json
 };
 
 /// Binds --rope, --rope-theta and --rotary-dim to `c` (compute, plot and attn rope).
@@ -78,6 +84,13 @@ void add_max_bytes_option(CLI::App& sub);
 /// The library settings for these options and the stages to dump. Throws usage_error.
 attn::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std::string> dump);
 
+/// True when the options ask for a checkpoint run (--layer or --arch given).
+bool checkpoint_run(const pipeline_cli& c);
+/// The checkpoint settings of the options, for the checkpoint `path`.
+attn::checkpoint_options checkpoint_settings(const std::string& path, const pipeline_cli& c);
+/// One job's document: a checkpoint run (checkpoint_run) on INPUT with the per-tensor
+/// options as inputs, else gather_inputs + attn::compute. Throws as those do.
+io::document run_pipeline(const std::string& input, const pipeline_cli& c, const attn::pipeline_options& settings);
 /// True for the per-array options that take FILE or FILE:NAME ("q", "attn-mask", …).
 bool takes_file(const std::string& option);
 

@@ -40,6 +40,8 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
         throw usage_error("--softcap", "must be finite and not negative " + expected_got("≥ 0", num(o.softcap)));
 
     prepared<T> p = prepare_qkv<T>(in, o);
+    if (wants(stage::x_norm))
+        throw usage_error("--dump", "x_norm is a checkpoint's stage " + expected_got("a checkpoint with --layer", "no checkpoint"));
     if (wants(stage::x) && !p.x && !p.x4)
         throw usage_error("--dump", "x needs an X input " + expected_got("x, or an embedding with token ids", "q, k, v"));
     in.release({"q", "k", "v", "x", "x_kv"});

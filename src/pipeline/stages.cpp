@@ -14,7 +14,7 @@ namespace {
 
 const std::vector<std::pair<stage, std::string>>& stage_table() {
     static const std::vector<std::pair<stage, std::string>> table{
-        {stage::x, "x"},           {stage::q_proj, "q_proj"}, {stage::k_proj, "k_proj"},
+        {stage::x, "x"},           {stage::x_norm, "x_norm"}, {stage::q_proj, "q_proj"}, {stage::k_proj, "k_proj"},
         {stage::q, "q"},           {stage::k, "k"},         {stage::v, "v"},
         {stage::qk, "qk"},         {stage::scaled, "scaled"}, {stage::scores, "scores"},
         {stage::weights, "weights"}, {stage::output, "output"}, {stage::lse, "lse"},
@@ -35,7 +35,7 @@ stage parse_stage(const std::string& name) {
     for (const auto& [st, n] : stage_table())
         if (n == name) return st;
     throw usage_error("--dump", "unknown stage '" + name +
-                                    "' (expected x, q_proj, k_proj, q, k, v, qk, scaled, scores, weights, output, lse, present_key, "
+                                    "' (expected x, x_norm, q_proj, k_proj, q, k, v, qk, scaled, scores, weights, output, lse, present_key, "
                                     "present_value, mask or stats)");
 }
 

@@ -16,7 +16,7 @@ namespace attn::pipeline {
 using namespace attn::core;
 
 /// The stages `--dump` accepts, in pipeline order; their names are stage_names().
-enum class stage { x, q_proj, k_proj, q, k, v, qk, scaled, scores, weights, output, lse, present_key, present_value, mask, stats };
+enum class stage { x, x_norm, q_proj, k_proj, q, k, v, qk, scaled, scores, weights, output, lse, present_key, present_value, mask, stats };
 
 /// The name of a stage ("present_key"), as --dump and the documents spell it.
 const std::string& stage_name(stage s);

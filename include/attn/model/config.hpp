@@ -1,0 +1,59 @@
+#pragma once
+/// \file config.hpp
+/// A checkpoint's model settings (DESIGN §4.3), read from Hugging Face's config.json:
+/// the family, sizes, norms and the attention variants (GQA, RoPE, sliding window).
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attn::model {
+
+/// The checkpoint families attn knows. llama covers Mistral and Qwen2 (same layout:
+/// RMSNorm, q/k/v/o projections, RoPE half, GQA, SiLU-gated MLP).
+enum class arch { gpt2, bert, llama };
+
+/// "gpt2", "bert", "llama".
+const char* arch_name(arch a);
+
+/// The MLP's activation (HF ACT2FN names): gelu (exact, erf), gelu_new / gelu_pytorch_tanh
+/// / gelu_fast (tanh approximation), silu / swish, relu.
+enum class activation { gelu, gelu_tanh, silu, relu };
+
+/// What a family needs from config.json, HF names in the comments.
+struct config {
+    arch family = arch::llama;
+    std::string model_type;          ///< model_type as written ("mistral", "qwen2", …)
+    std::size_t hidden = 0;          ///< hidden_size / n_embd
+    std::size_t layers = 0;          ///< num_hidden_layers / n_layer
+    std::size_t heads = 0;           ///< num_attention_heads / n_head
+    std::size_t kv_heads = 0;        ///< num_key_value_heads (= heads when absent)
+    std::size_t head_dim = 0;        ///< head_dim (= hidden / heads when absent)
+    std::size_t vocab = 0;           ///< vocab_size (0: not given; the embedding's rows)
+    std::size_t intermediate = 0;    ///< intermediate_size / n_inner (0: 4·hidden for gpt2)
+    std::size_t max_positions = 0;   ///< max_position_embeddings / n_positions (0: not given)
+    double norm_eps = 1e-5;          ///< layer_norm_epsilon (gpt2), layer_norm_eps (bert), rms_norm_eps (llama)
+    activation act = activation::gelu;  ///< activation_function (gpt2), hidden_act (bert, llama)
+    double rope_theta = 10000.0;     ///< rope_theta (llama)
+    double partial_rotary_factor = 1.0;  ///< partial_rotary_factor: rotary_dim = head_dim · factor
+    /// sliding_window W (keys including the query's own), per layer: sliding[l] tells
+    /// whether layer l uses it (use_sliding_window, max_window_layers, layer_types).
+    std::optional<std::size_t> sliding_window;
+    std::vector<bool> sliding;
+};
+
+/// Parses config.json text. The family comes from `forced` (--arch), else from
+/// model_type: gpt2 → gpt2; bert → bert; llama, mistral, qwen2 → llama.
+/// Throws value_error(source, …) for invalid JSON, an unknown model_type without
+/// --arch ("model_type \"t5\" is not a family attn knows …"), a missing or non-positive
+/// size, heads not dividing hidden without head_dim, kv_heads not dividing heads, an
+/// unknown activation, and a `rope_scaling` attn does not implement (named, never
+/// ignored: only null, or {"rope_type": "default"} are accepted).
+/// Source: transformers' GPT2Config, BertConfig, LlamaConfig, MistralConfig, Qwen2Config.
+config parse_config(const std::string& json_text, const std::string& source, std::optional<arch> forced);
+
+/// The family named by an --arch value ("gpt2", "bert", "llama"), or nullopt.
+std::optional<arch> parse_arch(const std::string& name);
+
+}  // namespace attn::model

@@ -1,0 +1,119 @@
+#pragma once
+/// \file family.hpp
+/// Checkpoint families (DESIGN §4.3): the Hugging Face tensor names of GPT-2, BERT and
+/// Llama (with Mistral and Qwen2), their embeddings, norms, attention settings and the
+/// rest of each block (residuals, MLP). One file per family in src/model/. The model
+/// floor reads tensors through `weight_source`, so it knows nothing of file formats.
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attn/core/heads.hpp"
+#include "attn/core/projection.hpp"
+#include "attn/model/config.hpp"
+#include "attn/tensor.hpp"
+
+namespace attn::model {
+
+/// Where a family's tensors come from (the pipeline wires a safetensors checkpoint in).
+class weight_source {
+public:
+    virtual ~weight_source() = default;
+    /// The stored tensor called exactly `name`, or nullptr when there is none.
+    virtual const shape_t* shape(const std::string& name) const = 0;
+    /// Loads it (float types as f2/f4/f8, see io::checkpoint::load). Only called for
+    /// names shape() knows.
+    virtual array load(const std::string& name) const = 0;
+};
+
+/// What the attention of one layer needs besides its input, for attn::compute: the
+/// projection weights under attn's names (w_q, w_k, w_v, b_q, b_k, b_v, w_o, b_o) and
+/// the settings of the family's attention.
+struct layer_attention {
+    std::vector<named_array> weights;
+    core::weight_layout layout = core::weight_layout::out_in;
+    std::size_t heads = 0, kv_heads = 0;
+    bool causal = false;
+    long long window_left = -1;   ///< --window: config sliding_window W → W − 1 (HF kv_idx > q_idx − W)
+    bool rope = false;            ///< RoPE half (llama)
+    double rope_theta = 10000.0;
+    std::size_t rotary_dim = 0;   ///< head_dim · partial_rotary_factor
+};
+
+/// A family over one checkpoint. Construction finds the name prefix the checkpoint
+/// uses ("" or transformer. / bert. / model.) and checks the config against the
+/// embedding and layer-0 shapes.
+/// Throws value_error(source, …) for a tensor the family needs that is missing (named
+/// in full) and for a config that contradicts a tensor's shape (naming both).
+class family {
+public:
+    family(config c, const weight_source& weights, std::string source);
+
+    const config& settings() const { return cfg_; }
+    /// The prefix found ("", "transformer.", "bert.", "model.").
+    const std::string& prefix() const { return prefix_; }
+
+    /// X (B, T, hidden) = the family's embeddings of token ids (B, T) (integers in
+    /// [0, vocab)), positions 0..T−1: gpt2 wte[ids] + wpe[pos]; bert
+    /// LayerNorm(word[ids] + position[pos] + token_type[0]); llama embed_tokens[ids].
+    /// Source: GPT2Model.forward, BertEmbeddings.forward, LlamaModel.forward.
+    /// Throws value_error("token_ids", …) for ids outside the vocabulary, and for T
+    /// beyond the position table (gpt2, bert).
+    template <class T>
+    core::tensor3<T> embed(const array& ids) const;
+
+    /// The pre-attention norm of layer `layer` (stage x_norm): gpt2 LayerNorm ln_1,
+    /// llama RMSNorm input_layernorm (HF LlamaRMSNorm: x·rsqrt(mean(x²) + eps)·w);
+    /// bert normalises after attention, so x_norm is x.
+    template <class T>
+    core::tensor3<T> attention_norm(std::size_t layer, const core::tensor3<T>& x) const;
+
+    /// The projections and settings of layer `layer`'s attention (gpt2: c_attn split
+    /// q|k|v and c_proj, stored (in, out); bert: query/key/value and
+    /// attention.output.dense; llama: q/k/v/o_proj, biases when present).
+    layer_attention attention(std::size_t layer) const;
+
+    /// The rest of block `layer` given its input x and the attention's output (after
+    /// the output projection), both (B, T, hidden): the next layer's input
+    /// (HF hidden_states[layer + 1] before any final norm).
+    /// gpt2: h = x + a; h + c_proj(gelu_tanh(c_fc(ln_2(h)))).
+    /// bert (post-norm): h = LN(a + x); LN(output.dense(gelu(intermediate.dense(h))) + h).
+    /// llama: h = x + a; h + down_proj(silu(gate_proj(n))·up_proj(n)), n = RMSNorm(h).
+    /// Source: GPT2Block, BertLayer, LlamaDecoderLayer.
+    template <class T>
+    core::tensor3<T> finish_block(std::size_t layer, const core::tensor3<T>& x, const core::tensor3<T>& attn_out) const;
+
+    /// The checkpoint's name of a family tensor ("h.0.ln_1.weight" → prefix + it).
+    std::string name(const std::string& local) const { return prefix_ + local; }
+    /// Loads a tensor the family needs; throws value_error naming it when missing.
+    array need(const std::string& local) const;
+    /// Loads a tensor when present (biases), else nullopt.
+    std::optional<array> maybe(const std::string& local) const;
+    /// Checks a tensor's shape; throws value_error naming the config key when it differs.
+    void expect_shape(const std::string& local, const shape_t& want, const std::string& because) const;
+
+private:
+    config cfg_;
+    const weight_source* weights_;
+    std::string source_;
+    std::string prefix_;
+};
+
+/// LayerNorm over the last axis (torch.nn.functional.layer_norm, biased variance,
+/// accumulated in double): (x − mean)/√(var + eps)·w + b. x is (B, T, E), w and b (E).
+template <class T>
+core::tensor3<T> layer_norm(const core::tensor3<T>& x, const array& w, const array& b, double eps);
+
+/// RMSNorm over the last axis (HF LlamaRMSNorm): x·rsqrt(mean(x²) + eps)·w.
+template <class T>
+core::tensor3<T> rms_norm(const core::tensor3<T>& x, const array& w, double eps);
+
+/// The activation in place: gelu x·Φ(x) (erf); gelu_tanh 0.5x(1 + tanh(√(2/π)(x + 0.044715x³)));
+/// silu x·σ(x); relu max(x, 0). Source: transformers.activations (GELUActivation,
+/// NewGELUActivation, SiLU).
+template <class T>
+void activate(core::tensor3<T>& x, activation a);
+
+}  // namespace attn::model

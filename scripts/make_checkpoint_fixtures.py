@@ -1,0 +1,437 @@
+#!/usr/bin/python3
+"""Tiny random checkpoints of the three families attn reads (issue 15, DESIGN §4.3), and
+what an independent implementation computes from them, written here in PyTorch from
+Hugging Face transformers' modeling code and sharing nothing with attn:
+
+  GPT-2   modeling_gpt2.py: LayerNorm ln_1, Conv1D c_attn (weight stored (in, out)) split
+          q|k|v, causal softmax(q·kᵀ/√D), c_proj; MLP c_fc → gelu_new → c_proj; wte + wpe
+  BERT    modeling_bert.py: embeddings LayerNorm(word + position + token_type[0]); query,
+          key, value nn.Linear, padding mask (1 − attention_mask)·min, attention.output
+          .dense, post-norm LayerNorm(a + x); intermediate gelu (erf), output.dense,
+          LayerNorm
+  Llama   modeling_llama.py: RMSNorm input_layernorm, q/k/v_proj, RoPE rotate_half with
+          inv_freq = 1/θ^(arange(0, R, 2)/R), repeat_kv (GQA), causal (and Mistral's
+          sliding window kv_idx > q_idx − W), o_proj; RMSNorm, SiLU-gated MLP
+  Qwen2   the Llama layout with q/k/v biases and use_sliding_window on layers ≥
+          max_window_layers
+  partial a Llama layout with partial_rotary_factor 0.5 (rotary on the first R dims of
+          each head, the rest passed through: StableLM / Phi)
+
+Shipped (data/, used by the README walk-through): gpt2-tiny, bert-tiny, llama-tiny, each
+a model.safetensors, config.json and tokenizer.json (a toy vocabulary; GPT-2's is
+byte-level with Ġ marks). Test fixtures (tests/fixtures/checkpoints/): qwen2-tiny,
+mistral-tiny, partial-tiny, llama-tiny-bf16 (a BF16 copy of data/llama-tiny, with
+references computed from the BF16-rounded weights), llama-tiny-sharded (the same
+tensors in two shards and an index), gpt2-missing-tensor (h.0.ln_2.bias left out), and for every case expected.npz: ids (T,),
+hidden_states (L+1, T, E) (HF hidden_states before any final norm), x_layer1 (T, E)
+(hidden_states[1], the input of layer 1), x_norm (L, T, E),
+weights (L, H, T, T), output (L, T, E) (after the output projection).
+
+The safetensors files are written from the format's spec (8-byte little-endian header
+length, JSON header, raw little-endian data), tensors sorted by name, offsets
+contiguous. Run with Debian's Python (python3-torch, python3-numpy):
+
+    /usr/bin/python3 scripts/make_checkpoint_fixtures.py
+
+The output is deterministic: rerunning this script must leave `git status` clean.
+"""
+
+import io
+import json
+import math
+import os
+import struct
+import zipfile
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "..", "data")
+FIX = os.path.join(HERE, "..", "tests", "fixtures", "checkpoints")
+DT = torch.float64
+
+DTYPES = {torch.float32: ("F32", 4), torch.bfloat16: ("BF16", 2), torch.float64: ("F64", 8), torch.int64: ("I64", 8)}
+
+
+def safetensors_bytes(tensors, metadata=None):
+    header, blobs, offset = {}, [], 0
+    if metadata:
+        header["__metadata__"] = metadata
+    for name in sorted(tensors):
+        t = tensors[name].contiguous()
+        code, size = DTYPES[t.dtype]
+        raw = t.view(torch.int16).numpy().tobytes() if t.dtype == torch.bfloat16 else t.numpy().tobytes()
+        assert len(raw) == t.numel() * size
+        header[name] = {"dtype": code, "shape": list(t.shape), "data_offsets": [offset, offset + len(raw)]}
+        blobs.append(raw)
+        offset += len(raw)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)  # the reference writer pads the header to 8 bytes
+    return struct.pack("<Q", len(text)) + text + b"".join(blobs)
+
+
+def write(path, data):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def write_json(path, obj):
+    write(path, (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode())
+
+
+def write_npz(path, arrays):
+    """np.savez layout with a fixed timestamp, so that the bytes do not change between runs."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
+        for name in sorted(arrays):
+            buf = io.BytesIO()
+            np.lib.format.write_array(buf, np.ascontiguousarray(arrays[name]), allow_pickle=False)
+            z.writestr(zipfile.ZipInfo(name + ".npy", date_time=(1980, 1, 1, 0, 0, 0)), buf.getvalue())
+
+
+def rand(g, *shape, scale=0.3):
+    return (torch.randn(*shape, generator=g, dtype=torch.float32) * scale)
+
+
+# ---------------------------------------------------------------------------- GPT-2
+
+def gpt2_weights(g, cfg, prefix):
+    E, V, P, L, I = cfg["n_embd"], cfg["vocab_size"], cfg["n_positions"], cfg["n_layer"], cfg["n_inner"]
+    w = {prefix + "wte.weight": rand(g, V, E, scale=0.5), prefix + "wpe.weight": rand(g, P, E, scale=0.1)}
+    for l in range(L):
+        p = f"{prefix}h.{l}."
+        w[p + "ln_1.weight"] = 1 + rand(g, E, scale=0.1)
+        w[p + "ln_1.bias"] = rand(g, E, scale=0.1)
+        w[p + "attn.c_attn.weight"] = rand(g, E, 3 * E)
+        w[p + "attn.c_attn.bias"] = rand(g, 3 * E, scale=0.1)
+        w[p + "attn.c_proj.weight"] = rand(g, E, E)
+        w[p + "attn.c_proj.bias"] = rand(g, E, scale=0.1)
+        w[p + "ln_2.weight"] = 1 + rand(g, E, scale=0.1)
+        w[p + "ln_2.bias"] = rand(g, E, scale=0.1)
+        w[p + "mlp.c_fc.weight"] = rand(g, E, I)
+        w[p + "mlp.c_fc.bias"] = rand(g, I, scale=0.1)
+        w[p + "mlp.c_proj.weight"] = rand(g, I, E)
+        w[p + "mlp.c_proj.bias"] = rand(g, E, scale=0.1)
+    w[prefix + "ln_f.weight"] = torch.ones(E)
+    w[prefix + "ln_f.bias"] = torch.zeros(E)
+    return w
+
+
+def gelu_new(x):
+    # transformers.activations.NewGELUActivation
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+def gpt2_reference(w, cfg, prefix, ids):
+    W = {k: v.to(DT) for k, v in w.items()}
+    E, H, L = cfg["n_embd"], cfg["n_head"], cfg["n_layer"]
+    D, T = E // H, len(ids)
+    ln = lambda x, n: torch.nn.functional.layer_norm(x, (E,), W[n + ".weight"], W[n + ".bias"], cfg["layer_norm_epsilon"])
+    conv1d = lambda x, n: x @ W[n + ".weight"] + W[n + ".bias"]  # Conv1D: x·W + b, W (in, out)
+    x = W[prefix + "wte.weight"][ids] + W[prefix + "wpe.weight"][torch.arange(T)]
+    hs, xn_all, weights, outs = [x], [], [], []
+    causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
+    for l in range(L):
+        p = f"{prefix}h.{l}."
+        xn = ln(x, p + "ln_1")
+        q, k, v = conv1d(xn, p + "attn.c_attn").split(E, dim=-1)
+        q, k, v = (t.view(T, H, D).transpose(0, 1) for t in (q, k, v))
+        s = q @ k.transpose(-1, -2) / math.sqrt(D)
+        s = torch.where(causal, s, torch.finfo(DT).min)
+        a = torch.softmax(s, dim=-1)
+        o = conv1d((a @ v).transpose(0, 1).reshape(T, E), p + "attn.c_proj")
+        h = x + o
+        m = conv1d(gelu_new(conv1d(ln(h, p + "ln_2"), p + "mlp.c_fc")), p + "mlp.c_proj")
+        x = h + m
+        xn_all.append(xn), weights.append(a), outs.append(o), hs.append(x)
+    return hs, xn_all, weights, outs
+
+
+# ---------------------------------------------------------------------------- BERT
+
+def bert_weights(g, cfg, prefix, old_names=False):
+    E, V, P, L, I = cfg["hidden_size"], cfg["vocab_size"], cfg["max_position_embeddings"], cfg["num_hidden_layers"], cfg["intermediate_size"]
+    gname, bname = ("gamma", "beta") if old_names else ("weight", "bias")
+    w = {
+        prefix + "embeddings.word_embeddings.weight": rand(g, V, E, scale=0.5),
+        prefix + "embeddings.position_embeddings.weight": rand(g, P, E, scale=0.1),
+        prefix + "embeddings.token_type_embeddings.weight": rand(g, cfg["type_vocab_size"], E, scale=0.1),
+        prefix + f"embeddings.LayerNorm.{gname}": 1 + rand(g, E, scale=0.1),
+        prefix + f"embeddings.LayerNorm.{bname}": rand(g, E, scale=0.1),
+    }
+    for l in range(L):
+        p = f"{prefix}encoder.layer.{l}."
+        for n in ("query", "key", "value"):
+            w[p + f"attention.self.{n}.weight"] = rand(g, E, E)
+            w[p + f"attention.self.{n}.bias"] = rand(g, E, scale=0.1)
+        w[p + "attention.output.dense.weight"] = rand(g, E, E)
+        w[p + "attention.output.dense.bias"] = rand(g, E, scale=0.1)
+        w[p + f"attention.output.LayerNorm.{gname}"] = 1 + rand(g, E, scale=0.1)
+        w[p + f"attention.output.LayerNorm.{bname}"] = rand(g, E, scale=0.1)
+        w[p + "intermediate.dense.weight"] = rand(g, I, E)
+        w[p + "intermediate.dense.bias"] = rand(g, I, scale=0.1)
+        w[p + "output.dense.weight"] = rand(g, E, I)
+        w[p + "output.dense.bias"] = rand(g, E, scale=0.1)
+        w[p + f"output.LayerNorm.{gname}"] = 1 + rand(g, E, scale=0.1)
+        w[p + f"output.LayerNorm.{bname}"] = rand(g, E, scale=0.1)
+    return w
+
+
+def bert_reference(w, cfg, prefix, ids, attention_mask=None):
+    W = {k.replace(".gamma", ".weight").replace(".beta", ".bias"): v.to(DT) for k, v in w.items()}
+    E, H, L, eps = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_hidden_layers"], cfg["layer_norm_eps"]
+    D, T = E // H, len(ids)
+    ln = lambda x, n: torch.nn.functional.layer_norm(x, (E,), W[n + ".weight"], W[n + ".bias"], eps)
+    lin = lambda x, n: torch.nn.functional.linear(x, W[n + ".weight"], W[n + ".bias"])
+    e = prefix + "embeddings."
+    x = W[e + "word_embeddings.weight"][ids] + W[e + "position_embeddings.weight"][torch.arange(T)] + W[e + "token_type_embeddings.weight"][0]
+    x = ln(x, e + "LayerNorm")
+    ext = torch.zeros(T, dtype=DT) if attention_mask is None else (1.0 - attention_mask.to(DT)) * torch.finfo(DT).min
+    hs, xn_all, weights, outs = [x], [], [], []
+    for l in range(L):
+        p = f"{prefix}encoder.layer.{l}."
+        q, k, v = (lin(x, p + f"attention.self.{n}").view(T, H, D).transpose(0, 1) for n in ("query", "key", "value"))
+        s = q @ k.transpose(-1, -2) / math.sqrt(D) + ext
+        a = torch.softmax(s, dim=-1)
+        o = lin((a @ v).transpose(0, 1).reshape(T, E), p + "attention.output.dense")
+        h = ln(o + x, p + "attention.output.LayerNorm")
+        i = torch.nn.functional.gelu(lin(h, p + "intermediate.dense"))
+        x_next = ln(lin(i, p + "output.dense") + h, p + "output.LayerNorm")
+        xn_all.append(x), weights.append(a), outs.append(o), hs.append(x_next)
+        x = x_next
+    return hs, xn_all, weights, outs
+
+
+# ---------------------------------------------------------------------------- Llama family
+
+def llama_weights(g, cfg, prefix, qkv_bias=False):
+    E, V, L, I = cfg["hidden_size"], cfg["vocab_size"], cfg["num_hidden_layers"], cfg["intermediate_size"]
+    H, Hkv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    D = cfg.get("head_dim", E // H)
+    w = {prefix + "embed_tokens.weight": rand(g, V, E, scale=1.0), prefix + "norm.weight": torch.ones(E)}
+    for l in range(L):
+        p = f"{prefix}layers.{l}."
+        w[p + "input_layernorm.weight"] = 1 + rand(g, E, scale=0.1)
+        w[p + "self_attn.q_proj.weight"] = rand(g, H * D, E)
+        w[p + "self_attn.k_proj.weight"] = rand(g, Hkv * D, E)
+        w[p + "self_attn.v_proj.weight"] = rand(g, Hkv * D, E)
+        w[p + "self_attn.o_proj.weight"] = rand(g, E, H * D)
+        if qkv_bias:
+            w[p + "self_attn.q_proj.bias"] = rand(g, H * D, scale=0.2)
+            w[p + "self_attn.k_proj.bias"] = rand(g, Hkv * D, scale=0.2)
+            w[p + "self_attn.v_proj.bias"] = rand(g, Hkv * D, scale=0.2)
+        w[p + "post_attention_layernorm.weight"] = 1 + rand(g, E, scale=0.1)
+        w[p + "mlp.gate_proj.weight"] = rand(g, I, E)
+        w[p + "mlp.up_proj.weight"] = rand(g, I, E)
+        w[p + "mlp.down_proj.weight"] = rand(g, E, I)
+    return w
+
+
+def rms_norm(x, weight, eps):
+    # LlamaRMSNorm.forward
+    variance = x.pow(2).mean(-1, keepdim=True)
+    return weight * (x * torch.rsqrt(variance + eps))
+
+
+def rotate_half(x):
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def llama_reference(w, cfg, prefix, ids, sliding_layers=(), window=None):
+    W = {k: v.to(DT) for k, v in w.items()}
+    E, L, eps = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["rms_norm_eps"]
+    H, Hkv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    D = cfg.get("head_dim", E // H)
+    R = int(D * cfg.get("partial_rotary_factor", 1.0))
+    T = len(ids)
+    inv_freq = 1.0 / (cfg.get("rope_theta", 10000.0) ** (torch.arange(0, R, 2, dtype=torch.int64).to(DT) / R))
+    freqs = torch.arange(T, dtype=DT)[:, None] * inv_freq[None, :]
+    emb = torch.cat((freqs, freqs), dim=-1)
+    cos, sin = emb.cos(), emb.sin()
+    lin = lambda x, n: torch.nn.functional.linear(x, W[n + ".weight"], W.get(n + ".bias"))
+    qi, ki = torch.arange(T)[:, None], torch.arange(T)[None, :]
+    x = W[prefix + "embed_tokens.weight"][ids]
+    hs, xn_all, weights, outs = [x], [], [], []
+    for l in range(L):
+        p = f"{prefix}layers.{l}."
+        xn = rms_norm(x, W[p + "input_layernorm.weight"], eps)
+        q = lin(xn, p + "self_attn.q_proj").view(T, H, D).transpose(0, 1)
+        k = lin(xn, p + "self_attn.k_proj").view(T, Hkv, D).transpose(0, 1)
+        v = lin(xn, p + "self_attn.v_proj").view(T, Hkv, D).transpose(0, 1)
+        # apply_rotary_pos_emb on the first R dims (partial rotary: the rest passes through)
+        q = torch.cat((q[..., :R] * cos + rotate_half(q[..., :R]) * sin, q[..., R:]), dim=-1)
+        k = torch.cat((k[..., :R] * cos + rotate_half(k[..., :R]) * sin, k[..., R:]), dim=-1)
+        k, v = k.repeat_interleave(H // Hkv, dim=0), v.repeat_interleave(H // Hkv, dim=0)  # repeat_kv
+        allowed = ki <= qi
+        if l in sliding_layers:
+            allowed = allowed & (ki > qi - window)  # sliding_window_overlay: kv_idx > q_idx - W
+        s = q @ k.transpose(-1, -2) * D ** -0.5
+        s = torch.where(allowed, s, torch.finfo(DT).min)
+        a = torch.softmax(s, dim=-1)
+        o = lin((a @ v).transpose(0, 1).reshape(T, H * D), p + "self_attn.o_proj")
+        h = x + o
+        n = rms_norm(h, W[p + "post_attention_layernorm.weight"], eps)
+        m = lin(torch.nn.functional.silu(lin(n, p + "mlp.gate_proj")) * lin(n, p + "mlp.up_proj"), p + "mlp.down_proj")
+        x = h + m
+        xn_all.append(xn), weights.append(a), outs.append(o), hs.append(x)
+    return hs, xn_all, weights, outs
+
+
+# ---------------------------------------------------------------------------- tokenizers
+
+def bytes_to_unicode():
+    # GPT-2's encoder.py
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return dict(zip(bs, map(chr, cs)))
+
+
+WORDS = ["the", " cat", " sat", " on", " mat", ".", " a", " dog", " ran", "\n", " é", "Hello", ",", " world", "!", " is"]
+
+
+def gpt2_tokenizer(V):
+    b2u = bytes_to_unicode()
+    vocab = {}
+    for i, word in enumerate(WORDS):
+        vocab["".join(b2u[b] for b in word.encode())] = i
+    for i in range(len(WORDS), V - 1):
+        vocab[f"tok{i}"] = i
+    return {"version": "1.0", "added_tokens": [{"id": V - 1, "content": "<|endoftext|>", "special": True}],
+            "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False},
+            "decoder": {"type": "ByteLevel"}, "model": {"type": "BPE", "vocab": vocab, "merges": []}}
+
+
+def bert_tokenizer(V):
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat", "##s", ".", "a", "dog"]
+    vocab = {w: i for i, w in enumerate(words)}
+    for i in range(len(words), V):
+        vocab[f"w{i}"] = i
+    return {"version": "1.0", "added_tokens": [{"id": i, "content": w, "special": True} for i, w in enumerate(words[:5])],
+            "pre_tokenizer": {"type": "BertPreTokenizer"}, "decoder": {"type": "WordPiece", "prefix": "##"},
+            "model": {"type": "WordPiece", "vocab": vocab}}
+
+
+def llama_tokenizer(V):
+    words = ["<unk>", "<s>", "</s>", "▁The", "▁cat", "▁sat", "▁on", "▁the", "▁mat", ".", "<0x0A>", "▁a", "▁dog"]
+    vocab = {w: i for i, w in enumerate(words)}
+    for i in range(len(words), V):
+        vocab[f"▁w{i}"] = i
+    return {"version": "1.0", "added_tokens": [{"id": i, "content": w, "special": True} for i, w in enumerate(words[:3])],
+            "pre_tokenizer": None, "decoder": {"type": "Sequence", "decoders": [
+                {"type": "Replace", "pattern": {"String": "▁"}, "content": " "}, {"type": "ByteFallback"}]},
+            "model": {"type": "BPE", "vocab": vocab, "merges": [], "byte_fallback": True}}
+
+
+# ---------------------------------------------------------------------------- cases
+
+def expected(ids, result):
+    hs, xn, weights, outs = result
+    f = lambda ts: torch.stack(ts).numpy()
+    return {"ids": np.array(ids, dtype=np.int64), "hidden_states": f(hs), "x_layer1": hs[1].numpy(), "x_norm": f(xn), "weights": f(weights), "output": f(outs)}
+
+
+def main():
+    g = torch.Generator().manual_seed(15)
+    ids = [0, 1, 2, 3, 4, 5, 13, 15]
+
+    gpt2_cfg = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_embd": 32, "n_head": 4, "n_layer": 2,
+                "n_positions": 32, "n_inner": 64, "vocab_size": 64, "layer_norm_epsilon": 1e-5,
+                "activation_function": "gelu_new"}
+    w = gpt2_weights(g, gpt2_cfg, "transformer.")
+    d = os.path.join(DATA, "gpt2-tiny")
+    write(os.path.join(d, "model.safetensors"), safetensors_bytes(w, {"format": "pt"}))
+    write_json(os.path.join(d, "config.json"), gpt2_cfg)
+    write_json(os.path.join(d, "tokenizer.json"), gpt2_tokenizer(64))
+    write_npz(os.path.join(FIX, "gpt2-tiny", "expected.npz"), expected(ids, gpt2_reference(w, gpt2_cfg, "transformer.", ids)))
+    # Broken: layer 1's ln_2.bias is missing (layer 0's attention still computes).
+    d = os.path.join(FIX, "gpt2-missing-tensor")
+    write(os.path.join(d, "model.safetensors"), safetensors_bytes({k: v for k, v in w.items() if k != "transformer.h.0.ln_2.bias"}))
+    write_json(os.path.join(d, "config.json"), gpt2_cfg)
+
+    bert_cfg = {"model_type": "bert", "architectures": ["BertModel"], "hidden_size": 32, "num_attention_heads": 4,
+                "num_hidden_layers": 2, "intermediate_size": 64, "max_position_embeddings": 32, "vocab_size": 64,
+                "type_vocab_size": 2, "layer_norm_eps": 1e-12, "hidden_act": "gelu"}
+    w = bert_weights(g, bert_cfg, "")
+    d = os.path.join(DATA, "bert-tiny")
+    write(os.path.join(d, "model.safetensors"), safetensors_bytes(w, {"format": "pt"}))
+    write_json(os.path.join(d, "config.json"), bert_cfg)
+    write_json(os.path.join(d, "tokenizer.json"), bert_tokenizer(64))
+    bert_ids = [2, 5, 6, 7, 8, 5, 9, 3]
+    write_npz(os.path.join(FIX, "bert-tiny", "expected.npz"), expected(bert_ids, bert_reference(w, bert_cfg, "", bert_ids)))
+    # The same model with the padding mask: the last two tokens are padding.
+    am = torch.tensor([1, 1, 1, 1, 1, 1, 0, 0])
+    e = expected(bert_ids, bert_reference(w, bert_cfg, "", bert_ids, am))
+    e["attention_mask"] = am.numpy()
+    write_npz(os.path.join(FIX, "bert-tiny", "expected-padded.npz"), e)
+    # Old TensorFlow-era names (gamma/beta) under the bert. prefix.
+    w_old = {("bert." + k).replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta"): v for k, v in w.items()}
+    d = os.path.join(FIX, "bert-tiny-old-names")
+    write(os.path.join(d, "model.safetensors"), safetensors_bytes(w_old))
+    write_json(os.path.join(d, "config.json"), bert_cfg)
+
+    llama_cfg = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 32, "num_attention_heads": 4,
+                 "num_key_value_heads": 2, "num_hidden_layers": 2, "intermediate_size": 64, "vocab_size": 64,
+                 "max_position_embeddings": 64, "rms_norm_eps": 1e-6, "rope_theta": 500.0, "hidden_act": "silu",
+                 "rope_scaling": None}
+    w = llama_weights(g, llama_cfg, "model.")
+    d = os.path.join(DATA, "llama-tiny")
+    write(os.path.join(d, "model.safetensors"), safetensors_bytes(w, {"format": "pt"}))
+    write_json(os.path.join(d, "config.json"), llama_cfg)
+    write_json(os.path.join(d, "tokenizer.json"), llama_tokenizer(64))
+    llama_ids = [1, 3, 4, 5, 6, 7, 8, 9]
+    write_npz(os.path.join(FIX, "llama-tiny", "expected.npz"), expected(llama_ids, llama_reference(w, llama_cfg, "model.", llama_ids)))
+
+    # BF16 copy, with the reference computed from the rounded weights.
+    w16 = {k: v.to(torch.bfloat16) for k, v in w.items()}
+    d = os.path.join(FIX, "llama-tiny-bf16")
+    write(os.path.join(d, "model.safetensors"), safetensors_bytes(w16))
+    write_json(os.path.join(d, "config.json"), llama_cfg)
+    w16f = {k: v.to(torch.float32) for k, v in w16.items()}
+    write_npz(os.path.join(d, "expected.npz"), expected(llama_ids, llama_reference(w16f, llama_cfg, "model.", llama_ids)))
+
+    # Sharded copy: layer 0 and the embeddings in one shard, the rest in the other.
+    d = os.path.join(FIX, "llama-tiny-sharded")
+    names = sorted(w)
+    first = {k: w[k] for k in names if ".layers.1." not in k}
+    second = {k: w[k] for k in names if ".layers.1." in k}
+    write(os.path.join(d, "model-00001-of-00002.safetensors"), safetensors_bytes(first))
+    write(os.path.join(d, "model-00002-of-00002.safetensors"), safetensors_bytes(second))
+    index = {"metadata": {"total_size": sum(v.numel() * 4 for v in w.values())},
+             "weight_map": {k: ("model-00001-of-00002.safetensors" if k in first else "model-00002-of-00002.safetensors") for k in names}}
+    write_json(os.path.join(d, "model.safetensors.index.json"), index)
+    write_json(os.path.join(d, "config.json"), llama_cfg)
+
+    qwen_cfg = dict(llama_cfg, model_type="qwen2", architectures=["Qwen2ForCausalLM"], num_key_value_heads=1,
+                    use_sliding_window=True, sliding_window=3, max_window_layers=1, rope_theta=10000.0)
+    w = llama_weights(g, qwen_cfg, "model.", qkv_bias=True)
+    d = os.path.join(FIX, "qwen2-tiny")
+    write(os.path.join(d, "model.safetensors"), safetensors_bytes(w))
+    write_json(os.path.join(d, "config.json"), qwen_cfg)
+    write_npz(os.path.join(d, "expected.npz"), expected(llama_ids, llama_reference(w, qwen_cfg, "model.", llama_ids, sliding_layers=(1,), window=3)))
+
+    mistral_cfg = dict(llama_cfg, model_type="mistral", architectures=["MistralForCausalLM"], sliding_window=4, head_dim=16)
+    w = llama_weights(g, mistral_cfg, "")
+    d = os.path.join(FIX, "mistral-tiny")
+    write(os.path.join(d, "model.safetensors"), safetensors_bytes(w))
+    write_json(os.path.join(d, "config.json"), mistral_cfg)
+    write_npz(os.path.join(d, "expected.npz"), expected(llama_ids, llama_reference(w, mistral_cfg, "", llama_ids, sliding_layers=(0, 1), window=4)))
+
+    partial_cfg = dict(llama_cfg, partial_rotary_factor=0.5)
+    w = llama_weights(g, partial_cfg, "model.")
+    d = os.path.join(FIX, "partial-tiny")
+    write(os.path.join(d, "model.safetensors"), safetensors_bytes(w))
+    write_json(os.path.join(d, "config.json"), partial_cfg)
+    write_npz(os.path.join(d, "expected.npz"), expected(llama_ids, llama_reference(w, partial_cfg, "model.", llama_ids)))
+
+
+if __name__ == "__main__":
+    main()

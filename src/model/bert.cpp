@@ -1,0 +1,111 @@
+// BERT (transformers BertModel / BertLayer / BertSelfAttention): post-norm blocks,
+// query/key/value nn.Linear, the padding mask, attention.output.dense, then
+// LayerNorm(a + x) and an MLP intermediate.dense → gelu → output.dense with another
+// LayerNorm. Embeddings: LayerNorm(word[ids] + position[positions] + token_type[0]);
+// TensorFlow-era checkpoints name LayerNorm weights gamma/beta.
+#include <string>
+
+#include "attn/error.hpp"
+#include "families.hpp"
+
+namespace attn::model::bert {
+
+const char* const probe = "embeddings.word_embeddings.weight";
+const std::vector<std::string> prefixes{"", "bert."};
+
+namespace {
+std::string key(std::size_t layer, const std::string& rest) { return layer_key("encoder.layer.", layer, rest); }
+
+/// LayerNorm `stem` (.weight/.bias, or the old .gamma/.beta).
+template <class T>
+core::tensor3<T> norm(const family& f, const std::string& stem, const core::tensor3<T>& x) {
+    auto w = f.maybe(stem + ".weight");
+    if (!w) w = f.maybe(stem + ".gamma");
+    if (!w) f.need(stem + ".weight");  // throws, naming the current name
+    auto b = f.maybe(stem + ".bias");
+    if (!b) b = f.maybe(stem + ".beta");
+    if (!b) f.need(stem + ".bias");
+    return layer_norm(x, *w, *b, f.settings().norm_eps);
+}
+}  // namespace
+
+void check(const family& f) {
+    const config& c = f.settings();
+    f.expect_shape("embeddings.word_embeddings.weight", {c.vocab, c.hidden}, "vocab_size × hidden_size");
+    f.expect_shape("embeddings.position_embeddings.weight", {c.max_positions, c.hidden},
+                   "max_position_embeddings × hidden_size");
+    f.expect_shape(key(0, "attention.self.query.weight"), {c.hidden, c.hidden}, "hidden_size × hidden_size");
+    if (c.kv_heads != c.heads)
+        throw value_error("config", "BERT has no grouped-query attention " +
+                                        expected_got("num_key_value_heads = num_attention_heads", std::to_string(c.kv_heads)));
+}
+
+template <class T>
+core::tensor3<T> embed(const family& f, const array& ids) {
+    const config& c = f.settings();
+    const std::size_t S = ids.shape.back(), E = c.hidden;
+    if (S > c.max_positions)
+        throw value_error("token_ids", "longer than the position table " +
+                                           expected_got("at most max_position_embeddings = " +
+                                                            std::to_string(c.max_positions) + " tokens",
+                                                        std::to_string(S)));
+    core::tensor3<T> x = lookup<T>(f, "embeddings.word_embeddings.weight", ids);
+    const std::vector<T> pos = f.need("embeddings.position_embeddings.weight").to_vector<T>();
+    std::vector<T> type(E, T(0));
+    if (auto tt = f.maybe("embeddings.token_type_embeddings.weight")) {
+        const std::vector<T> all = tt->to_vector<T>();
+        if (tt->rank() != 2 || tt->shape[1] != E)
+            throw value_error("config", f.name("embeddings.token_type_embeddings.weight") + " does not fit hidden_size " +
+                                            expected_got("(type_vocab_size, " + std::to_string(E) + ")", shape_string(tt->shape)));
+        std::copy(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(E), type.begin());  // token_type_ids = 0
+    }
+    for (std::size_t b = 0; b < x.shape(0); ++b)
+        for (std::size_t t = 0; t < S; ++t)
+            for (std::size_t e = 0; e < E; ++e) x(b, t, e) = x(b, t, e) + pos[t * E + e] + type[e];
+    return norm(f, "embeddings.LayerNorm", x);
+}
+
+template <class T>
+core::tensor3<T> attention_norm(const family&, std::size_t, const core::tensor3<T>& x) {
+    return x;  // post-norm: the attention sees the layer input itself
+}
+
+layer_attention attention(const family& f, std::size_t layer) {
+    const config& c = f.settings();
+    layer_attention a;
+    a.heads = a.kv_heads = c.heads;
+    const std::pair<const char*, const char*> parts[] = {{"query", "q"}, {"key", "k"}, {"value", "v"}};
+    for (const auto& [hf, attn] : parts) {
+        a.weights.push_back({std::string("w_") + attn, f.need(key(layer, std::string("attention.self.") + hf + ".weight"))});
+        if (auto b = f.maybe(key(layer, std::string("attention.self.") + hf + ".bias")))
+            a.weights.push_back({std::string("b_") + attn, std::move(*b)});
+    }
+    a.weights.push_back({"w_o", f.need(key(layer, "attention.output.dense.weight"))});
+    if (auto b = f.maybe(key(layer, "attention.output.dense.bias"))) a.weights.push_back({"b_o", std::move(*b)});
+    return a;
+}
+
+template <class T>
+core::tensor3<T> finish_block(const family& f, std::size_t layer, const core::tensor3<T>& x, const core::tensor3<T>& a) {
+    const config& c = f.settings();
+    core::tensor3<T> sum = a + x;
+    core::tensor3<T> h = norm(f, key(layer, "attention.output.LayerNorm"), sum);
+    core::tensor3<T> m = project(f, h, key(layer, "intermediate.dense.weight"), key(layer, "intermediate.dense.bias"),
+                                 core::weight_layout::out_in);
+    activate(m, c.act);
+    core::tensor3<T> o = project(f, m, key(layer, "output.dense.weight"), key(layer, "output.dense.bias"),
+                                 core::weight_layout::out_in);
+    o += h;
+    return norm(f, key(layer, "output.LayerNorm"), o);
+}
+
+template core::tensor3<float> embed<float>(const family&, const array&);
+template core::tensor3<double> embed<double>(const family&, const array&);
+template core::tensor3<float> attention_norm<float>(const family&, std::size_t, const core::tensor3<float>&);
+template core::tensor3<double> attention_norm<double>(const family&, std::size_t, const core::tensor3<double>&);
+template core::tensor3<float> finish_block<float>(const family&, std::size_t, const core::tensor3<float>&,
+                                                  const core::tensor3<float>&);
+template core::tensor3<double> finish_block<double>(const family&, std::size_t, const core::tensor3<double>&,
+                                                    const core::tensor3<double>&);
+
+}  // namespace attn::model::bert

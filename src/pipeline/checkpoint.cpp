@@ -1,0 +1,258 @@
+// A checkpoint's attention (include/attn/pipeline.hpp compute_checkpoint, DESIGN §4.3):
+// the one place where a safetensors file (io/) meets a model family (model/). Ids →
+// embeddings → blocks 0..N−1 → layer N's attention through compute(), with the stages
+// x and x_norm added, or every layer with a leading layer axis.
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+#include "attn/core/heads.hpp"
+#include "attn/error.hpp"
+#include "attn/io/input.hpp"
+#include "attn/io/safetensors.hpp"
+#include "attn/io/vocab.hpp"
+#include "attn/model/family.hpp"
+#include "attn/pipeline.hpp"
+#include "attn/text.hpp"
+#include "stages.hpp"
+
+namespace attn {
+
+namespace {
+
+/// model::weight_source over an opened safetensors checkpoint.
+class checkpoint_weights : public model::weight_source {
+public:
+    explicit checkpoint_weights(io::checkpoint c) : c_(std::move(c)) {}
+    const shape_t* shape(const std::string& name) const override {
+        const io::tensor_entry* e = c_.find(name);
+        return e ? &e->shape : nullptr;
+    }
+    array load(const std::string& name) const override { return c_.load(name); }
+    const io::checkpoint& file() const { return c_; }
+
+private:
+    io::checkpoint c_;
+};
+
+template <class T>
+array array_of(const core::tensor3<T>& t, bool unbatched) {
+    shape_t s{t.shape(0), t.shape(1), t.shape(2)};
+    if (unbatched) s.erase(s.begin());
+    return array::from<T>(std::move(s), t.data());
+}
+
+template <class T>
+core::tensor3<T> tensor_of(const array& a) {
+    const std::size_t B = a.rank() == 3 ? a.shape[0] : 1;
+    auto t = core::tensor3<T>::from_shape({B, a.shape[a.rank() - 2], a.shape.back()});
+    a.copy_to(t.data());
+    return t;
+}
+
+/// Stacks one array per layer along a new leading axis (every layer's array has the
+/// same name, dtype and shape).
+array stack(const std::vector<const array*>& parts) {
+    array a;
+    a.type = parts.front()->type;
+    a.shape = parts.front()->shape;
+    a.shape.insert(a.shape.begin(), parts.size());
+    const std::size_t n = parts.front()->data.size();
+    a.data.resize(n * parts.size());
+    for (std::size_t l = 0; l < parts.size(); ++l) std::memcpy(a.data.data() + l * n, parts[l]->data.data(), n);
+    return a;
+}
+
+bool has(const std::vector<std::string>& list, const char* name) {
+    return std::find(list.begin(), list.end(), name) != list.end();
+}
+
+struct run_inputs {
+    const array* ids = nullptr;
+    const array* x = nullptr;
+    std::vector<named_array> passed;  // attention_mask, token_ids, position_ids, … given to every layer
+};
+
+template <class T>
+io::document run(const model::family& fam, const checkpoint_options& ck, const run_inputs& in,
+                 const std::vector<std::string>& tokens, const pipeline_options& o) {
+    const model::config& cfg = fam.settings();
+    const bool unbatched = in.ids ? in.ids->rank() == 1 : in.x->rank() == 2;
+    core::tensor3<T> x = in.ids ? fam.embed<T>(*in.ids) : tensor_of<T>(*in.x);
+    if (!in.ids && x.shape(2) != cfg.hidden)
+        throw shape_error("x", "does not fit the model's hidden size " +
+                                   expected_got("(…, " + std::to_string(cfg.hidden) + ")", shape_string(in.x->shape)));
+    const std::size_t first_dumped = ck.layer ? *ck.layer : 0;
+    const std::size_t last = ck.layer ? *ck.layer : cfg.layers - 1;
+    const std::size_t start = in.ids ? 0 : first_dumped;  // X enters layer N directly
+
+    // The stages compute() makes; x and x_norm are the model's own.
+    std::vector<std::string> dump;
+    for (const auto& s : o.dump)
+        if (s != "x" && s != "x_norm") dump.push_back(s);
+    const bool want_output = has(o.dump, "output");
+
+    std::vector<io::document> docs;
+    for (std::size_t l = start; l <= last; ++l) {
+        const bool dumped = l >= first_dumped;
+        const bool propagate = l < last;
+        core::tensor3<T> xn = fam.attention_norm<T>(l, x);
+        model::layer_attention la = fam.attention(l);
+        std::vector<named_array> inputs = std::move(la.weights);
+        inputs.push_back({"x", array_of(xn, unbatched)});
+        for (const auto& p : in.passed) inputs.push_back(p);
+
+        pipeline_options lo = o;
+        lo.ids.clear();
+        lo.layout = la.layout;
+        if (!o.heads) lo.heads = la.heads;
+        if (!o.kv_heads) lo.kv_heads = la.kv_heads;
+        lo.causal = o.causal || la.causal;
+        if (o.window_left < 0 && o.window_right < 0) lo.window_left = la.window_left;
+        if (la.rope && !o.rope) lo.rope = core::rope_style::half;
+        if (la.rope && !o.rope_theta_given) lo.rope_theta = la.rope_theta;
+        if (la.rope && !o.rotary_dim) lo.rotary_dim = la.rotary_dim;
+        lo.dump = dumped ? dump : std::vector<std::string>{};
+        if (propagate && !has(lo.dump, "output")) lo.dump.push_back("output");
+        if (lo.dump.empty()) lo.dump.push_back("output");
+        io::document doc = compute(std::move(inputs), tokens, lo);
+
+        core::tensor3<T> next;
+        if (propagate) {
+            auto it = std::find_if(doc.tensors.begin(), doc.tensors.end(), [](const named_array& a) { return a.name == "output"; });
+            next = fam.finish_block<T>(l, x, tensor_of<T>(it->value));
+            if (!want_output) doc.tensors.erase(it);
+        }
+        if (dumped) {
+            // x and x_norm first, as in pipeline order; then compute's stages in --dump order.
+            std::vector<named_array> ordered;
+            for (const auto& s : o.dump) {
+                if (s == "x") ordered.push_back({"x", array_of(x, unbatched)});
+                else if (s == "x_norm") ordered.push_back({"x_norm", array_of(xn, unbatched)});
+                else
+                    for (auto& t : doc.tensors)
+                        if (t.name == s || t.name.rfind(s + ".", 0) == 0) ordered.push_back(std::move(t));
+            }
+            doc.tensors = std::move(ordered);
+            docs.push_back(std::move(doc));
+        }
+        if (propagate) x = std::move(next);
+    }
+
+    io::document out = std::move(docs.back());
+    if (!ck.layer) {
+        std::vector<named_array> stacked;
+        for (std::size_t i = 0; i < out.tensors.size(); ++i) {
+            std::vector<const array*> parts;
+            for (std::size_t l = 0; l + 1 < docs.size(); ++l) parts.push_back(&docs[l].tensors[i].value);
+            parts.push_back(&out.tensors[i].value);
+            stacked.push_back({out.tensors[i].name, stack(parts)});
+        }
+        out.tensors = std::move(stacked);
+    }
+    nlohmann::ordered_json model;
+    model["arch"] = model::arch_name(cfg.family);
+    if (!cfg.model_type.empty()) model["model_type"] = cfg.model_type;
+    model["checkpoint"] = ck.path;
+    if (ck.layer) model["layer"] = *ck.layer;
+    else model["layer"] = "all";
+    model["layers"] = cfg.layers;
+    model["hidden_size"] = cfg.hidden;
+    if (!ck.layer && cfg.sliding_window) {
+        std::vector<std::size_t> sliding;
+        for (std::size_t l = 0; l < cfg.layers; ++l)
+            if (cfg.sliding[l]) sliding.push_back(l);
+        model["sliding_window"] = *cfg.sliding_window;
+        model["sliding_layers"] = sliding;
+    }
+    out.meta["model"] = model;
+    pipeline::record_shapes(out);
+    return out;
+}
+
+std::string config_path(const checkpoint_options& ck) {
+    if (!ck.config.empty()) return ck.config;
+    const std::filesystem::path p(ck.path);
+    return (p.has_parent_path() ? p.parent_path() / "config.json" : std::filesystem::path("config.json")).string();
+}
+
+}  // namespace
+
+io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_array> inputs,
+                                const std::vector<std::string>& bundle_tokens, const pipeline_options& options) {
+    const auto find = [&](const char* name) -> named_array* {
+        for (auto& a : inputs)
+            if (a.name == name) return &a;
+        return nullptr;
+    };
+    if (!options.ids.empty()) {
+        if (find("token_ids"))
+            throw usage_error("--ids", "token ids given twice " + expected_got("--ids or --token-ids", "both"));
+        const std::vector<std::int64_t> ids(options.ids.begin(), options.ids.end());
+        inputs.push_back({"token_ids", int64_array({ids.size()}, ids)});
+    }
+    run_inputs in;
+    for (auto& a : inputs) {
+        if (a.name == "token_ids") in.ids = &a.value;
+        else if (a.name == "x") in.x = &a.value;
+    }
+    if (in.ids && in.x)
+        throw usage_error("--x", "X given twice " + expected_got("token ids or --x, not both", "both"));
+    if (!in.ids && !in.x)
+        throw usage_error("attn compute", "a checkpoint needs its input " +
+                                              expected_got("--ids, --token-ids FILE or --x FILE", "none"));
+    for (const auto& a : inputs) {
+        if (a.name == "x" || a.name == "token_ids") continue;
+        if (a.name != "attention_mask" && a.name != "key_padding_mask" && a.name != "attn_mask" && a.name != "lengths" &&
+            a.name != "position_ids" && a.name != "alibi_slopes" && a.name != "document_ids" && a.name != "sinks")
+            throw usage_error(a.name, "does not apply to a checkpoint, whose weights come from it " +
+                                          expected_got("ids or x, masks and position_ids", a.name));
+        in.passed.push_back(a);
+    }
+    if (in.ids) {
+        if (!is_integer(in.ids->type))
+            throw value_error("token_ids", "not integers " + expected_got("an integer dtype", std::string(dtype_name(in.ids->type))));
+        if (in.ids->rank() != 1 && in.ids->rank() != 2)
+            throw shape_error("token_ids", "wrong rank " + expected_got("(T,) or (B, T)", shape_string(in.ids->shape)));
+        if (in.ids->size() == 0) throw shape_error("token_ids", "no tokens " + expected_got("T ≥ 1", shape_string(in.ids->shape)));
+        in.passed.push_back({"token_ids", *in.ids});  // for --pad-id
+    } else if (in.x->rank() != 2 && in.x->rank() != 3) {
+        throw shape_error("x", "wrong rank " + expected_got("(T, hidden) or (B, T, hidden)", shape_string(in.x->shape)));
+    }
+    if (!ck.layer && in.x)
+        throw usage_error("--layer", "all runs every block from token ids " +
+                                         expected_got("--ids or --token-ids with --layer all, or --layer N with --x", "--x"));
+
+    checkpoint_weights weights(io::checkpoint::open(ck.path));
+    const std::string cfg_path = config_path(ck);
+    if (ck.config.empty() && !std::filesystem::exists(cfg_path))
+        throw io_error(ck.path, "no config.json beside the checkpoint (expected " + cfg_path + ", or give --config FILE)");
+    const model::config cfg = model::parse_config(io::read_file(cfg_path), cfg_path, ck.arch);
+    const model::family fam(cfg, weights, ck.path);
+    if (ck.layer && *ck.layer >= cfg.layers)
+        throw usage_error("--layer", "beyond the model's layers " +
+                                         expected_got("0 to " + std::to_string(cfg.layers - 1) + " or all", std::to_string(*ck.layer)));
+
+    std::vector<std::string> tokens = options.tokens.empty() ? bundle_tokens : options.tokens;
+    if (tokens.empty() && in.ids && (in.ids->rank() == 1 || in.ids->shape[0] == 1)) {
+        // Label the tokens: decoded through --vocab, else by their ids.
+        const std::vector<std::string> vocab = ck.vocab.empty() ? std::vector<std::string>{} : io::read_vocab(ck.vocab);
+        for (std::size_t i = 0; i < in.ids->shape.back(); ++i) {
+            const auto id = static_cast<std::size_t>(in.ids->value(i));
+            tokens.push_back(!vocab.empty() && id < vocab.size() ? vocab[id] : std::to_string(id));
+        }
+    } else if (!ck.vocab.empty() && tokens.empty() && !in.ids) {
+        throw usage_error("--vocab", "labels token ids " + expected_got("--ids or --token-ids", "--x"));
+    }
+    // The compute dtype: float64 only for an F64 checkpoint (DESIGN §1: F16, BF16, F8 in float32).
+    const std::string probe = fam.name(cfg.family == model::arch::gpt2   ? "h.0.attn.c_attn.weight"
+                                       : cfg.family == model::arch::bert ? "encoder.layer.0.attention.self.query.weight"
+                                                                         : "layers.0.self_attn.q_proj.weight");
+    const io::tensor_entry* e = weights.file().find(probe);
+    const dtype t = options.compute_type ? *options.compute_type : e && e->dtype == "F64" ? dtype::f8 : dtype::f4;
+    if (t == dtype::f8) return run<double>(fam, ck, in, tokens, options);
+    return run<float>(fam, ck, in, tokens, options);
+}
+
+}  // namespace attn
