@@ -104,7 +104,22 @@ int run_compute(const compute_options& c) {
     if (c.inputs.size() > 1 || !c.manifest.empty() || directory_target(c.output) || plot_dir) return run_several(c, settings);
     const io::format f = output_format(c.format, c.output);
     if (checkpoint_run(c.pipeline)) {
-        io::document doc = run_pipeline(c.inputs.empty() ? std::string() : c.inputs.front(), c.pipeline, settings);
+        io::document doc;
+        try {
+            doc = run_pipeline(c.inputs.empty() ? std::string() : c.inputs.front(), c.pipeline, settings);
+        } catch (const limit_error&) {
+            throw;
+        } catch (const shape_error& e) {
+            // An array from --x FILE or --token-ids FILE is named with its file; the
+            // checkpoint's own messages name it already.
+            const auto it = c.pipeline.tensor_files.find(std::string(e.what()).substr(0, std::string(e.what()).find(": ")));
+            if (it == c.pipeline.tensor_files.end()) throw;
+            throw shape_error(it->second, e.what());
+        } catch (const value_error& e) {
+            const auto it = c.pipeline.tensor_files.find(std::string(e.what()).substr(0, std::string(e.what()).find(": ")));
+            if (it == c.pipeline.tensor_files.end()) throw;
+            throw value_error(it->second, e.what());
+        }
         if (!c.plot.empty()) plot_weights(doc, c.plot, c.dump);
         emit(doc, f, c);
         return exit_ok;

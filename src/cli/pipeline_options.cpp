@@ -298,6 +298,9 @@ void add_max_bytes_option(CLI::App& sub) {
 
 attn::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std::string> dump) {
     attn::pipeline_options p;
+    if (!checkpoint_run(c) && (!c.config.empty() || !c.vocab.empty()))
+        throw usage_error(c.config.empty() ? "--vocab" : "--config",
+                          "applies to a checkpoint " + expected_got("--layer N or --layer all", "no --layer"));
     const bool none = std::find(c.mask.begin(), c.mask.end(), "none") != c.mask.end();
     for (const auto& m : c.mask) {
         if (m == "causal") p.causal = true;
@@ -380,14 +383,12 @@ io::document run_pipeline(const std::string& input, const pipeline_cli& c, const
         io::bundle extra = gather_inputs("", c);
         return attn::compute_checkpoint(ck, std::move(extra.arrays), {}, settings);
     }
-    if (!c.config.empty() || !c.vocab.empty())
-        throw usage_error(c.config.empty() ? "--vocab" : "--config",
-                          "applies to a checkpoint " + expected_got("--layer N or --layer all", "no --layer"));
     io::bundle b = gather_inputs(input, c);
     return attn::compute(std::move(b.arrays), b.tokens, settings);
 }
 
 bool takes_file(const std::string& option) {
+    if (option == "config" || option == "vocab") return true;
     const auto& t = tensor_options();
     return std::any_of(t.begin(), t.end(), [&](const auto& entry) { return entry.first == option; });
 }

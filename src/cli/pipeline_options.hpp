@@ -91,7 +91,8 @@ attn::checkpoint_options checkpoint_settings(const std::string& path, const pipe
 /// One job's document: a checkpoint run (checkpoint_run) on INPUT with the per-tensor
 /// options as inputs, else gather_inputs + attn::compute. Throws as those do.
 io::document run_pipeline(const std::string& input, const pipeline_cli& c, const attn::pipeline_options& settings);
-/// True for the per-array options that take FILE or FILE:NAME ("q", "attn-mask", …).
+/// True for the options that take a file: the per-array ones (FILE or FILE:NAME: "q",
+/// "attn-mask", …) and the checkpoint's --config and --vocab.
 bool takes_file(const std::string& option);
 
 /// Loads one INPUT bundle (none when `input` is empty) plus every per-tensor option,

@@ -1,0 +1,144 @@
+// attn compute on checkpoints (issue 15, DESIGN §4.3): token labels from tokenizer.json,
+// checkpoints in batches, manifests, plots and every format, and each refusal with its
+// exact message and exit code (nothing partial left behind).
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_util.hpp"
+#include "scratch_dir.hpp"
+
+namespace {
+
+const std::string gpt2 = "data/gpt2-tiny/model.safetensors";
+const std::string llama = "data/llama-tiny/model.safetensors";
+const std::string fixtures = "tests/fixtures/checkpoints/";
+
+void refused(const std::string& args, int code, const std::string& message) {
+    CAPTURE(args);
+    const auto r = attn_test::run_attn("compute " + args);
+    CHECK(r.code == code);
+    CHECK(r.err == "attn: error: " + message + "\n");
+    CHECK(r.out.empty());
+}
+
+}  // namespace
+
+TEST_CASE("checkpoint tokens are labelled from tokenizer.json: byte-level, metaspace and WordPiece") {
+    using nlohmann::json;
+    const auto tokens = [](const std::string& model, const std::string& ids) {
+        const auto r = attn_test::run_attn("compute data/" + model + "-tiny/model.safetensors --layer 0 --ids " + ids +
+                                           " --vocab data/" + model + "-tiny/tokenizer.json --dump weights");
+        REQUIRE_MESSAGE(r.code == 0, r.err);
+        return json::parse(r.out).at("tokens").get<std::vector<std::string>>();
+    };
+    // GPT-2's bytes_to_unicode stand-ins: Ġ is a space, Ċ a newline, "Ġé" two bytes after the space.
+    CHECK(tokens("gpt2", "11,12,13,9,10,63") == std::vector<std::string>{"Hello", ",", " world", "\n", " é", "<|endoftext|>"});
+    // SentencePiece: ▁ is a space, <0x0A> the byte 0x0A; added tokens as written.
+    CHECK(tokens("llama", "1,3,4,10,12") == std::vector<std::string>{"<s>", " The", " cat", "\n", " dog"});
+    CHECK(tokens("bert", "2,6,10,3") == std::vector<std::string>{"[CLS]", "cat", "##s", "[SEP]"});
+    // Without --vocab the labels are the ids.
+    const auto r = attn_test::run_attn("compute " + gpt2 + " --layer 0 --ids 5,7 --dump weights");
+    REQUIRE(r.code == 0);
+    CHECK(json::parse(r.out).at("tokens") == json{"5", "7"});
+    CHECK(json::parse(r.out).at("meta").at("model") ==
+          json{{"arch", "gpt2"}, {"model_type", "gpt2"}, {"checkpoint", gpt2}, {"layer", 0}, {"layers", 2}, {"hidden_size", 32}});
+}
+
+TEST_CASE("checkpoint stages: x and x_norm, a leading layer axis with --layer all, one sequence unbatched") {
+    using nlohmann::json;
+    auto r = attn_test::run_attn("compute " + llama + " --layer all --ids 1,2,3 --dump x,x_norm,q,weights,output,lse");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    const json shapes = json::parse(r.out).at("meta").at("shapes");
+    CHECK(shapes == json{{"x", {2, 3, 32}}, {"x_norm", {2, 3, 32}}, {"q", {2, 3, 32}}, {"weights", {2, 4, 3, 3}},
+                         {"output", {2, 3, 32}}, {"lse", {2, 4, 3}}});
+    r = attn_test::run_attn("compute " + llama + " --layer 1 --token-ids " + fixtures + "bert-tiny/expected-padded.npz:attention_mask" +
+                            " --dump weights");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    CHECK(json::parse(r.out).at("meta").at("shapes") == json{{"weights", {4, 8, 8}}});
+}
+
+TEST_CASE("checkpoints work in batches, manifests, plots and every format") {
+    attn_test::scratch_dir dir;
+    // A manifest line names the checkpoint and its options; --config and --vocab are
+    // relative to the manifest's folder, as inputs are.
+    std::filesystem::create_directories(dir.path + "/m");
+    std::filesystem::copy(std::string(ATTN_SOURCE_DIR) + "/data/gpt2-tiny", dir.path + "/m/gpt2");
+    attn_test::spit(dir.path + "/m/jobs.jsonl",
+                    "{\"input\": \"gpt2/model.safetensors\", \"layer\": \"0\", \"ids\": [11, 12], \"vocab\": \"gpt2/tokenizer.json\", \"dump\": \"weights\"}\n"
+                    "{\"input\": \"gpt2/model.safetensors\", \"layer\": \"5\", \"ids\": [1]}\n");
+    auto r = attn_test::run_attn("compute --manifest '" + dir.path + "/m/jobs.jsonl'");
+    CHECK(r.code == 1);
+    const auto lines = r.out.substr(0, r.out.find('\n'));
+    CHECK(nlohmann::json::parse(lines).at("tokens") == nlohmann::json{"Hello", ","});
+    CHECK(r.out.find("\"error\":\"--layer: beyond the model's layers (expected 0 to 1 or all, got 5)\"") != std::string::npos);
+
+    r = attn_test::run_attn("compute " + gpt2 + " --layer 1 --ids 1,2,3 --plot '" + dir.path + "/w.png' --dump weights -o '" +
+                            dir.path + "/w.json'");
+    CHECK_MESSAGE(r.code == 0, r.err);
+    CHECK(std::filesystem::file_size(dir.path + "/w.png") > 1000);
+    for (const std::string format : {"csv", "table", "npz", "jsonl"}) {
+        CAPTURE(format);
+        r = attn_test::run_attn("compute " + gpt2 + " --layer all --ids 1,2 --dump x_norm,weights --format " + format);
+        CHECK_MESSAGE(r.code == 0, r.err);
+        CHECK(!r.out.empty());
+    }
+}
+
+TEST_CASE("checkpoint refusals: one line, exit 1 for data and 2 for options, nothing written") {
+    attn_test::scratch_dir dir;
+    refused(fixtures + "gpt2-missing-tensor/model.safetensors --layer all --ids 1,2", 1,
+            fixtures + "gpt2-missing-tensor/model.safetensors: no tensor transformer.h.0.ln_2.bias (the gpt2 family needs it)");
+    refused(gpt2 + " --layer 2 --ids 1,2", 2, "--layer: beyond the model's layers (expected 0 to 1 or all, got 2)");
+    refused(gpt2 + " --layer x1 --ids 1,2", 2, "--layer: not a layer (expected a number ≥ 0 or all, got x1)");
+    refused(gpt2 + " --layer 0 --ids 64", 1,
+            "token_ids: id out of range at index 0: the vocabulary has 64 tokens (expected 0 to 63, got 64)");
+    refused(gpt2 + " --layer 0 --ids 1,-1", 1,
+            "token_ids: id out of range at index 1: the vocabulary has 64 tokens (expected 0 to 63, got -1)");
+    const std::string config = attn_test::slurp(std::string(ATTN_SOURCE_DIR) + "/data/gpt2-tiny/config.json");
+    std::string wide = config;
+    wide.replace(wide.find("\"n_embd\": 32"), 12, "\"n_embd\": 48");
+    attn_test::spit(dir.path + "/wide.json", wide);
+    refused(gpt2 + " --layer 0 --ids 1 --config '" + dir.path + "/wide.json'", 1,
+            gpt2 + ": transformer.wte.weight does not fit the config (vocab_size × n_embd) (expected (64, 48), got (64, 32))");
+    attn_test::spit(dir.path + "/t5.json", "{\"model_type\": \"t5\"}");
+    refused(gpt2 + " --layer 0 --ids 1 --config '" + dir.path + "/t5.json'", 1,
+            dir.path + "/t5.json: model_type \"t5\" is not a family attn knows (expected gpt2, bert, llama, mistral or qwen2, "
+                       "or give --arch gpt2|bert|llama)");
+    std::string yarn = attn_test::slurp(std::string(ATTN_SOURCE_DIR) + "/data/llama-tiny/config.json");
+    yarn.replace(yarn.find("\"rope_scaling\": null"), 20, "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0}");
+    attn_test::spit(dir.path + "/yarn.json", yarn);
+    refused(llama + " --layer 0 --ids 1 --config '" + dir.path + "/yarn.json'", 1,
+            dir.path + "/yarn.json: rope_scaling \"yarn\" is not implemented by attn (expected null or \"default\"; "
+                       "positions would be rotated wrongly)");
+    std::filesystem::copy(std::string(ATTN_SOURCE_DIR) + "/" + gpt2, dir.path + "/lone.safetensors");
+    refused("'" + dir.path + "/lone.safetensors' --layer 0 --ids 1", 1,
+            dir.path + "/lone.safetensors: no config.json beside the checkpoint (expected " + dir.path +
+                "/config.json, or give --config FILE)");
+    refused(gpt2 + " --arch gpt2 --ids 1", 2, "--arch: needs the layer to compute (expected --layer N or --layer all, got none)");
+    refused(gpt2 + " --layer all --x " + fixtures + "gpt2-tiny/expected.npz:x_layer1", 2,
+            "--layer: all runs every block from token ids (expected --ids or --token-ids with --layer all, or --layer N "
+            "with --x, got --x)");
+    refused(gpt2 + " --layer 0 --x " + fixtures + "gpt2-tiny/expected.npz:x_layer1 --ids 1", 2,
+            "--x: X given twice (expected token ids or --x, not both, got both)");
+    refused(gpt2 + " --layer 0", 2, "attn compute: a checkpoint needs its input (expected --ids, --token-ids FILE or --x FILE, got none)");
+    refused(gpt2 + " --layer 0 --x " + fixtures + "gpt2-tiny/expected.npz:weights", 1,
+            fixtures + "gpt2-tiny/expected.npz:weights: x: wrong rank (expected (T, hidden) or (B, T, hidden), got (2, 4, 8, 8))");
+    refused(gpt2 + " --layer 0 --x data/x.npy", 1,
+            "data/x.npy: x: does not fit the model's hidden size (expected (…, 32), got (4, 8))");
+    refused("--layer 0 --ids 1", 2, "--layer: needs a checkpoint file (expected INPUT model.safetensors or its .index.json, got none)");
+    refused(gpt2 + " --layer 0 --ids 1 --wq data/x.npy", 2,
+            "w_q: does not apply to a checkpoint, whose weights come from it (expected ids or x, masks and position_ids, got w_q)");
+    refused("data/notebook.npz --vocab data/gpt2-tiny/tokenizer.json", 2,
+            "--vocab: applies to a checkpoint (expected --layer N or --layer all, got no --layer)");
+    refused(gpt2 + " --layer 0 --ids 1,2 --vocab data/gpt2-tiny/config.json", 1,
+            "data/gpt2-tiny/config.json: not a tokenizer.json (expected a model.vocab object {token: id})");
+    refused("data/notebook.npz --dump x_norm", 2, "--dump: x_norm is a checkpoint's stage (expected a checkpoint with --layer, got no checkpoint)");
+    // Nothing partial: a refused run leaves no output file.
+    const auto r = attn_test::run_attn("compute " + gpt2 + " --layer 0 --ids 99 -o '" + dir.path + "/out.json'");
+    CHECK(r.code == 1);
+    CHECK(!std::filesystem::exists(dir.path + "/out.json"));
+}
