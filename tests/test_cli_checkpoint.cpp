@@ -74,7 +74,7 @@ TEST_CASE("checkpoints work in batches, manifests, plots and every format") {
     CHECK(r.code == 1);
     const auto lines = r.out.substr(0, r.out.find('\n'));
     CHECK(nlohmann::json::parse(lines).at("tokens") == nlohmann::json{"Hello", ","});
-    CHECK(r.out.find("\"error\":\"--layer: beyond the model's layers (expected 0 to 1 or all, got 5)\"") != std::string::npos);
+    CHECK(r.out.find("model.safetensors: --layer: beyond the model's layers (expected 0 to 1 or all, got 5)\"") != std::string::npos);
 
     r = attn_test::run_attn("compute " + gpt2 + " --layer 1 --ids 1,2,3 --plot '" + dir.path + "/w.png' --dump weights -o '" +
                             dir.path + "/w.json'");
