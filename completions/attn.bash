@@ -15,9 +15,10 @@ _attn_compute_options="--help --q --k --v --x --x-kv --wq --wk --wv --bq --bk --
   --masked-rows
   --scale --softcap --heads --kv-heads --weight-layout --dtype --posenc --posenc-base --kernel
   --average-heads --tokens --tokens-kv --dump --format --output --precision --compact --full --plot
-  --jobs --max-bytes --manifest"
+  --jobs --max-bytes --manifest
+  --layer --arch --config --vocab"
 
-_attn_stages="x q_proj k_proj q k v qk scaled scores weights output lse present_key present_value mask stats"
+_attn_stages="x x_norm q_proj k_proj q k v qk scaled scores weights output lse present_key present_value mask stats"
 
 # Long options defined in `attn SUBCOMMAND --help` (lines "  -o,--output TEXT ...").
 _attn_help_options() {
@@ -67,6 +68,9 @@ _attn() {
             --causal-align) COMPREPLY=($(compgen -W "top-left bottom-right" -- "$cur")); return ;;
             --masked-rows) COMPREPLY=($(compgen -W "zero nan" -- "$cur")); return ;;
             --kernel) COMPREPLY=($(compgen -W "fast reference" -- "$cur")); return ;;
+            --arch) COMPREPLY=($(compgen -W "gpt2 bert llama" -- "$cur")); return ;;
+            --layer) COMPREPLY=($(compgen -W "0 1 all" -- "$cur")); return ;;
+            --config | --vocab) _filedir json; return ;;
             --rope) COMPREPLY=($(compgen -W "half interleaved" -- "$cur")); return ;;
             --attn-mask-true) COMPREPLY=($(compgen -W "attend masked" -- "$cur")); return ;;
             --stage) COMPREPLY=($(compgen -W "qk scaled scores weights" -- "$cur")); return ;;

@@ -159,8 +159,9 @@ int run_compute(const compute_options& c) {
 void add_job_options(CLI::App& sub, compute_options& c) {
     add_pipeline_options(sub, c.pipeline);
     sub.add_option("--dump", c.dump,
-                    "Stages to write, comma-separated: x q_proj k_proj q k v qk scaled scores weights output lse present_key "
-                    "present_value mask stats (mask: the combined mask, bool, True = attend)")
+                    "Stages to write, comma-separated: x x_norm q_proj k_proj q k v qk scaled scores weights output lse "
+                    "present_key present_value mask stats (mask: the combined mask, bool, True = attend; x_norm: "
+                    "a checkpoint's layer input after its norm)")
         ->delimiter(',')
         ->allow_extra_args(false)
         ->capture_default_str()
@@ -188,7 +189,8 @@ void setup_compute(CLI::App& app, int& exit_status) {
     sub->add_option("INPUT", c->inputs,
                     "Input files (.npy, .npz, .json, or - for stdin), recognised by content. A lone array is X "
                     "(self-attention, Q = K = V = X); bundles name their arrays (q k v x x_kv w_q ...). Several "
-                    "inputs: one JSON Lines record each.");
+                    "inputs: one JSON Lines record each. With --layer: a checkpoint (.safetensors, or its "
+                    ".safetensors.index.json).");
     add_job_options(*sub, *c);
     add_run_options(*sub, c->pipeline);
     sub->add_option("--manifest", c->manifest,
@@ -208,8 +210,8 @@ void setup_compute(CLI::App& app, int& exit_status) {
         "{\"input\": ..., \"error\": ...} record and exit 1.\n\n"
         "Examples:\n"
         "  attn compute --mask causal data/notebook.npz --tokens \"my name is Aj\"\n"
-        "  attn compute in.npz --dump weights --format table\n"
-        "  attn compute a.npz b.npz -o results/ --format csv");
+        "  attn compute a.npz b.npz -o results/ --format csv\n"
+        "  attn compute data/gpt2-tiny/model.safetensors --layer all --ids 11,12,13");
     sub->callback([c, &exit_status]() { exit_status = run_compute(*c); });
 }
 
