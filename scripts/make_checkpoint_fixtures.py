@@ -54,21 +54,30 @@ DT = torch.float64
 DTYPES = {torch.float32: ("F32", 4), torch.bfloat16: ("BF16", 2), torch.float64: ("F64", 8), torch.int64: ("I64", 8)}
 
 
-def safetensors_bytes(tensors, metadata=None):
-    header, blobs, offset = {}, [], 0
+def safetensors_header(entries, metadata=None):
+    """The length prefix and JSON header for entries [(name, dtype code, shape, nbytes)],
+    in the order given, data contiguous from offset 0."""
+    header, offset = {}, 0
     if metadata:
         header["__metadata__"] = metadata
+    for name, code, shape, nbytes in entries:
+        header[name] = {"dtype": code, "shape": list(shape), "data_offsets": [offset, offset + nbytes]}
+        offset += nbytes
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)  # the reference writer pads the header to 8 bytes
+    return struct.pack("<Q", len(text)) + text
+
+
+def safetensors_bytes(tensors, metadata=None):
+    entries, blobs = [], []
     for name in sorted(tensors):
         t = tensors[name].contiguous()
         code, size = DTYPES[t.dtype]
         raw = t.view(torch.int16).numpy().tobytes() if t.dtype == torch.bfloat16 else t.numpy().tobytes()
         assert len(raw) == t.numel() * size
-        header[name] = {"dtype": code, "shape": list(t.shape), "data_offsets": [offset, offset + len(raw)]}
+        entries.append((name, code, t.shape, len(raw)))
         blobs.append(raw)
-        offset += len(raw)
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)  # the reference writer pads the header to 8 bytes
-    return struct.pack("<Q", len(text)) + text + b"".join(blobs)
+    return safetensors_header(entries, metadata) + b"".join(blobs)
 
 
 def write(path, data):
@@ -124,8 +133,8 @@ def gelu_new(x):
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
 
 
-def gpt2_reference(w, cfg, prefix, ids):
-    W = {k: v.to(DT) for k, v in w.items()}
+def gpt2_reference(w, cfg, prefix, ids, dt=DT):
+    W = {k: v.to(dt) for k, v in w.items()}
     E, H, L = cfg["n_embd"], cfg["n_head"], cfg["n_layer"]
     D, T = E // H, len(ids)
     ln = lambda x, n: torch.nn.functional.layer_norm(x, (E,), W[n + ".weight"], W[n + ".bias"], cfg["layer_norm_epsilon"])
@@ -139,7 +148,7 @@ def gpt2_reference(w, cfg, prefix, ids):
         q, k, v = conv1d(xn, p + "attn.c_attn").split(E, dim=-1)
         q, k, v = (t.view(T, H, D).transpose(0, 1) for t in (q, k, v))
         s = q @ k.transpose(-1, -2) / math.sqrt(D)
-        s = torch.where(causal, s, torch.finfo(DT).min)
+        s = torch.where(causal, s, torch.finfo(dt).min)
         a = torch.softmax(s, dim=-1)
         o = conv1d((a @ v).transpose(0, 1).reshape(T, E), p + "attn.c_proj")
         h = x + o
