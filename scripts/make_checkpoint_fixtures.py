@@ -25,7 +25,7 @@ references computed from the BF16-rounded weights), llama-tiny-sharded (the same
 tensors in two shards and an index), gpt2-missing-tensor (h.0.ln_2.bias left out), and for every case expected.npz: ids (T,),
 hidden_states (L+1, T, E) (HF hidden_states before any final norm), x_layer1 (T, E)
 (hidden_states[1], the input of layer 1), x_norm (L, T, E),
-weights (L, H, T, T), output (L, T, E) (after the output projection).
+weights (L, H, T, T), output (L, T, E) (after the output projection), rollout (T, T).
 
 The safetensors files are written from the format's spec (8-byte little-endian header
 length, JSON header, raw little-endian data), tensors sorted by name, offsets
@@ -345,7 +345,14 @@ def llama_tokenizer(V):
 def expected(ids, result):
     hs, xn, weights, outs = result
     f = lambda ts: torch.stack(ts).numpy()
-    return {"ids": np.array(ids, dtype=np.int64), "hidden_states": f(hs), "x_layer1": hs[1].numpy(), "x_norm": f(xn), "weights": f(weights), "output": f(outs)}
+    # Attention rollout (Abnar & Zuidema 2020): Â = ½·mean_h(A) + ½·I, rows renormalised,
+    # R = Â_L ⋯ Â_1.
+    r = None
+    for a in weights:
+        a_hat = 0.5 * a.mean(dim=0) + 0.5 * torch.eye(a.shape[-1], dtype=a.dtype)
+        a_hat = a_hat / a_hat.sum(dim=-1, keepdim=True)
+        r = a_hat if r is None else a_hat @ r
+    return {"rollout": r.numpy(), "ids": np.array(ids, dtype=np.int64), "hidden_states": f(hs), "x_layer1": hs[1].numpy(), "x_norm": f(xn), "weights": f(weights), "output": f(outs)}
 
 
 def main():

@@ -108,6 +108,9 @@ TEST_CASE("checkpoints: every family's attention and blocks match PyTorch re-imp
             check(member(got, "weights"), at(member(want, "weights"), 1), 1e-9, "weights of layer 1");
             check(member(got, "output"), at(member(want, "output"), 1), 1e-9, "output of layer 1");
         }
+        // Attention rollout over every layer (Abnar & Zuidema 2020).
+        check(member(run(c.checkpoint + ids + c.options + " --layer all --dump rollout --dtype float64", out), "rollout"),
+              member(want, "rollout"), 1e-9, "rollout");
         // The streaming path (output only) and the reference kernel.
         for (const std::string kernel : {"fast", "reference"}) {
             CAPTURE(kernel);

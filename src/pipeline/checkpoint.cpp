@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 
+#include "attn/core/analysis.hpp"
 #include "attn/core/heads.hpp"
 #include "attn/error.hpp"
 #include "attn/io/input.hpp"
@@ -68,6 +69,16 @@ bool has(const std::vector<std::string>& list, const char* name) {
     return std::find(list.begin(), list.end(), name) != list.end();
 }
 
+/// The stages kept per layer when rollout is asked for: --dump's, and weights (rollout's
+/// input, dropped again at the end when --dump did not ask for them).
+std::vector<std::string> dump_order(const std::vector<std::string>& dump) {
+    std::vector<std::string> d;
+    for (const auto& s : dump)
+        if (s != "rollout") d.push_back(s);
+    if (!has(d, "weights")) d.push_back("weights");
+    return d;
+}
+
 struct run_inputs {
     const array* ids = nullptr;
     const array* x = nullptr;
@@ -90,8 +101,15 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
     // The stages compute() makes; x and x_norm are the model's own.
     std::vector<std::string> dump;
     for (const auto& s : o.dump)
-        if (s != "x" && s != "x_norm") dump.push_back(s);
+        if (s != "x" && s != "x_norm" && s != "rollout") dump.push_back(s);
     const bool want_output = has(o.dump, "output");
+    // Rollout (DESIGN §4.4) multiplies every layer's head-averaged weights.
+    const bool rollout = has(o.dump, "rollout");
+    if (rollout && ck.layer)
+        throw usage_error("--dump", "rollout needs several layers " + expected_got("--layer all", "--layer " + std::to_string(*ck.layer)));
+    if (rollout && o.average_heads)
+        throw usage_error("--dump", "rollout averages the heads itself " + expected_got("no --average-heads", "--average-heads"));
+    if (rollout && !has(dump, "weights")) dump.push_back("weights");
 
     std::vector<io::document> docs;
     for (std::size_t l = start; l <= last; ++l) {
@@ -127,7 +145,7 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
         if (dumped) {
             // x and x_norm first, as in pipeline order; then compute's stages in --dump order.
             std::vector<named_array> ordered;
-            for (const auto& s : o.dump) {
+            for (const auto& s : rollout ? dump_order(o.dump) : o.dump) {
                 if (s == "x") ordered.push_back({"x", array_of(x, unbatched)});
                 else if (s == "x_norm") ordered.push_back({"x_norm", array_of(xn, unbatched)});
                 else
@@ -150,6 +168,30 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
             stacked.push_back({out.tensors[i].name, stack(parts)});
         }
         out.tensors = std::move(stacked);
+    }
+    if (rollout) {
+        // weights (L, H, T, T) or (L, B, H, T, T) → R (T, T) or (B, T, T), in double.
+        auto w = std::find_if(out.tensors.begin(), out.tensors.end(), [](const named_array& a) { return a.name == "weights"; });
+        const array& a = w->value;
+        const std::size_t Lc = a.shape[0], Bc = unbatched ? 1 : a.shape[1], H = a.shape[a.rank() - 3];
+        const std::size_t Tq = a.shape[a.rank() - 2], Tk = a.shape.back();
+        const std::vector<T> values = a.to_vector<T>();
+        const std::vector<double> r = core::rollout(values.data(), Lc, Bc, H, Tq, Tk);
+        shape_t shape{Bc, Tq, Tk};
+        if (unbatched) shape.erase(shape.begin());
+        array ra = array::from<double>(shape, r.data());
+        if (!has(o.dump, "weights")) out.tensors.erase(w);
+        // In --dump order: rollout where it was asked for.
+        std::vector<named_array> ordered;
+        for (const auto& s : o.dump) {
+            if (s == "rollout") {
+                ordered.push_back({"rollout", ra});
+                continue;
+            }
+            for (auto& t : out.tensors)
+                if (t.name == s || t.name.rfind(s + ".", 0) == 0) ordered.push_back(std::move(t));
+        }
+        out.tensors = std::move(ordered);
     }
     nlohmann::ordered_json model;
     model["arch"] = model::arch_name(cfg.family);
