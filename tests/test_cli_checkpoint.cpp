@@ -137,6 +137,9 @@ TEST_CASE("checkpoint refusals: one line, exit 1 for data and 2 for options, not
     refused(gpt2 + " --layer 0 --ids 1,2 --vocab data/gpt2-tiny/config.json", 1,
             "data/gpt2-tiny/config.json: not a tokenizer.json (expected a model.vocab object {token: id})");
     refused("data/notebook.npz --dump x_norm", 2, "--dump: x_norm is a checkpoint's stage (expected a checkpoint with --layer, got no checkpoint)");
+    refused(gpt2 + " --layer 0 --ids 1,2 --dump rollout", 2, "--dump: rollout needs several layers (expected --layer all, got --layer 0)");
+    refused(gpt2 + " --layer all --ids 1,2 --dump rollout --average-heads", 2,
+            "--dump: rollout averages the heads itself (expected no --average-heads, got --average-heads)");
     // Nothing partial: a refused run leaves no output file.
     const auto r = attn_test::run_attn("compute " + gpt2 + " --layer 0 --ids 99 -o '" + dir.path + "/out.json'");
     CHECK(r.code == 1);
