@@ -317,6 +317,7 @@ attn::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std:
     if (!c.rope.empty()) p.rope = core::parse_rope_style(c.rope);
     p.rope_theta = c.rope_theta;
     p.rotary_dim = c.rotary_dim;
+    p.sink_k = c.sink_k;
     if (!c.window.empty()) {
         if (c.window.size() > 2 || c.window[0] < -1 || (c.window.size() == 2 && c.window[1] < -1))
             throw usage_error("--window", "not LEFT[,RIGHT] with each side -1 (unbounded) or ≥ 0 " +

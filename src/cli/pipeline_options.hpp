@@ -46,6 +46,7 @@ struct pipeline_cli {
     std::string rope;  // "", half or interleaved
     double rope_theta = 10000.0;
     std::size_t rotary_dim = 0;
+    std::size_t sink_k = 1;
 };
 
 /// Binds --rope, --rope-theta and --rotary-dim to `c` (compute, plot and attn rope).

@@ -42,6 +42,8 @@ struct layout4 {
 
 layout4 csv_layout(const document& doc, const named_array& t) {
     const shape_t& s = t.value.shape;
+    if (is_head_stage(t.name) && s.size() == 2) return {s[0], s[1], 1, 1};
+    if (is_head_stage(t.name) && s.size() == 1) return {1, s[0], 1, 1};
     switch (s.size()) {
         case 0: return {};
         case 1: return {1, 1, s[0], 1};

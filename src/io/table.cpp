@@ -246,8 +246,11 @@ void put_tensor(text_buffer& b, const document& doc, const named_array& t, int p
     m.cols = a.shape.back();
     m.shown_rows = shown_indices(m.rows, summarise, options.edgeitems);
     m.shown_cols = shown_indices(m.cols, summarise, options.edgeitems);
-    m.row_labels = a.rank() == 1 ? std::vector<std::string>{""} : labels(doc.tokens, m.rows, m.shown_rows);
-    m.col_labels = labels(doc.tokens_kv.empty() ? doc.tokens : doc.tokens_kv, m.cols, m.shown_cols);
+    // Per-head statistics have batch items and heads on their axes, not queries and keys.
+    const std::vector<std::string> none;
+    const bool by_token = !is_head_stage(t.name);
+    m.row_labels = a.rank() == 1 ? std::vector<std::string>{""} : labels(by_token ? doc.tokens : none, m.rows, m.shown_rows);
+    m.col_labels = labels(!by_token ? none : doc.tokens_kv.empty() ? doc.tokens : doc.tokens_kv, m.cols, m.shown_cols);
     for (const auto& l : m.row_labels) m.label_width = std::max(m.label_width, display_width(l));
 
     // Leading axes (all but the matrix's two), each elided on its own.

@@ -42,6 +42,8 @@ bool is_row_stage(const std::string& name) {
            name == "stats.row_sum";
 }
 
+bool is_head_stage(const std::string& name) { return name.rfind("head_stats.", 0) == 0; }
+
 bool leading_axis_is_heads(const document& doc, const named_array& t) {
     static constexpr const char* matrix_stages[] = {"qk", "scaled", "scores", "weights", "mask"};
     const bool matrix = t.value.rank() == 3 &&

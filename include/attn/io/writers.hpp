@@ -47,4 +47,9 @@ bool leading_axis_is_heads(const document& doc, const named_array& t);
 /// axis): lse and the row statistics stats.entropy, max_weight, argmax, row_sum.
 bool is_row_stage(const std::string& name);
 
+/// True for the stages with one value per batch item and head (DESIGN §4.4): the
+/// head_stats.* tensors, (B, H), or (H,) for an input without a batch axis. CSV puts
+/// their indices in `batch` and `head`; tables label them by index, never by token.
+bool is_head_stage(const std::string& name);
+
 }  // namespace attn::io
