@@ -202,7 +202,8 @@ nlohmann::ordered_json json_number(double v) {
 int compare_per_head(const compare_cli& c) {
     if (c.rtol_opt->count() || c.atol_opt->count())
         throw usage_error(c.rtol_opt->count() ? "--rtol" : "--atol",
-                          "--per-head ranks rows and has no tolerance " + expected_got("no --rtol or --atol", "one"));
+                          "not used by --per-head, which ranks rows without a tolerance " +
+                              expected_got("a tolerance or --per-head", "both"));
     const array a = c.name.empty() ? load_weights(c.a) : load(c.a, c.name);
     const array b = c.name.empty() ? load_weights(c.b) : load(c.b, c.name);
     if (a.shape != b.shape)
@@ -311,12 +312,12 @@ void setup_compare(CLI::App& app, int& exit_status) {
                   "Jensen-Shannon divergence in nats, worst rows first (by max abs error, then JS); reads "
                   "'weights' from bundles. A report: exit 0")
         ->group("Per head");
-    c->top_opt = sub->add_option("--top", c->top, "--per-head: how many rows to list")
-                     ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 40))
+    c->top_opt = sub->add_option("--top", c->top, "With --per-head: how many rows to list")
+                     ->check(CLI::Range(1, 1 << 30))
                      ->capture_default_str()
                      ->type_name("N")
                      ->group("Per head");
-    c->format_opt = sub->add_option("--format", c->format, "--per-head: table (default, aligned text) or json")
+    c->format_opt = sub->add_option("--format", c->format, "With --per-head: table (default, aligned text) or json")
                         ->check(CLI::IsMember({"table", "json"}))
                         ->group("Per head");
     add_max_bytes_option(*sub);

@@ -140,13 +140,14 @@ void add_job_options(CLI::App& sub, compute_options& c) {
     sub.add_option("--dump", c.dump,
                     "Stages to write, comma-separated: x q_proj k_proj q k v qk scaled scores weights output lse present_key "
                     "present_value mask stats head_stats (mask: the combined mask, bool, True = attend; head_stats: "
-                    "per-head entropy, max weight, distance, sink mass, small share; rollout needs --layer all)")
+                    "per-head entropy, max weight, distance, sink mass, small share; rollout: of several layers)")
         ->delimiter(',')
         ->allow_extra_args(false)
         ->capture_default_str()
         ->group("Output");
     sub.add_option("--sink-k", c.pipeline.sink_k,
                     "head_stats: the sink mass is the weight on the first K keys (1 to Tk)")
+        ->check(CLI::Range(1, 1 << 20))
         ->capture_default_str()
         ->type_name("K")
         ->group("Output");
