@@ -9,7 +9,8 @@ attention rollout and per-head divergences, written here in NumPy from their def
                           with that mask and with "visible = weight > 0" (no mask), sink_k 2
   head_stats_cli_b.npz    compute inputs q, k, v (B 2, H 2, Tq 4), a KV cache of 2 keys and a
   head_stats_cli_b_expected.npz   bool attn_mask hiding whole rows; with --mask causal
-                          --sink-k 2: NumPy's softmax and head statistics, (B, H)
+                          --sink-k 2: NumPy's softmax and head statistics, (B, H);
+  head_stats_cli_b_fill_expected.npz   the same with --mask-fill -1e9 (uniform masked rows)
   head_stats_cli_x.npz    a lone x (5, 8) with --heads 2 --mask causal and an attn_mask (5, 5)
   head_stats_cli_x_expected.npz   hiding row 2: expected (H,) = (2,), sink_k 1
   rollout.npz             weights (L 3, B 2, H 3, T 5, T 5) whose rows do not sum to 1 (scaled
@@ -140,6 +141,12 @@ def make_head_stats_cli(rng):
     write_npz(os.path.join(ROOT, "head_stats_cli_b.npz"),
               {"q": q, "k": k, "v": v, "past_key": pk, "past_value": pv, "attn_mask": attn_mask})
     write_npz(os.path.join(ROOT, "head_stats_cli_b_expected.npz"),
+              {name: value.reshape(B, H) for name, value in st.items()})
+    # --mask-fill -1e9 (masked_fill): a fully masked row becomes uniform over every key, so
+    # it counts, but its keys are not visible: it has no small share.
+    filled = np.where(visible.any(axis=-1, keepdims=True), w, 1.0 / tk)
+    st = head_stats(filled.reshape(B * H, tq, tk), visible.reshape(B * H, tq, tk), 2)
+    write_npz(os.path.join(ROOT, "head_stats_cli_b_fill_expected.npz"),
               {name: value.reshape(B, H) for name, value in st.items()})
 
     # A lone x (T, H·Dh) split head-major into 2 heads: Q = K = V = x; (H,) statistics.

@@ -93,6 +93,29 @@ TEST_CASE("compute --dump head_stats matches NumPy with a KV cache and fully mas
     }
 }
 
+TEST_CASE("compute --dump head_stats takes visible cells from the mask, not from the weights") {
+    // --mask-fill -1e9 spreads a fully masked row uniformly: it counts, without a small share.
+    const attn_test::scratch_dir scratch;
+    const std::string out = scratch.path + "/out.npz";
+    const auto expected = read_npz_file(fixtures + "head_stats_cli_b_fill_expected.npz");
+    const auto unfilled = read_npz_file(fixtures + "head_stats_cli_b_expected.npz");
+    for (const std::string kernel : {"fast", "reference"}) {
+        CAPTURE(kernel);
+        const auto r = attn_test::run_attn("compute '" + fixtures + "head_stats_cli_b.npz' --mask causal --mask-fill -1e9 --sink-k 2 --dtype float64 --kernel " +
+                                           kernel + " --dump head_stats -o '" + out + "'");
+        REQUIRE_MESSAGE(r.code == 0, r.err);
+        const auto got = read_npz_file(out);
+        for (const char* s : statistics) {
+            CAPTURE(s);
+            const auto cmp = attn_test::compare_arrays(member(got, std::string("head_stats.") + s), member(expected, s), 1e-12, 1e-10);
+            CHECK_MESSAGE(cmp.ok, cmp.summary);
+        }
+        // The case tells the two apart: the entropy moves with the uniform rows, the small share does not.
+        CHECK_FALSE(attn_test::compare_arrays(member(got, "head_stats.entropy"), member(unfilled, "entropy"), 1e-6, 1e-6).ok);
+        CHECK(attn_test::compare_arrays(member(got, "head_stats.small_share"), member(unfilled, "small_share"), 1e-12, 1e-10).ok);
+    }
+}
+
 TEST_CASE("compute --dump head_stats of a lone x without a batch axis gives (H,)") {
     const attn_test::scratch_dir scratch;
     const std::string out = scratch.path + "/out.npz";
