@@ -4,9 +4,9 @@
 # fixed; tests/test_completion.cpp checks that every long option of `attn compute --help`
 # and every subcommand of `attn --help` appears in this file. The other subcommands'
 # options are read from their own --help when completing, so they cannot go stale;
-# the values of --max-bytes (compute, plot, inspect, compare) are completed for all.
+# the values of --max-bytes (compute, plot, inspect, compare, rollout) are completed for all.
 
-_attn_subcommands="compute generate posenc inspect compare plot rope"
+_attn_subcommands="compute generate posenc inspect compare plot rope rollout"
 
 _attn_compute_options="--help --q --k --v --x --x-kv --wq --wk --wv --bq --bk --bv --wo --bo
   --in-proj-weight --in-proj-bias --attn-mask --key-padding-mask --attention-mask --token-ids --embedding --ids --past-key
@@ -15,10 +15,10 @@ _attn_compute_options="--help --q --k --v --x --x-kv --wq --wk --wv --bq --bk --
   --masked-rows
   --scale --softcap --heads --kv-heads --weight-layout --dtype --posenc --posenc-base --kernel
   --average-heads --tokens --tokens-kv --dump --format --output --precision --compact --full --plot
-  --jobs --max-bytes --manifest
+  --jobs --max-bytes --manifest --sink-k
   --layer --arch --config --vocab"
 
-_attn_stages="x x_norm q_proj k_proj q k v qk scaled scores weights output lse present_key present_value mask stats"
+_attn_stages="x x_norm q_proj k_proj q k v qk scaled scores weights output lse present_key present_value mask stats head_stats rollout"
 
 # Long options defined in `attn SUBCOMMAND --help` (lines "  -o,--output TEXT ...").
 _attn_help_options() {
@@ -81,7 +81,7 @@ _attn() {
             --mask-fill) COMPREPLY=($(compgen -W "-inf -1e9" -- "$cur")); return ;;
             --lengths | --ids | --window | --prefix-len | --sink-tokens | --cu-seqlens | --rope-theta | \
                 --rotary-dim | --pad-id | --scale | --softcap | --heads | --kv-heads | --posenc-base | --tokens | \
-                --tokens-kv | --precision | -j | --jobs)
+                --tokens-kv | --precision | -j | --jobs | --sink-k)
                 return ;;
             -o | --output | --plot | --manifest | --q | --k | --v | --x | --x-kv | --wq | --wk | --wv | --bq | \
                 --bk | --bv | --wo | --bo | --in-proj-weight | --in-proj-bias | --attn-mask | \

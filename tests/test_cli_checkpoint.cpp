@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attn/io/npz.hpp"
 #include "cli_util.hpp"
 #include "scratch_dir.hpp"
 
@@ -59,6 +60,30 @@ TEST_CASE("checkpoint stages: x and x_norm, a leading layer axis with --layer al
                             " --dump weights");
     REQUIRE_MESSAGE(r.code == 0, r.err);
     CHECK(json::parse(r.out).at("meta").at("shapes") == json{{"weights", {4, 8, 8}}});
+}
+
+TEST_CASE("checkpoint layer axis: CSV has a layer column, tables label layers") {
+    // One sequence: weights (L, H, T, T); CSV "weights,l,0,h,r,c,v" against the PyTorch reference.
+    const std::string fixture = fixtures + "gpt2-tiny/expected.npz";
+    const auto want = attn::io::read_npz(attn_test::slurp(std::string(ATTN_SOURCE_DIR) + "/" + fixture), fixture);
+    const attn::array* weights = nullptr;
+    for (const auto& a : want)
+        if (a.name == "weights") weights = &a.value;
+    REQUIRE(weights);
+    auto r = attn_test::run_attn("compute " + gpt2 + " --token-ids " + fixture + ":ids --layer all --dump weights --format csv --dtype float64");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    CHECK(r.out.rfind("tensor,layer,batch,head,row,col,value\n", 0) == 0);
+    const std::size_t at = r.out.find("\nweights,1,0,2,7,3,");
+    REQUIRE(at != std::string::npos);
+    const double v = std::stod(r.out.substr(at + 20, r.out.find('\n', at + 1) - at - 20));
+    CHECK(v == doctest::Approx(weights->value(((1 * 4 + 2) * 8 + 7) * 8 + 3)).epsilon(1e-9));
+    // Per-layer 0-d stats become (L,): one line per layer.
+    r = attn_test::run_attn("compute " + gpt2 + " --ids 1,2 --layer all --dump stats --format csv");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    CHECK(r.out.find("\nstats.dk,0,0,0,0,0,8\nstats.dk,1,0,0,0,0,8\n") != std::string::npos);
+    r = attn_test::run_attn("compute " + gpt2 + " --ids 1,2 --layer all --dump weights --format table");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    CHECK(r.out.find("\nlayer 1, head 3\n") != std::string::npos);
 }
 
 TEST_CASE("checkpoints work in batches, manifests, plots and every format") {

@@ -203,7 +203,7 @@ TEST_CASE("errors: one line on stderr, nothing on stdout, documented exit codes"
          "attn: error: --format: npy holds one tensor; pick one stage with --dump (expected 1 stage, got 3)\n"},
         {"compute --dump weights,foo data/x.npy", 2,
          "attn: error: --dump: unknown stage 'foo' (expected x, x_norm, q_proj, k_proj, q, k, v, qk, scaled, scores, weights, output, lse, "
-         "present_key, present_value, mask or stats)\n"},
+         "present_key, present_value, mask, stats, head_stats or rollout)\n"},
         {"compute --mask-fill 5 data/x.npy", 2,
          "attn: error: --mask-fill: not a number ≤ 0 (expected -inf or a number like -1e9, got 5)\n"},
         {"compute --softcap -1 data/x.npy", 2,
@@ -217,7 +217,7 @@ TEST_CASE("errors: one line on stderr, nothing on stdout, documented exit codes"
          "attn: error: data/notebook.npz:nope: no array named 'nope' (expected one of: q, k, v)\n"},
         {"compute --pad-id 0 data/x.npy", 2,
          "attn: error: --pad-id: needs token ids (expected a token_ids array, got none)\n"},
-        {"", 2, "attn: error: a command is required (commands: compute, generate, posenc, inspect, compare, plot, rope; see attn --help)\n"},
+        {"", 2, "attn: error: a command is required (commands: compute, generate, posenc, inspect, compare, plot, rope, rollout; see attn --help)\n"},
     };
     for (const auto& c : cases) {
         CAPTURE(c.args);

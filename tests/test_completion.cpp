@@ -128,3 +128,27 @@ TEST_CASE("completion: the values of --dump, --format, --stage, --style and --ma
           "interleaved concat\n"
           "table json\n");
 }
+
+TEST_CASE("completion: head_stats, --sink-k, attn rollout and compare --per-head are offered") {
+    if (std::system("command -v bash >/dev/null 2>&1") != 0) return;
+    const attn_test::scratch_dir scratch;
+    std::string script = completion_prelude();
+    const std::string attn = std::string("'") + ATTN_BINARY + "'";
+    script += "complete_line " + attn + " compute --dump weights,head\n";
+    script += "complete_line " + attn + " compute --sink\n";
+    script += "complete_line " + attn + " roll\n";
+    script += "complete_line " + attn + " rollout --tok\n";
+    script += "complete_line " + attn + " rollout --max-bytes ''\n";
+    script += "complete_line " + attn + " compare --per\n";
+    script += "complete_line " + attn + " compare --per-head --format ''\n";
+    attn_test::spit(scratch.path + "/complete.sh", script);
+    REQUIRE(std::system(("bash '" + scratch.path + "/complete.sh' >'" + scratch.path + "/out' 2>&1").c_str()) == 0);
+    CHECK(attn_test::slurp(scratch.path + "/out") ==
+          "weights,head_stats\n"
+          "--sink-tokens --sinks --sink-k\n"
+          "rollout\n"
+          "--tokens\n"
+          "512M 1G 2G 4G\n"
+          "--per-head\n"
+          "table json\n");
+}

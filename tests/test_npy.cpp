@@ -234,8 +234,10 @@ TEST_CASE("npy: malformed files are rejected with exact messages") {
                                       "t.npy"),
                              "t.npy: unsupported dtype (expected bool, int, uint or float, got [('a', '<i4')])",
                              value_error);
-        CHECK_THROWS_WITH_AS(read_npy(make_npy(header_for("<f8", "(1, 1, 1, 2, 3)"), f8x6), "t.npy"),
-                             "t.npy: unsupported rank (expected 0 to 4 dimensions, got 5)", value_error);
+        CHECK_THROWS_WITH_AS(read_npy(make_npy(header_for("<f8", "(1, 1, 1, 1, 2, 3)"), f8x6), "t.npy"),
+                             "t.npy: unsupported rank (expected 0 to 5 dimensions, got 6)", value_error);
+        // Rank 5 is (L, B, H, Tq, Tk), every layer's attention (attn rollout).
+        CHECK(read_npy(make_npy(header_for("<f8", "(1, 1, 1, 2, 3)"), f8x6), "t.npy").shape == attn::shape_t{1, 1, 1, 2, 3});
     }
     SUBCASE("shape overflow") {
         CHECK_THROWS_WITH_AS(read_npy(make_npy(header_for("<f8", "(4611686018427387904, 4611686018427387904)"), f8x6),

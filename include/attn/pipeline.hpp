@@ -82,6 +82,8 @@ struct pipeline_options {
     double rope_theta = 10000.0;
     std::size_t rotary_dim = 0;  ///< 0: the head width Dk
     bool rope_theta_given = false;  ///< rope_theta was set by the user (checkpoints: overrides config.json)
+    /// head_stats (DESIGN §4.4): the sink mass is the weight on the first sink_k keys (1 to Tk).
+    std::size_t sink_k = 1;
 };
 
 /// Runs the pipeline on `inputs` (names as in DESIGN §2, lower case; unknown names

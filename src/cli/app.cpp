@@ -99,6 +99,7 @@ int main(int argc, char** argv) {
     setup_compare(app, status);
     setup_plot(app, status);
     setup_rope(app, status);
+    setup_rollout(app, status);
 
     try {
         app.parse(argc, argv);

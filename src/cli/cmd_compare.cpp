@@ -4,8 +4,10 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sys/stat.h>
 
+#include "attn/core/analysis.hpp"
 #include "attn/core/compare.hpp"
 #include "attn/error.hpp"
 #include "attn/text.hpp"
@@ -15,6 +17,7 @@
 #include "columns.hpp"
 #include "commands.hpp"
 #include "pipeline_options.hpp"
+#include "weights_input.hpp"
 
 namespace attn::cli {
 
@@ -26,6 +29,11 @@ struct compare_cli {
     std::string name;
     CLI::Option* rtol_opt = nullptr;
     CLI::Option* atol_opt = nullptr;
+    bool per_head = false;
+    std::size_t top = 10;
+    std::string format;
+    CLI::Option* top_opt = nullptr;
+    CLI::Option* format_opt = nullptr;
 };
 
 bool exists(const std::string& path) {
@@ -182,9 +190,80 @@ int compare_bundles(const std::vector<io::listed_array>& a, const std::string& p
     return differ.empty() ? exit_ok : exit_data_error;
 }
 
+/// A number for the JSON report: non-finite values as the protobuf JSON strings (DESIGN §2).
+nlohmann::ordered_json json_number(double v) {
+    if (std::isnan(v)) return "NaN";
+    if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+    return v;
+}
+
+/// --per-head: the rows of two weight tensors that differ most, with their KL and JS
+/// divergences (core::per_head_divergence); a report, so the exit code is 0.
+int compare_per_head(const compare_cli& c) {
+    if (c.rtol_opt->count() || c.atol_opt->count())
+        throw usage_error(c.rtol_opt->count() ? "--rtol" : "--atol",
+                          "not used by --per-head, which ranks rows without a tolerance " +
+                              expected_got("a tolerance or --per-head", "both"));
+    const array a = c.name.empty() ? load_weights(c.a) : load(c.a, c.name);
+    const array b = c.name.empty() ? load_weights(c.b) : load(c.b, c.name);
+    if (a.shape != b.shape)
+        throw shape_error(c.b, "shape differs from " + c.a + "'s " + expected_got(shape_string(a.shape), shape_string(b.shape)));
+    if (a.rank() < 2)
+        throw shape_error(c.a, "--per-head compares rows of weights " +
+                                   expected_got("(…, Tq, Tk), rank 2 or more", shape_string(a.shape)));
+    const std::size_t tq = a.shape[a.rank() - 2], tk = a.shape.back();
+    const shape_t lead(a.shape.begin(), a.shape.end() - 2);
+    const std::size_t heads = element_count(lead);
+    const std::vector<double> va = a.to_vector<double>(), vb = b.to_vector<double>();
+    const std::vector<core::row_divergence> rows = core::per_head_divergence(va.data(), vb.data(), heads, tq, tk);
+    const std::size_t shown = std::min(c.top, rows.size());
+    const auto head_index = [&](std::size_t h) {
+        std::vector<std::size_t> index(lead.size());
+        for (std::size_t d = lead.size(); d-- > 0;) {
+            index[d] = h % lead[d];
+            h /= lead[d];
+        }
+        return index;
+    };
+    if (c.format == "json") {
+        nlohmann::ordered_json j;
+        j["a"] = c.a;
+        j["b"] = c.b;
+        j["shape"] = a.shape;
+        j["rows"] = rows.size();
+        nlohmann::ordered_json worst = nlohmann::ordered_json::array();
+        for (std::size_t k = 0; k < shown; ++k) {
+            const auto& d = rows[k];
+            worst.push_back({{"head", head_index(d.head)}, {"row", d.row}, {"max_abs", json_number(d.max_abs)},
+                             {"kl", json_number(d.kl)}, {"js", json_number(d.js)}});
+        }
+        j["worst"] = std::move(worst);
+        std::cout << j.dump(2) << '\n';
+    } else {
+        std::cout << "per head and row of " << shape_string(a.shape) << ": the worst " << shown << " of " << rows.size()
+                  << " rows (KL and JS in nats)\n";
+        std::vector<std::vector<std::string>> table{{"head", "row", "max abs error", "KL(A||B)", "JS"}};
+        for (std::size_t k = 0; k < shown; ++k) {
+            const auto& d = rows[k];
+            const auto index = head_index(d.head);
+            std::string h = "(";
+            for (std::size_t i = 0; i < index.size(); ++i) h += (i ? ", " : "") + std::to_string(index[i]);
+            h += index.size() == 1 ? ",)" : ")";
+            table.push_back({h, std::to_string(d.row), number(d.max_abs), number(d.kl), number(d.js)});
+        }
+        print_columns(std::cout, table, 1);
+    }
+    std::cout.flush();
+    return exit_ok;
+}
+
 int run_compare(const compare_cli& c) {
     const std::string& spec_a = c.a;
     const std::string& spec_b = c.b;
+    if (c.per_head) return compare_per_head(c);
+    if (c.top_opt->count() || c.format_opt->count())
+        throw usage_error(c.top_opt->count() ? "--top" : "--format",
+                          "belongs to --per-head " + expected_got("--per-head", "no --per-head"));
     if (c.name.empty() && split_spec(spec_a).second.empty() && split_spec(spec_b).second.empty() && spec_a != "-" &&
         spec_b != "-") {
         // Two whole files that both hold several arrays: compare those they share, by name.
@@ -228,11 +307,24 @@ void setup_compare(CLI::App& app, int& exit_status) {
                       ->check(finite_number)
                       ->check(CLI::NonNegativeNumber);
     sub->add_option("--name", c->name, "Array to take from A and B when they are bundles (.npz, JSON objects)");
+    sub->add_flag("--per-head", c->per_head,
+                  "Per head and query row of two weight tensors (..., Tq, Tk): max abs error, KL(A||B) and "
+                  "Jensen-Shannon divergence in nats, worst rows first (by max abs error, then JS); reads "
+                  "'weights' from bundles. A report: exit 0")
+        ->group("Per head");
+    c->top_opt = sub->add_option("--top", c->top, "With --per-head: how many rows to list")
+                     ->check(CLI::Range(1, 1 << 30))
+                     ->capture_default_str()
+                     ->type_name("N")
+                     ->group("Per head");
+    c->format_opt = sub->add_option("--format", c->format, "With --per-head: table (default, aligned text) or json")
+                        ->check(CLI::IsMember({"table", "json"}))
+                        ->group("Per head");
     add_max_bytes_option(*sub);
     sub->footer(
         "Examples:\n"
-        "  attn compare w32.npy w64.npy\n"
-        "  attn compare out.json:weights ref.npz:weights --atol 1e-6\n"
+        "  attn compare w32.npy w64.npy --atol 1e-6\n"
+        "  attn compare out.json:weights ref.npz:weights --per-head --top 5\n"
         "  attn compare fast.npz ref.npz    # every array the two share");
     sub->callback([c, &exit_status]() { exit_status = run_compare(*c); });
 }

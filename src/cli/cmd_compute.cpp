@@ -160,11 +160,18 @@ void add_job_options(CLI::App& sub, compute_options& c) {
     add_pipeline_options(sub, c.pipeline);
     sub.add_option("--dump", c.dump,
                     "Stages to write, comma-separated: x x_norm q_proj k_proj q k v qk scaled scores weights output lse "
-                    "present_key present_value mask stats (mask: the combined mask, bool, True = attend; x_norm: "
-                    "a checkpoint's layer input after its norm)")
+                    "present_key present_value mask stats head_stats rollout (mask: the combined mask, bool, True = "
+                    "attend; x_norm: a checkpoint's layer input after its norm; head_stats: per-head entropy, max "
+                    "weight, distance, sink mass, small share; rollout: of a checkpoint's layers)")
         ->delimiter(',')
         ->allow_extra_args(false)
         ->capture_default_str()
+        ->group("Output");
+    sub.add_option("--sink-k", c.pipeline.sink_k,
+                    "head_stats: the sink mass is the weight on the first K keys (1 to Tk)")
+        ->check(CLI::Range(1, 1 << 20))
+        ->capture_default_str()
+        ->type_name("K")
         ->group("Output");
     sub.add_option("--format", c.format, "json (default), jsonl, csv, npy, npz or table; default from -o's extension")
         ->check(CLI::IsMember({"json", "jsonl", "csv", "npy", "npz", "table"}))

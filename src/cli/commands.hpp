@@ -20,5 +20,6 @@ void setup_inspect(CLI::App& app, int& exit_status);
 void setup_compare(CLI::App& app, int& exit_status);
 void setup_plot(CLI::App& app, int& exit_status);
 void setup_rope(CLI::App& app, int& exit_status);
+void setup_rollout(CLI::App& app, int& exit_status);
 
 }  // namespace attn::cli

@@ -346,6 +346,7 @@ attn::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std:
     p.rope_theta = c.rope_theta;
     p.rope_theta_given = c.rope_theta_set;
     p.rotary_dim = c.rotary_dim;
+    p.sink_k = c.sink_k;
     if (!c.window.empty()) {
         if (c.window.size() > 2 || c.window[0] < -1 || (c.window.size() == 2 && c.window[1] < -1))
             throw usage_error("--window", "not LEFT[,RIGHT] with each side -1 (unbounded) or ≥ 0 " +

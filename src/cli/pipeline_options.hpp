@@ -47,6 +47,7 @@ struct pipeline_cli {
     double rope_theta = 10000.0;
     bool rope_theta_set = false;
     std::size_t rotary_dim = 0;
+    std::size_t sink_k = 1;
     // Checkpoints (DESIGN §4.3)
     std::string arch;    // "", gpt2, bert or llama
     std::string layer;   // "", N or all

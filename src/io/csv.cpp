@@ -40,8 +40,12 @@ struct layout4 {
     std::size_t batch = 1, head = 1, rows = 1, cols = 1;
 };
 
-layout4 csv_layout(const document& doc, const named_array& t) {
-    const shape_t& s = t.value.shape;
+/// `t` seen as (B, H, R, C); `layers` leading axes (a checkpoint's layer axis) are
+/// left out, each layer written on its own.
+layout4 csv_layout(const document& doc, const named_array& t, std::size_t layers) {
+    const shape_t s(t.value.shape.begin() + static_cast<std::ptrdiff_t>(std::min(layers, t.value.rank())), t.value.shape.end());
+    if (is_head_stage(t.name) && s.size() == 2) return {s[0], s[1], 1, 1};
+    if (is_head_stage(t.name) && s.size() == 1) return {1, s[0], 1, 1};
     switch (s.size()) {
         case 0: return {};
         case 1: return {1, 1, s[0], 1};
@@ -55,8 +59,9 @@ layout4 csv_layout(const document& doc, const named_array& t) {
             return {s[0], 1, s[1], s[2]};
         case 4: return {s[0], s[1], s[2], s[3]};
     }
-    throw shape_error(t.name, "cannot write a tensor of rank " + std::to_string(s.size()) +
-                                  " as CSV " + expected_got("rank 0 to 4", shape_string(s)));
+    throw shape_error(t.name, "cannot write a tensor of rank " + std::to_string(t.value.rank()) + " as CSV " +
+                                  expected_got(layers ? "rank 1 to 5 with a layer axis" : "rank 0 to 4",
+                                               shape_string(t.value.shape)));
 }
 
 /// Lines for rows [first, last) of the (B·H·R, C) view: "name,b,h,r," once per row,
@@ -116,39 +121,49 @@ void put_lines(text_buffer& b, const std::string& name, const T* data, const lay
     }
 }
 
+/// Writes `t`, whose first `layers` axes (0 or 1) are a layer axis: each layer's lines
+/// carry its index in the `layer` column.
 template <class T>
-void put_tensor(text_buffer& b, const layout4& l, const named_array& t, const T* data, int precision) {
-    const std::string name = csv_field(t.name);
+void put_tensor(text_buffer& b, const layout4& l, const named_array& t, const T* data, int precision, std::size_t layers) {
     const std::size_t rows = l.batch * l.head * l.rows;
     if (rows * l.cols == 0) return;
-    detail::emit_rows(b, rows, l.cols, [&](text_buffer& out, std::size_t first, std::size_t last) {
-        put_lines(out, name, data, l, precision, first, last);
-    });
+    const std::size_t count = layers ? t.value.shape[0] : 1;
+    for (std::size_t layer = 0; layer < count; ++layer) {
+        // The layer index goes into the fixed prefix: "name,l," then b,h,r as usual.
+        const std::string name = csv_field(t.name) + (layers ? "," + std::to_string(layer) : "");
+        const T* block = data + layer * rows * l.cols;
+        detail::emit_rows(b, rows, l.cols, [&](text_buffer& out, std::size_t first, std::size_t last) {
+            put_lines(out, name, block, l, precision, first, last);
+        });
+    }
 }
 
 }  // namespace
 
 void write_csv(std::ostream& out, const document& doc, const text_style& style) {
+    const std::size_t layers = layer_axes(doc);
     for (const named_array& t : doc.tensors) {
         // Reject bad tensors before the first byte, not halfway through the file.
         detail::check_layout(t.name, t.value);
-        csv_layout(doc, t);
+        if (layers && t.value.rank() == 0)
+            throw shape_error(t.name, "has no layer axis " + expected_got("a leading layer axis", "a 0-d value"));
+        csv_layout(doc, t, layers);
     }
     text_buffer b(&out);
-    b.append("tensor,batch,head,row,col,value\n");
+    b.append(layers ? "tensor,layer,batch,head,row,col,value\n" : "tensor,batch,head,row,col,value\n");
     for (const named_array& t : doc.tensors) {
         const array& a = t.value;
-        const layout4 l = csv_layout(doc, t);
+        const layout4 l = csv_layout(doc, t, layers);
         if (a.type == dtype::f4) {
-            put_tensor(b, l, t, reinterpret_cast<const float*>(a.data.data()), style.precision);
+            put_tensor(b, l, t, reinterpret_cast<const float*>(a.data.data()), style.precision, layers);
         } else if (a.type == dtype::f8) {
-            put_tensor(b, l, t, reinterpret_cast<const double*>(a.data.data()), style.precision);
+            put_tensor(b, l, t, reinterpret_cast<const double*>(a.data.data()), style.precision, layers);
         } else if (a.type == dtype::f2) {
             const std::vector<float> v = a.to_vector<float>();
-            put_tensor(b, l, t, v.data(), style.precision);
+            put_tensor(b, l, t, v.data(), style.precision, layers);
         } else {
             const std::vector<double> v = a.to_vector<double>();
-            put_tensor(b, l, t, v.data(), style.precision);
+            put_tensor(b, l, t, v.data(), style.precision, layers);
         }
     }
     b.finish();

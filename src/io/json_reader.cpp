@@ -18,7 +18,7 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-constexpr std::size_t max_rank = 4;
+constexpr std::size_t max_rank = 5;  // (L, B, H, Tq, Tk): attention of every layer (attn rollout)
 
 /// A JSON value as named in messages: "a number", "null", "an object", "a list of 2
 /// elements", or a string as written (shortened).
@@ -154,7 +154,7 @@ array to_array(const json& value, const std::string& source) {
     }
     if (shape.size() > max_rank)
         throw value_error(source, "unsupported rank " +
-                                      expected_got("0 to 4 dimensions", std::to_string(shape.size())));
+                                      expected_got("0 to 5 dimensions", std::to_string(shape.size())));
 
     flattener f{shape, source, {}, true, true, {}};
     f.walk(value, 0);

@@ -23,7 +23,7 @@ namespace attn::io {
 namespace {
 
 constexpr std::string_view magic = "\x93NUMPY";
-constexpr std::size_t max_rank = 4;
+constexpr std::size_t max_rank = 5;  // (L, B, H, Tq, Tk): attention of every layer (attn rollout)
 // A header nested deeper than this is not a plausible .npy header; the limit keeps the
 // recursive parser's stack bounded on hostile input.
 constexpr int max_depth = 16;
@@ -393,7 +393,7 @@ array parse_npy(std::string_view bytes, const std::string& source, npy_layout* s
     }
     if (shape.size() > max_rank)
         throw value_error(source, "unsupported rank " +
-                                      expected_got("0 to 4 dimensions", std::to_string(shape.size())));
+                                      expected_got("0 to 5 dimensions", std::to_string(shape.size())));
 
     const std::size_t width = dtype_size(info.type);
     std::size_t nbytes = width;

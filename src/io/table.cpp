@@ -85,8 +85,13 @@ std::vector<std::string> labels(const std::vector<std::string>& tokens, std::siz
     return out;
 }
 
-/// "batch b", "head h", "batch b, head h" or "index (i, j, …)" for the leading index `idx`.
-std::string block_label(const std::vector<std::size_t>& idx, bool heads_first) {
+/// "batch b", "head h", "batch b, head h" or "index (i, j, …)" for the leading index
+/// `idx`, after "layer l, " when the first `layers` (0 or 1) axes are a layer axis.
+std::string block_label(const std::vector<std::size_t>& idx, bool heads_first, std::size_t layers) {
+    if (layers && !idx.empty()) {
+        const std::vector<std::size_t> rest(idx.begin() + 1, idx.end());
+        return "layer " + std::to_string(idx[0]) + (rest.empty() ? "" : ", " + block_label(rest, heads_first, 0));
+    }
     if (idx.size() == 1) return (heads_first ? "head " : "batch ") + std::to_string(idx[0]);
     if (idx.size() == 2) return "batch " + std::to_string(idx[0]) + ", head " + std::to_string(idx[1]);
     std::string s = "index (";
@@ -246,8 +251,11 @@ void put_tensor(text_buffer& b, const document& doc, const named_array& t, int p
     m.cols = a.shape.back();
     m.shown_rows = shown_indices(m.rows, summarise, options.edgeitems);
     m.shown_cols = shown_indices(m.cols, summarise, options.edgeitems);
-    m.row_labels = a.rank() == 1 ? std::vector<std::string>{""} : labels(doc.tokens, m.rows, m.shown_rows);
-    m.col_labels = labels(doc.tokens_kv.empty() ? doc.tokens : doc.tokens_kv, m.cols, m.shown_cols);
+    // Per-head statistics have batch items and heads on their axes, not queries and keys.
+    const std::vector<std::string> none;
+    const bool by_token = !is_head_stage(t.name);
+    m.row_labels = a.rank() == 1 ? std::vector<std::string>{""} : labels(by_token ? doc.tokens : none, m.rows, m.shown_rows);
+    m.col_labels = labels(!by_token ? none : doc.tokens_kv.empty() ? doc.tokens : doc.tokens_kv, m.cols, m.shown_cols);
     for (const auto& l : m.row_labels) m.label_width = std::max(m.label_width, display_width(l));
 
     // Leading axes (all but the matrix's two), each elided on its own.
@@ -290,7 +298,7 @@ void put_tensor(text_buffer& b, const document& doc, const named_array& t, int p
                 b.put('\n');
                 return;
             }
-            b.append(block_label(index, heads_first));
+            b.append(block_label(index, heads_first, layer_axes(doc)));
             b.put('\n');
         }
         put_block(b, m, offset, shade);

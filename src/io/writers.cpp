@@ -42,11 +42,22 @@ bool is_row_stage(const std::string& name) {
            name == "stats.row_sum";
 }
 
+bool is_head_stage(const std::string& name) { return name.rfind("head_stats.", 0) == 0; }
+
+std::size_t layer_axes(const document& doc) {
+    if (!doc.meta.is_object()) return 0;
+    const auto model = doc.meta.find("model");
+    if (model == doc.meta.end() || !model->is_object()) return 0;
+    const auto layer = model->find("layer");
+    return layer != model->end() && layer->is_string() && layer->get<std::string>() == "all" ? 1 : 0;
+}
+
 bool leading_axis_is_heads(const document& doc, const named_array& t) {
     static constexpr const char* matrix_stages[] = {"qk", "scaled", "scores", "weights", "mask"};
-    const bool matrix = t.value.rank() == 3 &&
+    const std::size_t rank = t.value.rank() - std::min(t.value.rank(), layer_axes(doc));
+    const bool matrix = rank == 3 &&
                         std::find(std::begin(matrix_stages), std::end(matrix_stages), t.name) != std::end(matrix_stages);
-    if (!matrix && !(t.value.rank() == 2 && is_row_stage(t.name))) return false;
+    if (!matrix && !(rank == 2 && is_row_stage(t.name))) return false;
     const nlohmann::ordered_json& meta = doc.meta;
     if (!meta.is_object()) return false;
     const auto heads = meta.find("heads");

@@ -36,6 +36,8 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     std::vector<stage> stages;
     for (const auto& s : o.dump) stages.push_back(parse_stage(s));
     const auto wants = [&](stage s) { return std::find(stages.begin(), stages.end(), s) != stages.end(); };
+    // Rollout multiplies layers (DESIGN §4.4); one attention call is one layer.
+    if (wants(stage::rollout)) throw usage_error("--dump", "rollout needs several layers " + expected_got("a checkpoint with --layer all", "no checkpoint"));
     if (o.softcap < 0 || !std::isfinite(o.softcap))
         throw usage_error("--softcap", "must be finite and not negative " + expected_got("≥ 0", num(o.softcap)));
 
@@ -134,6 +136,8 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     spec.rank3_masks = p.rank == 3;
     spec.fill = o.mask_fill;
     const mask<T> m = build_mask<T>(spec, masks_used);
+    if (o.sink_k == 0 || (wants(stage::head_stats) && o.sink_k > Tk))
+        throw usage_error("--sink-k", "counts the first keys of each row " + expected_got("1 to Tk = " + num(Tk), num(o.sink_k)));
 
     attention_options ao;
     ao.scale = o.scale ? *o.scale : 1.0 / std::sqrt(static_cast<double>(Dk));
@@ -143,7 +147,7 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     ao.keep_qk = wants(stage::qk) || wants(stage::stats);
     ao.keep_scaled = wants(stage::scaled) || wants(stage::stats);
     ao.keep_scores = wants(stage::scores);
-    ao.keep_weights = wants(stage::weights) || wants(stage::stats);
+    ao.keep_weights = wants(stage::weights) || wants(stage::stats) || wants(stage::head_stats);
     ao.keep_lse = wants(stage::lse);
     if (const array* sinks = in.find("sinks")) {
         if (sinks->rank() != 1 || sinks->shape[0] != Hq || !is_float(sinks->type))
@@ -179,6 +183,10 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
         const std::string& s = stage_name(st);
         if (st == stage::stats) {
             append_stats(doc, p.q, key, r, rank, o.average_heads);
+            continue;
+        }
+        if (st == stage::head_stats) {
+            append_head_stats(doc, r, m, rank, o.sink_k);
             continue;
         }
         array a;
@@ -240,6 +248,7 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     if (window) meta["window"] = {o.window_left, o.window_right};
     if (!o.prefix_len.empty()) meta["prefix_len"] = o.prefix_len;
     if (o.sink_tokens) meta["sink_tokens"] = o.sink_tokens;
+    if (wants(stage::head_stats)) meta["sink_k"] = o.sink_k;
     if (!m.alibi_slopes.empty()) meta["alibi_slopes"] = std::vector<double>(m.alibi_slopes.begin(), m.alibi_slopes.begin() + Hq);
     if (!m.lengths.empty()) meta["lengths"] = m.lengths;
     if (o.pad_id) meta["pad_id"] = *o.pad_id;
@@ -272,7 +281,7 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
 const std::vector<std::string>& stage_names() {
     static const std::vector<std::string> names = [] {
         std::vector<std::string> all;
-        for (int s = 0; s <= static_cast<int>(pipeline::stage::stats); ++s)
+        for (int s = 0; s <= static_cast<int>(pipeline::stage::rollout); ++s)
             all.push_back(pipeline::stage_name(static_cast<pipeline::stage>(s)));
         return all;
     }();

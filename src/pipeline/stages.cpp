@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "attn/core/analysis.hpp"
 #include "attn/core/heads.hpp"
 #include "attn/core/stats.hpp"
 #include "attn/error.hpp"
@@ -19,7 +20,7 @@ const std::vector<std::pair<stage, std::string>>& stage_table() {
         {stage::qk, "qk"},         {stage::scaled, "scaled"}, {stage::scores, "scores"},
         {stage::weights, "weights"}, {stage::output, "output"}, {stage::lse, "lse"},
         {stage::present_key, "present_key"}, {stage::present_value, "present_value"}, {stage::mask, "mask"},
-        {stage::stats, "stats"}};
+        {stage::stats, "stats"}, {stage::head_stats, "head_stats"}, {stage::rollout, "rollout"}};
     return table;
 }
 
@@ -36,7 +37,7 @@ stage parse_stage(const std::string& name) {
         if (n == name) return st;
     throw usage_error("--dump", "unknown stage '" + name +
                                     "' (expected x, x_norm, q_proj, k_proj, q, k, v, qk, scaled, scores, weights, output, lse, present_key, "
-                                    "present_value, mask or stats)");
+                                    "present_value, mask, stats, head_stats or rollout)");
 }
 
 /// Mean over the head axis: (B, H, R, C) → (B, 1, R, C).
@@ -142,6 +143,38 @@ void append_stats(io::document& doc, const tensor4<T>& q, const tensor4<T>& k, c
     doc.tensors.push_back({"stats.row_sum", per_row(st.rows.row_sum)});
 }
 
+template <class T>
+void append_head_stats(io::document& doc, const attention_result<T>& r, const mask<T>& m, std::size_t rank,
+                       std::size_t sink_k) {
+    const tensor4<T>& w = r.weights;
+    const std::size_t B = w.shape(0), H = w.shape(1), Tq = w.shape(2), Tk = w.shape(3);
+    // One head at a time: the visible cells of one head, not of the whole (B, H, Tq, Tk).
+    std::vector<unsigned char> visible(Tq * Tk);
+    head_statistics all;
+    for (auto* v : {&all.entropy, &all.max_weight, &all.distance, &all.sink_mass, &all.small_share}) v->reserve(B * H);
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t h = 0; h < H; ++h) {
+            for (std::size_t i = 0; i < Tq; ++i) m.attend_row(b, h, i, visible.data() + i * Tk);
+            const head_statistics one =
+                core::head_stats(w.data() + (b * H + h) * Tq * Tk, visible.data(), 1, Tq, Tk, sink_k);
+            all.entropy.push_back(one.entropy[0]);
+            all.max_weight.push_back(one.max_weight[0]);
+            all.distance.push_back(one.distance[0]);
+            all.sink_mass.push_back(one.sink_mass[0]);
+            all.small_share.push_back(one.small_share[0]);
+        }
+    shape_t shape{B, H};
+    if (rank == 2) shape.erase(shape.begin());
+    const auto tensor = [&](const std::vector<double>& v) {
+        const std::vector<T> x(v.begin(), v.end());
+        return array::from<T>(shape, x.data());
+    };
+    doc.tensors.push_back({"head_stats.entropy", tensor(all.entropy)});
+    doc.tensors.push_back({"head_stats.max_weight", tensor(all.max_weight)});
+    doc.tensors.push_back({"head_stats.distance", tensor(all.distance)});
+    doc.tensors.push_back({"head_stats.sink_mass", tensor(all.sink_mass)});
+    doc.tensors.push_back({"head_stats.small_share", tensor(all.small_share)});
+}
 
 template tensor4<float> mean_heads(const tensor4<float>&);
 template tensor4<double> mean_heads(const tensor4<double>&);
@@ -155,5 +188,9 @@ template void append_stats(io::document&, const tensor4<float>&, const tensor4<f
                            std::size_t, bool);
 template void append_stats(io::document&, const tensor4<double>&, const tensor4<double>&,
                            const attention_result<double>&, std::size_t, bool);
+template void append_head_stats(io::document&, const attention_result<float>&, const mask<float>&, std::size_t,
+                                std::size_t);
+template void append_head_stats(io::document&, const attention_result<double>&, const mask<double>&, std::size_t,
+                                std::size_t);
 
 }  // namespace attn::pipeline

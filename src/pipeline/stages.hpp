@@ -16,7 +16,8 @@ namespace attn::pipeline {
 using namespace attn::core;
 
 /// The stages `--dump` accepts, in pipeline order; their names are stage_names().
-enum class stage { x, x_norm, q_proj, k_proj, q, k, v, qk, scaled, scores, weights, output, lse, present_key, present_value, mask, stats };
+enum class stage { x, x_norm, q_proj, k_proj, q, k, v, qk, scaled, scores, weights, output, lse, present_key, present_value, mask, stats,
+                   head_stats, rollout };
 
 /// The name of a stage ("present_key"), as --dump and the documents spell it.
 const std::string& stage_name(stage s);
@@ -73,5 +74,14 @@ void record_shapes(io::document& doc);
 template <class T>
 void append_stats(io::document& doc, const tensor4<T>& q, const tensor4<T>& k, const attention_result<T>& r,
                   std::size_t rank, bool average_heads);
+
+/// The `head_stats` stage (DESIGN §4.4, core/analysis.hpp) as tensors "head_stats.entropy",
+/// ".max_weight", ".distance", ".sink_mass", ".small_share", each (B, H), or (H,) for an
+/// input without a batch axis (rank 2), in the compute dtype. Always per query head of the
+/// softmax weights r.weights (which must be kept), --average-heads or not; a cell is
+/// visible when the combined mask `m` lets the query see the key (mask<T>::attend_row).
+template <class T>
+void append_head_stats(io::document& doc, const attention_result<T>& r, const mask<T>& m, std::size_t rank,
+                       std::size_t sink_k);
 
 }  // namespace attn::pipeline

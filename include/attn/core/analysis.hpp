@@ -18,11 +18,13 @@ struct head_statistics {
     std::vector<double> distance;     ///< Σⱼ w·|p − j|, p = i + (Tk − Tq) (bottom-right aligned position of query i)
     std::vector<double> sink_mass;    ///< Σ_{j<K} w, K = sink_k
     std::vector<double> small_share;  ///< share of visible cells (visible: mask says the key is seen) with w < 1e-3
+                                      ///< (a row with no visible cell, as a finite --mask-fill leaves a fully masked
+                                      ///< row, is left out of this mean only)
 };
 
 /// head_stats of `weights`, n_heads blocks of (tq, tk). `visible`, when not null, has the
 /// same layout (1 = the mask lets the query see the key); when null, a cell counts as
-/// visible iff its weight is > 0. Throws value_error for sink_k = 0.
+/// visible iff its weight is > 0. Throws value_error for sink_k = 0 or sink_k > tk (tk > 0).
 /// Source: DESIGN §4.4 (entropy: Shannon 1948; distance: Vig & Belinkov 2019, "Analyzing
 /// the Structure of Attention in a Transformer Language Model", mean attention distance).
 template <class T>
@@ -33,7 +35,8 @@ head_statistics head_stats(const T* weights, const unsigned char* visible, std::
 /// Transformers", eq. 1): for each batch item, Â_l = ½·mean_h(A_l) + ½·I with every row
 /// renormalised to sum 1 (a row summing to 0 stays 0), and R = Â_L ⋯ Â_1 (layer 1 the
 /// first). `weights` is (L, B, H, T, T) in C order; returns (B, T, T) in double.
-/// Throws value_error when layers < 2 or tq ≠ tk ("rollout needs Tq = Tk, got …").
+/// Throws value_error when layers < 2, heads = 0 or tq ≠ tk ("rollout: needs Tq = Tk (expected
+/// square weights, got Tq = 3, Tk = 4)"). The products run through BLAS (dgemm), O(L·B·T³).
 template <class T>
 std::vector<double> rollout(const T* weights, std::size_t layers, std::size_t batch, std::size_t heads,
                             std::size_t tq, std::size_t tk);
@@ -48,7 +51,10 @@ struct row_divergence {
 };
 
 /// Per head and row divergences of `a` against `b`, both n_heads blocks of (tq, tk),
-/// sorted worst first (by max_abs, then js). Source: Lin 1991 (Jensen–Shannon).
+/// sorted worst first (by max_abs, then js; NaN above every number; ties in (head, row) order).
+/// Rows are taken as they are (not renormalised). A cell holding NaN on both sides agrees
+/// (is skipped, as compare treats NaN facing NaN); NaN on one side makes the row's values NaN.
+/// Source: Kullback & Leibler 1951; Lin 1991 (Jensen–Shannon).
 template <class T>
 std::vector<row_divergence> per_head_divergence(const T* a, const T* b, std::size_t n_heads, std::size_t tq,
                                                 std::size_t tk);

@@ -41,10 +41,22 @@ void write_document(std::ostream& out, const document& doc, format f, const text
 /// document says so in its meta: "heads" > 1 and "average_heads" false (README "Shapes
 /// of what is written"); without meta (an .npz read back) rank 3 is (B, Tq, Tk).
 /// The same rule as heatmap_from_document (plot.hpp), so tables, CSV and plots agree.
+/// A document of every layer of a checkpoint (meta.model.layer "all") has a leading
+/// layer axis on each tensor, before the axes described here.
 bool leading_axis_is_heads(const document& doc, const named_array& t);
+
+/// 1 when every tensor of `doc` has a leading layer axis (a checkpoint computed with
+/// `--layer all`: meta.model.layer is "all"), else 0. CSV gives it a `layer` column,
+/// tables label it "layer l".
+std::size_t layer_axes(const document& doc);
 
 /// True for the stages with one value per query row (the scores' shape without the key
 /// axis): lse and the row statistics stats.entropy, max_weight, argmax, row_sum.
 bool is_row_stage(const std::string& name);
+
+/// True for the stages with one value per batch item and head (DESIGN §4.4): the
+/// head_stats.* tensors, (B, H), or (H,) for an input without a batch axis. CSV puts
+/// their indices in `batch` and `head`; tables label them by index, never by token.
+bool is_head_stage(const std::string& name);
 
 }  // namespace attn::io

@@ -1,0 +1,104 @@
+// attn rollout: attention rollout (Abnar & Zuidema 2020) of weights from several layers.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attn/core/analysis.hpp"
+#include "attn/error.hpp"
+#include "attn/io/writers.hpp"
+#include "commands.hpp"
+#include "output_target.hpp"
+#include "pipeline_options.hpp"
+#include "weights_input.hpp"
+
+namespace attn::cli {
+
+namespace {
+
+struct rollout_cli {
+    std::string weights;  // FILE or FILE:NAME
+    std::string format;
+    std::string output;
+    std::string tokens;
+    int precision = 0;
+};
+
+std::vector<std::string> words_of(const std::string& text) {
+    std::vector<std::string> out;
+    std::string word;
+    for (char ch : text) {
+        if (ch == ' ' || ch == '\t' || ch == '\n') {
+            if (!word.empty()) out.push_back(std::move(word));
+            word.clear();
+        } else {
+            word += ch;
+        }
+    }
+    if (!word.empty()) out.push_back(std::move(word));
+    return out;
+}
+
+int run_rollout(const rollout_cli& c) {
+    const io::format f = output_format(c.format, c.output);
+    const array w = load_weights(c.weights);
+    const shape_t& s = w.shape;
+    const std::string shape = shape_string(s);
+    // The array is (L, B, H, Tq, Tk) or (L, H, Tq, Tk); each refusal names the file and shape.
+    if (s.size() < 4 || s.size() > 5)
+        throw shape_error(c.weights, "rollout needs (L, B, H, T, T) or (L, H, T, T) weights " +
+                                         expected_got("rank 4 or 5", shape));
+    const std::size_t L = s[0], B = s.size() == 5 ? s[1] : 1, H = s[s.size() - 3], Tq = s[s.size() - 2],
+                      Tk = s.back();
+    if (Tq != Tk) throw shape_error(c.weights, "rollout needs Tq = Tk " + expected_got("(…, T, T)", shape));
+    if (L < 2)
+        throw shape_error(c.weights, "rollout needs several layers " + expected_got("L ≥ 2 on the first axis", shape));
+    if (H == 0) throw shape_error(c.weights, "rollout needs at least one head " + expected_got("H ≥ 1", shape));
+    io::document doc;
+    doc.tokens = words_of(c.tokens);
+    if (!doc.tokens.empty() && doc.tokens.size() != Tq)
+        throw usage_error("--tokens", "one token per position " + expected_got(std::to_string(Tq), std::to_string(doc.tokens.size())));
+    std::vector<double> r;
+    if (w.type == dtype::f4 && !w.data.empty())
+        r = core::rollout(reinterpret_cast<const float*>(w.data.data()), L, B, H, Tq, Tk);
+    else
+        r = core::rollout(w.to_vector<double>().data(), L, B, H, Tq, Tk);
+    shape_t out_shape{B, Tq, Tk};
+    if (s.size() == 4) out_shape.erase(out_shape.begin());
+    doc.tensors.push_back({"rollout", array::from<double>(out_shape, r.data())});
+    doc.meta["attn_version"] = ATTN_VERSION;
+    doc.meta["layers"] = L;
+    doc.meta["heads"] = H;
+    doc.meta["shapes"] = {{"rollout", out_shape}};
+    io::text_style text;
+    text.precision = c.precision;
+    write_output(c.output, io::is_binary(f), [&](std::ostream& out) { io::write_document(out, doc, f, text, false); });
+    return exit_ok;
+}
+
+}  // namespace
+
+void setup_rollout(CLI::App& app, int& exit_status) {
+    auto c = std::make_shared<rollout_cli>();
+    CLI::App* sub = app.add_subcommand(
+        "rollout",
+        "Attention rollout (Abnar & Zuidema 2020) of weights from several layers, (L, B, H, T, T) or (L, H, T, T) "
+        "(Hugging Face output_attentions stacked: np.save('att.npy', torch.stack(out.attentions).numpy())): per layer A' = 0.5*mean_h(A) + 0.5*I with rows "
+        "renormalised to sum 1, then R = A'_L ... A'_1. Writes 'rollout', (B, T, T) or (T, T), in float64.");
+    sub->add_option("WEIGHTS", c->weights,
+                    "FILE holding one array, a bundle holding 'weights', or FILE.npz:NAME / FILE.json:NAME (- = stdin)")
+        ->required();
+    sub->add_option("--tokens", c->tokens, "Labels of the T positions, space-separated (tables, JSON)");
+    sub->add_option("--format", c->format, "json (default), csv, npy, npz or table; default from -o's extension")
+        ->check(CLI::IsMember({"json", "csv", "npy", "npz", "table"}));
+    sub->add_option("-o,--output", c->output, "Write to PATH (atomically) instead of stdout");
+    sub->add_option("--precision", c->precision, "Significant digits of text output (default: shortest round trip)")
+        ->check(CLI::Range(1, 17));
+    add_max_bytes_option(*sub);
+    sub->footer(
+        "Examples:\n"
+        "  attn rollout att.npy -o rollout.npy\n"
+        "  attn rollout att.npz:attentions --format table --tokens \"my name is Aj\"");
+    sub->callback([c, &exit_status]() { exit_status = run_rollout(*c); });
+}
+
+}  // namespace attn::cli
