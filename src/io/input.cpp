@@ -384,7 +384,9 @@ bundle load_bundle(const std::string& path) {
 }
 
 array load_array(const std::string& spec) {
-    auto [path, name] = split_array_spec(spec);
+    const auto split = split_array_spec(spec);
+    const std::string& path = split.first;
+    const std::string& name = split.second;
     if (is_checkpoint_file(path)) return checkpoint_array(checkpoint::open(path), spec, name);
     // Only the member asked for is read (or a lone member, which the naming rule may call X).
     const std::string wanted_name = lower(name);

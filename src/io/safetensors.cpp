@@ -645,7 +645,9 @@ void open_index(checkpoint::state& s, const std::string& path) {
     if (!h.has_weight_map) throw format_error(path, std::string(index_context) + "no \"weight_map\" object");
     // Shards in order of first mention, each with the names the index maps to it.
     std::vector<std::pair<std::string, std::vector<std::string>>> shards;
-    for (const auto& [name, shard] : h.weight_map) {
+    for (const auto& mapped : h.weight_map) {
+        const std::string& name = mapped.first;
+        const std::string& shard = mapped.second;
         if (shard.empty() || shard.front() == '/' || shard == ".." || shard.rfind("../", 0) == 0 ||
             shard.find("/../") != std::string::npos || ends_with(shard, "/.."))
             throw format_error(path, std::string(index_context) + "weight_map entry " + in_quotes(name) + " " +
