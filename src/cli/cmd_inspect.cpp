@@ -245,11 +245,9 @@ void setup_inspect(CLI::App& app, int& exit_status) {
     add_max_bytes_option(*sub);
     sub->footer(
         "Examples:\n"
-        "  attn inspect in.npz\n"
+        "  attn inspect in.npz *.npy\n"
         "  attn inspect out.json --format json | jq -c '.arrays[].shape'\n"
-        "  attn inspect *.npy\n"
-        "  attn inspect model.safetensors.index.json\n"
-        "  attn inspect model.safetensors --stats --format json");
+        "  attn inspect model.safetensors.index.json");
     sub->callback([c, &exit_status]() { exit_status = run_inspect(*c); });
 }
 
