@@ -34,14 +34,25 @@ void check(const attn::io::checkpoint& ck, std::size_t data_bytes) {
     if (total != data_bytes) __builtin_trap();
 }
 
-/// A scratch directory under $TMPDIR, made once per process.
-const std::string& scratch() {
-    static const std::string dir = [] {
+/// A scratch directory under $TMPDIR, made once per process and removed at exit (the
+/// index written into it is unlinked after each input).
+struct scratch_dir {
+    std::string path;
+    bool made = false;
+    scratch_dir() {
         const char* tmp = std::getenv("TMPDIR");
-        std::string t = std::string(tmp && *tmp ? tmp : "/tmp") + "/attn-fuzz-st-XXXXXX";
-        return std::string(mkdtemp(t.data()) ? t : "/tmp");
-    }();
-    return dir;
+        path = std::string(tmp && *tmp ? tmp : "/tmp") + "/attn-fuzz-st-XXXXXX";
+        made = mkdtemp(path.data()) != nullptr;
+        if (!made) path = "/tmp";
+    }
+    ~scratch_dir() {
+        if (made) ::rmdir(path.c_str());
+    }
+};
+
+const std::string& scratch() {
+    static const scratch_dir dir;
+    return dir.path;
 }
 
 }  // namespace
