@@ -67,6 +67,9 @@ CLI = [
     ("gqa", ["in", "--heads", "4", "--kv-heads", "2", "-j", "2", "--format", "npy", "--dump", "weights"], "json:gqa"),
     ("batch", ["in", "in", "--format", "jsonl"], "data/x.npy"),
     ("max_bytes", ["in", "--max-bytes", "1K"], "data/notebook.npz"),
+    ("safetensors_bundle", ["in", "--mask", "causal", "--dump", "weights,output"], "tests/fixtures/safetensors/qkv.safetensors"),
+    ("safetensors_members", ["--q", "in:layers.0.attn.q", "--k", "in:layers.0.attn.k", "--v", "in:layers.0.attn.v",
+                             "--max-bytes", "1K"], "tests/fixtures/safetensors/qkv.safetensors"),
     ("no_input", ["--mask", "causal"], None),
     ("help", ["--help"], None),
 ]
