@@ -4,6 +4,8 @@
 // --max-bytes counting only the tensors used. Fixtures: scripts/make_safetensors_fixtures.py.
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <string>
 
@@ -206,4 +208,15 @@ TEST_CASE("safetensors CLI: a missing tensor is named, with the checkpoint's nam
     CHECK(r.err == "attn: error: " + dir +
                        "unused.safetensors:model.wte: no array named 'model.wte' (expected one of: k, lm_head.weight, "
                        "q, v)\n");
+}
+
+TEST_CASE("safetensors CLI: a checkpoint through a FIFO is read once, by content") {
+    attn_test::scratch_dir scratch;
+    const std::string fifo = scratch.path + "/ckpt";
+    REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+    const auto npz = run_attn("compute " + dir + "qkv.npz --dump weights --format json");
+    const auto r = run_attn("compute '" + fifo + "' --dump weights --format json", "",
+                            "(cat " + dir + "qkv.safetensors > '" + fifo + "' &) && ");
+    CHECK(r.code == 0);
+    CHECK(r.out == npz.out);
 }

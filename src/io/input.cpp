@@ -289,6 +289,11 @@ void check_json_start(std::string_view bytes, const std::string& source) {
 bool is_checkpoint_file(const std::string& path) {
     if (path == "-") return false;
     if (is_safetensors_index_name(path)) return true;
+    // Only a regular file is opened here: opening a FIFO twice (here, then to read it)
+    // would block, or leave its writer without a reader in between.
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return false;  // read_file reports it
+    if (!S_ISREG(st.st_mode)) return ends_with(path, ".safetensors") && !S_ISDIR(st.st_mode);
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return false;  // read_file reports it
     char head[16];

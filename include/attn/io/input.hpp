@@ -62,7 +62,9 @@ void check_json_start(std::string_view bytes, const std::string& source);
 /// first bytes look like one (looks_like_safetensors), or its name ends in
 /// ".safetensors.index.json", or in ".safetensors" while it is neither .npy nor .npz (so
 /// that a broken checkpoint gets the checkpoint reader's message). False for "-" and
-/// for a file that cannot be opened (the reader then says why). Reads at most 16 bytes.
+/// for a file that cannot be opened (the reader then says why). Reads at most 16 bytes,
+/// of a regular file only (a FIFO or pipe is judged by its name, and read once by the
+/// caller, which then recognises a checkpoint by content).
 bool is_checkpoint_file(const std::string& path);
 
 /// Loads a file of any kind attn reads, recognised by its first bytes:
