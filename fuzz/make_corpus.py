@@ -15,6 +15,8 @@ import shutil
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "fuzz" / "corpus"
 FIX = ROOT / "tests" / "fixtures" / "io"
+# made by scripts/make_safetensors_fixtures.py: valid checkpoints, every broken header, an index
+SAFETENSORS = ROOT / "tests" / "fixtures" / "safetensors"
 
 NPY = ["b1_na_C_3x4", "f2_be_C_2x3x4", "f2_le_C_7", "f4_le_C_3x4", "f4_be_F_2x1x3x2", "f8_le_C_7",
        "f8_le_C_0d", "i1_na_F_3x4", "i8_be_C_0x3", "u2_le_C_2x3x4", "u8_le_F_2x3x4", "v2_f4_le_C_2x3",
@@ -65,6 +67,9 @@ CLI = [
     ("gqa", ["in", "--heads", "4", "--kv-heads", "2", "-j", "2", "--format", "npy", "--dump", "weights"], "json:gqa"),
     ("batch", ["in", "in", "--format", "jsonl"], "data/x.npy"),
     ("max_bytes", ["in", "--max-bytes", "1K"], "data/notebook.npz"),
+    ("safetensors_bundle", ["in", "--mask", "causal", "--dump", "weights,output"], "tests/fixtures/safetensors/qkv.safetensors"),
+    ("safetensors_members", ["--q", "in:layers.0.attn.q", "--k", "in:layers.0.attn.k", "--v", "in:layers.0.attn.v",
+                             "--max-bytes", "1K"], "tests/fixtures/safetensors/qkv.safetensors"),
     ("no_input", ["--mask", "causal"], None),
     ("help", ["--help"], None),
 ]
@@ -76,7 +81,7 @@ def write(path, data):
 
 
 def main():
-    for d in ("npy", "npz", "json", "cli"):
+    for d in ("npy", "npz", "json", "cli", "safetensors"):
         for f in (CORPUS / d).glob("seed-*"):
             f.unlink()
     for name in NPY:
@@ -88,6 +93,10 @@ def main():
     for name, doc in JSON.items():
         write(CORPUS / "json" / ("seed-" + name + ".json"), json.dumps(doc).encode())
     shutil.copy(ROOT / "data" / "notebook.json", CORPUS / "json" / "seed-notebook.json")
+    for f in sorted(SAFETENSORS.rglob("*")):
+        if f.is_file() and (f.suffix == ".safetensors" or f.name.endswith(".index.json")) and f.stat().st_size <= 8192:
+            rel = f.relative_to(SAFETENSORS).as_posix().replace("/", "-")
+            shutil.copy(f, CORPUS / "safetensors" / ("seed-" + rel))
     for name, argv, src in CLI:
         data = "\n".join(argv).encode()
         if src is not None:

@@ -238,14 +238,14 @@ TEST_CASE("errors: a file that is not .npy, .npz or JSON says so, and broken JSO
     const content_case cases[] = {
         // 16 bytes from /dev/urandom, kept fixed.
         {"random.bin", std::string("\xa4\x65\xb3\x97\xf8\xcf\xb4\xb5\xd7\x61\x8e\xf2\x92\x2e\xd8\xfb", 16),
-         "not a .npy, .npz or JSON file (starts with bytes a4 65 b3 97)"},
+         "not a .npy, .npz, .safetensors or JSON file (starts with bytes a4 65 b3 97)"},
         {"image.png", std::string("\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x04", 20),
-         "not a .npy, .npz or JSON file (starts with bytes 89 50 4e 47)"},
+         "not a .npy, .npz, .safetensors or JSON file (starts with bytes 89 50 4e 47)"},
         // A digit first, as in a raw int32 dump of 49: the NUL bytes give it away.
-        {"ints.bin", std::string("1\0\0\0\2\0\0\0", 8), "not a .npy, .npz or JSON file (starts with bytes 31 00 00 00)"},
-        {"table.csv", "a,b\n1,2\n", "not a .npy, .npz or JSON file: CSV text (read it with numpy.loadtxt, save it with "
+        {"ints.bin", std::string("1\0\0\0\2\0\0\0", 8), "not a .npy, .npz, .safetensors or JSON file (starts with bytes 31 00 00 00)"},
+        {"table.csv", "a,b\n1,2\n", "not a .npy, .npz, .safetensors or JSON file: CSV text (read it with numpy.loadtxt, save it with "
                                      "numpy.save)"},
-        {"numbers.csv", "1,2\n3,4\n", "not a .npy, .npz or JSON file: CSV text (read it with numpy.loadtxt, save it "
+        {"numbers.csv", "1,2\n3,4\n", "not a .npy, .npz, .safetensors or JSON file: CSV text (read it with numpy.loadtxt, save it "
                                        "with numpy.save)"},
         {"truncated.json", R"({"q": [[1, 2], [3)", "invalid JSON at line 1, column 18 (unexpected end of input; expected ']')"},
         {"broken.json", "\n  [1, 2,, 3]", "invalid JSON at line 2, column 9 (unexpected ','; expected '[', '{', or a literal)"},
@@ -270,11 +270,11 @@ TEST_CASE("errors: a file that is not .npy, .npz or JSON says so, and broken JSO
     // stdin, and a per-array option.
     auto r = run_attn("compute -", std::string("\x89PNG\r\n\x1a\n", 8));
     CHECK(r.code == 1);
-    CHECK(r.err == "attn: error: <stdin>: not a .npy, .npz or JSON file (starts with bytes 89 50 4e 47)\n");
+    CHECK(r.err == "attn: error: <stdin>: not a .npy, .npz, .safetensors or JSON file (starts with bytes 89 50 4e 47)\n");
     attn_test::spit(scratch.path + "/x.png", std::string("\x89PNG\r\n\x1a\n", 8));
     r = run_attn("compute --x '" + scratch.path + "/x.png'");
     CHECK(r.code == 1);
-    CHECK(r.err == "attn: error: " + scratch.path + "/x.png: not a .npy, .npz or JSON file (starts with bytes 89 50 4e 47)\n");
+    CHECK(r.err == "attn: error: " + scratch.path + "/x.png: not a .npy, .npz, .safetensors or JSON file (starts with bytes 89 50 4e 47)\n");
     // A UTF-8 byte order mark before JSON is skipped, as nlohmann/json skips it.
     attn_test::spit(scratch.path + "/bom.json", "\xef\xbb\xbf[[1, 2], [3, 4]]");
     r = run_attn("compute '" + scratch.path + "/bom.json' --dump weights --compact");
@@ -479,9 +479,9 @@ TEST_CASE("extensions match case-insensitively, and a stage asked for twice is w
 }
 
 TEST_CASE("files that are not attn's say what they are: PyTorch archives, CSV, JSON without arrays") {
-    const std::string torch_msg = ": not a .npy, .npz or JSON file: a PyTorch archive (save tensors with numpy.save)\n";
+    const std::string torch_msg = ": not a .npy, .npz, .safetensors or JSON file: a PyTorch archive (save tensors with numpy.save or safetensors.torch.save_file)\n";
     const std::string csv_msg =
-        ": not a .npy, .npz or JSON file: CSV text (read it with numpy.loadtxt, save it with numpy.save)\n";
+        ": not a .npy, .npz, .safetensors or JSON file: CSV text (read it with numpy.loadtxt, save it with numpy.save)\n";
     attn_test::scratch_dir dir;
     attn_test::spit(dir.path + "/a.csv", "1,2,3\n4,5,6\n");
     attn_test::spit(dir.path + "/h.csv", "a,b\n1,2\n");

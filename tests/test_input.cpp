@@ -132,11 +132,11 @@ TEST_CASE("input: load_bundle recognises content, not names") {
     }
     SUBCASE("errors name the file") {
         const std::string empty = dir.write("empty", "");
-        CHECK_THROWS_WITH_AS(load_bundle(empty), (empty + ": empty input (expected .npy, .npz or JSON, got 0 bytes)").c_str(),
+        CHECK_THROWS_WITH_AS(load_bundle(empty), (empty + ": empty input (expected .npy, .npz, .safetensors or JSON, got 0 bytes)").c_str(),
                              format_error);
         const std::string blank = dir.write("blank", " \n");
         CHECK_THROWS_WITH_AS(load_bundle(blank),
-                             (blank + ": empty input (expected .npy, .npz or JSON, got only whitespace)").c_str(),
+                             (blank + ": empty input (expected .npy, .npz, .safetensors or JSON, got only whitespace)").c_str(),
                              format_error);
         const std::string bad = dir.write("bad.json", "{\"q\": [1,]}");
         CHECK_THROWS_WITH_AS(load_bundle(bad), (bad + ": invalid JSON at line 1, column 10 (unexpected ']'; "
@@ -163,11 +163,11 @@ TEST_CASE("input: check_json_start refuses what cannot be JSON, passes what star
     }
     SUBCASE("CSV text and PyTorch pickles are named") {
         CHECK_THROWS_WITH_AS(check_json_start("1,2,3\n4,5,6\n", "in"),
-                             "in: not a .npy, .npz or JSON file: CSV text (read it with numpy.loadtxt, save it with "
+                             "in: not a .npy, .npz, .safetensors or JSON file: CSV text (read it with numpy.loadtxt, save it with "
                              "numpy.save)",
                              attn::format_error);
         CHECK_THROWS_WITH_AS(check_json_start(std::string("\x80\x02\x8a\x0a", 4), "in"),
-                             "in: not a .npy, .npz or JSON file: a PyTorch archive (save tensors with numpy.save)",
+                             "in: not a .npy, .npz, .safetensors or JSON file: a PyTorch archive (save tensors with numpy.save or safetensors.torch.save_file)",
                              attn::format_error);
     }
     SUBCASE("UTF-8 text in the first 16 bytes, a sequence cut at byte 16, and anything after it") {
@@ -178,10 +178,10 @@ TEST_CASE("input: check_json_start refuses what cannot be JSON, passes what star
         CHECK_NOTHROW(check_json_start("{\"tokens\": \"a b c\xe9\"}", "in"));            // é at byte 17
     }
     SUBCASE("empty or blank") {
-        CHECK_THROWS_WITH_AS(check_json_start("", "in"), "in: empty input (expected .npy, .npz or JSON, got 0 bytes)",
+        CHECK_THROWS_WITH_AS(check_json_start("", "in"), "in: empty input (expected .npy, .npz, .safetensors or JSON, got 0 bytes)",
                              format_error);
         CHECK_THROWS_WITH_AS(check_json_start(" \r\n\t", "in"),
-                             "in: empty input (expected .npy, .npz or JSON, got only whitespace)", format_error);
+                             "in: empty input (expected .npy, .npz, .safetensors or JSON, got only whitespace)", format_error);
     }
     SUBCASE("a first byte no JSON value begins with, or bytes that are not UTF-8 text") {
         struct bad_case {
@@ -207,7 +207,7 @@ TEST_CASE("input: check_json_start refuses what cannot be JSON, passes what star
         for (const auto& c : cases) {
             CAPTURE(c.shown);
             CHECK_THROWS_WITH_AS(check_json_start(c.bytes, "f.bin"),
-                                 (std::string("f.bin: not a .npy, .npz or JSON file (starts with bytes ") + c.shown + ")")
+                                 (std::string("f.bin: not a .npy, .npz, .safetensors or JSON file (starts with bytes ") + c.shown + ")")
                                      .c_str(),
                                  format_error);
         }

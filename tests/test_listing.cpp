@@ -108,7 +108,7 @@ TEST_CASE("list_arrays reads attn's JSON: meta and tokens skipped, nested object
     CHECK_THROWS_AS(list_arrays(dir + "/bad.json"), attn::format_error);
     attn_test::spit(dir + "/empty.json", "");
     CHECK_THROWS_WITH_AS(list_arrays(dir + "/empty.json"),
-                         (dir + "/empty.json: empty input (expected .npy, .npz or JSON, got 0 bytes)").c_str(),
+                         (dir + "/empty.json: empty input (expected .npy, .npz, .safetensors or JSON, got 0 bytes)").c_str(),
                          attn::format_error);
     CHECK_THROWS_AS(list_arrays(dir + "/missing.npy"), attn::io_error);
 }

@@ -21,6 +21,7 @@
 #include "attn/io/limits.hpp"
 #include "attn/io/npy.hpp"
 #include "attn/io/npz.hpp"
+#include "attn/io/safetensors.hpp"
 
 namespace attn::io {
 
@@ -121,7 +122,7 @@ std::string hex_head(std::string_view bytes) {
 }
 
 constexpr const char* csv_message =
-    "not a .npy, .npz or JSON file: CSV text (read it with numpy.loadtxt, save it with numpy.save)";
+    "not a .npy, .npz, .safetensors or JSON file: CSV text (read it with numpy.loadtxt, save it with numpy.save)";
 
 /// torch.save before 1.6 (and with _use_new_zipfile_serialization=False) writes a pickle:
 /// protocol 2 starts with the bytes 80 02.
@@ -143,15 +144,73 @@ using member_filter = std::function<bool(const std::string& name, std::size_t me
 
 bool attn_members(const std::string& name, std::size_t members) { return members == 1 || is_attn_name(name); }
 
-/// Reads a file without renaming anything: names lower-cased, in file order. Of an .npz,
-/// only the members `wanted` accepts are inflated; `names` (if not null) receives every
-/// member's lower-cased name.
+/// The tensors of a checkpoint that `wanted` accepts (given lower-cased names), loaded;
+/// `names` (if not null) receives every tensor's lower-cased name, in name order.
+bundle read_checkpoint(const checkpoint& ck, const member_filter& wanted, std::vector<std::string>* names) {
+    bundle b;
+    const auto& tensors = ck.tensors();
+    for (const auto& e : tensors) {
+        std::string n = lower(e.name);
+        if (wanted(n, tensors.size())) b.arrays.push_back({n, ck.load(e.name)});
+        if (names) names->push_back(std::move(n));
+    }
+    return b;
+}
+
+/// "a, b, c" — at most `shown` names, then how many there are in all.
+std::string some_names(const std::vector<std::string>& names, std::size_t shown = 8) {
+    std::string s;
+    for (std::size_t i = 0; i < names.size() && i < shown; ++i) s += (i ? ", " : "") + names[i];
+    if (names.size() > shown) s += ", ... (" + std::to_string(names.size()) + " in all)";
+    return s.empty() ? "none" : s;
+}
+
+/// One tensor of a checkpoint for load_array: NAME as stored, else the one name equal
+/// to it ignoring case (as .npz members are matched), else a lone tensor as X.
+array checkpoint_array(const checkpoint& ck, const std::string& spec, const std::string& name) {
+    const auto& tensors = ck.tensors();
+    std::vector<std::string> all;
+    for (const auto& e : tensors) all.push_back(e.name);
+    if (name.empty()) {
+        if (tensors.size() == 1) return ck.load(tensors.front().name);
+        if (tensors.empty()) throw value_error(spec, "file holds no arrays " + expected_got("one array", "none"));
+        // Nothing is loaded: a checkpoint of hundreds of tensors is addressed by name.
+        throw value_error(spec, "file holds " + std::to_string(tensors.size()) + " arrays " +
+                                    expected_got("one array or FILE:NAME", some_names(all)));
+    }
+    if (ck.find(name)) return ck.load(name);
+    std::vector<std::string> matches;
+    for (const auto& n : all)
+        if (lower(canonical_name(n)) == lower(name) || lower(n) == lower(name)) matches.push_back(n);
+    if (matches.size() == 1) return ck.load(matches.front());
+    if (matches.size() > 1)
+        throw value_error(spec, "no array named '" + name + "' " +
+                                    expected_got("one name equal to it ignoring case", some_names(matches)));
+    if (tensors.size() == 1 && lower(name) == "x" && !is_attn_name(lower(all.front()))) return ck.load(all.front());
+    if (all.empty()) throw value_error(spec, "no array named '" + name + "' (file holds no arrays)");
+    throw value_error(spec, "no array named '" + name + "' (expected one of: " + some_names(all) + ")");
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+    return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+/// Reads a file without renaming anything: names lower-cased, in file order (tensor name
+/// order for a checkpoint). Of an .npz or a checkpoint, only the members `wanted` accepts
+/// are read; `names` (if not null) receives every member's lower-cased name.
 bundle read_bundle(const std::string& path, const member_filter& wanted = attn_members,
                    std::vector<std::string>* names = nullptr) {
     const std::string source = display_name(path);
-    const std::string bytes = read_file(path);
     bundle b;
-    if (is_npy(bytes)) {
+    bool named = false;  // `names` already filled
+    std::string bytes;
+    if (is_checkpoint_file(path)) {
+        b = read_checkpoint(checkpoint::open(path), wanted, names);
+        named = true;
+    } else if (bytes = read_file(path); looks_like_safetensors(bytes)) {
+        b = read_checkpoint(checkpoint::read(std::move(bytes), source), wanted, names);
+        named = true;
+    } else if (is_npy(bytes)) {
         b.arrays.push_back({"x", read_npy(bytes, source)});
     } else if (is_zip(bytes)) {
         std::vector<std::string> all = npz_names(bytes, source);
@@ -159,12 +218,13 @@ bundle read_bundle(const std::string& path, const member_filter& wanted = attn_m
         const std::size_t count = all.size();
         b.arrays = read_npz(bytes, source, nullptr, [&](const std::string& n) { return wanted(lower(n), count); });
         if (names) *names = std::move(all);
+        named = true;
     } else {
         check_json_start(bytes, source);
         b = read_json(bytes, source);
     }
     for (auto& a : b.arrays) a.name = lower(a.name);
-    if (names && !is_zip(bytes))
+    if (names && !named)
         for (const auto& a : b.arrays) names->push_back(a.name);
     // State_dict names become attn's; names that then repeat (an .npz member "Q" beside
     // "q", or q_proj_weight beside w_q) are refused: NumPy would keep one, attn another.
@@ -209,15 +269,41 @@ bool exists(const std::string& path) {
     return ::stat(path.c_str(), &st) == 0;
 }
 
+bool is_regular_file(const std::string& path) {
+    struct stat st;
+    return ::stat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode);
+}
+
 }  // namespace
 
 void check_json_start(std::string_view bytes, const std::string& source) {
     if (bytes.find_first_not_of(" \t\r\n") == std::string_view::npos)
-        throw format_error(source, "empty input " + expected_got(".npy, .npz or JSON", bytes.empty() ? "0 bytes" : "only whitespace"));
+        throw format_error(source, "empty input " + expected_got(".npy, .npz, .safetensors or JSON",
+                                                              bytes.empty() ? "0 bytes" : "only whitespace"));
     if (looks_like_torch_pickle(bytes)) throw format_error(source, torch_archive_message);
     if (looks_like_csv(bytes)) throw format_error(source, csv_message);
     if (!starts_like_json(bytes))
-        throw format_error(source, "not a .npy, .npz or JSON file (starts with bytes " + hex_head(bytes) + ")");
+        throw format_error(source, "not a .npy, .npz, .safetensors or JSON file (starts with bytes " + hex_head(bytes) + ")");
+}
+
+bool is_checkpoint_file(const std::string& path) {
+    if (path == "-") return false;
+    if (is_safetensors_index_name(path)) return true;
+    // Only a regular file is opened here: opening a FIFO twice (here, then to read it)
+    // would block, or leave its writer without a reader in between.
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return false;  // read_file reports it
+    if (!S_ISREG(st.st_mode)) return ends_with(path, ".safetensors") && !S_ISDIR(st.st_mode);
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;  // read_file reports it
+    char head[16];
+    const ssize_t n = ::pread(fd, head, sizeof head, 0);
+    ::close(fd);
+    const std::string_view bytes(head, n > 0 ? static_cast<std::size_t>(n) : 0);
+    if (looks_like_safetensors(bytes)) return true;
+    // A broken checkpoint (a header length over the limit, a truncated file) still gets
+    // the checkpoint reader's message rather than "not a .npy, .npz … file".
+    return ends_with(path, ".safetensors") && !is_npy(bytes) && !is_zip(bytes);
 }
 
 const array* bundle::find(const std::string& name) const {
@@ -275,6 +361,19 @@ std::string read_file(const std::string& path) {
     return data;
 }
 
+std::pair<std::string, std::string> split_array_spec(const std::string& spec) {
+    if (exists(spec)) return {spec, ""};
+    // The first ':' after which the path part exists: tensor names may hold ':' too.
+    for (std::size_t colon = spec.find(':'); colon != std::string::npos; colon = spec.find(':', colon + 1))
+        if (colon > 0 && colon + 1 < spec.size() && is_regular_file(spec.substr(0, colon)))
+            return {spec.substr(0, colon), spec.substr(colon + 1)};
+    // No such file: split at the last ':' so that the error names the path part.
+    const std::size_t colon = spec.rfind(':');
+    if (colon != std::string::npos && colon > 0 && colon + 1 < spec.size() && spec.find('/', colon) == std::string::npos)
+        return {spec.substr(0, colon), spec.substr(colon + 1)};
+    return {spec, ""};
+}
+
 bundle load_bundle(const std::string& path) {
     std::vector<std::string> names;
     bundle b = read_bundle(path, attn_members, &names);
@@ -290,14 +389,10 @@ bundle load_bundle(const std::string& path) {
 }
 
 array load_array(const std::string& spec) {
-    std::string path = spec;
-    std::string name;
-    const std::size_t colon = spec.rfind(':');
-    if (!exists(spec) && colon != std::string::npos && colon > 0 && colon + 1 < spec.size() &&
-        spec.find('/', colon) == std::string::npos) {
-        path = spec.substr(0, colon);
-        name = spec.substr(colon + 1);
-    }
+    const auto split = split_array_spec(spec);
+    const std::string& path = split.first;
+    const std::string& name = split.second;
+    if (is_checkpoint_file(path)) return checkpoint_array(checkpoint::open(path), spec, name);
     // Only the member asked for is read (or a lone member, which the naming rule may call X).
     const std::string wanted_name = lower(name);
     std::vector<std::string> names;

@@ -12,6 +12,7 @@
 #include "attn/io/json.hpp"
 #include "attn/io/npy.hpp"
 #include "attn/io/npz.hpp"
+#include "attn/io/safetensors.hpp"
 
 namespace attn::io {
 
@@ -100,11 +101,30 @@ void walk_object(const json& root, const std::string& source, std::vector<listed
     }
 }
 
+/// Every tensor of a checkpoint that attn reads, loaded, in name order (a dtype load()
+/// refuses, such as C64, is left out as JSON strings are).
+std::vector<listed_array> checkpoint_arrays(const checkpoint& ck) {
+    std::vector<listed_array> out;
+    for (const auto& e : ck.tensors()) {
+        try {
+            array a = ck.load(e.name);
+            const bool wide = dtype_size(a.type) > 1 && e.dtype.rfind("F8_", 0) != 0;
+            out.push_back({e.name, std::move(a), wide ? "little" : "n/a"});
+        } catch (const limit_error&) {
+            throw;
+        } catch (const value_error&) {
+        }
+    }
+    return out;
+}
+
 }  // namespace
 
 std::vector<listed_array> list_arrays(const std::string& path) {
     const std::string source = path == "-" ? "<stdin>" : path;
-    const std::string bytes = read_file(path);
+    if (is_checkpoint_file(path)) return checkpoint_arrays(checkpoint::open(path));
+    std::string bytes = read_file(path);
+    if (looks_like_safetensors(bytes)) return checkpoint_arrays(checkpoint::read(std::move(bytes), source));
     std::vector<listed_array> out;
     if (is_npy(bytes)) {
         npy_layout layout;

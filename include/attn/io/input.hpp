@@ -1,14 +1,17 @@
 #pragma once
 /// \file input.hpp
-/// Loading attn inputs: a .npy, .npz or JSON file (or "-" for stdin), recognised by
-/// content, not by name (DESIGN §2).
+/// Loading attn inputs: a .npy, .npz, .safetensors or JSON file (or "-" for stdin),
+/// recognised by content, not by name (DESIGN §2, §4.3); a sharded safetensors
+/// checkpoint through its `*.safetensors.index.json`.
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "attn/io/limits.hpp"
 #include "attn/io/npz.hpp"
+#include "attn/io/safetensors.hpp"
 
 namespace attn::io {
 
@@ -42,30 +45,53 @@ std::string read_file(const std::string& path);
 
 /// Refuses content that is neither .npy nor .npz and cannot be JSON either, before it
 /// is parsed, so that a PNG or random bytes are not reported as a JSON syntax error.
-/// Throws format_error(source, "empty input (expected .npy, .npz or JSON, got 0 bytes)")
-/// (or "got only whitespace"), or format_error(source, "not a .npy, .npz or JSON file
-/// (starts with bytes 89 50 4e 47)") when, after an optional UTF-8 byte order mark and
+/// Throws format_error(source, "empty input (expected .npy, .npz, .safetensors or JSON, got
+/// 0 bytes)") (or "got only whitespace"), or format_error(source, "not a .npy, .npz,
+/// .safetensors or JSON file (starts with bytes 89 50 4e 47)") when, after an optional UTF-8 byte order mark and
 /// whitespace, the first byte cannot begin a JSON value (one of { [ " - 0-9 t f n,
 /// RFC 8259 §2-7), or the first 16 bytes are not UTF-8 text (ill-formed sequences, or
 /// control bytes other than whitespace, which JSON never holds raw; RFC 8259 §7, §8.1).
 /// A PyTorch pickle (bytes 80 02) gets torch_archive_message (io/npz.hpp), CSV text (a
 /// first line of values between commas or tabs, no JSON brackets or quotes) "not a .npy,
-/// .npz or JSON file: CSV text (read it with numpy.loadtxt, save it with numpy.save)".
+/// .npz, .safetensors or JSON file: CSV text (read it with numpy.loadtxt, save it with
+/// numpy.save)".
 /// Other content that starts like JSON passes however broken: read_json reports where.
 void check_json_start(std::string_view bytes, const std::string& source);
 
+/// True when `path` is to be read as a safetensors checkpoint (io/safetensors.hpp): its
+/// first bytes look like one (looks_like_safetensors), or its name ends in
+/// ".safetensors.index.json", or in ".safetensors" while it is neither .npy nor .npz (so
+/// that a broken checkpoint gets the checkpoint reader's message). False for "-" and
+/// for a file that cannot be opened (the reader then says why). Reads at most 16 bytes,
+/// of a regular file only (a FIFO or pipe is judged by its name, and read once by the
+/// caller, which then recognises a checkpoint by content).
+bool is_checkpoint_file(const std::string& path);
+
 /// Loads a file of any kind attn reads, recognised by its first bytes:
-/// "\x93NUMPY" → .npy, "PK" → .npz, otherwise JSON (see io/json.hpp) if it starts like
-/// JSON (check_json_start). State_dict names become attn's; arrays under other names are
-/// not kept (nor, in an .npz, read) and are listed in bundle::ignored — unless the file
-/// holds a single array, which is X. Throws io_error / format_error / value_error with
-/// the path as source, format_error for two arrays of one name (ignoring case).
+/// "\x93NUMPY" → .npy, "PK" → .npz, a safetensors header (is_checkpoint_file; on stdin,
+/// looks_like_safetensors) → checkpoint, otherwise JSON (see io/json.hpp) if it starts
+/// like JSON (check_json_start). State_dict names become attn's; arrays under other
+/// names are not kept (nor, in an .npz or a checkpoint, read) and are listed in
+/// bundle::ignored — unless the file holds a single array, which is X. A checkpoint's
+/// tensor names are lower-cased like .npz members ("Q" is q). Throws io_error /
+/// format_error / value_error with the path as source, format_error for two arrays of
+/// one name (ignoring case), limit_error when the tensors read exceed --max-bytes.
 bundle load_bundle(const std::string& path);
 
-/// Loads one array from "FILE" or "FILE:NAME" (a member of an .npz or JSON object).
-/// "FILE" alone must hold exactly one array. A path that exists as written is never
-/// split at ':'. Throws io_error / format_error, or value_error when NAME is missing
-/// or FILE holds several arrays.
+/// Splits "FILE:NAME" as load_array does: a path that exists as written is not split;
+/// otherwise at the first ':' whose left part is an existing file (NAME may hold dots
+/// and ':', as checkpoint tensor names do); otherwise at the last ':' when what follows
+/// holds no '/' (the file is then missing, and its reader says so). NAME is "" when
+/// there is none.
+std::pair<std::string, std::string> split_array_spec(const std::string& spec);
+
+/// Loads one array from "FILE" or "FILE:NAME" (a member of an .npz, a tensor of a
+/// checkpoint, or a key of a JSON object), split by split_array_spec. "FILE" alone must
+/// hold exactly one array (a checkpoint of several is refused without reading any).
+/// NAME matches as stored, else ignoring case; a lone array also answers to "x". Only
+/// the named tensor of a checkpoint is read, and only its bytes count toward --max-bytes.
+/// Throws io_error / format_error, or value_error when NAME is missing or FILE holds
+/// several arrays (the message lists at most 8 of a checkpoint's names).
 array load_array(const std::string& spec);
 
 }  // namespace attn::io

@@ -18,8 +18,10 @@ struct listed_array {
     std::string byte_order;  ///< "little", "big", or "n/a" (1-byte types, JSON)
 };
 
-/// Lists the arrays of a .npy, .npz or JSON file ("-" = stdin), recognised by content
-/// as load_bundle does. JSON: a top-level list is one unnamed array; in an object,
+/// Lists the arrays of a .npy, .npz, JSON or safetensors file ("-" = stdin), recognised
+/// by content as load_bundle does. A checkpoint's tensors are all loaded (--max-bytes
+/// bounds them together), in name order, BF16/F8 as float32; dtypes attn does not read
+/// are left out. JSON: a top-level list is one unnamed array; in an object,
 /// every key holding a numeric nested list is an array, "meta" and "tokens" are
 /// skipped, and an object value (attn's `"stats": {"dk": 8, …}`) is opened with its
 /// members named "stats.dk" …, numbers in it being 0-d arrays. Keys holding anything

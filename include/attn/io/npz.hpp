@@ -21,7 +21,8 @@ bool is_zip(std::string_view bytes);
 
 /// The message for a file torch.save wrote (a zip of pickles, or one pickle).
 inline constexpr const char* torch_archive_message =
-    "not a .npy, .npz or JSON file: a PyTorch archive (save tensors with numpy.save)";
+    "not a .npy, .npz, .safetensors or JSON file: a PyTorch archive (save tensors with numpy.save or "
+    "safetensors.torch.save_file)";
 
 /// True when `bytes` hold a readable zip archive with a member whose full name `match`
 /// accepts (e.g. a PyTorch archive's "<name>/data.pkl"). Never throws for a broken

@@ -38,6 +38,11 @@ struct tensor_entry {
 /// file: a length prefix N with 2 ≤ N ≤ safetensors_max_header_bytes followed by '{'.
 bool looks_like_safetensors(std::string_view bytes);
 
+/// True when `path` ends in ".safetensors.index.json", the name Hugging Face gives a
+/// sharded checkpoint's index (an index is recognised by that name, its content being
+/// JSON like any other).
+bool is_safetensors_index_name(const std::string& path);
+
 /// An opened checkpoint: the checked headers of its file(s), their data mapped on demand.
 /// Copies share the mappings. Thread-compatible (load from several threads is safe).
 class checkpoint {
@@ -54,6 +59,10 @@ public:
     /// Throws io_error (cannot open / read), format_error (source = the file, message
     /// naming the entry and what is wrong).
     static checkpoint open(const std::string& path);
+
+    /// The same checks on a whole .safetensors file held in memory (stdin, the fuzz
+    /// target); `source` names it in messages and is path(). Throws format_error.
+    static checkpoint read(std::string bytes, const std::string& source);
 
     /// Every tensor, sorted by name.
     const std::vector<tensor_entry>& tensors() const;
@@ -75,7 +84,8 @@ public:
     /// Throws value_error (unknown name; source = the checkpoint path), limit_error.
     array load(const std::string& name) const;
 
-    /// Bytes (as stored) of the tensors loaded so far through this object and its copies.
+    /// Bytes (as stored) of the tensors loaded so far through this object and its copies,
+    /// each tensor counted once however often it is loaded.
     std::size_t bytes_loaded() const;
 
     struct state;  ///< implementation detail (mapped shards, counters)
