@@ -6,7 +6,7 @@
 # options are read from their own --help when completing, so they cannot go stale;
 # the values of --max-bytes (compute, plot, inspect, compare, rollout) are completed for all.
 
-_attn_subcommands="compute generate posenc inspect compare plot rope rollout"
+_attn_subcommands="compute generate posenc inspect compare plot rope rollout view"
 
 _attn_compute_options="--help --q --k --v --x --x-kv --wq --wk --wv --bq --bk --bv --wo --bo
   --in-proj-weight --in-proj-bias --attn-mask --key-padding-mask --attention-mask --token-ids --embedding --ids --past-key
@@ -77,7 +77,7 @@ _attn() {
             --weight-layout) COMPREPLY=($(compgen -W "out-in in-out" -- "$cur")); return ;;
             --dtype) COMPREPLY=($(compgen -W "float32 float64" -- "$cur")); return ;;
             --posenc) COMPREPLY=($(compgen -W "interleaved concat" -- "$cur")); return ;;
-            --format) COMPREPLY=($(compgen -W "json jsonl csv npy npz table" -- "$cur")); return ;;
+            --format) COMPREPLY=($(compgen -W "json jsonl csv npy npz table html" -- "$cur")); return ;;
             --mask-fill) COMPREPLY=($(compgen -W "-inf -1e9" -- "$cur")); return ;;
             --lengths | --ids | --window | --prefix-len | --sink-tokens | --cu-seqlens | --rope-theta | \
                 --rotary-dim | --pad-id | --scale | --softcap | --heads | --kv-heads | --posenc-base | --tokens | \

@@ -10,6 +10,8 @@ packages=(
   libcli11-dev nlohmann-json3-dev doctest-dev
   libdragonbox-dev                     # shortest float-to-text for the JSON/CSV writers
   libzip-dev zipcmp zipmerge ziptool   # libzip's CMake package references these tools
+  zlib1g-dev                           # deflate for the HTML view's data
+  chromium                             # headless browser tests of the HTML view (ctest)
   libcairo2-dev fonts-dejavu-core
   clang libclang-rt-dev libomp-dev     # fuzz targets and their CI corpus replay (clang++, libFuzzer)
   llvm                                 # llvm-ar, which CMake picks for clang's static libraries

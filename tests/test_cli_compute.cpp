@@ -217,7 +217,7 @@ TEST_CASE("errors: one line on stderr, nothing on stdout, documented exit codes"
          "attn: error: data/notebook.npz:nope: no array named 'nope' (expected one of: q, k, v)\n"},
         {"compute --pad-id 0 data/x.npy", 2,
          "attn: error: --pad-id: needs token ids (expected a token_ids array, got none)\n"},
-        {"", 2, "attn: error: a command is required (commands: compute, generate, posenc, inspect, compare, plot, rope, rollout; see attn --help)\n"},
+        {"", 2, "attn: error: a command is required (commands: compute, generate, posenc, inspect, compare, plot, rope, rollout, view; see attn --help)\n"},
     };
     for (const auto& c : cases) {
         CAPTURE(c.args);
@@ -451,7 +451,7 @@ TEST_CASE("contradictions and non-finite option values are usage errors, and not
         {"-o '" + o + ".npz' --format csv",
          "--format: csv contradicts -o's extension (expected a format that fits .npz, got csv)"},
         {"-o '" + o + ".xlsx'",
-         "-o: cannot tell the format from the extension (expected .json, .jsonl, .csv, .npy, .npz, .txt or --format, "
+         "-o: cannot tell the format from the extension (expected .json, .jsonl, .csv, .npy, .npz, .txt, .html or --format, "
          "got '.xlsx')"},
     };
     for (const auto& [args, message] : cases) {
@@ -840,7 +840,7 @@ TEST_CASE("the rest of the second wave's refusals: one line, DESIGN §2's exit c
         {"rope '" + r1 + "'", 1, "x: wrong rank (expected (T, H·D), (B, T, H·D) or (B, H, T, D), got (2,))"},
         // posenc and rope take -o's extension as compute does.
         {"posenc --len 3 --dim 4 --style concat", 2,
-         "-o: cannot tell the format from the extension (expected .json, .jsonl, .csv, .npy, .npz, .txt or --format, got '.xlsx')"},
+         "-o: cannot tell the format from the extension (expected .json, .jsonl, .csv, .npy, .npz, .txt, .html or --format, got '.xlsx')"},
         {"rope '" + g + ":q' --format csv", 2, "--format: csv contradicts -o's extension (expected a format that fits .npz, got csv)"},
     };
     for (const auto& [args, code, message] : cases) {

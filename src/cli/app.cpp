@@ -100,6 +100,7 @@ int main(int argc, char** argv) {
     setup_plot(app, status);
     setup_rope(app, status);
     setup_rollout(app, status);
+    setup_view(app, status);
 
     try {
         app.parse(argc, argv);

@@ -44,6 +44,7 @@ const char* extension(io::format f) {
         case io::format::npy: return ".npy";
         case io::format::npz: return ".npz";
         case io::format::table: return ".txt";
+        case io::format::html: return ".html";
     }
     return "";
 }

@@ -100,7 +100,11 @@ int run_compute(const compute_options& c) {
         check_plot_option(c.plot, c.inputs.size() > 1 || !c.manifest.empty() || directory_target(c.output));
     if (!c.plot.empty() && !is_stdout(c.output) && same_output(c.plot, c.output))
         throw usage_error("--plot", "names the same file as -o " + expected_got("two different files", c.plot));
-    const attn::pipeline_options settings = pipeline_settings(c.pipeline, c.plot.empty() ? c.dump : with_plot_stages(c.dump));
+    std::vector<std::string> dump = c.plot.empty() ? c.dump : with_plot_stages(c.dump);
+    if (c.format == "html" || (c.format.empty() && io::format_from_path(c.output) == io::format::html))
+        for (const char* s : {"weights", "scores", "mask", "head_stats"})  // what the page shows (attn view)
+            if (std::find(dump.begin(), dump.end(), s) == dump.end()) dump.push_back(s);
+    const attn::pipeline_options settings = pipeline_settings(c.pipeline, dump);
     if (c.inputs.size() > 1 || !c.manifest.empty() || directory_target(c.output) || plot_dir) return run_several(c, settings);
     const io::format f = output_format(c.format, c.output);
     if (checkpoint_run(c.pipeline)) {
@@ -173,8 +177,10 @@ void add_job_options(CLI::App& sub, compute_options& c) {
         ->capture_default_str()
         ->type_name("K")
         ->group("Output");
-    sub.add_option("--format", c.format, "json (default), jsonl, csv, npy, npz or table; default from -o's extension")
-        ->check(CLI::IsMember({"json", "jsonl", "csv", "npy", "npz", "table"}))
+    sub.add_option("--format", c.format,
+                    "json (default), jsonl, csv, npy, npz, table or html (the page of attn view); default from -o's "
+                    "extension")
+        ->check(CLI::IsMember({"json", "jsonl", "csv", "npy", "npz", "table", "html"}))
         ->group("Output");
     sub.add_option("-o,--output", c.output,
                     "Write to PATH (atomically) instead of stdout. With several inputs or a manifest, a PATH "

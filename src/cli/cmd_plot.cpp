@@ -80,15 +80,6 @@ nlohmann::ordered_json json_meta(const std::string& text) {
     return json();
 }
 
-/// What INPUT turned out to be: attn's own output (`doc`), one array to draw as it is
-/// (`lone`), or a compute input (`inputs`).
-struct loaded {
-    bool is_output = false;
-    bool is_lone = false;
-    io::named_array lone;  // name: the array's, or the .npy file's
-    io::document doc;
-    io::bundle inputs;
-};
 
 /// The names under which a lone array is still an attention input, computed over.
 bool is_input_name(const std::string& name) { return name == "q" || name == "k" || name == "v" || name == "x"; }
@@ -98,6 +89,8 @@ std::string base_name(const std::string& path) {
     const std::size_t slash = path.rfind('/');
     return slash == std::string::npos ? path : path.substr(slash + 1);
 }
+
+}  // namespace
 
 /// Reads INPUT once (it may be stdin) and tells attn output from a compute input: a JSON
 /// object with "meta", or an .npz holding stages only attn writes (weights, scores, …).
@@ -155,6 +148,8 @@ void add_tensor_options(io::bundle& b, const pipeline_cli& c) {
         else b.arrays.push_back(std::move(e));
     }
 }
+
+namespace {
 
 /// The figure options, checked before any work (usage errors).
 struct figure_options {

@@ -1,10 +1,12 @@
 #pragma once
-// What `attn compute --plot FILE` borrows from `attn plot` (cmd_plot.cpp).
+// What `attn compute --plot FILE` and `attn view` borrow from `attn plot` (cmd_plot.cpp).
 
 #include <string>
 #include <vector>
 
 #include "attn/io/document.hpp"
+#include "attn/io/input.hpp"
+#include "pipeline_options.hpp"
 
 namespace attn::cli {
 
@@ -18,5 +20,23 @@ void check_plot_option(const std::string& path, bool batch);
 /// Writes the heatmap of the weights of batch 0, head 0 of `doc` to `path`, then drops
 /// from `doc` the stages that were only computed for the plot (not in `dump`).
 void plot_weights(io::document& doc, const std::string& path, const std::vector<std::string>& dump);
+
+/// What INPUT turned out to be: attn's own output (`doc`), one array to draw as it is
+/// (`lone`), or a compute input (`inputs`).
+struct loaded {
+    bool is_output = false;
+    bool is_lone = false;
+    io::named_array lone;  // name: the array's, or the .npy file's
+    io::document doc;
+    io::bundle inputs;
+};
+
+/// Reads INPUT once (it may be stdin) and tells attn output from a compute input: a JSON
+/// object with "meta", or an .npz holding stages only attn writes (weights, scores, …).
+/// A lone array is drawn as it is. Throws io_error / format_error / value_error.
+loaded load_input(const std::string& path);
+
+/// Per-tensor options (--q, --x, …) replace a bundle's array of the same name, as in compute.
+void add_tensor_options(io::bundle& b, const pipeline_cli& c);
 
 }  // namespace attn::cli

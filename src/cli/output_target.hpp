@@ -78,7 +78,7 @@ inline io::format output_format(const std::string& format, const std::string& ou
     const std::string ext = to_file ? extension_of(output) : "";
     if (!ext.empty())
         throw usage_error("-o", "cannot tell the format from the extension " +
-                                    expected_got(".json, .jsonl, .csv, .npy, .npz, .txt or --format", "'" + ext + "'"));
+                                    expected_got(".json, .jsonl, .csv, .npy, .npz, .txt, .html or --format", "'" + ext + "'"));
     return io::format::json;
 }
 

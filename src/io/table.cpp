@@ -99,31 +99,6 @@ std::string block_label(const std::vector<std::size_t>& idx, bool heads_first, s
     return s + ")";
 }
 
-/// Which weights are masked, one flag per element (empty: none), judged as
-/// heatmap_from_document does: from the "scores" of the same shape (−∞, or a finite
-/// meta.mask_fill), else every exact 0.
-std::vector<char> masked_weights(const document& doc, const array& weights) {
-    std::vector<char> masked;
-    const named_array* scores = nullptr;
-    for (const auto& t : doc.tensors)
-        if (t.name == "scores") scores = &t;
-    const std::size_t n = weights.size();
-    if (scores && scores->value.shape == weights.shape) {
-        std::optional<double> fill;
-        const auto f = doc.meta.is_object() ? doc.meta.find("mask_fill") : doc.meta.end();
-        if (doc.meta.is_object() && f != doc.meta.end() && f->is_number()) fill = f->get<double>();
-        masked.assign(n, 0);
-        for (std::size_t i = 0; i < n; ++i) {
-            const double sc = scores->value.value(i);
-            masked[i] = sc == -std::numeric_limits<double>::infinity() || (fill && sc == *fill);
-        }
-    } else {
-        masked.assign(n, 0);
-        for (std::size_t i = 0; i < n; ++i) masked[i] = weights.value(i) == 0;
-    }
-    return masked;
-}
-
 void pad(text_buffer& b, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) b.put(' ');
 }

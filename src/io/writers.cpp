@@ -1,5 +1,9 @@
 #include "attn/io/writers.hpp"
 
+#include <optional>
+
+#include <limits>
+
 #include "attn/text.hpp"
 
 #include <algorithm>
@@ -8,6 +12,7 @@
 
 #include "attn/error.hpp"
 #include "attn/io/csv.hpp"
+#include "attn/io/html.hpp"
 #include "attn/io/json.hpp"
 #include "attn/io/npy.hpp"
 #include "attn/io/npz.hpp"
@@ -22,7 +27,8 @@ format parse_format(const std::string& name) {
     if (name == "npy") return format::npy;
     if (name == "npz") return format::npz;
     if (name == "table") return format::table;
-    throw usage_error("--format", "unknown format " + expected_got("json, jsonl, csv, npy, npz or table", name));
+    if (name == "html") return format::html;
+    throw usage_error("--format", "unknown format " + expected_got("json, jsonl, csv, npy, npz, table or html", name));
 }
 
 std::optional<format> format_from_path(const std::string& path) {
@@ -31,6 +37,7 @@ std::optional<format> format_from_path(const std::string& path) {
     if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return std::nullopt;
     const std::string ext = lower(path.substr(dot + 1));  // W.NPY is .npy
     if (ext == "txt") return format::table;
+    if (ext == "html" || ext == "htm") return format::html;
     if (ext == "json" || ext == "jsonl" || ext == "csv" || ext == "npy" || ext == "npz") return parse_format(ext);
     return std::nullopt;
 }
@@ -43,6 +50,32 @@ bool is_row_stage(const std::string& name) {
 }
 
 bool is_head_stage(const std::string& name) { return name.rfind("head_stats.", 0) == 0; }
+
+std::vector<char> masked_weights(const document& doc, const array& weights) {
+    std::vector<char> masked;
+    const named_array* scores = nullptr;
+    const named_array* mask = nullptr;
+    for (const auto& t : doc.tensors) {
+        if (t.name == "scores") scores = &t;
+        if (t.name == "mask") mask = &t;
+    }
+    const std::size_t n = weights.size();
+    masked.assign(n, 0);
+    if (mask && mask->value.shape == weights.shape) {
+        for (std::size_t i = 0; i < n; ++i) masked[i] = mask->value.value(i) == 0;
+    } else if (scores && scores->value.shape == weights.shape) {
+        std::optional<double> fill;
+        const auto f = doc.meta.is_object() ? doc.meta.find("mask_fill") : doc.meta.end();
+        if (doc.meta.is_object() && f != doc.meta.end() && f->is_number()) fill = f->get<double>();
+        for (std::size_t i = 0; i < n; ++i) {
+            const double sc = scores->value.value(i);
+            masked[i] = sc == -std::numeric_limits<double>::infinity() || (fill && sc == *fill);
+        }
+    } else {
+        for (std::size_t i = 0; i < n; ++i) masked[i] = weights.value(i) == 0;
+    }
+    return masked;
+}
 
 std::size_t layer_axes(const document& doc) {
     if (!doc.meta.is_object()) return 0;
@@ -87,6 +120,7 @@ void write_document(std::ostream& out, const document& doc, format f, const text
             break;
         case format::npz: write_npz(out, doc.tensors); break;
         case format::table: write_table(out, doc, style, table); break;
+        case format::html: write_html(out, doc, doc.input.empty() ? "attn compute" : doc.input); break;
     }
     out.flush();
     if (!out) throw io_error("output", "write failed");

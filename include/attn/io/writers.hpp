@@ -5,6 +5,7 @@
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "attn/io/document.hpp"
 #include "attn/io/table.hpp"
@@ -12,12 +13,13 @@
 namespace attn::io {
 
 /// The output formats of DESIGN §2.
-enum class format { json, jsonl, csv, npy, npz, table };
+enum class format { json, jsonl, csv, npy, npz, table, html };
 
-/// "json", "jsonl", "csv", "npy", "npz", "table" → format. Throws usage_error.
+/// "json", "jsonl", "csv", "npy", "npz", "table", "html" → format. Throws usage_error.
 format parse_format(const std::string& name);
 
-/// The format a path's extension names (.json, .jsonl, .csv, .npy, .npz, .txt → table),
+/// The format a path's extension names (.json, .jsonl, .csv, .npy, .npz, .txt → table,
+/// .html and .htm → html, the page of io/html.hpp),
 /// or nullopt for any other extension.
 std::optional<format> format_from_path(const std::string& path);
 
@@ -44,6 +46,12 @@ void write_document(std::ostream& out, const document& doc, format f, const text
 /// A document of every layer of a checkpoint (meta.model.layer "all") has a leading
 /// layer axis on each tensor, before the axes described here.
 bool leading_axis_is_heads(const document& doc, const named_array& t);
+
+/// Which cells of `weights` (a tensor of `doc`) are masked, one flag per element: the
+/// `mask` stage's False when `doc` holds one of the same shape; else a −∞ (or a finite
+/// meta.mask_fill) in the "scores" of the same shape; else every exact 0. Tables print
+/// them as "·", the HTML view draws them grey, as heatmap_from_document (plot.hpp) does.
+std::vector<char> masked_weights(const document& doc, const array& weights);
 
 /// 1 when every tensor of `doc` has a leading layer axis (a checkpoint computed with
 /// `--layer all`: meta.model.layer is "all"), else 0. CSV gives it a `layer` column,

@@ -1,0 +1,38 @@
+#pragma once
+/// \file html.hpp
+/// `attn view` and `compute --format html` (DESIGN §4.4): one standalone HTML page that
+/// shows a document's Tq×Tk stages per layer, batch item and head — a heatmap with
+/// token labels, a bertviz-style line view, an all-heads grid and a sortable table of
+/// head statistics. No network: the script and styles are inline, the data is a JSON
+/// block in the page, and a Content-Security-Policy forbids every fetch.
+
+#include <cstddef>
+#include <iosfwd>
+#include <string>
+
+#include "attn/io/document.hpp"
+
+namespace attn::io {
+
+/// The Tq×Tk stages a view shows, in this order when present: weights, scores, scaled, qk.
+const char* const* view_stages();
+
+/// Bits per value the page stores for a document of `cells` Tq×Tk values in all:
+/// 16 up to 16 Mi cells, else 8 (so a 12-layer × 12-head T=512 view stays small).
+int view_bits(std::size_t cells);
+
+/// The bytes of stage data the page will embed before compression (cells × bits/8, all
+/// stages), to check against --max-bytes before any work.
+/// Throws value_error(source, "no Tq×Tk stage to view (expected weights, scores, scaled
+/// or qk; found …)") when `doc` holds none, shape_error for a stage whose rank does not
+/// fit (2 to 4, plus a layer axis).
+std::size_t view_data_bytes(const document& doc, const std::string& source);
+
+/// Writes the page. Each stage is quantised linearly over its finite range (weights over
+/// [0, 1]) to view_bits levels, the top code meaning masked (a −∞ score, the `mask`
+/// stage's False, or a non-finite value), deflated (zlib) and base64-encoded; the page
+/// states the quantisation. `head_stats.*` tensors in `doc` fill the head table.
+/// Throws as view_data_bytes, io_error when `out` fails.
+void write_html(std::ostream& out, const document& doc, const std::string& source);
+
+}  // namespace attn::io

@@ -1,0 +1,125 @@
+// attn view: one standalone HTML page to explore a document's attention (DESIGN §4.4,
+// io/html.hpp). INPUT is as for attn plot: attn's own output, one array (weights from
+// elsewhere, e.g. HF output_attentions saved with NumPy), or a compute input or
+// checkpoint, computed first with the weights, scores, mask and head_stats stages.
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attn/core/analysis.hpp"
+#include "attn/error.hpp"
+#include "attn/io/html.hpp"
+#include "attn/io/limits.hpp"
+#include "attn/io/writers.hpp"
+#include "attn/pipeline.hpp"
+#include "cmd_plot.hpp"
+#include "commands.hpp"
+#include "output_target.hpp"
+#include "pipeline_options.hpp"
+
+namespace attn::cli {
+
+namespace {
+
+struct view_options {
+    std::string input;
+    pipeline_cli pipeline;
+    std::string output;
+    std::vector<const CLI::Option*> compute_only;
+};
+
+/// head_stats of the weights when the document has weights but no head_stats (attn
+/// output written without them, or weights from elsewhere): per (L·)B·H block.
+void add_head_stats(io::document& doc) {
+    const named_array* w = nullptr;
+    for (const auto& t : doc.tensors) {
+        if (t.name.rfind("head_stats.", 0) == 0) return;
+        if (t.name == "weights") w = &t;
+    }
+    if (!w || w->value.rank() < 2) return;
+    const array& a = w->value;
+    const std::size_t tq = a.shape[a.rank() - 2], tk = a.shape.back();
+    if (tq == 0 || tk == 0) return;
+    const std::size_t blocks = a.size() / (tq * tk);
+    const std::vector<char> masked = io::masked_weights(doc, a);
+    std::vector<unsigned char> visible(masked.size());
+    for (std::size_t i = 0; i < masked.size(); ++i) visible[i] = masked[i] ? 0 : 1;
+    const std::vector<double> values = a.to_vector<double>();
+    const core::head_statistics s = core::head_stats(values.data(), visible.data(), blocks, tq, tk, 1);
+    shape_t shape(a.shape.begin(), a.shape.end() - 2);
+    if (shape.empty()) shape = {1};
+    const std::pair<const char*, const std::vector<double>*> parts[] = {{"entropy", &s.entropy},
+                                                                          {"max_weight", &s.max_weight},
+                                                                          {"distance", &s.distance},
+                                                                          {"sink_mass", &s.sink_mass},
+                                                                          {"small_share", &s.small_share}};
+    for (const auto& [name, v] : parts) doc.tensors.push_back({std::string("head_stats.") + name, array::from<double>(shape, v->data())});
+}
+
+int run_view(const view_options& c) {
+    if (!is_stdout(c.output) && !extension_of(c.output).empty() && io::format_from_path(c.output) != io::format::html)
+        throw usage_error("-o", "a view is an HTML page " + expected_got("a .html file", "'" + extension_of(c.output) + "'"));
+    const attn::pipeline_options settings = pipeline_settings(c.pipeline, {"weights", "scores", "mask", "head_stats"});
+    io::document doc;
+    const bool checkpoint = checkpoint_run(c.pipeline);
+    loaded in;
+    if (!checkpoint) in = load_input(c.input);
+    if (in.is_output || in.is_lone)
+        for (const CLI::Option* o : c.compute_only)
+            if (o->count())
+                throw usage_error(o->get_name(), std::string("does not apply to ") +
+                                                     (in.is_output ? "attn output, which is already computed "
+                                                                   : "one array, which is viewed as weights ") +
+                                                     expected_got("a compute input", c.input));
+    if (checkpoint) {
+        doc = run_pipeline(c.input, c.pipeline, settings);
+    } else if (in.is_lone) {
+        doc = std::move(in.doc);
+        doc.tensors.push_back({"weights", std::move(in.lone.value)});
+    } else if (in.is_output) {
+        doc = std::move(in.doc);
+    } else {
+        add_tensor_options(in.inputs, c.pipeline);
+        doc = attn::compute(std::move(in.inputs.arrays), in.inputs.tokens, settings);
+    }
+    if (!settings.tokens.empty()) doc.tokens = settings.tokens;
+    if (!settings.tokens_kv.empty()) doc.tokens_kv = settings.tokens_kv;
+    const std::string source = c.input == "-" ? "<stdin>" : c.input;
+    // The page holds every Tq×Tk value: refuse it before any work past reading.
+    io::check_array_bytes(io::view_data_bytes(doc, source), source + ": view");
+    add_head_stats(doc);
+    write_output(c.output, false, [&](std::ostream& out) { io::write_html(out, doc, source); });
+    return exit_ok;
+}
+
+}  // namespace
+
+void setup_view(CLI::App& app, int& exit_status) {
+    auto c = std::make_shared<view_options>();
+    CLI::App* sub = app.add_subcommand(
+        "view", "One standalone HTML page to explore attention: heatmap, lines, all heads, head statistics.");
+    sub->add_option("INPUT", c->input,
+                    "attn's own output (.json with \"meta\", or .npz of stages), one array viewed as weights "
+                    "((Tq, Tk), (H, Tq, Tk) or (B, H, Tq, Tk)), or a compute input or checkpoint (with --layer), "
+                    "computed first with the options below")
+        ->required();
+    const std::size_t before = sub->get_options().size();
+    add_pipeline_options(*sub, c->pipeline);
+    add_run_options(*sub, c->pipeline);
+    const std::vector<const CLI::Option*> all = std::as_const(*sub).get_options();
+    for (std::size_t i = before; i < all.size(); ++i)
+        if (all[i]->get_name() != "--tokens" && all[i]->get_name() != "--tokens-kv" && all[i]->get_name() != "--max-bytes")
+            c->compute_only.push_back(all[i]);
+    sub->add_option("-o,--output", c->output, "The page to write (atomically), .html; default stdout")->group("View");
+    sub->footer(
+        "The page needs no network: script, styles and data are inline. Values are stored quantised "
+        "(16 bits, or 8 above 16 Mi cells), as the page says.\n\n"
+        "Examples:\n"
+        "  attn view data/notebook.npz --mask causal --tokens \"my name is Aj\" -o view.html\n"
+        "  attn view out.npz -o view.html\n"
+        "  attn view data/gpt2-tiny/model.safetensors --layer all --ids 11,12,13 -o v.html");
+    sub->callback([c, &exit_status]() { exit_status = run_view(*c); });
+}
+
+}  // namespace attn::cli

@@ -1,0 +1,264 @@
+// attn view's page (io/html.hpp): the document's Tq×Tk stages quantised, deflated and
+// base64-encoded into a JSON block, with the script and styles of src/io/html/ inline.
+#include "attn/io/html.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <limits>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <zlib.h>
+
+#include "attn/error.hpp"
+#include "attn/io/plot.hpp"
+#include "attn/io/writers.hpp"
+#include "attn/text.hpp"
+
+namespace attn::io {
+
+namespace {
+
+const char* const view_js =
+#include "html/view.js.inc"
+    ;
+const char* const view_css =
+#include "html/view.css.inc"
+    ;
+
+/// A stage seen as (L, B, H, Tq, Tk).
+struct stage_dims {
+    std::size_t L = 1, B = 1, H = 1, Tq = 1, Tk = 1;
+    std::size_t cells() const { return L * B * H * Tq * Tk; }
+};
+
+stage_dims dims_of(const document& doc, const named_array& t) {
+    const std::size_t layers = layer_axes(doc);
+    const shape_t& s = t.value.shape;
+    if (s.size() < 2 + layers || s.size() > 4 + layers)
+        throw shape_error(t.name, "cannot be viewed as Tq×Tk matrices " +
+                                      expected_got(layers ? "rank 3 to 5 with a layer axis" : "rank 2 to 4", shape_string(s)));
+    stage_dims d;
+    if (layers) d.L = s[0];
+    const std::size_t r = s.size() - layers;
+    d.Tq = s[s.size() - 2];
+    d.Tk = s.back();
+    if (r == 3) (leading_axis_is_heads(doc, t) ? d.H : d.B) = s[layers];
+    if (r == 4) d.B = s[layers], d.H = s[layers + 1];
+    return d;
+}
+
+std::vector<const named_array*> viewed(const document& doc) {
+    std::vector<const named_array*> out;
+    for (const char* const* name = view_stages(); *name; ++name)
+        for (const auto& t : doc.tensors)
+            if (t.name == *name) out.push_back(&t);
+    return out;
+}
+
+std::string base64(const std::vector<unsigned char>& bytes) {
+    static const char table[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    out.reserve((bytes.size() + 2) / 3 * 4);
+    std::size_t i = 0;
+    for (; i + 2 < bytes.size(); i += 3) {
+        const unsigned v = (bytes[i] << 16) | (bytes[i + 1] << 8) | bytes[i + 2];
+        out += table[v >> 18];
+        out += table[(v >> 12) & 63];
+        out += table[(v >> 6) & 63];
+        out += table[v & 63];
+    }
+    if (i < bytes.size()) {
+        const unsigned v = (bytes[i] << 16) | (i + 1 < bytes.size() ? bytes[i + 1] << 8 : 0);
+        out += table[v >> 18];
+        out += table[(v >> 12) & 63];
+        out += i + 1 < bytes.size() ? table[(v >> 6) & 63] : '=';
+        out += '=';
+    }
+    return out;
+}
+
+/// zlib's deflate (RFC 1950), which the page's DecompressionStream("deflate") reads.
+std::vector<unsigned char> deflate(const std::vector<unsigned char>& raw) {
+    uLongf size = compressBound(static_cast<uLong>(raw.size()));
+    std::vector<unsigned char> out(size);
+    if (compress2(out.data(), &size, raw.data(), static_cast<uLong>(raw.size()), 1) != Z_OK)
+        throw io_error("view", "cannot compress the page's data (zlib)");
+    out.resize(size);
+    return out;
+}
+
+/// One stage quantised: codes 0 … top−1 over [lo, hi], top = masked or not finite.
+nlohmann::ordered_json encode_stage(const document& doc, const named_array& t, int bits) {
+    const stage_dims d = dims_of(doc, t);
+    const array& a = t.value;
+    const std::size_t n = a.size();
+    std::vector<char> masked(n, 0);
+    std::optional<double> fill;
+    if (doc.meta.is_object() && doc.meta.contains("mask_fill") && doc.meta["mask_fill"].is_number())
+        fill = doc.meta["mask_fill"].get<double>();
+    if (t.name == "weights") masked = masked_weights(doc, a);
+    else if (t.name == "scores" && fill)
+        for (std::size_t i = 0; i < n; ++i) masked[i] = a.value(i) == *fill;
+    double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+    for (std::size_t i = 0; i < n; ++i) {
+        const double v = a.value(i);
+        if (!std::isfinite(v)) masked[i] = 1;
+        if (masked[i]) continue;
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+    }
+    if (t.name == "weights") lo = 0, hi = 1;
+    if (!(lo <= hi)) lo = 0, hi = 1;  // everything masked
+    const unsigned top = bits == 16 ? 65535u : 255u;
+    std::vector<unsigned char> raw(n * static_cast<std::size_t>(bits / 8));
+    for (std::size_t i = 0; i < n; ++i) {
+        unsigned q = top;
+        if (!masked[i]) {
+            const double x = hi > lo ? (a.value(i) - lo) / (hi - lo) : 0.0;
+            q = static_cast<unsigned>(std::lround(std::clamp(x, 0.0, 1.0) * (top - 1)));
+        }
+        if (bits == 16) {
+            raw[2 * i] = static_cast<unsigned char>(q & 0xff);  // little-endian, as Uint16Array reads it
+            raw[2 * i + 1] = static_cast<unsigned char>(q >> 8);
+        } else {
+            raw[i] = static_cast<unsigned char>(q);
+        }
+    }
+    const double step = hi > lo ? (hi - lo) / (top - 1) : 0.0;
+    int digits = 2;
+    while (digits < 6 && step > 0 && std::pow(10.0, -(digits + 1)) > step) ++digits;  // no digit finer than a step
+    nlohmann::ordered_json j;
+    j["name"] = t.name;
+    j["L"] = d.L, j["B"] = d.B, j["H"] = d.H, j["Tq"] = d.Tq, j["Tk"] = d.Tk;
+    j["bits"] = bits;
+    j["lo"] = lo, j["hi"] = hi;
+    j["step"] = step;
+    j["digits"] = digits;
+    j["masked_code"] = top;
+    j["data"] = base64(deflate(raw));
+    return j;
+}
+
+/// head_stats.* tensors (([L,]B,H) or ([L,]H)) as table rows [layer, batch, head, …].
+nlohmann::ordered_json head_stat_rows(const document& doc) {
+    static const char* const names[] = {"entropy", "max_weight", "distance", "sink_mass", "small_share"};
+    std::vector<const array*> cols;
+    for (const char* n : names)
+        for (const auto& t : doc.tensors)
+            if (t.name == std::string("head_stats.") + n) cols.push_back(&t.value);
+    if (cols.size() != 5) return nullptr;
+    const shape_t& s = cols[0]->shape;
+    const std::size_t layers = layer_axes(doc);
+    const std::size_t L = layers ? s[0] : 1, r = s.size() - layers;
+    const std::size_t B = r == 2 ? s[layers] : 1, H = s.back();
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (std::size_t l = 0; l < L; ++l)
+        for (std::size_t b = 0; b < B; ++b)
+            for (std::size_t h = 0; h < H; ++h) {
+                nlohmann::ordered_json row = {l, b, h};
+                for (const array* c : cols) {
+                    const double v = c->value((l * B + b) * H + h);
+                    row.push_back(std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json());
+                }
+                rows.push_back(row);
+            }
+    return {{"rows", rows}};
+}
+
+std::string escape_html(const std::string& text) {
+    std::string out;
+    for (char c : text) {
+        if (c == '<') out += "&lt;";
+        else if (c == '>') out += "&gt;";
+        else if (c == '&') out += "&amp;";
+        else if (c == '"') out += "&quot;";
+        else out += c;
+    }
+    return out;
+}
+
+}  // namespace
+
+const char* const* view_stages() {
+    static const char* const names[] = {"weights", "scores", "scaled", "qk", nullptr};
+    return names;
+}
+
+int view_bits(std::size_t cells) { return cells <= (std::size_t{16} << 20) ? 16 : 8; }
+
+std::size_t view_data_bytes(const document& doc, const std::string& source) {
+    const auto stages = viewed(doc);
+    if (stages.empty()) {
+        std::string found;
+        for (const auto& t : doc.tensors) found += (found.empty() ? "" : ", ") + t.name;
+        throw value_error(source, "no Tq×Tk stage to view (expected weights, scores, scaled or qk; found " +
+                                      (found.empty() ? std::string("none") : found) + ")");
+    }
+    std::size_t cells = 0;
+    for (const auto* t : stages) cells += dims_of(doc, *t).cells();
+    return cells * static_cast<std::size_t>(view_bits(cells) / 8);
+}
+
+void write_html(std::ostream& out, const document& doc, const std::string& source) {
+    view_data_bytes(doc, source);
+    const auto stages = viewed(doc);
+    std::size_t cells = 0;
+    for (const auto* t : stages) cells += dims_of(doc, *t).cells();
+    const int bits = view_bits(cells);
+
+    nlohmann::ordered_json data;
+    data["tokens"] = doc.tokens;
+    data["tokens_kv"] = doc.tokens_kv;
+    data["stages"] = nlohmann::ordered_json::array();
+    for (const auto* t : stages) data["stages"].push_back(encode_stage(doc, *t, bits));
+    data["head_stats"] = head_stat_rows(doc);
+    nlohmann::ordered_json lut = nlohmann::ordered_json::array();
+    for (int k = 0; k < 256; ++k) {
+        const rgb8 c = colormap(k / 255.0);
+        lut.push_back({c.r, c.g, c.b});
+    }
+    data["lut"] = lut;
+    data["masked_rgb"] = {masked_color.r, masked_color.g, masked_color.b};
+    data["hatch_rgb"] = {hatch_color.r, hatch_color.g, hatch_color.b};
+    std::string json = data.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    // Inside <script>: no "</script>" or "<!--" can appear once every '<' is \u003c (only
+    // strings hold '<' in JSON).
+    std::string safe;
+    safe.reserve(json.size());
+    for (char c : json) safe += c == '<' ? std::string("\\u003c") : std::string(1, c);
+
+    std::string settings;
+    if (doc.meta.is_object()) {
+        for (const char* k : {"mask", "scale", "heads", "kv_heads", "dtype"})
+            if (doc.meta.contains(k)) settings += std::string(settings.empty() ? "" : " · ") + k + " " + doc.meta[k].dump();
+        if (doc.meta.contains("model")) settings += " · model " + doc.meta["model"].dump();
+    }
+    const std::string levels = bits == 16 ? "65535" : "255";
+    out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+           "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; "
+           "style-src 'unsafe-inline'; img-src data: blob:\">\n"
+        << "<title>attn view: " << escape_html(source) << "</title>\n<style>" << view_css << "</style></head>\n<body>\n"
+        << "<h1>attn view: " << escape_html(source) << "</h1>\n"
+        << "<div class=\"controls\"><label>stage <select id=\"stage\"></select></label>"
+           "<label>layer <select id=\"layer\"></select></label><label>batch <select id=\"batch\"></select></label>"
+           "<label>head <select id=\"head\"></select></label><label>view <select id=\"mode\">"
+           "<option value=\"heatmap\">heatmap</option><option value=\"lines\">lines</option></select></label></div>\n"
+        << "<p class=\"note\">" << escape_html(settings) << "<br>Values are stored quantised to " << bits
+        << " bits: each stage linearly over its range (weights over [0, 1]) in " << levels
+        << " levels, so a shown value is within half a step (weights: " << general_number(0.5 / (bits == 16 ? 65534 : 254), 2)
+        << ") of the computed one. Masked cells (−∞ scores) are grey, hatched when large; overviews average "
+           "blocks of cells.</p>\n"
+        << "<div id=\"where\"></div><div id=\"hover\"></div>\n"
+           "<div class=\"panes\"><canvas id=\"heatmap\"></canvas><canvas id=\"lines\"></canvas>"
+           "<div><h2>All heads</h2><canvas id=\"grid\"></canvas></div></div>\n"
+           "<h2>Head statistics</h2><div id=\"stats\"></div>\n<pre id=\"test-result\"></pre>\n"
+           "<script type=\"application/json\" id=\"attn-data\">"
+        << safe << "</script>\n<script>" << view_js << "</script>\n</body></html>\n";
+    if (!out) throw io_error(source, "write failed");
+}
+
+}  // namespace attn::io

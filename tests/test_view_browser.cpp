@@ -1,0 +1,136 @@
+// attn view's page in a real browser (issue 16): Debian's chromium, headless, loads the
+// page from a file with a #test= fragment; the page's self-test (selfTest in
+// src/io/html/view.js.inc) switches the head, reads a cell's pixel from the heatmap
+// canvas and the hover text, and reports as JSON in #test-result, which --dump-dom
+// prints. The expected colours come from io::colormap (plot.hpp), the weights from what
+// the test wrote. Budget for the T=4096 page: the whole browser run within 60 s.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "attn/io/npy.hpp"
+#include "attn/io/plot.hpp"
+#include "cli_util.hpp"
+#include "scratch_dir.hpp"
+
+namespace {
+
+using nlohmann::json;
+
+bool have_chromium() { return std::system("test -x /usr/bin/chromium") == 0; }
+
+/// Runs chromium on `page` with the self-test `spec`; returns the JSON it reported.
+json browse(const std::string& page, const json& spec, const std::string& profile, double* seconds = nullptr) {
+    std::string fragment;
+    for (char c : spec.dump()) {
+        char buf[4];
+        std::snprintf(buf, sizeof buf, "%%%02X", static_cast<unsigned char>(c));
+        fragment += std::isalnum(static_cast<unsigned char>(c)) ? std::string(1, c) : std::string(buf);
+    }
+    const std::string out = profile + ".dom";
+    // Every network name resolves nowhere: a request the page made would fail, and the
+    // page would report it (it counts its resource loads too).
+    const std::string cmd = "/usr/bin/chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
+                            "--disable-background-networking --disable-component-update --disable-sync "
+                            "--host-resolver-rules='MAP * ~NOTFOUND' --user-data-dir='" + profile +
+                            "' --virtual-time-budget=30000 --dump-dom 'file://" + page + "#test=" + fragment + "' >'" + out +
+                            "' 2>/dev/null";
+    const auto t0 = std::chrono::steady_clock::now();
+    const int status = std::system(cmd.c_str());
+    if (seconds) *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    REQUIRE(status == 0);
+    const std::string dom = attn_test::slurp(out);
+    const std::string open = "<pre id=\"test-result\">";
+    const std::size_t at = dom.find(open);
+    REQUIRE_MESSAGE(at != std::string::npos, "no #test-result in the page's DOM");
+    const std::string text = dom.substr(at + open.size(), dom.find("</pre>", at) - at - open.size());
+    REQUIRE_MESSAGE(!text.empty(), "the page's self-test did not run");
+    return json::parse(text);
+}
+
+json rgb(attn::io::rgb8 c) { return json{c.r, c.g, c.b}; }
+json lut(double w) { return rgb(attn::io::colormap(std::lround(w * 255) / 255.0)); }
+
+void write_weights(const std::string& path, attn::shape_t shape, const std::vector<double>& v) {
+    std::ofstream f(path, std::ios::binary);
+    attn::io::write_npy(f, attn::array::from<double>(shape, v.data()));
+}
+
+}  // namespace
+
+TEST_CASE("view in chromium: loads with no network and no error, the head selector recolours a known cell, hover shows its weight") {
+    REQUIRE_MESSAGE(have_chromium(), "chromium is not installed (bash scripts/setup.sh installs it)");
+    attn_test::scratch_dir dir;
+    // Two heads of 3×3 weights; cell (1, 0) is 0.25 in head 0 and 0.75 in head 1; (0, 2) is masked (0).
+    write_weights(dir.path + "/w.npy", {2, 3, 3}, {1, 0, 0, 0.25, 0.75, 0, 0.2, 0.3, 0.5,  //
+                                                   1, 0, 0, 0.75, 0.25, 0, 0.1, 0.6, 0.3});
+    auto r = attn_test::run_attn("view '" + dir.path + "/w.npy' --tokens 'a b c' -o '" + dir.path + "/w.html'");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    const std::string page = attn_test::slurp(dir.path + "/w.html");
+    CHECK(page.find("Content-Security-Policy") != std::string::npos);
+    CHECK(page.find("http://") == std::string::npos);
+    CHECK(page.find("https://") == std::string::npos);
+    CHECK(page.find(" src=") == std::string::npos);
+
+    json got = browse(dir.path + "/w.html", {{"head", 1}, {"row", 1}, {"col", 0}}, dir.path + "/profile");
+    CAPTURE(got.dump());
+    CHECK(got.at("errors") == json::array());
+    CHECK(got.at("resources") == 0);
+    CHECK(got.at("before") == lut(0.25));
+    CHECK(got.at("after") == lut(0.75));
+    CHECK(got.at("hover") == "query 1 \"b\" → key 0 \"a\": weights 0.7500");
+    CHECK(got.at("stats_rows") == 2);
+    // A masked cell is the neutral grey of attn plot, in every head.
+    got = browse(dir.path + "/w.html", {{"head", 0}, {"row", 0}, {"col", 2}}, dir.path + "/profile");
+    CHECK(got.at("before") == rgb(attn::io::masked_color));
+    CHECK(got.at("hover") == "query 0 \"a\" → key 2 \"c\": weights masked");
+}
+
+TEST_CASE("view in chromium: a computed page shows the score before softmax on hover") {
+    REQUIRE_MESSAGE(have_chromium(), "chromium is not installed (bash scripts/setup.sh installs it)");
+    attn_test::scratch_dir dir;
+    const std::string args = "data/notebook.npz --mask causal --tokens 'my name is Aj'";
+    auto r = attn_test::run_attn("compute " + args + " --format html -o '" + dir.path + "/n.html'");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    // The numbers the page must show: those attn computes (the attention itself is
+    // checked against the references elsewhere; this checks what the page displays).
+    r = attn_test::run_attn("compute " + args + " --dump scores,weights");
+    REQUIRE(r.code == 0);
+    const json doc = json::parse(r.out);
+    char want[160];
+    std::snprintf(want, sizeof want, "query 1 \"name\" → key 0 \"my\": weights %.4f, score %.4f",
+                  doc.at("weights")[1][0].get<double>(), doc.at("scores")[1][0].get<double>());
+    const json got = browse(dir.path + "/n.html", {{"row", 1}, {"col", 0}}, dir.path + "/profile");
+    CAPTURE(got.dump());
+    CHECK(got.at("errors") == json::array());
+    CHECK(got.at("hover") == want);
+    // A masked cell's score is −∞.
+    CHECK(browse(dir.path + "/n.html", {{"row", 0}, {"col", 3}}, dir.path + "/profile").at("hover") ==
+          "query 0 \"my\" → key 3 \"Aj\": weights masked, score −∞ (masked)");
+}
+
+TEST_CASE("view in chromium: a T=4096 page loads within the budget") {
+    REQUIRE_MESSAGE(have_chromium(), "chromium is not installed (bash scripts/setup.sh installs it)");
+    attn_test::scratch_dir dir;
+    const std::size_t T = 4096;
+    std::vector<double> w(T * T, 0.0);
+    for (std::size_t i = 0; i < T; ++i)
+        for (std::size_t j = 0; j <= i; ++j) w[i * T + j] = 1.0 / static_cast<double>(i + 1);  // causal, uniform
+    write_weights(dir.path + "/big.npy", {T, T}, w);
+    auto r = attn_test::run_attn("view '" + dir.path + "/big.npy' -o '" + dir.path + "/big.html'");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    double seconds = 0;
+    const json got = browse(dir.path + "/big.html", {{"row", 0}, {"col", 0}}, dir.path + "/profile", &seconds);
+    CAPTURE(got.dump());
+    CHECK(got.at("errors") == json::array());
+    // The overview pools 4×4 cells per pixel (4096 → 1024), averaging the unmasked ones:
+    // rows 0..3, cols 0..3 hold 1, ½ ½, ⅓ ⅓ ⅓, ¼ ¼ ¼ ¼ — 4 over 10 cells.
+    CHECK(got.at("before") == lut(0.4));
+    CHECK(seconds < 60);
+}
