@@ -101,8 +101,8 @@ void setup_view(CLI::App& app, int& exit_status) {
         "view", "One standalone HTML page to explore attention: heatmap, lines, all heads, head statistics.");
     sub->add_option("INPUT", c->input,
                     "attn's own output (.json with \"meta\", or .npz of stages), one array viewed as weights "
-                    "((Tq, Tk), (H, Tq, Tk) or (B, H, Tq, Tk)), or a compute input or checkpoint (with --layer), "
-                    "computed first with the options below")
+                    "((Tq, Tk), (H, Tq, Tk), (B, H, Tq, Tk) or (L, B, H, Tq, Tk)), or a compute input or checkpoint "
+                    "(with --layer), computed first with the options below")
         ->required();
     const std::size_t before = sub->get_options().size();
     add_pipeline_options(*sub, c->pipeline);

@@ -36,8 +36,9 @@ struct stage_dims {
 };
 
 stage_dims dims_of(const document& doc, const named_array& t) {
-    const std::size_t layers = layer_axes(doc);
     const shape_t& s = t.value.shape;
+    // A rank-5 array is (L, B, H, Tq, Tk) even without meta (HF output_attentions stacked).
+    const std::size_t layers = s.size() == 5 ? 1 : layer_axes(doc);
     if (s.size() < 2 + layers || s.size() > 4 + layers)
         throw shape_error(t.name, "cannot be viewed as Tq×Tk matrices " +
                                       expected_got(layers ? "rank 3 to 5 with a layer axis" : "rank 2 to 4", shape_string(s)));
@@ -152,7 +153,8 @@ nlohmann::ordered_json head_stat_rows(const document& doc) {
             if (t.name == std::string("head_stats.") + n) cols.push_back(&t.value);
     if (cols.size() != 5) return nullptr;
     const shape_t& s = cols[0]->shape;
-    const std::size_t layers = layer_axes(doc);
+    // ([L,]B,H) or ([L,]H); rank 3 is always (L, B, H).
+    const std::size_t layers = s.size() == 3 ? 1 : std::min(layer_axes(doc), s.size() - 1);
     const std::size_t L = layers ? s[0] : 1, r = s.size() - layers;
     const std::size_t B = r == 2 ? s[layers] : 1, H = s.back();
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
