@@ -265,9 +265,7 @@ void setup_plot(CLI::App& app, int& exit_status) {
     const std::size_t before = sub->get_options().size();
     add_pipeline_options(*sub, c->pipeline);
     add_run_options(*sub, c->pipeline);
-    const std::vector<const CLI::Option*> all = std::as_const(*sub).get_options();
-    for (std::size_t i = before; i < all.size(); ++i)
-        if (all[i]->get_name() != "--tokens" && all[i]->get_name() != "--tokens-kv") c->compute_only.push_back(all[i]);
+    c->compute_only = compute_only_options(*sub, before);
 
     sub->add_option("-o,--output", c->output, "Image to write (atomically): .png, .svg or .pdf")->required()->group("Plot");
     c->stage_opt = sub->add_option("--stage", c->stage, "Stage to draw: qk, scaled, scores or weights (colour range 0..1)")

@@ -107,10 +107,7 @@ void setup_view(CLI::App& app, int& exit_status) {
     const std::size_t before = sub->get_options().size();
     add_pipeline_options(*sub, c->pipeline);
     add_run_options(*sub, c->pipeline);
-    const std::vector<const CLI::Option*> all = std::as_const(*sub).get_options();
-    for (std::size_t i = before; i < all.size(); ++i)
-        if (all[i]->get_name() != "--tokens" && all[i]->get_name() != "--tokens-kv" && all[i]->get_name() != "--max-bytes")
-            c->compute_only.push_back(all[i]);
+    c->compute_only = compute_only_options(*sub, before);
     sub->add_option("-o,--output", c->output, "The page to write (atomically), .html; default stdout")->group("View");
     sub->footer(
         "The page needs no network: script, styles and data are inline. Values are stored quantised "

@@ -361,6 +361,15 @@ attn::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std:
     return p;
 }
 
+std::vector<const CLI::Option*> compute_only_options(const CLI::App& sub, std::size_t before) {
+    std::vector<const CLI::Option*> out;
+    const std::vector<const CLI::Option*> all = sub.get_options();
+    for (std::size_t i = before; i < all.size(); ++i)
+        if (all[i]->get_name() != "--tokens" && all[i]->get_name() != "--tokens-kv" && all[i]->get_name() != "--max-bytes")
+            out.push_back(all[i]);
+    return out;
+}
+
 bool checkpoint_run(const pipeline_cli& c) { return !c.layer.empty() || !c.arch.empty(); }
 
 attn::checkpoint_options checkpoint_settings(const std::string& path, const pipeline_cli& c) {

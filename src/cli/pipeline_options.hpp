@@ -85,6 +85,10 @@ void add_max_bytes_option(CLI::App& sub);
 /// The library settings for these options and the stages to dump. Throws usage_error.
 attn::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std::string> dump);
 
+/// The options `sub` gained since it had `before` of them that only a compute input uses
+/// (attn plot and attn view refuse them on attn output): all but --tokens, --tokens-kv
+/// and --max-bytes.
+std::vector<const CLI::Option*> compute_only_options(const CLI::App& sub, std::size_t before);
 /// True when the options ask for a checkpoint run (--layer or --arch given).
 bool checkpoint_run(const pipeline_cli& c);
 /// The checkpoint settings of the options, for the checkpoint `path`.

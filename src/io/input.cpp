@@ -61,34 +61,6 @@ std::string display_name(const std::string& path) { return path == "-" ? "<stdin
 /// JSON file with a stray Latin-1 byte further on still gets read_json's line and column.
 constexpr std::size_t text_probe_bytes = 16;
 
-/// The length (1 to 4) of the UTF-8 sequence starting at s[i], or 0 if it is ill-formed:
-/// a stray continuation byte, an overlong form, a surrogate or beyond U+10FFFF (Unicode
-/// Table 3-7). A sequence cut off by the end of `s` is judged on the bytes present.
-std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) return 1;
-    std::size_t n = 0;
-    unsigned char lo = 0x80, hi = 0xbf;  // range of the second byte
-    if (c >= 0xc2 && c <= 0xdf) {
-        n = 2;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        n = 3;
-        if (c == 0xe0) lo = 0xa0;
-        if (c == 0xed) hi = 0x9f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        n = 4;
-        if (c == 0xf0) lo = 0x90;
-        if (c == 0xf4) hi = 0x8f;
-    } else {
-        return 0;
-    }
-    for (std::size_t k = 1; k < n && i + k < s.size(); ++k) {
-        const auto t = static_cast<unsigned char>(s[i + k]);
-        if (k == 1 ? (t < lo || t > hi) : (t < 0x80 || t > 0xbf)) return 0;
-    }
-    return n;
-}
-
 /// True when `bytes` (not blank) begin as a JSON text can, see check_json_start.
 bool starts_like_json(std::string_view bytes) {
     constexpr std::string_view bom = "\xEF\xBB\xBF";  // nlohmann/json skips it, so we do

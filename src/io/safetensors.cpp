@@ -5,6 +5,7 @@
 // checks it, with a message naming the tensor. Data stays in a read-only mapping.
 
 #include "attn/io/safetensors.hpp"
+#include "attn/text.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -130,31 +131,8 @@ std::shared_ptr<region> map_file(const std::string& path) {
 /// or nullopt. RFC 8259 §8.1: a JSON text is UTF-8; the reference reader checks it first.
 std::optional<std::size_t> first_bad_utf8(std::string_view s) {
     for (std::size_t i = 0; i < s.size();) {
-        const auto c = static_cast<unsigned char>(s[i]);
-        if (c < 0x80) {
-            ++i;
-            continue;
-        }
-        std::size_t n = 0;
-        unsigned char lo = 0x80, hi = 0xbf;
-        if (c >= 0xc2 && c <= 0xdf) {
-            n = 2;
-        } else if (c >= 0xe0 && c <= 0xef) {
-            n = 3;
-            if (c == 0xe0) lo = 0xa0;
-            if (c == 0xed) hi = 0x9f;
-        } else if (c >= 0xf0 && c <= 0xf4) {
-            n = 4;
-            if (c == 0xf0) lo = 0x90;
-            if (c == 0xf4) hi = 0x8f;
-        } else {
-            return i;
-        }
-        if (i + n > s.size()) return i;
-        for (std::size_t k = 1; k < n; ++k) {
-            const auto t = static_cast<unsigned char>(s[i + k]);
-            if (k == 1 ? (t < lo || t > hi) : (t < 0x80 || t > 0xbf)) return i;
-        }
+        const std::size_t n = utf8_sequence_length(s, i);
+        if (n == 0 || i + n > s.size()) return i;
         i += n;
     }
     return std::nullopt;

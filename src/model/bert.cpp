@@ -99,13 +99,7 @@ core::tensor3<T> finish_block(const family& f, std::size_t layer, const core::te
     return norm(f, key(layer, "output.LayerNorm"), o);
 }
 
-template core::tensor3<float> embed<float>(const family&, const array&);
-template core::tensor3<double> embed<double>(const family&, const array&);
-template core::tensor3<float> attention_norm<float>(const family&, std::size_t, const core::tensor3<float>&);
-template core::tensor3<double> attention_norm<double>(const family&, std::size_t, const core::tensor3<double>&);
-template core::tensor3<float> finish_block<float>(const family&, std::size_t, const core::tensor3<float>&,
-                                                  const core::tensor3<float>&);
-template core::tensor3<double> finish_block<double>(const family&, std::size_t, const core::tensor3<double>&,
-                                                    const core::tensor3<double>&);
+ATTN_FAMILY_INSTANTIATE(float)
+ATTN_FAMILY_INSTANTIATE(double)
 
 }  // namespace attn::model::bert

@@ -45,6 +45,13 @@ ATTN_FAMILY(bert)
 ATTN_FAMILY(llama)
 #undef ATTN_FAMILY
 
+/// The explicit instantiations each family file ends with, inside its namespace.
+#define ATTN_FAMILY_INSTANTIATE(T)                                                                            \
+    template core::tensor3<T> embed<T>(const family&, const array&);                                         \
+    template core::tensor3<T> attention_norm<T>(const family&, std::size_t, const core::tensor3<T>&);        \
+    template core::tensor3<T> finish_block<T>(const family&, std::size_t, const core::tensor3<T>&,           \
+                                              const core::tensor3<T>&);
+
 /// "h.3." style layer prefixes.
 inline std::string layer_key(const char* stem, std::size_t layer, const std::string& rest) {
     return std::string(stem) + std::to_string(layer) + "." + rest;

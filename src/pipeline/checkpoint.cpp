@@ -16,6 +16,7 @@
 #include "attn/model/family.hpp"
 #include "attn/pipeline.hpp"
 #include "attn/text.hpp"
+#include "inputs.hpp"
 #include "stages.hpp"
 
 namespace attn {
@@ -223,17 +224,7 @@ std::string config_path(const checkpoint_options& ck) {
 
 io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_array> inputs,
                                 const std::vector<std::string>& bundle_tokens, const pipeline_options& options) {
-    const auto find = [&](const char* name) -> named_array* {
-        for (auto& a : inputs)
-            if (a.name == name) return &a;
-        return nullptr;
-    };
-    if (!options.ids.empty()) {
-        if (find("token_ids"))
-            throw usage_error("--ids", "token ids given twice " + expected_got("--ids or --token-ids", "both"));
-        const std::vector<std::int64_t> ids(options.ids.begin(), options.ids.end());
-        inputs.push_back({"token_ids", int64_array({ids.size()}, ids)});
-    }
+    pipeline::add_inline_ids(inputs, options);
     run_inputs in;
     for (auto& a : inputs) {
         if (a.name == "token_ids") in.ids = &a.value;

@@ -295,12 +295,7 @@ io::document compute(std::vector<named_array> inputs, const std::vector<std::str
             if (a.name == name) return &a;
         return nullptr;
     };
-    if (!options.ids.empty()) {
-        if (find("token_ids"))
-            throw usage_error("--ids", "token ids given twice " + expected_got("--ids or a token_ids array", "both"));
-        const std::vector<std::int64_t> ids(options.ids.begin(), options.ids.end());
-        inputs.push_back({"token_ids", int64_array({ids.size()}, ids)});
-    }
+    pipeline::add_inline_ids(inputs, options);
     if (!options.cu_seqlens.empty()) {
         if (find("document_ids"))
             throw usage_error("--cu-seqlens", "documents given twice " +

@@ -204,4 +204,13 @@ prepared<T> prepare_qkv(const input_set& in, const pipeline_options& o) {
 template prepared<float> prepare_qkv<float>(const input_set&, const pipeline_options&);
 template prepared<double> prepare_qkv<double>(const input_set&, const pipeline_options&);
 
+void add_inline_ids(std::vector<named_array>& inputs, const pipeline_options& options) {
+    if (options.ids.empty()) return;
+    for (const auto& a : inputs)
+        if (a.name == "token_ids")
+            throw usage_error("--ids", "token ids given twice " + expected_got("--ids or a token_ids array", "both"));
+    const std::vector<std::int64_t> ids(options.ids.begin(), options.ids.end());
+    inputs.push_back({"token_ids", int64_array({ids.size()}, ids)});
+}
+
 }  // namespace attn::pipeline

@@ -26,6 +26,10 @@ inline std::string rank_text(std::size_t r) { return num(r) + "-D"; }
 
 inline std::string num(double v) { return general_number(v); }
 
+/// `--ids 3,1,4` (options.ids) as the token_ids array (T,) appended to `inputs`. Throws
+/// usage_error("--ids", "token ids given twice …") when `inputs` holds token_ids already.
+void add_inline_ids(std::vector<named_array>& inputs, const pipeline_options& options);
+
 /// Looks up inputs by their DESIGN name. Owns them, so that arrays already converted
 /// to compute tensors can be released (peak memory for long sequences).
 class input_set {
