@@ -165,6 +165,8 @@ TEST_CASE("checkpoint refusals: one line, exit 1 for data and 2 for options, not
     refused(gpt2 + " --layer 0 --ids 1,2 --dump rollout", 2, "--dump: rollout needs several layers (expected --layer all, got --layer 0)");
     refused(gpt2 + " --layer all --ids 1,2 --dump rollout --average-heads", 2,
             "--dump: rollout averages the heads itself (expected no --average-heads, got --average-heads)");
+    refused(gpt2, 1, gpt2 + ": a checkpoint of 28 tensors, none an attention input (expected --layer N or --layer all to "
+                          "compute a model's layer, or tensors named q, k, v or x)");
     // Nothing partial: a refused run leaves no output file.
     const auto r = attn_test::run_attn("compute " + gpt2 + " --layer 0 --ids 99 -o '" + dir.path + "/out.json'");
     CHECK(r.code == 1);

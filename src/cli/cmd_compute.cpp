@@ -131,10 +131,13 @@ int run_compute(const compute_options& c) {
     io::bundle b = gather_inputs(c.inputs.empty() ? std::string() : c.inputs.front(), c.pipeline);
     if (b.arrays.empty() && !c.inputs.empty()) {
         // A file with nothing attn can use is a data error of that file, not of the command line.
-        std::string found;
-        for (const auto& n : b.ignored) found += (found.empty() ? "" : ", ") + n;
-        throw value_error(c.inputs.front() == "-" ? "<stdin>" : c.inputs.front(),
-                          "no input arrays (expected q, k, v or x; found " + (found.empty() ? "none" : found) + ")");
+        const std::string file = c.inputs.front() == "-" ? "<stdin>" : c.inputs.front();
+        if (io::is_checkpoint_file(c.inputs.front()))
+            throw value_error(file, "a checkpoint of " + std::to_string(b.ignored.size()) +
+                                        " tensors, none an attention input (expected --layer N or --layer all to "
+                                        "compute a model's layer, or tensors named q, k, v or x)");
+        throw value_error(file, "no input arrays (expected q, k, v or x; found " +
+                                    (b.ignored.empty() ? std::string("none") : name_list(b.ignored)) + ")");
     }
     if (b.arrays.empty()) throw usage_error("attn compute", "no input " + expected_got("INPUT or --x/--q/--k/--v", "none"));
     io::document doc;

@@ -403,17 +403,22 @@ bool takes_file(const std::string& option) {
     return std::any_of(t.begin(), t.end(), [&](const auto& entry) { return entry.first == option; });
 }
 
+std::string name_list(const std::vector<std::string>& names, std::size_t most) {
+    std::string s;
+    for (std::size_t i = 0; i < names.size() && i < most; ++i) s += (i ? ", " : "") + names[i];
+    if (names.size() > most) s += ", … (" + std::to_string(names.size()) + " in all)";
+    return s;
+}
+
 io::bundle gather_inputs(const std::string& input, const pipeline_cli& c) {
     io::bundle b;
     if (!input.empty()) b = io::load_bundle(input);
     // Never a silent wrong answer: an array the file holds that attn does not use (a
     // mask under another name, bias_k of a state_dict) is named on stderr.
-    if (!b.ignored.empty()) {
-        std::string names;
-        for (const auto& n : b.ignored) names += (names.empty() ? "" : ", ") + n;
-        std::cerr << "attn: warning: " << (input == "-" ? "<stdin>" : input) << ": ignored arrays " << names
+    // A checkpoint with no attention inputs is refused by the caller, with a hint.
+    if (!b.ignored.empty() && !(b.arrays.empty() && io::is_checkpoint_file(input)))
+        std::cerr << "attn: warning: " << (input == "-" ? "<stdin>" : input) << ": ignored arrays " << name_list(b.ignored)
                   << " (not an input name; see attn compute --help)\n";
-    }
     for (const auto& [name, spec] : c.tensor_files) {
         array a = io::load_array(spec);
         auto it = std::find_if(b.arrays.begin(), b.arrays.end(), [&wanted = name](const io::named_array& n) { return n.name == wanted; });

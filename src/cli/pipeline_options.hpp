@@ -100,6 +100,9 @@ io::document run_pipeline(const std::string& input, const pipeline_cli& c, const
 /// "attn-mask", …) and the checkpoint's --config and --vocab.
 bool takes_file(const std::string& option);
 
+/// "a, b, c" — or the first `most` names and "… (N in all)" for a long list (a
+/// checkpoint's hundreds of tensors).
+std::string name_list(const std::vector<std::string>& names, std::size_t most = 8);
 /// Loads one INPUT bundle (none when `input` is empty) plus every per-tensor option,
 /// which replaces a bundle array of the same name.
 io::bundle gather_inputs(const std::string& input, const pipeline_cli& c);
