@@ -20,6 +20,7 @@
 #include "attn/io/writers.hpp"
 #include "batch.hpp"
 #include "cmd_plot.hpp"
+#include "cmd_view.hpp"
 #include "commands.hpp"
 #include "compute_options.hpp"
 #include "output_target.hpp"
@@ -30,7 +31,8 @@ namespace attn::cli {
 namespace {
 
 
-void emit(const io::document& doc, io::format f, const compute_options& c) {
+void emit(io::document& doc, io::format f, const compute_options& c) {
+    if (f == io::format::html) add_rollout(doc);  // the page of a checkpoint's layers shows their rollout, as attn view's
     io::text_style style;
     style.precision = c.precision;
     style.compact = c.compact;

@@ -14,6 +14,7 @@
 #include "attn/io/writers.hpp"
 #include "attn/pipeline.hpp"
 #include "cmd_plot.hpp"
+#include "cmd_view.hpp"
 #include "commands.hpp"
 #include "output_target.hpp"
 #include "pipeline_options.hpp"
@@ -76,6 +77,9 @@ int run_view(const view_options& c) {
         doc = run_pipeline(c.input, c.pipeline, settings);
     } else if (in.is_lone) {
         doc = std::move(in.doc);
+        // One array of rank 3 is (H, Tq, Tk): one sequence's heads (README, attn view).
+        if (in.lone.value.rank() == 3 && (!doc.meta.is_object() || !doc.meta.contains("heads")))
+            doc.meta["heads"] = in.lone.value.shape[0];
         doc.tensors.push_back({"weights", std::move(in.lone.value)});
     } else if (in.is_output) {
         doc = std::move(in.doc);
@@ -89,11 +93,41 @@ int run_view(const view_options& c) {
     // The page holds every Tq×Tk value: refuse it before any work past reading.
     io::check_array_bytes(io::view_data_bytes(doc, source), source + ": view");
     add_head_stats(doc);
+    add_rollout(doc);
+    io::check_array_bytes(io::view_data_bytes(doc, source), source + ": view");  // with the rollout's T² per item
     write_output(c.output, false, [&](std::ostream& out) { io::write_html(out, doc, source); });
     return exit_ok;
 }
 
 }  // namespace
+
+// cmd_view.hpp; the stage that `--dump rollout` gives a checkpoint run, for any layered weights.
+void add_rollout(io::document& doc) {
+    const named_array* w = nullptr;
+    for (const auto& t : doc.tensors) {
+        if (t.name == "rollout") return;
+        if (t.name == "weights") w = &t;
+    }
+    if (!w) return;
+    const array& a = w->value;
+    const bool layered = a.rank() == 5 || (io::layer_axes(doc) == 1 && a.rank() >= 3 && a.rank() <= 5);
+    if (!layered) return;
+    const std::size_t L = a.shape[0], T = a.shape[a.rank() - 2], r = a.rank() - 1;
+    if (L < 2 || T == 0 || a.shape.back() != T) return;
+    std::size_t B = 1, H = 1;
+    bool batched = r == 4;
+    if (r == 3) {
+        batched = !io::leading_axis_is_heads(doc, *w);
+        (batched ? B : H) = a.shape[1];
+    }
+    if (r == 4) B = a.shape[1], H = a.shape[2];
+    if (B == 0 || H == 0) return;
+    const std::vector<double> values = a.to_vector<double>();
+    const std::vector<double> rolled = core::rollout(values.data(), L, B, H, T, T);
+    shape_t shape{B, T, T};
+    if (!batched) shape.erase(shape.begin());
+    doc.tensors.push_back({"rollout", array::from<double>(shape, rolled.data())});
+}
 
 void setup_view(CLI::App& app, int& exit_status) {
     auto c = std::make_shared<view_options>();

@@ -92,18 +92,24 @@ std::vector<unsigned char> deflate(const std::vector<unsigned char>& raw) {
     return out;
 }
 
-/// One stage quantised: codes 0 … top−1 over [lo, hi], top = masked or not finite.
-nlohmann::ordered_json encode_stage(const document& doc, const named_array& t, int bits) {
-    const stage_dims d = dims_of(doc, t);
+/// A stage's cells that are masked: weights by masked_weights (the mask stage, else −∞
+/// scores), scores equal to --mask-fill; non-finite values are masked in every stage.
+std::vector<char> masked_cells(const document& doc, const named_array& t) {
     const array& a = t.value;
+    if (t.name == "weights") return masked_weights(doc, a);
+    std::vector<char> masked(a.size(), 0);
+    if (t.name == "scores" && doc.meta.is_object() && doc.meta.contains("mask_fill") && doc.meta["mask_fill"].is_number()) {
+        const double fill = doc.meta["mask_fill"].get<double>();
+        for (std::size_t i = 0; i < a.size(); ++i) masked[i] = a.value(i) == fill;
+    }
+    return masked;
+}
+
+/// One array quantised: codes 0 … top−1 over [lo, hi] (over [0, 1] when `unit_range`, as
+/// for weights), top = masked or not finite; deflated and base64-encoded.
+nlohmann::ordered_json encode(const std::string& name, const array& a, const stage_dims& d, std::vector<char> masked,
+                              bool unit_range, int bits) {
     const std::size_t n = a.size();
-    std::vector<char> masked(n, 0);
-    std::optional<double> fill;
-    if (doc.meta.is_object() && doc.meta.contains("mask_fill") && doc.meta["mask_fill"].is_number())
-        fill = doc.meta["mask_fill"].get<double>();
-    if (t.name == "weights") masked = masked_weights(doc, a);
-    else if (t.name == "scores" && fill)
-        for (std::size_t i = 0; i < n; ++i) masked[i] = a.value(i) == *fill;
     double lo = std::numeric_limits<double>::infinity(), hi = -lo;
     for (std::size_t i = 0; i < n; ++i) {
         const double v = a.value(i);
@@ -112,7 +118,7 @@ nlohmann::ordered_json encode_stage(const document& doc, const named_array& t, i
         lo = std::min(lo, v);
         hi = std::max(hi, v);
     }
-    if (t.name == "weights") lo = 0, hi = 1;
+    if (unit_range) lo = 0, hi = 1;
     if (!(lo <= hi)) lo = 0, hi = 1;  // everything masked
     const unsigned top = bits == 16 ? 65535u : 255u;
     std::vector<unsigned char> raw(n * static_cast<std::size_t>(bits / 8));
@@ -133,7 +139,7 @@ nlohmann::ordered_json encode_stage(const document& doc, const named_array& t, i
     int digits = 2;
     while (digits < 6 && step > 0 && std::pow(10.0, -(digits + 1)) > step) ++digits;  // no digit finer than a step
     nlohmann::ordered_json j;
-    j["name"] = t.name;
+    j["name"] = name;
     j["L"] = d.L, j["B"] = d.B, j["H"] = d.H, j["Tq"] = d.Tq, j["Tk"] = d.Tk;
     j["bits"] = bits;
     j["lo"] = lo, j["hi"] = hi;
@@ -142,6 +148,29 @@ nlohmann::ordered_json encode_stage(const document& doc, const named_array& t, i
     j["masked_code"] = top;
     j["data"] = base64(deflate(raw));
     return j;
+}
+
+nlohmann::ordered_json encode_stage(const document& doc, const named_array& t, int bits) {
+    return encode(t.name, t.value, dims_of(doc, t), masked_cells(doc, t), t.name == "weights", bits);
+}
+
+/// The `rollout` tensor ((T, T) or (B, T, T), DESIGN §4.4) shown as one more layer of the
+/// weights, or null when the document has no weights or no rollout of their size.
+const named_array* shown_rollout(const document& doc, const std::vector<const named_array*>& stages,
+                                 stage_dims* dims = nullptr) {
+    const named_array* r = nullptr;
+    for (const auto& t : doc.tensors)
+        if (t.name == "rollout") r = &t;
+    if (!r || stages.empty() || stages.front()->name != "weights" || r->value.rank() < 2 || r->value.rank() > 3)
+        return nullptr;
+    const stage_dims w = dims_of(doc, *stages.front());
+    stage_dims d;
+    d.B = r->value.rank() == 3 ? r->value.shape[0] : 1;
+    d.Tq = r->value.shape[r->value.rank() - 2];
+    d.Tk = r->value.shape.back();
+    if (d.B != w.B || d.Tq != w.Tq || d.Tk != w.Tk) return nullptr;
+    if (dims) *dims = d;
+    return r;
 }
 
 /// head_stats.* tensors (([L,]B,H) or ([L,]H)) as table rows [layer, batch, head, …].
@@ -202,6 +231,8 @@ std::size_t view_data_bytes(const document& doc, const std::string& source) {
     }
     std::size_t cells = 0;
     for (const auto* t : stages) cells += dims_of(doc, *t).cells();
+    stage_dims r;
+    if (shown_rollout(doc, stages, &r)) cells += r.cells();
     return cells * static_cast<std::size_t>(view_bits(cells) / 8);
 }
 
@@ -210,6 +241,9 @@ void write_html(std::ostream& out, const document& doc, const std::string& sourc
     const auto stages = viewed(doc);
     std::size_t cells = 0;
     for (const auto* t : stages) cells += dims_of(doc, *t).cells();
+    stage_dims rollout_dims;
+    const named_array* rollout = shown_rollout(doc, stages, &rollout_dims);
+    if (rollout) cells += rollout_dims.cells();
     const int bits = view_bits(cells);
 
     nlohmann::ordered_json data;
@@ -217,6 +251,9 @@ void write_html(std::ostream& out, const document& doc, const std::string& sourc
     data["tokens_kv"] = doc.tokens_kv;
     data["stages"] = nlohmann::ordered_json::array();
     for (const auto* t : stages) data["stages"].push_back(encode_stage(doc, *t, bits));
+    // Rollout rows sum to 1 (Abnar & Zuidema 2020): coloured over [0, 1] as weights are.
+    data["rollout"] = rollout ? encode("rollout", rollout->value, rollout_dims, std::vector<char>(rollout->value.size(), 0), true, bits)
+                              : nlohmann::ordered_json();
     data["head_stats"] = head_stat_rows(doc);
     nlohmann::ordered_json lut = nlohmann::ordered_json::array();
     for (int k = 0; k < 256; ++k) {
@@ -253,7 +290,12 @@ void write_html(std::ostream& out, const document& doc, const std::string& sourc
         << " bits: each stage linearly over its range (weights over [0, 1]) in " << levels
         << " levels, so a shown value is within half a step (weights: " << general_number(0.5 / (bits == 16 ? 65534 : 254), 2)
         << ") of the computed one. Masked cells (−∞ scores) are grey, hatched when large; overviews average "
-           "blocks of cells.</p>\n"
+           "blocks of cells."
+        << (rollout ? " The last layer of the weights, “rollout”, is attention rollout (Abnar &amp; Zuidema 2020): "
+                      "Â = ½·mean<sub>h</sub>(A) + ½·I per layer with rows renormalised, R = Â<sub>L</sub> ⋯ Â<sub>1</sub>, "
+                      "the same for every head."
+                    : "")
+        << "</p>\n"
         << "<div id=\"where\"></div><div id=\"hover\"></div>\n"
            "<div class=\"panes\"><canvas id=\"heatmap\"></canvas><canvas id=\"lines\"></canvas>"
            "<div><h2>All heads</h2><canvas id=\"grid\"></canvas></div></div>\n"

@@ -22,7 +22,7 @@ const char* const* view_stages();
 int view_bits(std::size_t cells);
 
 /// The bytes of stage data the page will embed before compression (cells × bits/8, all
-/// stages), to check against --max-bytes before any work.
+/// stages and the rollout it shows), to check against --max-bytes before any work.
 /// Throws value_error(source, "no Tq×Tk stage to view (expected weights, scores, scaled
 /// or qk; found …)") when `doc` holds none, shape_error for a stage whose rank does not
 /// fit (2 to 4, plus a layer axis).
@@ -31,7 +31,9 @@ std::size_t view_data_bytes(const document& doc, const std::string& source);
 /// Writes the page. Each stage is quantised linearly over its finite range (weights over
 /// [0, 1]) to view_bits levels, the top code meaning masked (a −∞ score, the `mask`
 /// stage's False, or a non-finite value), deflated (zlib) and base64-encoded; the page
-/// states the quantisation. `head_stats.*` tensors in `doc` fill the head table.
+/// states the quantisation. `head_stats.*` tensors in `doc` fill the head table. A
+/// `rollout` tensor ((T, T) or (B, T, T), of the weights' batch and size) is shown as one
+/// more layer of the weights, the same for every head (issue 16).
 /// Throws as view_data_bytes, io_error when `out` fails.
 void write_html(std::ostream& out, const document& doc, const std::string& source);
 
