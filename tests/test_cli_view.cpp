@@ -1,8 +1,16 @@
 // attn view's refusals (issue 16): one line, exit 1 for data, 2 for options, no partial page.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <zlib.h>
+
+#include "attn/io/npy.hpp"
 
 #include "cli_util.hpp"
 #include "scratch_dir.hpp"
@@ -37,4 +45,148 @@ TEST_CASE("view refusals: no Tq×Tk stage, over --max-bytes, options that do not
     r = attn_test::run_attn("view '" + d + "/w.npz' -o '" + d + "/v.html'");
     CHECK_MESSAGE(r.code == 0, r.err);
     CHECK(attn_test::slurp(d + "/v.html").rfind("<!DOCTYPE html>", 0) == 0);
+}
+
+namespace {
+
+using nlohmann::json;
+
+void write_npy_file(const std::string& path, attn::shape_t shape, const std::vector<double>& v) {
+    std::ofstream f(path, std::ios::binary);
+    attn::io::write_npy(f, attn::array::from<double>(shape, v.data()));
+}
+
+/// The data block of a page (src/io/html.cpp): stages and rollout with their codes
+/// decoded (base64, then zlib's inflate) into "codes".
+json page_data(const std::string& page) {
+    const std::string open = "<script type=\"application/json\" id=\"attn-data\">";
+    const std::size_t at = page.find(open);
+    REQUIRE(at != std::string::npos);
+    const std::size_t start = at + open.size();
+    json d = json::parse(page.substr(start, page.find("</script>", start) - start));
+    const auto decode = [](json& st) {
+        static const std::string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        const std::string b64 = st.at("data").get<std::string>();
+        std::vector<unsigned char> z;
+        unsigned bits = 0, acc = 0;
+        for (char c : b64) {
+            if (c == '=') break;
+            acc = (acc << 6) | static_cast<unsigned>(alphabet.find(c));
+            bits += 6;
+            if (bits >= 8) z.push_back(static_cast<unsigned char>((acc >> (bits -= 8)) & 0xff));
+        }
+        const std::size_t n = st.at("L").get<std::size_t>() * st.at("B").get<std::size_t>() * st.at("H").get<std::size_t>() *
+                              st.at("Tq").get<std::size_t>() * st.at("Tk").get<std::size_t>();
+        const int bytes = st.at("bits").get<int>() / 8;
+        std::vector<unsigned char> raw(n * bytes);
+        uLongf size = raw.size();
+        REQUIRE(uncompress(raw.data(), &size, z.data(), z.size()) == Z_OK);
+        REQUIRE(size == raw.size());
+        std::vector<unsigned> codes(n);
+        for (std::size_t i = 0; i < n; ++i) codes[i] = bytes == 2 ? raw[2 * i] | (raw[2 * i + 1] << 8) : raw[i];
+        st["codes"] = codes;
+    };
+    for (auto& st : d.at("stages")) decode(st);
+    if (!d.at("rollout").is_null()) decode(d.at("rollout"));
+    return d;
+}
+
+/// A code back to its value (the page's cell()): lo + code/(top − 1)·(hi − lo).
+double value_of(const json& st, std::size_t i) {
+    const double top = st.at("masked_code").get<double>();
+    return st.at("lo").get<double>() + st.at("codes")[i].get<double>() / (top - 1) * (st.at("hi").get<double>() - st.at("lo").get<double>());
+}
+
+/// Attention rollout by plain loops (Abnar & Zuidema 2020): w is (L, H, T, T).
+std::vector<double> naive_rollout(const std::vector<double>& w, std::size_t L, std::size_t H, std::size_t T) {
+    std::vector<double> r(T * T, 0.0);
+    for (std::size_t i = 0; i < T; ++i) r[i * T + i] = 1;
+    for (std::size_t l = 0; l < L; ++l) {
+        std::vector<double> a(T * T, 0.0), next(T * T, 0.0);
+        for (std::size_t i = 0; i < T; ++i) {
+            double sum = 0;
+            for (std::size_t j = 0; j < T; ++j) {
+                double mean = 0;
+                for (std::size_t h = 0; h < H; ++h) mean += w[((l * H + h) * T + i) * T + j] / static_cast<double>(H);
+                a[i * T + j] = 0.5 * mean + (i == j ? 0.5 : 0.0);
+                sum += a[i * T + j];
+            }
+            for (std::size_t j = 0; j < T; ++j) a[i * T + j] /= sum;
+        }
+        for (std::size_t i = 0; i < T; ++i)
+            for (std::size_t j = 0; j < T; ++j)
+                for (std::size_t k = 0; k < T; ++k) next[i * T + j] += a[i * T + k] * r[k * T + j];
+        r = next;
+    }
+    return r;
+}
+
+std::vector<double> flat(const json& nested) {
+    std::vector<double> out;
+    if (!nested.is_array()) {
+        out.push_back(nested.is_number() ? nested.get<double>() : std::nan(""));
+        return out;
+    }
+    for (const auto& e : nested)
+        for (double v : flat(e)) out.push_back(v);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("view of a checkpoint with --layer all: (L, H, T, T) weights of one sequence, every layer and head, and their rollout") {
+    attn_test::scratch_dir dir;
+    // data/gpt2-tiny/config.json: n_layer 2, n_head 4; 5 ids, one sequence (no batch axis).
+    const std::string args = "data/gpt2-tiny/model.safetensors --layer all --ids 1,2,3,4,5";
+    auto r = attn_test::run_attn("compute " + args + " --dump weights --compact");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    const std::vector<double> w = flat(json::parse(r.out).at("weights"));
+    REQUIRE(w.size() == 2 * 4 * 5 * 5);
+    for (const std::string cmd : {"view " + args + " -o '" + dir.path + "/v.html'", "compute " + args + " --format html -o '" + dir.path + "/v.html'"}) {
+        CAPTURE(cmd);
+        r = attn_test::run_attn(cmd);
+        REQUIRE_MESSAGE(r.code == 0, r.err);
+        const json d = page_data(attn_test::slurp(dir.path + "/v.html"));
+        const json& st = d.at("stages")[0];
+        CHECK(st.at("name") == "weights");
+        CHECK(json{st.at("L"), st.at("B"), st.at("H"), st.at("Tq"), st.at("Tk")} == json{2, 1, 4, 5, 5});
+        CHECK(d.at("head_stats").at("rows").size() == 2 * 4);
+        // Every weight within half a quantisation step (16 bits over [0, 1]); causal: masked above the diagonal.
+        const double half_step = 0.5 / 65534;
+        for (std::size_t i = 0; i < w.size(); ++i) {
+            const bool above = (i % 5) > (i / 5) % 5;
+            CHECK((st.at("codes")[i] == st.at("masked_code")) == above);
+            if (!above) CHECK(std::abs(value_of(st, i) - w[i]) <= half_step * 1.01);
+        }
+        // The rollout, one (T, T) matrix, against plain loops over the weights.
+        const json& ro = d.at("rollout");
+        REQUIRE(ro.is_object());
+        CHECK(json{ro.at("L"), ro.at("B"), ro.at("H"), ro.at("Tq"), ro.at("Tk")} == json{1, 1, 1, 5, 5});
+        const std::vector<double> want = naive_rollout(w, 2, 4, 5);
+        for (std::size_t i = 0; i < want.size(); ++i) CHECK(std::abs(value_of(ro, i) - want[i]) <= half_step * 1.01);
+    }
+}
+
+TEST_CASE("view of one array: rank 3 is (H, Tq, Tk), rank 5 (L, B, H, Tq, Tk) with its rollout") {
+    attn_test::scratch_dir dir;
+    const std::string d = dir.path;
+    // (2, 3, 3): two heads of one sequence, not two batch items.
+    write_npy_file(d + "/h.npy", {2, 3, 3}, std::vector<double>(18, 1.0 / 3));
+    auto r = attn_test::run_attn("view '" + d + "/h.npy' -o '" + d + "/h.html'");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    json st = page_data(attn_test::slurp(d + "/h.html")).at("stages")[0];
+    CHECK(json{st.at("L"), st.at("B"), st.at("H")} == json{1, 1, 2});
+    CHECK(page_data(attn_test::slurp(d + "/h.html")).at("rollout").is_null());
+
+    // (2, 1, 1, 10, 10): two layers of one head.
+    write_npy_file(d + "/l.npy", {2, 1, 1, 10, 10}, std::vector<double>(200, 0.1));
+    r = attn_test::run_attn("view '" + d + "/l.npy' -o '" + d + "/l.html'");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    const json page = page_data(attn_test::slurp(d + "/l.html"));
+    st = page.at("stages")[0];
+    CHECK(json{st.at("L"), st.at("B"), st.at("H"), st.at("Tq"), st.at("Tk")} == json{2, 1, 1, 10, 10});
+    const json& ro = page.at("rollout");
+    CHECK(json{ro.at("B"), ro.at("Tq"), ro.at("Tk")} == json{1, 10, 10});
+    const std::vector<double> want = naive_rollout(std::vector<double>(200, 0.1), 2, 1, 10);
+    for (std::size_t i = 0; i < 100; ++i) CHECK(std::abs(value_of(ro, i) - want[i]) <= 0.5 / 65534 * 1.01);
 }

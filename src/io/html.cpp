@@ -232,8 +232,8 @@ std::size_t view_data_bytes(const document& doc, const std::string& source) {
     std::size_t cells = 0;
     for (const auto* t : stages) cells += dims_of(doc, *t).cells();
     stage_dims r;
-    if (shown_rollout(doc, stages, &r)) cells += r.cells();
-    return cells * static_cast<std::size_t>(view_bits(cells) / 8);
+    const std::size_t rollout = shown_rollout(doc, stages, &r) ? r.cells() : 0;  // stored as the stages are
+    return (cells + rollout) * static_cast<std::size_t>(view_bits(cells) / 8);
 }
 
 void write_html(std::ostream& out, const document& doc, const std::string& source) {
@@ -241,10 +241,9 @@ void write_html(std::ostream& out, const document& doc, const std::string& sourc
     const auto stages = viewed(doc);
     std::size_t cells = 0;
     for (const auto* t : stages) cells += dims_of(doc, *t).cells();
+    const int bits = view_bits(cells);  // of the stages: the rollout, 1/(L·H) of the weights, follows them
     stage_dims rollout_dims;
     const named_array* rollout = shown_rollout(doc, stages, &rollout_dims);
-    if (rollout) cells += rollout_dims.cells();
-    const int bits = view_bits(cells);
 
     nlohmann::ordered_json data;
     data["tokens"] = doc.tokens;
