@@ -145,11 +145,12 @@ void setup_view(CLI::App& app, int& exit_status) {
     sub->add_option("-o,--output", c->output, "The page to write (atomically), .html; default stdout")->group("View");
     sub->footer(
         "The page needs no network: script, styles and data are inline. Values are stored quantised "
-        "(16 bits, or 8 above 16 Mi cells), as the page says.\n\n"
+        "(16 bits, or 8 above 16 Mi cells), as the page says. Weights of several layers also show their "
+        "attention rollout (Abnar & Zuidema 2020) as one more layer.\n\n"
         "Examples:\n"
-        "  attn view data/notebook.npz --mask causal --tokens \"my name is Aj\" -o view.html\n"
+        "  attn view data/notebook.npz --mask causal --tokens \"my name is Aj\" -o v.html\n"
         "  attn view out.npz -o view.html\n"
-        "  attn view data/gpt2-tiny/model.safetensors --layer all --ids 11,12,13 -o v.html");
+        "  attn view data/gpt2-tiny/model.safetensors --layer all --ids 1,2,3 -o v.html");
     sub->callback([c, &exit_status]() { exit_status = run_view(*c); });
 }
 

@@ -250,9 +250,16 @@ void write_html(std::ostream& out, const document& doc, const std::string& sourc
     data["tokens_kv"] = doc.tokens_kv;
     data["stages"] = nlohmann::ordered_json::array();
     for (const auto* t : stages) data["stages"].push_back(encode_stage(doc, *t, bits));
-    // Rollout rows sum to 1 (Abnar & Zuidema 2020): coloured over [0, 1] as weights are.
-    data["rollout"] = rollout ? encode("rollout", rollout->value, rollout_dims, std::vector<char>(rollout->value.size(), 0), true, bits)
-                              : nlohmann::ordered_json();
+    // Rollout rows sum to 1 (Abnar & Zuidema 2020): coloured over [0, 1] as weights are. An
+    // exact 0 is a key no path through the layers reaches (above a causal diagonal):
+    // drawn as masked, as a weight of exactly 0 is when there are no scores.
+    nlohmann::ordered_json rolled;
+    if (rollout) {
+        std::vector<char> unreached(rollout->value.size());
+        for (std::size_t i = 0; i < unreached.size(); ++i) unreached[i] = rollout->value.value(i) == 0;
+        rolled = encode("rollout", rollout->value, rollout_dims, std::move(unreached), true, bits);
+    }
+    data["rollout"] = rolled;
     data["head_stats"] = head_stat_rows(doc);
     nlohmann::ordered_json lut = nlohmann::ordered_json::array();
     for (int k = 0; k < 256; ++k) {
