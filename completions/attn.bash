@@ -61,7 +61,7 @@ _attn() {
         COMPREPLY=($(compgen -W "512M 1G 2G 4G" -- "$cur"))
         return
     fi
-    if [[ $sub == compute || $sub == plot ]]; then
+    if [[ $sub == compute || $sub == plot || $sub == view ]]; then
         case $prev in
             --mask) _attn_comma_list "none causal padding"; return ;;
             --dump) _attn_comma_list "$_attn_stages"; return ;;

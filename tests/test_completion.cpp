@@ -152,3 +152,23 @@ TEST_CASE("completion: head_stats, --sink-k, attn rollout and compare --per-head
           "--per-head\n"
           "table json\n");
 }
+
+TEST_CASE("completion: attn view is offered with the values of the compute options it takes") {
+    if (std::system("command -v bash >/dev/null 2>&1") != 0) return;
+    const attn_test::scratch_dir scratch;
+    std::string script = completion_prelude();
+    const std::string attn = std::string("'") + ATTN_BINARY + "'";
+    script += "complete_line " + attn + " vi\n";
+    script += "complete_line " + attn + " view --lay\n";
+    script += "complete_line " + attn + " view --layer ''\n";
+    script += "complete_line " + attn + " view --mask c\n";
+    script += "complete_line " + attn + " view --max-bytes ''\n";
+    attn_test::spit(scratch.path + "/complete.sh", script);
+    REQUIRE(std::system(("bash '" + scratch.path + "/complete.sh' >'" + scratch.path + "/out' 2>&1").c_str()) == 0);
+    CHECK(attn_test::slurp(scratch.path + "/out") ==
+          "view\n"
+          "--layer\n"
+          "0 1 all\n"
+          "causal\n"
+          "512M 1G 2G 4G\n");
+}
