@@ -97,7 +97,8 @@ TEST_CASE("view in chromium: loads with no network and no error, the head select
     auto r = attn_test::run_attn("view '" + dir.path + "/w.npy' --tokens 'a b c' -o '" + dir.path + "/w.html'");
     REQUIRE_MESSAGE(r.code == 0, r.err);
     const std::string page = attn_test::slurp(dir.path + "/w.html");
-    CHECK(page.find("Content-Security-Policy") != std::string::npos);
+    CHECK(page.find("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; "
+                    "style-src 'unsafe-inline'; img-src data:\">") != std::string::npos);
     CHECK(page.find("http://") == std::string::npos);
     CHECK(page.find("https://") == std::string::npos);
     CHECK(page.find(" src=") == std::string::npos);
@@ -114,6 +115,13 @@ TEST_CASE("view in chromium: loads with no network and no error, the head select
     got = browse(dir.path + "/w.html", {{"head", 0}, {"row", 0}, {"col", 2}}, dir.path + "/profile");
     CHECK(got.at("before") == rgb(attn::io::masked_color));
     CHECK(got.at("hover") == "query 0 \"a\" → key 2 \"c\": weights masked");
+
+    // The check can fail: the same page with an image from the network added reports it.
+    std::string tampered = page;
+    tampered.insert(tampered.rfind("</body>"), "<img src=\"http://example.com/a.png\">");
+    attn_test::spit(dir.path + "/t.html", tampered);
+    got = browse(dir.path + "/t.html", {{"row", 0}, {"col", 0}}, dir.path + "/profile");
+    CHECK(got.at("errors") == json{"CSP blocked http://example.com/a.png (img-src)"});
 }
 
 TEST_CASE("view in chromium: a computed page shows the score before softmax on hover") {

@@ -285,7 +285,7 @@ void write_html(std::ostream& out, const document& doc, const std::string& sourc
     const std::string levels = bits == 16 ? "65535" : "255";
     out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; "
-           "style-src 'unsafe-inline'; img-src data: blob:\">\n"
+           "style-src 'unsafe-inline'; img-src data:\">\n"
         << "<title>attn view: " << escape_html(source) << "</title>\n<style>" << view_css << "</style></head>\n<body>\n"
         << "<h1>attn view: " << escape_html(source) << "</h1>\n"
         << "<div class=\"controls\"><label>stage <select id=\"stage\"></select></label>"
