@@ -221,8 +221,12 @@ TEST_CASE("view in chromium: layers of (L, B, H, Tq, Tk) weights, the mean of he
     CHECK(got.at("grid_colour") == lut(0.9));
     CHECK(got.at("stats_rows") == 4);
 
-    // The mean of the heads: (0.5 + 0.9) / 2 at layer 0.
-    got = browse(page, {{"head", -1}, {"row", 1}, {"col", 0}}, dir.path + "/profile");
+    CHECK(got.at("shown") == json{"heatmap"});
+
+    // The mean of the heads: (0.5 + 0.9) / 2 at layer 0; and the line view draws it without error.
+    got = browse(page, {{"head", -1}, {"mode", "lines"}, {"row", 1}, {"col", 0}}, dir.path + "/profile");
+    CHECK(got.at("errors") == json::array());
+    CHECK(got.at("shown") == json{"lines"});
     CHECK(got.at("after") == lut(0.7));
     CHECK(got.at("hover") == "query 1 \"1\" → key 0 \"0\": weights 0.7000");
     CHECK(got.at("where") == "weights · layer 0 · mean of 2 heads");
