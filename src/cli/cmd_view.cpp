@@ -122,8 +122,10 @@ void add_rollout(io::document& doc) {
     }
     if (r == 4) B = a.shape[1], H = a.shape[2];
     if (B == 0 || H == 0) return;
-    const std::vector<double> values = a.to_vector<double>();
-    const std::vector<double> rolled = core::rollout(values.data(), L, B, H, T, T);
+    // float32 weights (what attn computes) are read in place, as attn rollout reads them.
+    const std::vector<double> rolled = a.type == dtype::f4 && !a.data.empty()
+                                           ? core::rollout(reinterpret_cast<const float*>(a.data.data()), L, B, H, T, T)
+                                           : core::rollout(a.to_vector<double>().data(), L, B, H, T, T);
     shape_t shape{B, T, T};
     if (!batched) shape.erase(shape.begin());
     doc.tensors.push_back({"rollout", array::from<double>(shape, rolled.data())});
