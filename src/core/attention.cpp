@@ -13,7 +13,7 @@
 
 #include "attn/error.hpp"
 #include "blas.hpp"
-#include "rowops.hpp"
+#include "isa.hpp"
 
 namespace attn::core {
 
@@ -79,8 +79,8 @@ std::size_t block_key_begin(const mask<T>& m, std::size_t b, std::size_t i0, std
 /// visible key: on a causal diagonal the GEMMs skip most of the masked triangle (T=512,
 /// blocks of 256: a quarter of all the work) instead of computing it to throw away.
 template <class T>
-void materialise_block(const block_job<T>& job, const dims& d, const mask<T>& m, const attention_options& o,
-                       attention_result<T>& r, bool full_rows) {
+void materialise_block(const detail::row_kernels<T>& ops, const block_job<T>& job, const dims& d, const mask<T>& m,
+                       const attention_options& o, attention_result<T>& r, bool full_rows) {
     constexpr std::size_t chunk_rows = 64;
     // chunk_end holds one entry per chunk of a block of at most materialise_rows rows.
     static_assert(materialise_rows % chunk_rows == 0, "a block must split into whole chunks");
@@ -138,7 +138,7 @@ void materialise_block(const block_job<T>& job, const dims& d, const mask<T>& m,
         T* srow = S + row * ld;
         if (o.keep_qk) {
             std::copy_n(srow, n, &r.qk(job.b, job.h, i, 0));
-            detail::multiply(srow, n, scale);
+            ops.multiply(srow, n, scale);
         }
         softcap_row(srow, n, static_cast<T>(o.softcap));
         if (o.keep_scaled) std::copy_n(srow, n, &r.scaled(job.b, job.h, i, 0));
@@ -153,17 +153,17 @@ void materialise_block(const block_job<T>& job, const dims& d, const mask<T>& m,
         fully_masked[row] = full;
         const T sink = o.sinks.empty() ? -std::numeric_limits<T>::infinity() : static_cast<T>(o.sinks[job.h]);
         const T lse = full ? softmax_row(scores, srow, n, true, o.rows)
-                           : detail::softmax_values(scores, srow, n, &previous, sink);
-        previous.finish();
+                           : ops.softmax_values(scores, srow, n, &previous, sink);
+        ops.copy_finish(previous);
         if (o.keep_lse) r.lse(job.b, job.h, i) = lse;
         if (o.keep_weights) {
             T* weights = &r.weights(job.b, job.h, i, 0);
-            previous = detail::spread_copy<T>(srow, weights, n);
+            ops.copy_start(previous, srow, weights, n);
             std::fill(weights + n, weights + d.Tk, full && o.rows == masked_rows::nan ? nan : T(0));
         }
     }
-    previous.finish();
-    detail::store_fence();
+    ops.copy_finish(previous);
+    ops.store_fence();
     if (d.Dv == 0) return;
     // weights·V in the same pieces as Q·Kᵀ: the keys past a chunk's end have weight 0.
     const auto dv = static_cast<int>(d.Dv);
@@ -189,8 +189,8 @@ void materialise_block(const block_job<T>& job, const dims& d, const mask<T>& m,
 /// thread is one score tile of at most 256×512; key blocks past every row's visible end
 /// are skipped.
 template <class T>
-void stream_block(const block_job<T>& job, const dims& d, const mask<T>& m, const attention_options& o,
-                  attention_result<T>& r, bool inf_fill) {
+void stream_block(const detail::row_kernels<T>& ops, const block_job<T>& job, const dims& d, const mask<T>& m,
+                  const attention_options& o, attention_result<T>& r, bool inf_fill) {
     constexpr T neg_inf = -std::numeric_limits<T>::infinity();
     // Key blocks hidden from every row of the block (causal, window, documents) are
     // skipped: a window W costs O(Tq·W).
@@ -220,10 +220,10 @@ void stream_block(const block_job<T>& job, const dims& d, const mask<T>& m, cons
                 continue;
             }
             seen[row] = 1;
-            const T m_new = std::max(run_max[row], detail::row_max(srow, n));
+            const T m_new = std::max(run_max[row], ops.row_max(srow, n));
             const T correction = run_max[row] == neg_inf ? T(0) : std::exp(run_max[row] - m_new);
-            run_sum[row] = run_sum[row] * correction + detail::exp_sum(srow, srow, n, m_new);
-            if (correction != T(1)) detail::multiply(job.out + row * d.Dv, d.Dv, correction);
+            run_sum[row] = run_sum[row] * correction + ops.exp_sum(srow, srow, n, m_new, nullptr);
+            if (correction != T(1)) ops.multiply(job.out + row * d.Dv, d.Dv, correction);
             run_max[row] = m_new;
         }
         if (d.Dv > 0)
@@ -239,7 +239,7 @@ void stream_block(const block_job<T>& job, const dims& d, const mask<T>& m, cons
             if (o.keep_lse) r.lse(job.b, job.h, i) = neg_inf;
             continue;
         }
-        detail::divide(out, d.Dv, run_sum[row]);
+        ops.divide(out, d.Dv, run_sum[row]);
         if (o.keep_lse) r.lse(job.b, job.h, i) = run_max[row] + std::log(run_sum[row]);
     }
 }
@@ -262,6 +262,7 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
                               const attention_options& o) {
     const std::size_t B = q.shape(0), Hq = q.shape(1), Tq = q.shape(2), Dk = q.shape(3);
     const std::size_t Hkv = k.shape(1), Tk = k.shape(2), Dv = v.shape(3);
+    const detail::row_kernels<T>& ops = detail::row_ops<T>();  // throws for a bad ATTN_ISA
     attention_result<T> r = allocate_result(q, k, v, m, o);
     const std::size_t group = Hq / Hkv;
     const bool inf_fill = std::isinf(m.fill) && m.fill < 0;
@@ -309,9 +310,9 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
                                v.data() + (b * Hkv + h / group) * Tk * Dv,
                                r.output.data() + ((b * Hq + h) * Tq + i0) * Dv};
         if (materialise)
-            materialise_block(job, d, m, o, r, full_rows);
+            materialise_block(ops, job, d, m, o, r, full_rows);
         else
-            stream_block(job, d, m, o, r, inf_fill);
+            stream_block(ops, job, d, m, o, r, inf_fill);
     }
     return r;
 }
