@@ -186,6 +186,90 @@ TEST_CASE_TEMPLATE("the exp of every path is within one ulp of expl over the sof
     }
 }
 
+TEST_CASE("the float32 exp2 of every path is within one ulp of exp2l, and avx2 equals avx512 bit for bit") {
+    // Every 97th float in [−150, 129] (both signs; subnormal results and overflow included).
+    std::vector<float> x;
+    for (std::uint32_t bits = 0; bits < 0xFF800000u; bits += 97) {
+        float f;
+        std::memcpy(&f, &bits, sizeof f);
+        if (f >= -150.0f && f <= 129.0f) x.push_back(f);
+    }
+    x.insert(x.end(), {0.0f, -0.0f, -INFINITY, INFINITY, NAN, 128.0f, -149.0f, -150.0f, -150.5f, 1.0f, -1.0f});
+    CHECK(x.size() > 4000000u);
+    std::vector<std::vector<float>> results;
+    for (isa p : cpu_paths()) {
+        const std::string path_name = isa_name(p);
+        CAPTURE(path_name);
+        std::vector<float> y(x.size());
+        row_ops<float>(p).exp2(x.data(), y.data(), x.size());
+        double worst = 0;
+        float worst_x = 0;
+        for (std::size_t i = 0; i < x.size(); ++i) {
+            if (std::isnan(x[i])) {
+                CHECK(std::isnan(y[i]));
+                continue;
+            }
+            const double e = ulp_error(y[i], exp2l(static_cast<long double>(x[i])));
+            if (e > worst) worst = e, worst_x = x[i];
+        }
+        CAPTURE(worst_x);
+        CHECK(worst < 1.0);
+        results.push_back(y);
+    }
+    const std::size_t n = x.size();
+    for (const auto& y : results) {
+        CHECK(y[n - 11] == 1.0f);                     // 2^0
+        CHECK(y[n - 10] == 1.0f);                     // 2^-0
+        CHECK(same_bits(y[n - 9], 0.0f));             // 2^-inf
+        CHECK(y[n - 8] == INFINITY);                  // 2^inf
+        CHECK(std::isnan(y[n - 7]));
+        CHECK(y[n - 6] == INFINITY);                  // 2^128 overflows
+        CHECK(y[n - 5] == std::ldexp(1.0f, -149));    // the smallest subnormal
+        CHECK(same_bits(y[n - 4], 0.0f));             // 2^-150 rounds to even: 0
+        CHECK(same_bits(y[n - 3], 0.0f));
+    }
+    if (cpu_has_both_vector_paths())
+        CHECK(std::memcmp(results[1].data(), results[2].data(), n * sizeof(float)) == 0);
+}
+
+TEST_CASE("softmax in base 2 (float32): close to the natural softmax of s, avx2 equals avx512 bit for bit") {
+    const float log2e = 1.44269504f;
+    for (const auto& row : random_rows<float>(9)) {
+        const std::size_t n = row.size();
+        CAPTURE(n);
+        std::vector<float> row2(n);
+        for (std::size_t j = 0; j < n; ++j) row2[j] = row[j] * log2e;
+        const float sink = n % 2 ? 1.5f : -INFINITY;
+        long double m = sink, sum = 0;
+        for (float v : row) m = std::max<long double>(m, v);
+        sum = expl(static_cast<long double>(sink) - m);
+        for (float v : row) sum += expl(static_cast<long double>(v) - m);
+        std::vector<std::vector<float>> weights;
+        std::vector<float> lse;
+        for (isa p : cpu_paths()) {
+            const std::string path_name = isa_name(p);
+            CAPTURE(path_name);
+            std::vector<float> w(n);
+            lse.push_back(row_ops<float>(p).softmax_values_base2(row2.data(), w.data(), n, nullptr, sink * log2e));
+            for (std::size_t j = 0; j < n; ++j) {
+                const long double exact = expl(row[j] - m) / sum;
+                // the rounding of s·log2(e) as well: |s − m| more units of eps
+                const double tol = (6.0 + static_cast<double>(n) / 16 + 2 * std::fabs(double(row[j] - m))) * 0x1p-23;
+                if (std::isinf(row[j]))
+                    CHECK(same_bits(w[j], 0.0f));
+                else
+                    CHECK(std::fabs(w[j] - exact) <= tol * exact + 1e-45);
+            }
+            CHECK(std::fabs(lse.back() - (m + logl(sum))) <= 1e-5 * (std::fabs(m) + 1));
+            weights.push_back(w);
+        }
+        if (cpu_has_both_vector_paths()) {
+            CHECK(weights[1] == weights[2]);
+            CHECK(same_bits(lse[1], lse[2]));
+        }
+    }
+}
+
 TEST_CASE_TEMPLATE("exp special values on every path: 1, 0, NaN, overflow to +inf, subnormals", T, float, double) {
     for (isa p : cpu_paths()) {
         const std::string path_name = isa_name(p);

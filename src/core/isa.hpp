@@ -70,6 +70,13 @@ struct row_kernels {
     /// Orders earlier non-temporal stores before later stores (sfence); call it before
     /// another thread reads what a spread copy wrote.
     void (*store_fence)();
+    /// float32 only (nullptr for float64): exp_sum and softmax_values on scores in base-2
+    /// units, s·log2(e), with 2^x in place of e^x (sink in base-2 units too); the log-sum-exp
+    /// returned is still natural. Used when the GEMM can fold log2(e) into its scale.
+    T (*exp_sum_base2)(const T* x, T* out, std::size_t n, T shift, spread_copy<T>* copy);
+    T (*softmax_values_base2)(const T* scores, T* weights, std::size_t n, spread_copy<T>* previous, T sink);
+    /// float32 only: out[j] = 2^x[j] (for the accuracy tests).
+    void (*exp2)(const T* x, T* out, std::size_t n);
 };
 
 /// The row loops of `path`. The caller must have checked missing_features(path) == "".
