@@ -82,7 +82,13 @@ int main(int argc, char** argv) {
     app.add_option("--reps", reps);
     app.add_option("--threads", threads);
     app.add_option("--sgemm", sgemm, "Instead: time an N×N×N sgemm on --threads OpenBLAS threads");
+    bool isa = false;
+    app.add_flag("--isa", isa, "Instead: print the kernel path (core::kernel_isa; ATTN_ISA forces one)");
     CLI11_PARSE(app, argc, argv);
+    if (isa) {
+        std::printf("%s\n", attn::core::kernel_isa());
+        return 0;
+    }
     if (sgemm) {
         openblas_set_num_threads(threads);
         std::vector<float> a(sgemm * sgemm, 1.0f), b(sgemm * sgemm, 0.5f), c(sgemm * sgemm);

@@ -16,10 +16,15 @@ packages=(
   clang libclang-rt-dev libomp-dev     # fuzz targets and their CI corpus replay (clang++, libFuzzer)
   llvm                                 # llvm-ar, which CMake picks for clang's static libraries
   help2man                             # the attn(1) man page, generated from --help
+  qemu-user                            # ctest qemu_haswell_cli: attn on an emulated AVX2 CPU without AVX-512
 )
 # Fixture generation and benchmark baselines (run with /usr/bin/python3); not needed to build or test.
 if [[ "${ATTN_SETUP_PYTHON:-0}" == 1 ]]; then
   packages+=(python3-numpy python3-torch hyperfine time)
+  # ONNX Runtime in scripts/bench: python3-onnx writes the Attention models, node runs
+  # onnxruntime-node from npm (below; a node that brings its own npm is kept).
+  packages+=(python3-onnx)
+  command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 fi
 
 sudo=""
@@ -32,5 +37,14 @@ done
 if ((${#missing[@]})); then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+if [[ "${ATTN_SETUP_PYTHON:-0}" == 1 ]]; then
+  # Its CPU library ships inside the package; the install script only downloads GPU
+  # parts (and fails offline), hence --ignore-scripts. scripts/bench looks here.
+  ort_dir="$(cd "$(dirname "$0")/.." && pwd)/build-ort"
+  if [[ ! -d "$ort_dir/node_modules/onnxruntime-node" ]]; then
+    mkdir -p "$ort_dir"
+    (cd "$ort_dir" && npm install --silent --no-audit --no-fund --ignore-scripts onnxruntime-node@1.30.0)
+  fi
 fi
 echo "setup: all packages present"

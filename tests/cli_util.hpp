@@ -53,7 +53,10 @@ inline run_result run_attn(const std::string& args, const std::string& input = "
     static int counter = 0;
     const std::string base = std::string("/tmp/attn-run-") + std::to_string(getpid()) + "-" + std::to_string(counter++);
     spit(base + ".in", input);
-    const std::string cmd = std::string("cd '") + ATTN_SOURCE_DIR + "' && " + prefix + "'" + ATTN_BINARY + "' " + args +
+    // ATTN_TEST_WRAPPER runs attn through a command, e.g. an emulated CPU (tests/CMakeLists.txt).
+    const char* wrapper = std::getenv("ATTN_TEST_WRAPPER");
+    const std::string wrap = wrapper && *wrapper ? std::string(wrapper) + " " : "";
+    const std::string cmd = std::string("cd '") + ATTN_SOURCE_DIR + "' && " + prefix + wrap + "'" + ATTN_BINARY + "' " + args +
                             " <'" + base + ".in' >'" + base + ".out' 2>'" + base + ".err'";
     const int status = std::system(cmd.c_str());
     run_result r;

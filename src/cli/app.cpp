@@ -9,6 +9,7 @@
 #include <new>
 #include <unistd.h>
 
+#include "attn/core/softmax.hpp"
 #include "attn/error.hpp"
 #include "attn/io/output.hpp"
 #include "commands.hpp"
@@ -102,6 +103,8 @@ int main(int argc, char** argv) {
     setup_rollout(app, status);
     setup_view(app, status);
 
+    // A bad ATTN_ISA (core::kernel_isa) is reported before any command runs; --help still works.
+    app.parse_complete_callback([] { core::kernel_isa(); });
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

@@ -7,13 +7,14 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <omp.h>
 
 #include "attn/error.hpp"
 #include "blas.hpp"
-#include "rowops.hpp"
+#include "isa.hpp"
 
 namespace attn::core {
 
@@ -27,6 +28,7 @@ constexpr std::size_t materialise_rows = 256;
 constexpr std::size_t stream_rows = 256;
 constexpr std::size_t stream_rows_causal = 128;
 constexpr std::size_t key_block = 512;
+constexpr double log2e = 1.4426950408889634, ln2 = 0.6931471805599453;
 
 /// One (batch item, query head, block of query rows) unit of work and its inputs.
 template <class T>
@@ -79,8 +81,8 @@ std::size_t block_key_begin(const mask<T>& m, std::size_t b, std::size_t i0, std
 /// visible key: on a causal diagonal the GEMMs skip most of the masked triangle (T=512,
 /// blocks of 256: a quarter of all the work) instead of computing it to throw away.
 template <class T>
-void materialise_block(const block_job<T>& job, const dims& d, const mask<T>& m, const attention_options& o,
-                       attention_result<T>& r, bool full_rows) {
+void materialise_block(const detail::row_kernels<T>& ops, const block_job<T>& job, const dims& d, const mask<T>& m,
+                       const attention_options& o, attention_result<T>& r, bool full_rows, bool base2) {
     constexpr std::size_t chunk_rows = 64;
     // chunk_end holds one entry per chunk of a block of at most materialise_rows rows.
     static_assert(materialise_rows % chunk_rows == 0, "a block must split into whole chunks");
@@ -111,7 +113,7 @@ void materialise_block(const block_job<T>& job, const dims& d, const mask<T>& m,
     s_buf.resize(job.nb * ld);
     T* S = s_buf.data();
     const T scale = static_cast<T>(o.scale);
-    const T alpha = o.keep_qk ? T(1) : scale;
+    const T alpha = o.keep_qk ? T(1) : base2 ? static_cast<T>(o.scale * log2e) : scale;
     const auto dk = static_cast<int>(d.Dk);
     // Q·Kᵀ: keys every chunk sees in one GEMM, then each chunk's own further keys.
     if (kmin > 0)
@@ -138,7 +140,7 @@ void materialise_block(const block_job<T>& job, const dims& d, const mask<T>& m,
         T* srow = S + row * ld;
         if (o.keep_qk) {
             std::copy_n(srow, n, &r.qk(job.b, job.h, i, 0));
-            detail::multiply(srow, n, scale);
+            ops.multiply(srow, n, scale);
         }
         softcap_row(srow, n, static_cast<T>(o.softcap));
         if (o.keep_scaled) std::copy_n(srow, n, &r.scaled(job.b, job.h, i, 0));
@@ -151,19 +153,21 @@ void materialise_block(const block_job<T>& job, const dims& d, const mask<T>& m,
         T* scores = o.keep_scores ? &r.scores(job.b, job.h, i, 0) : srow;
         const bool full = n == 0 || m.apply_row(job.b, job.h, i, srow, scores, n);
         fully_masked[row] = full;
-        const T sink = o.sinks.empty() ? -std::numeric_limits<T>::infinity() : static_cast<T>(o.sinks[job.h]);
-        const T lse = full ? softmax_row(scores, srow, n, true, o.rows)
-                           : detail::softmax_values(scores, srow, n, &previous, sink);
-        previous.finish();
+        const T sink = o.sinks.empty() ? -std::numeric_limits<T>::infinity()
+                                       : static_cast<T>(o.sinks[job.h] * (base2 ? log2e : 1.0));
+        const T lse = full    ? softmax_row(scores, srow, n, true, o.rows)
+                      : base2 ? ops.softmax_values_base2(scores, srow, n, &previous, sink)
+                              : ops.softmax_values(scores, srow, n, &previous, sink);
+        ops.copy_finish(previous);
         if (o.keep_lse) r.lse(job.b, job.h, i) = lse;
         if (o.keep_weights) {
             T* weights = &r.weights(job.b, job.h, i, 0);
-            previous = detail::spread_copy<T>(srow, weights, n);
+            ops.copy_start(previous, srow, weights, n);
             std::fill(weights + n, weights + d.Tk, full && o.rows == masked_rows::nan ? nan : T(0));
         }
     }
-    previous.finish();
-    detail::store_fence();
+    ops.copy_finish(previous);
+    ops.store_fence();
     if (d.Dv == 0) return;
     // weights·V in the same pieces as Q·Kᵀ: the keys past a chunk's end have weight 0.
     const auto dv = static_cast<int>(d.Dv);
@@ -189,8 +193,8 @@ void materialise_block(const block_job<T>& job, const dims& d, const mask<T>& m,
 /// thread is one score tile of at most 256×512; key blocks past every row's visible end
 /// are skipped.
 template <class T>
-void stream_block(const block_job<T>& job, const dims& d, const mask<T>& m, const attention_options& o,
-                  attention_result<T>& r, bool inf_fill) {
+void stream_block(const detail::row_kernels<T>& ops, const block_job<T>& job, const dims& d, const mask<T>& m,
+                  const attention_options& o, attention_result<T>& r, bool inf_fill, bool base2) {
     constexpr T neg_inf = -std::numeric_limits<T>::infinity();
     // Key blocks hidden from every row of the block (causal, window, documents) are
     // skipped: a window W costs O(Tq·W).
@@ -200,13 +204,13 @@ void stream_block(const block_job<T>& job, const dims& d, const mask<T>& m, cons
     thread_local std::vector<std::uint8_t> seen;
     s_buf.resize(job.nb * key_block);
     // A sink starts every row's running softmax: max s_h, sum exp(s_h − s_h) = 1.
-    const T sink = o.sinks.empty() ? neg_inf : static_cast<T>(o.sinks[job.h]);
+    const T sink = o.sinks.empty() ? neg_inf : static_cast<T>(o.sinks[job.h] * (base2 ? log2e : 1.0));
     run_max.assign(job.nb, sink);
     run_sum.assign(job.nb, o.sinks.empty() ? T(0) : T(1));
     seen.assign(job.nb, 0);
     T* S = s_buf.data();
     std::fill(job.out, job.out + job.nb * d.Dv, T(0));
-    const T scale = static_cast<T>(o.scale);
+    const T scale = static_cast<T>(base2 ? o.scale * log2e : o.scale);
 
     for (std::size_t j0 = kbegin; j0 < kend; j0 += key_block) {
         const std::size_t j1 = std::min(kend, j0 + key_block), n = j1 - j0;
@@ -220,10 +224,12 @@ void stream_block(const block_job<T>& job, const dims& d, const mask<T>& m, cons
                 continue;
             }
             seen[row] = 1;
-            const T m_new = std::max(run_max[row], detail::row_max(srow, n));
-            const T correction = run_max[row] == neg_inf ? T(0) : std::exp(run_max[row] - m_new);
-            run_sum[row] = run_sum[row] * correction + detail::exp_sum(srow, srow, n, m_new);
-            if (correction != T(1)) detail::multiply(job.out + row * d.Dv, d.Dv, correction);
+            const T m_new = std::max(run_max[row], ops.row_max(srow, n));
+            const T correction = run_max[row] == neg_inf ? T(0)
+                                 : base2                 ? std::exp2(run_max[row] - m_new)
+                                                         : std::exp(run_max[row] - m_new);
+            run_sum[row] = run_sum[row] * correction + (base2 ? ops.exp_sum_base2 : ops.exp_sum)(srow, srow, n, m_new, nullptr);
+            if (correction != T(1)) ops.multiply(job.out + row * d.Dv, d.Dv, correction);
             run_max[row] = m_new;
         }
         if (d.Dv > 0)
@@ -239,8 +245,11 @@ void stream_block(const block_job<T>& job, const dims& d, const mask<T>& m, cons
             if (o.keep_lse) r.lse(job.b, job.h, i) = neg_inf;
             continue;
         }
-        detail::divide(out, d.Dv, run_sum[row]);
-        if (o.keep_lse) r.lse(job.b, job.h, i) = run_max[row] + std::log(run_sum[row]);
+        ops.divide(out, d.Dv, run_sum[row]);
+        if (o.keep_lse)
+            r.lse(job.b, job.h, i) =
+                base2 ? static_cast<T>((static_cast<double>(run_max[row]) + std::log2(static_cast<double>(run_sum[row]))) * ln2)
+                      : run_max[row] + std::log(run_sum[row]);
     }
 }
 
@@ -262,12 +271,19 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
                               const attention_options& o) {
     const std::size_t B = q.shape(0), Hq = q.shape(1), Tq = q.shape(2), Dk = q.shape(3);
     const std::size_t Hkv = k.shape(1), Tk = k.shape(2), Dv = v.shape(3);
+    const detail::row_kernels<T>& ops = detail::row_ops<T>();  // throws for a bad ATTN_ISA
     attention_result<T> r = allocate_result(q, k, v, m, o);
     const std::size_t group = Hq / Hkv;
     const bool inf_fill = std::isinf(m.fill) && m.fill < 0;
     const bool materialise = o.keep_qk || o.keep_scaled || o.keep_scores || o.keep_weights;
     // Keys past the visible prefix can be skipped only when nothing needs their values.
     const bool full_rows = o.keep_qk || o.keep_scaled || o.keep_scores || !inf_fill;
+    // float32 softmax in base 2: with log2(e) folded into the GEMM's scale, 2^(s − max)
+    // costs three operations fewer than e^(s − max) (rowops.hpp). Only where no stage
+    // shows the scores and nothing is added to them but −∞ (a softcap, float masks and
+    // ALiBi act on natural units). The weights stay within the same few ulp of exact.
+    const bool base2 = std::is_same_v<T, float> && !o.keep_qk && !o.keep_scaled && !o.keep_scores &&
+                       o.softcap <= 0 && inf_fill && m.bias.empty() && m.alibi_slopes.empty();
 
     if (B * Hq * Tq == 0) return r;
 
@@ -309,9 +325,9 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
                                v.data() + (b * Hkv + h / group) * Tk * Dv,
                                r.output.data() + ((b * Hq + h) * Tq + i0) * Dv};
         if (materialise)
-            materialise_block(job, d, m, o, r, full_rows);
+            materialise_block(ops, job, d, m, o, r, full_rows, base2);
         else
-            stream_block(job, d, m, o, r, inf_fill);
+            stream_block(ops, job, d, m, o, r, inf_fill, base2);
     }
     return r;
 }

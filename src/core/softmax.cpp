@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "rowops.hpp"
+#include "isa.hpp"
 
 namespace attn::core {
 
@@ -17,7 +17,7 @@ T softmax_row(const T* scores, T* weights, std::size_t n, bool fully_masked, mas
     }
     // NaN or +∞ scores, or an all −∞ row the mask did not flag, give NaN through exp:
     // exactly NumPy's exp(s − max) / sum.
-    return detail::softmax_values(scores, weights, n);
+    return detail::row_ops<T>().softmax_values(scores, weights, n, nullptr, -std::numeric_limits<T>::infinity());
 }
 
 template float softmax_row(const float*, float*, std::size_t, bool, masked_rows);
