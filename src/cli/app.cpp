@@ -12,6 +12,7 @@
 #include "attn/core/softmax.hpp"
 #include "attn/error.hpp"
 #include "attn/io/output.hpp"
+#include "attn/memory.hpp"
 #include "commands.hpp"
 #include "help_format.hpp"
 #include "parse_errors.hpp"
@@ -82,6 +83,7 @@ void install_test_hooks() {
 }  // namespace
 
 int main(int argc, char** argv) {
+    keep_freed_memory();  // attn/memory.hpp: batch jobs reuse the last job's tensors
     install_signal_handlers();
     install_test_hooks();
 

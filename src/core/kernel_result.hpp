@@ -4,6 +4,7 @@
 
 #include "attn/core/attention.hpp"
 #include "attn/error.hpp"
+#include "memory.hpp"
 
 namespace attn::core {
 
@@ -20,12 +21,12 @@ attention_result<T> allocate_result(const tensor4<T>& q, const tensor4<T>& k, co
         throw shape_error("attention", "q, k, v and mask shapes disagree");
     attention_result<T> r;
     const std::array<std::size_t, 4> tt{B, Hq, Tq, Tk};
-    if (o.keep_qk) r.qk = tensor4<T>::from_shape(tt);
-    if (o.keep_scaled) r.scaled = tensor4<T>::from_shape(tt);
-    if (o.keep_scores) r.scores = tensor4<T>::from_shape(tt);
-    if (o.keep_weights) r.weights = tensor4<T>::from_shape(tt);
+    if (o.keep_qk) r.qk = fresh_tensor<tensor4<T>>(tt);
+    if (o.keep_scaled) r.scaled = fresh_tensor<tensor4<T>>(tt);
+    if (o.keep_scores) r.scores = fresh_tensor<tensor4<T>>(tt);
+    if (o.keep_weights) r.weights = fresh_tensor<tensor4<T>>(tt);
     if (o.keep_lse) r.lse = tensor3<T>::from_shape({B, Hq, Tq});
-    r.output = tensor4<T>::from_shape({B, Hq, Tq, Dv});
+    r.output = fresh_tensor<tensor4<T>>(std::array<std::size_t, 4>{B, Hq, Tq, Dv});
     return r;
 }
 

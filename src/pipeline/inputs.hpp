@@ -52,8 +52,8 @@ private:
 };
 
 template <class T, std::size_t N>
-pooled_tensor<T, N> to_tensor(const array& a, const std::array<std::size_t, N>& shape) {
-    auto t = pooled_tensor<T, N>::from_shape(shape);
+xt::xtensor<T, N> to_tensor(const array& a, const std::array<std::size_t, N>& shape) {
+    auto t = xt::xtensor<T, N>::from_shape(shape);
     a.copy_to(t.data());
     return t;
 }

@@ -7,22 +7,19 @@
 
 #include <xtensor/xtensor.hpp>
 
-#include "attn/core/pool.hpp"
 
 namespace attn::core {
 
-/// Compute tensors (row-major, contiguous): the kernel's containers, in pool memory
-/// (pool.hpp) so that large ones are reused instead of page-faulted afresh.
-template <class T, std::size_t N>
-using pooled_tensor = xt::xtensor_container<xt::uvector<T, pool_allocator<T>>, N, xt::layout_type::row_major>;
+/// Compute tensors: xtensor's own row-major containers (std::allocator). The kernel
+/// asks for transparent huge pages on the large ones it allocates (src/core/memory.hpp).
 template <class T>
-using tensor1 = pooled_tensor<T, 1>;
+using tensor1 = xt::xtensor<T, 1>;
 template <class T>
-using tensor2 = pooled_tensor<T, 2>;
+using tensor2 = xt::xtensor<T, 2>;
 template <class T>
-using tensor3 = pooled_tensor<T, 3>;
+using tensor3 = xt::xtensor<T, 3>;
 template <class T>
-using tensor4 = pooled_tensor<T, 4>;
+using tensor4 = xt::xtensor<T, 4>;
 
 /// (B, T, H·Dh) → (B, H, T, Dh). Throws shape_error(source, …) when H does not divide
 /// the last axis. Source: ONNX Attention (3-D inputs with q_num_heads/kv_num_heads).
