@@ -49,9 +49,7 @@ int run_posenc(const posenc_cli& c) {
         doc.tensors.push_back({"pe", array::from<float>({c.len, c.dim}, pe32.data())});
     }
     doc.meta["shapes"] = {{"pe", doc.tensors.front().value.shape}};
-    io::text_style text;
-    text.precision = c.precision;
-    write_output(c.output, io::is_binary(f), [&](std::ostream& out) { io::write_document(out, doc, f, text, false); });
+    write_document_to(c.output, doc, f, c.precision);
     return exit_ok;
 }
 

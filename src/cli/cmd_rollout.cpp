@@ -69,9 +69,7 @@ int run_rollout(const rollout_cli& c) {
     doc.meta["layers"] = L;
     doc.meta["heads"] = H;
     doc.meta["shapes"] = {{"rollout", out_shape}};
-    io::text_style text;
-    text.precision = c.precision;
-    write_output(c.output, io::is_binary(f), [&](std::ostream& out) { io::write_document(out, doc, f, text, false); });
+    write_document_to(c.output, doc, f, c.precision);
     return exit_ok;
 }
 

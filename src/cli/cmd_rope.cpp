@@ -33,9 +33,7 @@ int run_rope(const rope_cli& c) {
     doc.meta["attn_version"] = ATTN_VERSION;
     doc.meta["rope"] = core::rope_style_name(o.rope.value_or(core::rope_style::half));
     doc.meta["shapes"] = {{"output", doc.tensors.front().value.shape}};
-    io::text_style text;
-    text.precision = c.precision;
-    write_output(c.output, io::is_binary(f), [&](std::ostream& out) { io::write_document(out, doc, f, text, false); });
+    write_document_to(c.output, doc, f, c.precision);
     return exit_ok;
 }
 

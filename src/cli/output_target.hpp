@@ -15,6 +15,7 @@
 
 #include "attn/error.hpp"
 #include "attn/io/output.hpp"
+#include "attn/io/writers.hpp"
 
 namespace attn::cli {
 
@@ -52,6 +53,15 @@ inline void write_output(const std::string& path, bool binary, const std::functi
     io::atomic_file file(path);
     write(file.stream());
     file.commit();
+}
+
+/// Writes `doc` to `path` as write_output does, in format `f` with `precision`
+/// significant digits (0: shortest round trip) and no colour: the output of the
+/// one-result commands (posenc, rope, rollout). Throws io_error, usage_error.
+inline void write_document_to(const std::string& path, const io::document& doc, io::format f, int precision) {
+    io::text_style text;
+    text.precision = precision;
+    write_output(path, io::is_binary(f), [&](std::ostream& out) { io::write_document(out, doc, f, text, false); });
 }
 
 /// The extension of a file name (".xlsx"), or "" when it has none.

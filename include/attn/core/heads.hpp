@@ -7,7 +7,6 @@
 
 #include <xtensor/xtensor.hpp>
 
-
 namespace attn::core {
 
 /// Compute tensors: xtensor's own row-major containers (std::allocator). The kernel
