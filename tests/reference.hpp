@@ -115,4 +115,30 @@ double max_diff(const A& actual, const E& expected, std::size_t n, double atol, 
     return md;
 }
 
+/// Attention rollout by plain loops (Abnar & Zuidema 2020, eq. 1), independent of
+/// core::rollout: Â_l = ½·mean_h(A_l) + ½·I, rows renormalised, R = Â_L ⋯ Â_1.
+/// `w` is (L, H, T, T) in C order.
+inline std::vector<double> rollout(const std::vector<double>& w, std::size_t L, std::size_t H, std::size_t T) {
+    std::vector<double> r(T * T, 0.0);
+    for (std::size_t i = 0; i < T; ++i) r[i * T + i] = 1;
+    for (std::size_t l = 0; l < L; ++l) {
+        std::vector<double> a(T * T, 0.0), next(T * T, 0.0);
+        for (std::size_t i = 0; i < T; ++i) {
+            double sum = 0;
+            for (std::size_t j = 0; j < T; ++j) {
+                double mean = 0;
+                for (std::size_t h = 0; h < H; ++h) mean += w[((l * H + h) * T + i) * T + j] / static_cast<double>(H);
+                a[i * T + j] = 0.5 * mean + (i == j ? 0.5 : 0.0);
+                sum += a[i * T + j];
+            }
+            for (std::size_t j = 0; j < T; ++j) a[i * T + j] /= sum;
+        }
+        for (std::size_t i = 0; i < T; ++i)
+            for (std::size_t j = 0; j < T; ++j)
+                for (std::size_t k = 0; k < T; ++k) next[i * T + j] += a[i * T + k] * r[k * T + j];
+        r.swap(next);
+    }
+    return r;
+}
+
 }  // namespace ref

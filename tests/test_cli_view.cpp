@@ -13,6 +13,7 @@
 #include "attn/io/npy.hpp"
 
 #include "cli_util.hpp"
+#include "reference.hpp"
 #include "scratch_dir.hpp"
 
 TEST_CASE("view refusals: no Tq×Tk stage, over --max-bytes, options that do not apply, a non-HTML -o") {
@@ -97,30 +98,6 @@ double value_of(const json& st, std::size_t i) {
     return st.at("lo").get<double>() + st.at("codes")[i].get<double>() / (top - 1) * (st.at("hi").get<double>() - st.at("lo").get<double>());
 }
 
-/// Attention rollout by plain loops (Abnar & Zuidema 2020): w is (L, H, T, T).
-std::vector<double> naive_rollout(const std::vector<double>& w, std::size_t L, std::size_t H, std::size_t T) {
-    std::vector<double> r(T * T, 0.0);
-    for (std::size_t i = 0; i < T; ++i) r[i * T + i] = 1;
-    for (std::size_t l = 0; l < L; ++l) {
-        std::vector<double> a(T * T, 0.0), next(T * T, 0.0);
-        for (std::size_t i = 0; i < T; ++i) {
-            double sum = 0;
-            for (std::size_t j = 0; j < T; ++j) {
-                double mean = 0;
-                for (std::size_t h = 0; h < H; ++h) mean += w[((l * H + h) * T + i) * T + j] / static_cast<double>(H);
-                a[i * T + j] = 0.5 * mean + (i == j ? 0.5 : 0.0);
-                sum += a[i * T + j];
-            }
-            for (std::size_t j = 0; j < T; ++j) a[i * T + j] /= sum;
-        }
-        for (std::size_t i = 0; i < T; ++i)
-            for (std::size_t j = 0; j < T; ++j)
-                for (std::size_t k = 0; k < T; ++k) next[i * T + j] += a[i * T + k] * r[k * T + j];
-        r = next;
-    }
-    return r;
-}
-
 std::vector<double> flat(const json& nested) {
     std::vector<double> out;
     if (!nested.is_array()) {
@@ -163,7 +140,7 @@ TEST_CASE("view of a checkpoint with --layer all: (L, H, T, T) weights of one se
         REQUIRE(ro.is_object());
         CHECK(json{ro.at("L"), ro.at("B"), ro.at("H"), ro.at("Tq"), ro.at("Tk")} == json{1, 1, 1, 5, 5});
         // Causal: the keys after a query stay unreached (0), which the page marks masked.
-        const std::vector<double> want = naive_rollout(w, 2, 4, 5);
+        const std::vector<double> want = ref::rollout(w, 2, 4, 5);
         for (std::size_t i = 0; i < want.size(); ++i) {
             const bool above = i % 5 > i / 5;
             CHECK((ro.at("codes")[i] == ro.at("masked_code")) == above);
@@ -193,6 +170,6 @@ TEST_CASE("view of one array: rank 3 is (H, Tq, Tk), rank 5 (L, B, H, Tq, Tk) wi
     CHECK(json{st.at("L"), st.at("B"), st.at("H"), st.at("Tq"), st.at("Tk")} == json{2, 1, 1, 10, 10});
     const json& ro = page.at("rollout");
     CHECK(json{ro.at("B"), ro.at("Tq"), ro.at("Tk")} == json{1, 10, 10});
-    const std::vector<double> want = naive_rollout(std::vector<double>(200, 0.1), 2, 1, 10);
+    const std::vector<double> want = ref::rollout(std::vector<double>(200, 0.1), 2, 1, 10);
     for (std::size_t i = 0; i < 100; ++i) CHECK(std::abs(value_of(ro, i) - want[i]) <= 0.5 / 65534 * 1.01);
 }

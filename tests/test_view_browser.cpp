@@ -21,6 +21,7 @@
 #include "attn/io/npy.hpp"
 #include "attn/io/plot.hpp"
 #include "cli_util.hpp"
+#include "reference.hpp"
 #include "scratch_dir.hpp"
 
 namespace {
@@ -167,36 +168,6 @@ TEST_CASE("view in chromium: a T=4096 page loads within the budget") {
     CHECK(seconds < 60);
 }
 
-namespace {
-
-/// Attention rollout by plain loops (Abnar & Zuidema 2020, eq. 1), independent of
-/// core::rollout: Â_l = ½·mean_h(A_l) + ½·I, rows renormalised, R = Â_L ⋯ Â_1.
-/// `w` is (L, H, T, T) in C order.
-std::vector<double> naive_rollout(const std::vector<double>& w, std::size_t L, std::size_t H, std::size_t T) {
-    std::vector<double> r(T * T, 0.0);
-    for (std::size_t i = 0; i < T; ++i) r[i * T + i] = 1;
-    for (std::size_t l = 0; l < L; ++l) {
-        std::vector<double> a(T * T, 0.0), next(T * T, 0.0);
-        for (std::size_t i = 0; i < T; ++i) {
-            double sum = 0;
-            for (std::size_t j = 0; j < T; ++j) {
-                double mean = 0;
-                for (std::size_t h = 0; h < H; ++h) mean += w[((l * H + h) * T + i) * T + j] / static_cast<double>(H);
-                a[i * T + j] = 0.5 * mean + (i == j ? 0.5 : 0.0);
-                sum += a[i * T + j];
-            }
-            for (std::size_t j = 0; j < T; ++j) a[i * T + j] /= sum;
-        }
-        for (std::size_t i = 0; i < T; ++i)
-            for (std::size_t j = 0; j < T; ++j)
-                for (std::size_t k = 0; k < T; ++k) next[i * T + j] += a[i * T + k] * r[k * T + j];
-        r = next;
-    }
-    return r;
-}
-
-}  // namespace
-
 TEST_CASE("view in chromium: layers of (L, B, H, Tq, Tk) weights, the mean of heads, a grid click and the rollout layer") {
     require_chromium();
     attn_test::scratch_dir dir;
@@ -232,7 +203,7 @@ TEST_CASE("view in chromium: layers of (L, B, H, Tq, Tk) weights, the mean of he
     CHECK(got.at("where") == "weights · layer 0 · mean of 2 heads");
 
     // The rollout, one more layer: its value for query 2, key 1 from the naive product.
-    const std::vector<double> rollout = naive_rollout(w, 2, 2, 3);
+    const std::vector<double> rollout = ref::rollout(w, 2, 2, 3);
     char want[120];
     std::snprintf(want, sizeof want, "query 2 \"2\" → key 1 \"1\": rollout %.4f", rollout[2 * 3 + 1]);
     got = browse(page, {{"layer", 2}, {"row", 2}, {"col", 1}}, dir.path + "/profile");
