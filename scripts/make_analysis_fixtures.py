@@ -31,23 +31,13 @@ tests/test_analysis.cpp and tests/test_cli_analysis.cpp read them. The output is
 deterministic: rerunning this script must leave `git status` clean.
 """
 
-import io
 import math
 import os
-import zipfile
 
 import numpy as np
+from fixture_npz import write_npz
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures", "analysis")
-
-
-def write_npz(path, arrays):
-    """np.savez layout with a fixed timestamp, so that the bytes do not change between runs."""
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
-        for name in sorted(arrays):
-            buf = io.BytesIO()
-            np.lib.format.write_array(buf, np.ascontiguousarray(arrays[name]), allow_pickle=False)
-            z.writestr(zipfile.ZipInfo(name + ".npy", date_time=(1980, 1, 1, 0, 0, 0)), buf.getvalue())
 
 
 def write_npy(path, a):

@@ -36,14 +36,13 @@ contiguous. Run with Debian's Python (python3-torch, python3-numpy):
 The output is deterministic: rerunning this script must leave `git status` clean.
 """
 
-import io
 import json
 import math
 import os
 import struct
-import zipfile
 
 import numpy as np
+from fixture_npz import write_npz
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -88,16 +87,6 @@ def write(path, data):
 
 def write_json(path, obj):
     write(path, (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode())
-
-
-def write_npz(path, arrays):
-    """np.savez layout with a fixed timestamp, so that the bytes do not change between runs."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
-        for name in sorted(arrays):
-            buf = io.BytesIO()
-            np.lib.format.write_array(buf, np.ascontiguousarray(arrays[name]), allow_pickle=False)
-            z.writestr(zipfile.ZipInfo(name + ".npy", date_time=(1980, 1, 1, 0, 0, 0)), buf.getvalue())
 
 
 def rand(g, *shape, scale=0.3):

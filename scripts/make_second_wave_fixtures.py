@@ -22,27 +22,16 @@ tests/test_second_wave_fixtures.cpp runs them with both kernels and both paths. 
 is deterministic: rerunning this script must leave `git status` clean.
 """
 
-import io
 import json
 import math
 import os
-import zipfile
 
-import numpy as np
+from fixture_npz import write_npz
 import torch
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures", "second-wave")
 DT = torch.float64
 CASES = []
-
-
-def write_npz(path, arrays):
-    """np.savez layout with a fixed timestamp, so that the bytes do not change between runs."""
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
-        for name in sorted(arrays):
-            buf = io.BytesIO()
-            np.lib.format.write_array(buf, np.ascontiguousarray(arrays[name]), allow_pickle=False)
-            z.writestr(zipfile.ZipInfo(name + ".npy", date_time=(1980, 1, 1, 0, 0, 0)), buf.getvalue())
 
 
 def case(name, description, options, inputs, expected):

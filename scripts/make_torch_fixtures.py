@@ -31,27 +31,15 @@ The C++ test (tests/test_torch_fixtures.cpp) runs
 The output is deterministic: rerunning this script must leave `git status` clean.
 """
 
-import io
 import json
 import os
-import zipfile
 
 import numpy as np
+from fixture_npz import write_npz
 import torch
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures", "torch")
 DT = torch.float64
-
-
-def write_npz(path, arrays):
-    """np.savez layout (stored members "<name>.npy") with a fixed timestamp, so the
-    bytes do not change between runs (np.savez stamps the current time)."""
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED, allowZip64=True) as z:
-        for name in sorted(arrays):
-            buf = io.BytesIO()
-            np.lib.format.write_array(buf, np.ascontiguousarray(arrays[name]), allow_pickle=False)
-            info = zipfile.ZipInfo(name + ".npy", date_time=(1980, 1, 1, 0, 0, 0))
-            z.writestr(info, buf.getvalue())
 
 
 def make_mha(embed_dim, heads, kdim=None, vdim=None, batch_first=True):
