@@ -209,7 +209,7 @@ TEST_CASE("attn generate: same seed → identical bytes, different seed → diff
     CHECK(static_cast<float>(j["q"][1][2].get<double>()) == static_cast<float>(want[0].value.value(1 * 8 + 2)));
 
     const auto r = attn_test::run_attn("generate --len 4 --dk 8 --dv 8 --seed 0 -o '" + dir +
-                                       "/in.npz' && '" ATTN_BINARY "' compute --mask causal '" + dir + "/in.npz'");
+                                       "/in.npz' && '" + std::string(ATTN_BINARY) + "' compute --mask causal '" + dir + "/in.npz'");
     REQUIRE(r.code == 0);
     const auto out = nlohmann::json::parse(r.out);
     CHECK(out["weights"][0] == nlohmann::json::array({1, 0, 0, 0}));

@@ -1,0 +1,14 @@
+#pragma once
+// Where the tests find the attn binary, the source tree and ../shared. The paths are
+// compiled into paths.cpp alone (tests/CMakeLists.txt force-includes this header in
+// every test file), so no other test object depends on where the tree is checked out:
+// a compiler cache can share them between checkouts.
+namespace attn_test {
+extern const char* const binary_path;
+extern const char* const source_dir;
+extern const char* const shared_dir;
+}  // namespace attn_test
+
+#define ATTN_BINARY ::attn_test::binary_path
+#define ATTN_SOURCE_DIR ::attn_test::source_dir
+#define ATTN_SHARED_DIR ::attn_test::shared_dir
