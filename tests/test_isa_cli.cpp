@@ -13,6 +13,7 @@
 #include "attn/io/npz.hpp"
 #include "cli_util.hpp"
 #include "scratch_dir.hpp"
+#include "skip.hpp"
 
 using namespace attn_test;
 
@@ -94,14 +95,12 @@ TEST_CASE("an unknown ATTN_ISA is a usage error, exit 2, one line, before any co
 
 TEST_CASE("a forced path the CPU lacks is a data error naming the missing features") {
     if (std::system("command -v qemu-x86_64 >/dev/null 2>&1") != 0 || std::getenv("ATTN_TEST_WRAPPER")) {
-        MESSAGE("qemu-x86_64 not installed (Debian qemu-user), or attn already runs wrapped: not checked");
-        return;
+        ATTN_SKIP("qemu-x86_64 not installed (Debian qemu-user), or attn already runs wrapped");
     }
 #if defined(__SANITIZE_ADDRESS__)
     // An ASan binary reserves terabytes of shadow memory; qemu-user tracks the guest's
     // pages itself and is killed for memory before attn starts (CI, exit 137).
-    MESSAGE("AddressSanitizer build: attn is not run under qemu-user");
-    return;
+    ATTN_SKIP("AddressSanitizer build: attn is not run under qemu-user");
 #endif
     // AVX2 and FMA but no AVX-512; without the features TCG cannot emulate, which it
     // would warn about on stderr.

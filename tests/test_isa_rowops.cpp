@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../src/core/isa.hpp"
+#include "skip.hpp"
 
 using namespace attn::core::detail;
 
@@ -280,8 +281,7 @@ TEST_CASE_TEMPLATE("exp special values on every path: 1, 0, NaN, overflow to +in
 
 TEST_CASE_TEMPLATE("avx2 and avx512 compute the same exp bits for every input of the sweep", T, float, double) {
     if (!cpu_has_both_vector_paths()) {
-        MESSAGE("this CPU lacks " << missing_features(isa::avx512) << ": only one vector path to compare");
-        return;
+        ATTN_SKIP("this CPU lacks " + missing_features(isa::avx512) + ": only one vector path to compare");
     }
     const std::vector<T> x = sweep<T>();
     std::vector<T> a(x.size()), b(x.size());
