@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Checkpoint benchmarks (issue 15), a section of scripts/bench; also runs alone:
+"""Checkpoint benchmarks, a section of scripts/bench; also runs alone:
 
     /usr/bin/python3 scripts/bench_checkpoint.py [--build DIR]
 
@@ -44,7 +44,7 @@ def write_checkpoint(path, tensors):
 
 def section_checkpoint(build, rep, tmp, torch, run_process):
     """run_process(cmd, reps) → (median seconds, peak RSS MB): scripts/bench's."""
-    rep.say("\n## Checkpoints (issue 15)\n")
+    rep.say("\n## Checkpoints\n")
     rng = np.random.default_rng(15)
     E, L, layer, T = 2048, 16, 7, 128
     d = tmp / "big"

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Generates the committed fixtures of tests/fixtures/analysis/ (issue 16): head statistics,
+"""Generates the committed fixtures of tests/fixtures/analysis/: head statistics,
 attention rollout and per-head divergences, written here in NumPy from their definitions
 (DESIGN §4.4 and the papers), sharing nothing with attn:
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Generates the committed fixtures of tests/fixtures/second-wave/ (issue 14): each case's
+"""Generates the committed fixtures of tests/fixtures/second-wave/: each case's
 inputs under attn's bundle names and what an independent implementation returns, written
 here in PyTorch from the primary sources, sharing nothing with attn:
 

@@ -1,4 +1,4 @@
-// The CLI of issue 16's numbers: compute --dump head_stats (--sink-k), attn rollout and
+// The CLI of the analysis numbers: compute --dump head_stats (--sink-k), attn rollout and
 // attn compare --per-head, against tests/fixtures/analysis/ (NumPy, written by
 // scripts/make_analysis_fixtures.py from the definitions), in every format, with every
 // refusal's exact line and exit code.

@@ -1,4 +1,4 @@
-// Hostile inputs that used to exhaust memory or the stack despite --max-bytes (issue #11),
+// Hostile inputs that used to exhaust memory or the stack despite --max-bytes,
 // run through the real binary; each test measures the child's peak RSS with
 // getrusage(RUSAGE_CHILDREN) and checks exit code, message and that nothing is written.
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-// Where the real binary writes (issue #11): destinations that are not regular files are
+// Where the real binary writes: destinations that are not regular files are
 // written in place and never replaced, /dev/stdout is stdout, --plot and -o must differ,
 // batch outputs never share a name, stdin is read once, and a batch that cannot start
 // its worker threads still finishes. Devices and FIFOs are made in a scratch directory;

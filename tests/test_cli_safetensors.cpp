@@ -1,4 +1,4 @@
-// Safetensors checkpoints through the real binary: every broken header of issue #15 with
+// Safetensors checkpoints through the real binary: every broken header the reference reader refuses, with
 // its one-line message and exit code 1 (inspect and compute), inspect's listing without
 // reading data, compute on a checkpoint against the same arrays in an .npz, and
 // --max-bytes counting only the tensors used. Fixtures: scripts/make_safetensors_fixtures.py.

@@ -1,4 +1,4 @@
-// attn view's refusals (issue 16): one line, exit 1 for data, 2 for options, no partial page.
+// attn view's refusals: one line, exit 1 for data, 2 for options, no partial page.
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// attn view's page in a real browser (issue 16): Debian's chromium, headless, loads the
+// attn view's page in a real browser: Debian's chromium, headless, loads the
 // page from a file with a #test= fragment; the page's self-test (selfTest in
 // src/io/html/view.js.inc) switches the head, reads a cell's pixel from the heatmap
 // canvas and the hover text, and reports as JSON in #test-result, which --dump-dom

@@ -33,7 +33,7 @@ std::size_t view_data_bytes(const document& doc, const std::string& source);
 /// stage's False, or a non-finite value), deflated (zlib) and base64-encoded; the page
 /// states the quantisation. `head_stats.*` tensors in `doc` fill the head table. A
 /// `rollout` tensor ((T, T) or (B, T, T), of the weights' batch and size) is shown as one
-/// more layer of the weights, the same for every head (issue 16); its exact zeros (keys
+/// more layer of the weights, the same for every head; its exact zeros (keys
 /// that no path through the layers reaches) are drawn as masked.
 /// Throws as view_data_bytes, io_error when `out` fails.
 void write_html(std::ostream& out, const document& doc, const std::string& source);
