@@ -39,11 +39,12 @@ public:
     }
 
 private:
-    /// CLI::Range appends its description to the type name ("--heads UINT:INT in [1 -
-    /// 1048576]"): the value is shown as N, like the other counts (--sink-k K, --top N);
-    /// the error for a value out of range states the range.
+    /// CLI::Range and CLI::NonNegativeNumber append their description to the type name
+    /// ("--heads UINT:INT in [1 - 1048576]", "--seed UINT:NONNEGATIVE"): the value is
+    /// shown as N, like the other counts (--sink-k K, --top N); the error for a value out
+    /// of range states the range.
     static std::string plain_type_names(const std::string& opts) {
-        static const std::regex range(":(?:U?INT|FLOAT|NUMBER) in \\[[^\\]]*\\]");
+        static const std::regex range(":(?:(?:U?INT|FLOAT|NUMBER) in \\[[^\\]]*\\]|NONNEGATIVE|POSITIVE)");
         static const std::regex bare("^ U?INT(?=$|[= ])");
         return std::regex_replace(std::regex_replace(opts, range, ""), bare, " N");
     }

@@ -106,7 +106,8 @@ const CLI::Validator non_negative_count(
     },
     "");
 
-/// A whole number ≥ −1 (a --window side; −1 is unbounded).
+/// A whole number for a --window side (pipeline_settings refuses those below −1, the
+/// unbounded side, naming the whole LEFT,RIGHT).
 const CLI::Validator window_side(
     [](std::string& text) {
         long long n = 0;
@@ -115,7 +116,6 @@ const CLI::Validator window_side(
             return "not a whole number " + expected_got("a whole number ≥ -1 (-1: unbounded)", in_quotes(text));
         if (ec != std::errc())
             return "too large " + expected_got("at most " + std::to_string(std::numeric_limits<long long>::max()), text);
-        if (n < -1) return "out of range " + expected_got("a whole number ≥ -1 (-1: unbounded)", text);
         return std::string();
     },
     "");
