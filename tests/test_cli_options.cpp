@@ -287,15 +287,21 @@ TEST_CASE("negative or huge token ids from a file are refused by the checkpoint,
     });
 }
 
-TEST_CASE("compare reads FILE:NAME where NAME holds ':' and where the path holds ':'") {
+TEST_CASE("compare splits FILE:NAME as every other FILE:NAME option does, whatever ':' and '/' they hold") {
     attn_test::scratch_dir dir;
     std::filesystem::create_directory(dir.path + "/run:1");
-    attn_test::spit(dir.path + "/run:1/a.json", R"({"w:0": [1, 2, 3], "w:1": [1, 2, 4]})");
-    attn_test::spit(dir.path + "/b.json", R"({"w:0": [1, 2, 3], "w:1": [1, 2, 3.5]})");
+    // Names as checkpoints and npz files spell them: with ':' and '/'.
+    attn_test::spit(dir.path + "/run:1/a.json", R"({"w:0": [1, 2, 3], "layer/1": [[1, 2], [3, 4]]})");
+    attn_test::spit(dir.path + "/b.json", R"({"w:0": [1, 2, 3], "layer/1": [[1, 2], [3, 3.5]]})");
     auto r = run_attn("compare '" + dir.path + "/run:1/a.json:w:0' '" + dir.path + "/b.json:w:0'");
     CHECK(r.err.empty());
     CHECK(r.code == 0);
-    r = run_attn("compare '" + dir.path + "/run:1/a.json:w:1' '" + dir.path + "/b.json:w:1'");
+    r = run_attn("compare '" + dir.path + "/run:1/a.json:layer/1' '" + dir.path + "/b.json:layer/1'");
+    CHECK(r.err.empty());
     CHECK(r.code == 1);
-    CHECK(r.out.find("max abs error: 0.5 at (2,)") != std::string::npos);
+    CHECK(r.out.find("max abs error: 0.5 at (1, 1)") != std::string::npos);
+    // The same array given as FILE:NAME to compute and to compare.
+    r = run_attn("compute --x '" + dir.path + "/run:1/a.json:layer/1' --dump x --compact");
+    CHECK(r.err.empty());
+    CHECK(r.code == 0);
 }
