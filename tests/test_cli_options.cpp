@@ -241,12 +241,29 @@ TEST_CASE("--layout bthd reads (B, T, H, D) as the same data transposed to (B, H
          "--seq-first: contradicts --layout bte (expected --layout tbe or no --layout, got --layout bte)"},
         {"compute data/x.npy --layout nhwc", 2, "--layout: unknown value nhwc (expected one of bhtd, bthd, tbe, bte)"},
     });
-    // tbe is --seq-first.
-    const auto tbe = run_attn("compute data/x.npy --layout tbe --heads 2 --dump output --compact");
-    const auto seq_first = run_attn("compute data/x.npy --seq-first --heads 2 --dump output --compact");
-    CHECK(tbe.code == 2);  // x.npy is 2-D: neither reads it
-    CHECK(tbe.err == "attn: error: --layout: tbe does not fit x (expected (T, B, E), got (4, 8))\n");
-    CHECK(seq_first.code == 2);
+    // tbe is --seq-first; bte is what a rank-3 x is read as anyway.
+    json x3 = json::array();
+    for (std::size_t t = 0; t < 3; ++t) {
+        json row = json::array();
+        for (std::size_t b2 = 0; b2 < 2; ++b2) {
+            json e = json::array();
+            for (std::size_t k = 0; k < 4; ++k) e.push_back(value_at((t * 2 + b2) * 4 + k));
+            row.push_back(e);
+        }
+        x3.push_back(row);
+    }
+    attn_test::spit(dir.path + "/x3.json", json{{"x", x3}}.dump());
+    const std::string x3_opts = "compute '" + dir.path + "/x3.json' --heads 2 --dump output --compact ";
+    const auto tbe = run_attn(x3_opts + "--layout tbe");
+    const auto seq_first = run_attn(x3_opts + "--seq-first");
+    const auto bte = run_attn(x3_opts + "--layout bte");
+    const auto plain = run_attn(x3_opts);
+    REQUIRE(tbe.code == 0);
+    CHECK(tbe.out == seq_first.out);
+    CHECK(bte.out == plain.out);
+    CHECK(tbe.out != plain.out);
+    CHECK(run_attn("compute data/x.npy --layout tbe").err ==
+          "attn: error: --layout: tbe does not fit x (expected (T, B, E), got (4, 8))\n");
 }
 
 TEST_CASE("RoPE inputs without --rope, a lone rope table and NaN ALiBi slopes are refused") {
