@@ -11,7 +11,7 @@ _attn_subcommands="compute generate posenc inspect compare plot rope rollout vie
 _attn_compute_options="--help --q --k --v --x --x-kv --wq --wk --wv --bq --bk --bv --wo --bo
   --in-proj-weight --in-proj-bias --attn-mask --key-padding-mask --attention-mask --token-ids --embedding --ids --past-key
   --past-value --mask --causal --causal-align --lengths --pad-id --window --prefix-len --sink-tokens --alibi --alibi-slopes --cu-seqlens --document-ids --sinks --position-ids --rope-cos --rope-sin --rope --rope-theta
-  --rotary-dim --attn-mask-true --seq-first --mask-fill
+  --rotary-dim --attn-mask-true --layout --seq-first --mask-fill
   --masked-rows
   --scale --softcap --heads --kv-heads --weight-layout --dtype --posenc --posenc-base --kernel
   --average-heads --tokens --tokens-kv --dump --format --output --precision --compact --full --plot
@@ -75,6 +75,7 @@ _attn() {
             --attn-mask-true) COMPREPLY=($(compgen -W "attend masked" -- "$cur")); return ;;
             --stage) COMPREPLY=($(compgen -W "qk scaled scores weights" -- "$cur")); return ;;
             --weight-layout) COMPREPLY=($(compgen -W "out-in in-out" -- "$cur")); return ;;
+            --layout) COMPREPLY=($(compgen -W "bhtd bthd tbe bte" -- "$cur")); return ;;
             --dtype) COMPREPLY=($(compgen -W "float32 float64" -- "$cur")); return ;;
             --posenc) COMPREPLY=($(compgen -W "interleaved concat" -- "$cur")); return ;;
             --format) COMPREPLY=($(compgen -W "json jsonl csv npy npz table html" -- "$cur")); return ;;

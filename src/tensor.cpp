@@ -1,6 +1,7 @@
 #include "attn/tensor.hpp"
 
 #include "attn/error.hpp"
+#include "attn/text.hpp"
 
 #include <cmath>
 #include <cstring>
@@ -104,6 +105,28 @@ void array::copy_to(T* out) const {
     if ((type == dtype::f4 && std::is_same_v<T, float>) || (type == dtype::f8 && std::is_same_v<T, double>) ||
         (type == dtype::i8 && std::is_same_v<T, std::int64_t>)) {
         if (n) std::memcpy(out, data.data(), n * sizeof(T));
+    } else if constexpr (std::is_integral_v<T>) {
+        // A value outside T's range (a uint64 of 2^64 − 1, a float of 1e30) has no defined
+        // conversion: it is refused, not cast. Doubles from lo up to (not including) 2^digits fit.
+        const double lo = static_cast<double>(std::numeric_limits<T>::min());
+        const double hi = std::ldexp(1.0, std::numeric_limits<T>::digits);
+        for (std::size_t i = 0; i < n; ++i) {
+            const auto refuse = [&](const std::string& got) {
+                throw value_error("array", "value out of range at index " + std::to_string(i) + " " +
+                                               expected_got("whole numbers from " + std::to_string(std::numeric_limits<T>::min()) +
+                                                                " to " + std::to_string(std::numeric_limits<T>::max()),
+                                                            got));
+            };
+            if (type == dtype::u8) {  // exactly: a double rounds 2^64 − 1 up to 2^64
+                const auto u = load<std::uint64_t>(data.data() + i * sizeof(std::uint64_t));
+                if (u > static_cast<std::uint64_t>(std::numeric_limits<T>::max())) refuse(std::to_string(u));
+                out[i] = static_cast<T>(u);
+                continue;
+            }
+            const double v = value(i);
+            if (!(v >= lo && v < hi)) refuse(general_number(v));
+            out[i] = static_cast<T>(v);
+        }
     } else {
         for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<T>(value(i));
     }
@@ -149,6 +172,26 @@ array swap_leading_axes(const array& a) {
     for (std::size_t i = 0; i < n0; ++i)
         for (std::size_t j = 0; j < n1; ++j)
             if (row) std::memcpy(dst + (j * n0 + i) * row, src + (i * n1 + j) * row, row);
+    return out;
+}
+
+array swap_middle_axes(const array& a) {
+    if (a.rank() < 3) throw shape_error("array", "needs axes 1 and 2 to swap " + expected_got("3-D or more", shape_string(a.shape)));
+    const std::size_t n0 = a.shape[0];
+    array block;  // one (A1, A2, …) item at a time, through swap_leading_axes
+    block.type = a.type;
+    block.shape = shape_t(a.shape.begin() + 1, a.shape.end());
+    const std::size_t bytes = a.data.size() / (n0 ? n0 : 1);
+    array out;
+    out.type = a.type;
+    out.shape = a.shape;
+    std::swap(out.shape[1], out.shape[2]);
+    out.data.resize(a.data.size());
+    for (std::size_t i = 0; i < n0; ++i) {
+        block.data.assign(a.data.begin() + i * bytes, a.data.begin() + (i + 1) * bytes);
+        const array swapped = swap_leading_axes(block);
+        std::copy(swapped.data.begin(), swapped.data.end(), out.data.begin() + i * bytes);
+    }
     return out;
 }
 

@@ -170,7 +170,7 @@ TEST_CASE("a hostile manifest: each bad job is one error record, the good ones c
     CHECK(recs[0]["weights"][0].size() == 4);
     CHECK(recs[1]["error"] == "<stdin>:2: --heads: not a whole number in range (expected 1 to 1048576, got 1e+30)");
     CHECK(recs[2]["error"] == "<stdin>:3: --heads: not a whole number in range (expected 1 to 1048576, got 2.7)");
-    CHECK(recs[3]["error"] == "<stdin>:4: Could not convert: --lengths = 1e+30");
+    CHECK(recs[3]["error"] == "<stdin>:4: --lengths: not a whole number (expected a whole number ≥ 0, got '1e+30')");
     CHECK(recs[4]["error"] == "<stdin>:5: invalid JSON line (number overflow parsing '1e999')");
     CHECK(recs[5]["error"] == "<stdin>:6: --lengths: not a count (expected a whole number ≥ 0, got -1)");
     CHECK(recs[6]["error"] == "<stdin>:7: jobs: applies to the whole run, not to one job (expected it on the command "

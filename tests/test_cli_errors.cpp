@@ -24,7 +24,10 @@ TEST_CASE("typos in options, commands and values get the nearest spelling, exit 
         {"", "a command is required (commands: compute, generate, posenc, inspect, compare, plot, rope, rollout, view; see attn --help)"},
         {"compute --mask causl data/x.npy",
          "--mask: unknown value causl (expected one of none, causal, padding; did you mean causal?)"},
-        {"compute --heads abc data/x.npy", "--heads: not a whole number in range (expected 1 to 1048576, got abc)"},
+        {"compute --heads abc data/x.npy", "--heads: not a whole number in range (expected 1 to 1048576, got 'abc')"},
+        {"compare data/x.npy data/x.npy --rtol ''", "--rtol: not a number in range (expected a number ≥ 0, got '')"},
+        // The options CLI11 could only say "Could not convert" about.
+        {"posenc --len 3 --dim 4 --style concat --base abc", "--base: not a number (expected a number, got 'abc')"},
         {"compute data/x.npy --heads", "--heads: a value is required (see attn compute --help)"},
         {"compare data/x.npy", "attn compare: B is required (see attn compare --help)"},
         // The option a stray value followed is the one named, whatever order CLI11 lists them in.

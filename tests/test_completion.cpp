@@ -167,7 +167,7 @@ TEST_CASE("completion: attn view is offered with the values of the compute optio
     REQUIRE(std::system(("bash '" + scratch.path + "/complete.sh' >'" + scratch.path + "/out' 2>&1").c_str()) == 0);
     CHECK(attn_test::slurp(scratch.path + "/out") ==
           "view\n"
-          "--layer\n"
+          "--layout --layer\n"
           "0 1 all\n"
           "causal\n"
           "512M 1G 2G 4G\n");

@@ -59,6 +59,11 @@ struct pipeline_options {
     /// Rank-3 x, x_kv, q, k, v are (T, B, E) (nn.MultiheadAttention with batch_first=False);
     /// the q, k, v and output stages are returned (T, B, ·) too.
     bool seq_first = false;
+    /// The layout x, x_kv, q, k, v are declared in (--layout): `by_rank` reads rank 4 as
+    /// (B, H, T, D) and rank 2 or 3 as (T, E) or (B, T, E); the others require that rank.
+    /// `bthd` is (B, T, H, D) (FlashAttention, Hugging Face before the transpose): the
+    /// q, k, v, x and output stages are returned (B, T, H, D) too. `tbe` is seq_first.
+    enum class input_layout { by_rank, bhtd, bthd, bte, tbe } layout_of_inputs = input_layout::by_rank;
     /// Token ids (T,) given inline (`--ids 3,1,4`): the token_ids array, which must not
     /// also be given. With an `embedding` table (V, E) they give X = E[ids].
     std::vector<long long> ids;

@@ -167,6 +167,11 @@ array int64_array(shape_t shape, const std::vector<std::int64_t>& values);
 /// Any dtype. Throws shape_error("array", …) when `a` has fewer than two axes.
 array swap_leading_axes(const array& a);
 
+/// `a` (A0, A1, A2, …) with axes 1 and 2 swapped: (A0, A2, A1, …), as NumPy's
+/// `a.swapaxes(1, 2)` copied to C order, e.g. (B, T, H, D) ↔ (B, H, T, D). Any dtype.
+/// Throws shape_error("array", …) when `a` has fewer than three axes.
+array swap_middle_axes(const array& a);
+
 extern template void array::copy_to<float>(float*) const;
 extern template void array::copy_to<double>(double*) const;
 extern template std::vector<float> array::to_vector<float>() const;

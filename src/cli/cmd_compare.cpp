@@ -36,19 +36,9 @@ struct compare_cli {
     CLI::Option* format_opt = nullptr;
 };
 
-bool exists(const std::string& path) {
-    struct stat st;
-    return ::stat(path.c_str(), &st) == 0;
-}
-
-/// FILE:NAME split as io::load_array splits it (a path that exists is never split).
-std::pair<std::string, std::string> split_spec(const std::string& spec) {
-    const std::size_t colon = spec.rfind(':');
-    if (!exists(spec) && colon != std::string::npos && colon > 0 && colon + 1 < spec.size() &&
-        spec.find('/', colon) == std::string::npos)
-        return {spec.substr(0, colon), spec.substr(colon + 1)};
-    return {spec, ""};
-}
+/// FILE:NAME split as io::load_array splits it: a path that exists is never split, and a
+/// ':' inside the path or the name is kept where it belongs (io::split_array_spec).
+std::pair<std::string, std::string> split_spec(const std::string& spec) { return io::split_array_spec(spec); }
 
 bool is_npy_file(const std::string& path) {
     if (path == "-") return false;

@@ -1,5 +1,6 @@
 #include "help_format.hpp"
 
+#include <regex>
 #include <sstream>
 #include <vector>
 
@@ -22,7 +23,7 @@ public:
     wrapping_formatter() { column_width(left_column); }
 
     std::string make_option(const CLI::Option* opt, bool is_positional) const override {
-        return entry(make_option_name(opt, is_positional) + make_option_opts(opt), make_option_desc(opt));
+        return entry(make_option_name(opt, is_positional) + plain_type_names(make_option_opts(opt)), make_option_desc(opt));
     }
     std::string make_subcommand(const CLI::App* sub) const override {
         return entry(sub->get_display_name(true), sub->get_description());
@@ -38,6 +39,16 @@ public:
     }
 
 private:
+    /// CLI::Range and CLI::NonNegativeNumber append their description to the type name
+    /// ("--heads UINT:INT in [1 - 1048576]", "--seed UINT:NONNEGATIVE"): the value is
+    /// shown as N, like the other counts (--sink-k K, --top N); the error for a value out
+    /// of range states the range.
+    static std::string plain_type_names(const std::string& opts) {
+        static const std::regex range(":(?:(?:U?INT|FLOAT|NUMBER) in \\[[^\\]]*\\]|NONNEGATIVE|POSITIVE)");
+        static const std::regex bare("^ U?INT(?=$|[= ])");
+        return std::regex_replace(std::regex_replace(opts, range, ""), bare, " N");
+    }
+
     /// "  name" in the left column, the description wrapped in the right one (below the
     /// name when the name is too long), as CLI11's detail::format_help lays them out.
     std::string entry(const std::string& name, const std::string& description) const {

@@ -130,8 +130,13 @@ std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app, i
         const double lo = std::strtod(m[3].str().c_str(), nullptr), hi = std::strtod(m[4].str().c_str(), nullptr);
         std::string expected = m[3].str() + " to " + m[4].str();
         if (hi >= 1e300) expected = lo == 0 ? "a number ≥ 0" : lo > 0 && lo < 1e-300 ? "a number > 0" : "a number ≥ " + general_number(lo);
+        // Text that is no number at all is quoted, so that an empty value shows.
+        const std::string got = m[2].str();
+        char* end = nullptr;
+        std::strtod(got.c_str(), &end);
+        const bool number = !got.empty() && *end == '\0';
         return m[1].str() + (whole ? ": not a whole number in range" : ": not a number in range") + " (expected " +
-               expected + ", got " + m[2].str() + ")";
+               expected + ", got " + (number ? got : "'" + got + "'") + ")";
     }
     // An option given without its value: "--heads: 1 required UINT:INT in [1 - 1048576] missing".
     static const std::regex missing("(\\S+): (\\d+) required .* missing");
@@ -151,6 +156,16 @@ std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app, i
         const std::string near = nearest(m[2].str(), options);
         return m[1].str() + ": unknown value " + m[2].str() + " (expected one of " + joined(options) +
                (near.empty() ? "" : "; did you mean " + near + "?") + ")";
+    }
+    // Any other option whose text CLI11 could not convert: "Could not convert: --atol = abc".
+    static const std::regex convert("Could not convert: (\\S+) = (.*)");
+    if (std::regex_match(what, m, convert)) {
+        const CLI::App* sub = chosen(app);
+        const CLI::Option* o = (sub ? sub : &app)->get_option_no_throw(m[1].str());
+        const std::string type = o ? o->get_type_name().substr(0, o->get_type_name().find(':')) : "";
+        const bool whole = type.find("INT") != std::string::npos || type == "N";
+        return m[1].str() + (whole ? ": not a whole number (expected a whole number" : ": not a number (expected a number") +
+               ", got '" + m[2].str() + "')";
     }
     static const std::regex required("(\\S+) is required");
     if (std::regex_match(what, m, required)) {

@@ -79,19 +79,94 @@ std::vector<std::string> split_words(const std::string& text) {
     return words;
 }
 
+/// The text of a bad value, quoted so that an empty one shows: 'abc', ''.
+std::string in_quotes(const std::string& text) { return "'" + text + "'"; }
+
+/// True when all of `text` is a whole number in `value` (no sign for unsigned types).
+template <class T>
+std::errc whole_number(const std::string& text, T& value) {
+    const char* end = text.data() + text.size();
+    const auto [p, ec] = std::from_chars(text.data(), end, value);
+    if (ec == std::errc::result_out_of_range) return ec;
+    return ec == std::errc() && p == end && !text.empty() ? std::errc() : std::errc::invalid_argument;
+}
+
 /// CLI11 converts "-1" to a size_t by wrapping it to 2^64 − 1, and a count too large for
-/// 64 bits to 2^64 − 1: counts refuse a sign and anything over 2^63 − 1, quoting the text.
+/// 64 bits to 2^64 − 1, and reports "abc" or "1e30" as "Could not convert": counts refuse
+/// a sign, anything but digits and anything over 2^63 − 1, quoting the text.
 const CLI::Validator non_negative_count(
     [](std::string& text) {
         if (text.find('-') != std::string::npos) return "not a count " + expected_got("a whole number ≥ 0", text);
         long long n = 0;
-        if (std::from_chars(text.data(), text.data() + text.size(), n).ec == std::errc::result_out_of_range)
+        const std::errc ec = whole_number(text, n);
+        if (ec == std::errc::result_out_of_range)
+            return "too large " + expected_got("at most " + std::to_string(std::numeric_limits<long long>::max()), text);
+        if (ec != std::errc()) return "not a whole number " + expected_got("a whole number ≥ 0", in_quotes(text));
+        return std::string();
+    },
+    "");
+
+/// A whole number for a --window side (pipeline_settings refuses those below −1, the
+/// unbounded side, naming the whole LEFT,RIGHT).
+const CLI::Validator window_side(
+    [](std::string& text) {
+        long long n = 0;
+        const std::errc ec = whole_number(text, n);
+        if (ec == std::errc::invalid_argument)
+            return "not a whole number " + expected_got("a whole number ≥ -1 (-1: unbounded)", in_quotes(text));
+        if (ec != std::errc())
             return "too large " + expected_got("at most " + std::to_string(std::numeric_limits<long long>::max()), text);
         return std::string();
     },
     "");
 
+/// Any whole number that fits 64 bits (--pad-id).
+const CLI::Validator any_whole_number(
+    [](std::string& text) {
+        long long n = 0;
+        const std::errc ec = whole_number(text, n);
+        if (ec == std::errc::invalid_argument) return "not a whole number " + expected_got("a whole number", in_quotes(text));
+        if (ec != std::errc())
+            return "out of range " + expected_got("a whole number of at most 64 bits", text);
+        return std::string();
+    },
+    "");
 
+/// The token ids of `--ids` from all the words given to it: "3,1,4", "3 1 4" (one word
+/// or several), "[3, 1, 4]" (a JSON list). Ids are whole numbers from 0 to 2^63 − 1,
+/// refused with the text as given (a number too large for 64 bits is not rounded).
+std::vector<long long> parse_ids(const std::vector<std::string>& words) {
+    std::string text;
+    for (const auto& w : words) text += (text.empty() ? "" : " ") + w;
+    const std::string expected = "token ids like 3,1,4 or '3 1 4' or '[3, 1, 4]'";
+    std::string list = text;
+    const std::size_t first = list.find_first_not_of(" \t"), last = list.find_last_not_of(" \t");
+    list = first == std::string::npos ? "" : list.substr(first, last - first + 1);
+    if (!list.empty() && (list.front() == '[' || list.back() == ']')) {
+        if (list.size() < 2 || list.front() != '[' || list.back() != ']')
+            throw usage_error("--ids", "not a list " + expected_got(expected, in_quotes(text)));
+        list = list.substr(1, list.size() - 2);
+    }
+    std::vector<long long> ids;
+    std::size_t at = 0;
+    do {
+        const std::size_t comma = std::min(list.find(',', at), list.size());
+        const std::vector<std::string> items = split_words(list.substr(at, comma - at));
+        if (items.empty())
+            throw usage_error("--ids", (text.find_first_not_of(" \t") == std::string::npos ? "no token ids " : "an empty id ") +
+                                           expected_got(expected, in_quotes(text)));
+        for (const auto& item : items) {
+            long long id = 0;
+            const std::errc ec = whole_number(item, id);
+            if (ec == std::errc::invalid_argument) throw usage_error("--ids", "not a token id " + expected_got(expected, in_quotes(item)));
+            if (ec != std::errc() || id < 0)
+                throw usage_error("--ids", "out of range " + expected_got("ids from 0 to " + std::to_string(std::numeric_limits<long long>::max()), item));
+            ids.push_back(id);
+        }
+        at = comma + 1;
+    } while (at <= list.size());
+    return ids;
+}
 
 }  // namespace
 
@@ -106,6 +181,16 @@ const CLI::Validator finite_number(
                    : std::string();
     },
     "");  // no description: the type name already says FLOAT
+
+const CLI::Validator a_number(
+    [](std::string& text) {
+        char* end = nullptr;
+        std::strtod(text.c_str(), &end);
+        return text.empty() || end == text.c_str() || *end != '\0' || std::isspace(static_cast<unsigned char>(text[0]))
+                   ? "not a number " + expected_got("a number", in_quotes(text))
+                   : std::string();
+    },
+    "");
 
 const CLI::Validator positive_number(
     [](std::string& text) {
@@ -124,12 +209,20 @@ void add_rope_options(CLI::App& sub, pipeline_cli& c) {
         ->group("Positions");
     sub.add_option("--rope-theta", c.rope_theta, "RoPE base: inv_freq_j = theta^(-2j/R)")
         ->each([&c](const std::string&) { c.rope_theta_set = true; })
+        ->check(a_number)
         ->check(finite_number)
         ->check(positive_number)
         ->capture_default_str()
         ->group("Positions");
     sub.add_option("--rotary-dim", c.rotary_dim, "Rotate only the first R dims of each head (default: all; R even)")
         ->check(non_negative_count)
+        ->check(CLI::Validator(
+            [](std::string& text) {
+                return text.find_first_not_of('0') == std::string::npos
+                           ? "not a number > 0 " + expected_got("an even number ≥ 2 (leave it out to rotate all dims)", text)
+                           : std::string();
+            },
+            ""))
         ->type_name("R")
         ->group("Positions");
 }
@@ -163,13 +256,16 @@ void add_pipeline_options(CLI::App& sub, pipeline_cli& c) {
         ->group("Masks");
     sub.add_option_function<long long>("--pad-id", [&c](long long id) { c.pad_id = id; },
                                        "token_ids equal to this are padding keys")
+        ->check(any_whole_number)
         ->type_name("INT")
         ->group("Masks");
-    sub.add_option("--ids", c.ids,
-                    "Token ids, comma-separated (e.g. 3,1,4): the token_ids array (T,), for --embedding "
-                    "(X = E[ids]) or --pad-id")
-        ->delimiter(',')
-        ->allow_extra_args(false)
+    sub.add_option_function<std::vector<std::string>>(
+           "--ids", [&c](const std::vector<std::string>& words) { c.ids = parse_ids(words); },
+           "Token ids: 3,1,4 or 3 1 4 or '[3, 1, 4]' (every word up to the next option, so give INPUT "
+           "before --ids): the token_ids array (T,), for --embedding (X = E[ids]) or --pad-id")
+        ->expected(1, CLI::detail::expected_max_vector_size)
+        ->allow_extra_args(true)
+        ->type_name("IDS")
         ->group("Input arrays");
     sub.add_option("--window", c.window,
                     "Sliding window LEFT[,RIGHT] (ONNX Attention opset 25): with p = i + offset (the causal "
@@ -177,6 +273,7 @@ void add_pipeline_options(CLI::App& sub, pipeline_cli& c) {
                     "RIGHT; -1 leaves a side unbounded; RIGHT defaults to -1. --window 3 --mask causal sees 4 keys")
         ->delimiter(',')
         ->allow_extra_args(false)
+        ->check(window_side)
         ->type_name("LEFT[,RIGHT]")
         ->group("Masks");
     sub.add_option("--prefix-len", c.prefix_len,
@@ -209,9 +306,18 @@ void add_pipeline_options(CLI::App& sub, pipeline_cli& c) {
         ->check(CLI::IsMember({"attend", "masked"}))
         ->capture_default_str()
         ->group("Masks");
+    sub.add_option("--layout", c.layout,
+                   "Axes of x, x_kv, q, k, v (default: by rank, 4-D as bhtd, 2-D/3-D as bte): bhtd (B, H, T, D); "
+                   "bthd (B, T, H, D), as FlashAttention and Hugging Face give them, the q, k, v, x and output "
+                   "stages written (B, T, H, D) too; bte (B, T, E) or (T, E); tbe (T, B, E) = --seq-first. "
+                   "An input of another rank is refused")
+        ->check(CLI::IsMember({"bhtd", "bthd", "tbe", "bte"}))
+        ->type_name("AXES")
+        ->group("Input arrays");
     sub.add_flag("--seq-first", c.seq_first,
-                 "Rank-3 x, x_kv, q, k, v are (T, B, E), as nn.MultiheadAttention(batch_first=False); the "
-                 "q, k, v and output stages are written (T, B, ·) too, weights stay (B, …, Tq, Tk)");
+                 "Same as --layout tbe: rank-3 x, x_kv, q, k, v are (T, B, E), as nn.MultiheadAttention("
+                 "batch_first=False); the q, k, v and output stages are written (T, B, ·) too, weights stay "
+                 "(B, …, Tq, Tk)");
     sub.add_option("--mask-fill", c.mask_fill,
                     "Value of masked cells: -inf (default) or a finite number like -1e9 (masked_fill idiom, "
                     "replaces the score)")
@@ -224,11 +330,17 @@ void add_pipeline_options(CLI::App& sub, pipeline_cli& c) {
     sub.add_option_function<double>("--scale", [&c](double scale) { c.scale = scale; },
                                     "Multiplier of Q·Kᵀ (default 1/sqrt(Dk))")
         ->type_name("FLOAT")
+        ->check(a_number)
         ->check(finite_number);
-    sub.add_option("--softcap", c.softcap, "If > 0: scaled = c·tanh(scaled/c), before masking")->check(finite_number);
+    sub.add_option("--softcap", c.softcap, "If > 0: scaled = c·tanh(scaled/c), before masking")
+        ->type_name("FLOAT")
+        ->check(a_number)
+        ->check(finite_number);
     sub.add_option("--heads", c.heads, "Query heads: splits the last axis of rank-3 inputs head-major")
+        ->type_name("N")
         ->check(CLI::Range(1, 1 << 20));
     sub.add_option("--kv-heads", c.kv_heads, "Key/value heads (GQA/MQA; default = --heads)")
+        ->type_name("N")
         ->check(CLI::Range(1, 1 << 20));
     sub.add_option("--weight-layout", c.weight_layout,
                     "out-in: Q = X·W_qᵀ + b (PyTorch nn.Linear); in-out: Q = X·W_q + b")
@@ -248,6 +360,7 @@ void add_pipeline_options(CLI::App& sub, pipeline_cli& c) {
                     "(sin/cos alternating, Vaswani et al.) or concat (sines then cosines, tensor2tensor)")
         ->check(CLI::IsMember({"interleaved", "concat"}));
     sub.add_option("--posenc-base", c.posenc_base, "Base of the --posenc frequencies")
+        ->check(a_number)
         ->check(finite_number)
         ->check(positive_number)
         ->capture_default_str();
@@ -283,7 +396,7 @@ void add_pipeline_options(CLI::App& sub, pipeline_cli& c) {
 }
 
 void add_run_options(CLI::App& sub, pipeline_cli& c) {
-    sub.add_option("-j,--jobs", c.jobs, "Worker threads (default: all cores)")->check(CLI::Range(1, 1 << 20));
+    sub.add_option("-j,--jobs", c.jobs, "Worker threads (default: all cores)")->type_name("N")->check(CLI::Range(1, 1 << 20));
     add_max_bytes_option(sub);
 }
 
@@ -336,7 +449,15 @@ attn::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std:
     p.posenc_base = c.posenc_base;
     p.kernel = c.kernel == "reference" ? attn::kernel_kind::reference : attn::kernel_kind::fast;
     p.attn_mask_true_masks = c.attn_mask_true == "masked";
-    p.seq_first = c.seq_first;
+    if (c.seq_first && !c.layout.empty() && c.layout != "tbe")
+        throw usage_error("--seq-first", "contradicts --layout " + c.layout + " " + expected_got("--layout tbe or no --layout", "--layout " + c.layout));
+    using layout = attn::pipeline_options::input_layout;
+    p.layout_of_inputs = c.layout == "bhtd" ? layout::bhtd
+                         : c.layout == "bthd" ? layout::bthd
+                         : c.layout == "bte"  ? layout::bte
+                         : c.layout == "tbe"  ? layout::tbe
+                                              : layout::by_rank;
+    p.seq_first = c.seq_first || c.layout == "tbe";
     p.ids = c.ids;
     p.prefix_len = c.prefix_len;
     p.sink_tokens = c.sink_tokens;
@@ -419,12 +540,30 @@ io::bundle gather_inputs(const std::string& input, const pipeline_cli& c) {
     if (!b.ignored.empty() && !(b.arrays.empty() && io::is_checkpoint_file(input)))
         std::cerr << "attn: warning: " << (input == "-" ? "<stdin>" : input) << ": ignored arrays " << name_list(b.ignored)
                   << " (not an input name; see attn compute --help)\n";
+    const auto holds = [&b](const std::string& name) {
+        return std::any_of(b.arrays.begin(), b.arrays.end(), [&](const io::named_array& n) { return n.name == name; });
+    };
+    // One table of the pair given on the command line is the command line's fault (exit 2),
+    // checked before any file is read.
+    for (const auto& [given, other] : {std::pair{"rope_cos", "rope_sin"}, {"rope_sin", "rope_cos"}})
+        if (c.tensor_files.count(given) && !c.tensor_files.count(other) && !holds(other)) {
+            const std::string opt = given == std::string("rope_cos") ? "--rope-cos" : "--rope-sin";
+            const std::string need = given == std::string("rope_cos") ? "--rope-sin" : "--rope-cos";
+            throw usage_error(opt, "needs " + need + " " + expected_got("--rope-cos and --rope-sin", opt + " only"));
+        }
     for (const auto& [name, spec] : c.tensor_files) {
         array a = io::load_array(spec);
         auto it = std::find_if(b.arrays.begin(), b.arrays.end(), [&wanted = name](const io::named_array& n) { return n.name == wanted; });
         if (it != b.arrays.end()) it->value = std::move(a);
         else b.arrays.push_back({name, std::move(a)});
     }
+    // nn.MultiheadAttention's state dict does not record num_heads: one head over a wide
+    // embedding is more likely a forgotten --heads than a model.
+    for (const auto& a : b.arrays)
+        if (a.name == "in_proj_weight" && c.heads == 0 && a.value.rank() == 2 && a.value.shape[0] % 3 == 0 &&
+            a.value.shape[0] / 3 >= 64)
+            std::cerr << "attn: warning: in_proj_weight: computed as one head of width " << a.value.shape[0] / 3
+                      << " (give --heads N, the module's num_heads)\n";
     return b;
 }
 

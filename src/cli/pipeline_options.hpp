@@ -37,6 +37,7 @@ struct pipeline_cli {
     std::string kernel = "fast";
     std::string attn_mask_true = "attend";
     bool seq_first = false;
+    std::string layout;  // "", bhtd, bthd, tbe or bte (--layout; tbe = --seq-first)
     std::vector<long long> ids;
     std::vector<long long> window;
     std::vector<std::size_t> prefix_len;
@@ -61,6 +62,10 @@ void add_rope_options(CLI::App& sub, pipeline_cli& c);
 /// Refuses "nan", "inf" and their kin for a number option (CLI11 reads them as doubles):
 /// "not a finite number (expected a finite number, got inf)".
 extern const CLI::Validator finite_number;
+
+/// Refuses text that is not a number ("abc", "", "1x"), which CLI11 reported as "Could not
+/// convert: --scale = abc": "not a number (expected a number, got 'abc')".
+extern const CLI::Validator a_number;
 
 /// Refuses 0 and negative numbers: "not a number > 0 (expected a number > 0, got 0)".
 /// (CLI::PositiveNumber's message quotes the largest double in 300 digits.)

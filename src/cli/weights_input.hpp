@@ -2,7 +2,6 @@
 // The weights array of rollout and compare --per-head: FILE:NAME, a file holding one
 // array, or a bundle holding `weights` (attn compute's .npz or JSON output).
 #include <string>
-#include <sys/stat.h>
 
 #include "attn/error.hpp"
 #include "attn/io/input.hpp"
@@ -16,11 +15,7 @@ namespace attn::cli {
 /// called `weights` (any case). Throws what the readers throw, and value_error naming
 /// the file and its arrays when a bundle holds several and none is `weights`.
 inline array load_weights(const std::string& spec) {
-    struct stat st;
-    const std::size_t colon = spec.rfind(':');
-    const bool whole = spec == "-" || ::stat(spec.c_str(), &st) == 0 || colon == std::string::npos || colon == 0 ||
-                       colon + 1 == spec.size() || spec.find('/', colon) != std::string::npos;
-    if (!whole) return io::load_array(spec);
+    if (spec != "-" && !io::split_array_spec(spec).second.empty()) return io::load_array(spec);
     std::vector<io::listed_array> all = io::list_arrays(spec);
     if (all.size() == 1) return std::move(all.front().value);
     std::string names;

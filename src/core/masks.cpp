@@ -6,6 +6,7 @@
 #include <string>
 
 #include "attn/error.hpp"
+#include "attn/text.hpp"
 
 namespace attn::core {
 
@@ -414,8 +415,13 @@ mask<T> build_mask(const mask_spec& spec, std::vector<std::string>& used) {
                                                                                    " or (B, Hq) = " + shape_string({B, spec.Hq}),
                                                                                shape_string(s->shape)));
             for (std::size_t b = 0; b < B; ++b)
-                for (std::size_t h = 0; h < spec.Hq; ++h)
-                    m.alibi_slopes[b * spec.Hq + h] = static_cast<T>(s->value(per_item ? b * spec.Hq + h : h));
+                for (std::size_t h = 0; h < spec.Hq; ++h) {
+                    // As sinks: a NaN slope would give a head of NaN weights.
+                    const double slope = s->value(per_item ? b * spec.Hq + h : h);
+                    if (!std::isfinite(slope))
+                        throw value_error("alibi_slopes", "not finite " + expected_got("finite slopes", general_number(slope)));
+                    m.alibi_slopes[b * spec.Hq + h] = static_cast<T>(slope);
+                }
         } else {
             const std::vector<double> slopes = alibi_slopes(spec.Hq);
             for (std::size_t b = 0; b < B; ++b)

@@ -13,6 +13,7 @@
 #include "attn/io/input.hpp"
 #include "attn/io/safetensors.hpp"
 #include "attn/io/vocab.hpp"
+#include "attn/text.hpp"
 #include "attn/model/family.hpp"
 #include "attn/pipeline.hpp"
 #include "attn/text.hpp"
@@ -272,8 +273,11 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
         // Label the tokens: decoded through --vocab, else by their ids.
         const std::vector<std::string> vocab = ck.vocab.empty() ? std::vector<std::string>{} : io::read_vocab(ck.vocab);
         for (std::size_t i = 0; i < in.ids->shape.back(); ++i) {
-            const auto id = static_cast<std::size_t>(in.ids->value(i));
-            tokens.push_back(!vocab.empty() && id < vocab.size() ? vocab[id] : std::to_string(id));
+            // A negative or huge id (refused by the embedding next) has no size_t: not cast.
+            const double v = in.ids->value(i);
+            const bool whole = v >= 0 && v < 9007199254740992.0;  // 2^53: exact in a double
+            const auto id = whole ? static_cast<std::size_t>(v) : std::size_t{0};
+            tokens.push_back(whole && id < vocab.size() ? vocab[id] : whole ? std::to_string(id) : general_number(v));
         }
     } else if (!ck.vocab.empty() && tokens.empty() && !in.ids) {
         throw usage_error("--vocab", "labels token ids " + expected_got("--ids or --token-ids", "--x"));

@@ -314,7 +314,46 @@ io::document compute(std::vector<named_array> inputs, const std::vector<std::str
         table->value.data.clear();  // the table can be large; X is all that is needed
         inputs.push_back({"x", std::move(x)});
     }
-    if (options.seq_first) {
+    // Positions and angle tables feed only RoPE: without it they would be silently unused.
+    if (!options.rope)
+        for (const char* name : {"rope_cos", "rope_sin", "position_ids"})
+            if (find(name))
+                throw usage_error(name, "used only by RoPE " + expected_got("--rope half or --rope interleaved", "no --rope"));
+    const auto qkvx = [](const std::string& name) {
+        return name == "x" || name == "x_kv" || name == "q" || name == "k" || name == "v";
+    };
+    using layout = pipeline_options::input_layout;
+    if (options.layout_of_inputs != layout::by_rank) {
+        // A declared layout is checked against every rank, never guessed past.
+        const layout l = options.layout_of_inputs;
+        for (const auto& a : inputs) {
+            if (!qkvx(a.name)) continue;
+            const std::size_t r = a.value.rank();
+            const bool fits = l == layout::bhtd || l == layout::bthd ? r == 4 : l == layout::bte ? r == 2 || r == 3 : r == 3;
+            if (!fits)
+                throw usage_error("--layout", std::string(l == layout::bhtd ? "bhtd" : l == layout::bthd ? "bthd" : l == layout::bte ? "bte" : "tbe") +
+                                                  " does not fit " + a.name + " " +
+                                                  expected_got(l == layout::bhtd   ? "(B, H, T, D)"
+                                                               : l == layout::bthd ? "(B, T, H, D)"
+                                                               : l == layout::bte  ? "(T, E) or (B, T, E)"
+                                                                                   : "(T, B, E)",
+                                                               shape_string(a.value.shape)));
+        }
+        if (l == layout::bthd) {
+            // FlashAttention's (B, T, H, D) in, (B, T, H, D) out.
+            for (auto& a : inputs)
+                if (qkvx(a.name)) a.value = swap_middle_axes(a.value);
+            pipeline_options by_rank = options;
+            by_rank.layout_of_inputs = layout::by_rank;
+            io::document doc = compute(std::move(inputs), bundle_tokens, by_rank);
+            for (auto& t : doc.tensors)
+                if (t.value.rank() == 4 && (qkvx(t.name) || t.name == "output")) t.value = swap_middle_axes(t.value);
+            doc.meta["layout"] = "bthd";
+            pipeline::record_shapes(doc);
+            return doc;
+        }
+    }
+    if (options.seq_first || options.layout_of_inputs == layout::tbe) {
         // nn.MultiheadAttention(batch_first=False): (T, B, E) in, (T, B, E) out.
         for (auto& a : inputs)
             if (a.name == "x" || a.name == "x_kv" || a.name == "q" || a.name == "k" || a.name == "v") {
@@ -326,6 +365,7 @@ io::document compute(std::vector<named_array> inputs, const std::vector<std::str
         io::document doc = compute(std::move(inputs), bundle_tokens, [&] {
             pipeline_options batch_first = options;
             batch_first.seq_first = false;
+            batch_first.layout_of_inputs = layout::by_rank;
             return batch_first;
         }());
         for (auto& t : doc.tensors)

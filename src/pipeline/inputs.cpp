@@ -41,7 +41,13 @@ rope_tables rope_tables_for(const input_set& in, const pipeline_options& o, std:
             throw shape_error("position_ids", "one integer position per token " +
                                                   expected_got(shape_string({B, T}) + " or " + shape_string({T}) + " integers",
                                                                shape_string(ids->shape) + " " + std::string(dtype_name(ids->type))));
-        const std::vector<std::int64_t> given = ids->to_vector<std::int64_t>();
+        std::vector<std::int64_t> given;
+        try {
+            given = ids->to_vector<std::int64_t>();
+        } catch (const value_error& e) {  // a uint64 beyond 2^63 − 1: named as the array it is
+            const std::string what = e.what();
+            throw value_error("position_ids", what.substr(what.find(": ") + 2));
+        }
         for (std::size_t n = 0; n < given.size(); ++n)
             if (given[n] < 0)
                 throw value_error("position_ids", "negative position at index " + num(n) + " " +
@@ -84,6 +90,8 @@ prepared<T> prepare_qkv(const input_set& in, const pipeline_options& o) {
                 throw shape_error(n, "rank differs from q's " + expected_got(rank_text(qa->rank()), rank_text(a->rank())));
         }
         p.rank = qa->rank();
+        if (p.rank < 2 || p.rank > 4)
+            throw shape_error("q", "wrong rank " + expected_got("(T, D), (B, T, D) or (B, H, T, D)", shape_string(qa->shape)));
         if (p.rank == 4) {
             p.q = as_rank4<T>(*qa, "q");
             p.k = as_rank4<T>(*ka, "k");
@@ -108,7 +116,10 @@ prepared<T> prepare_qkv(const input_set& in, const pipeline_options& o) {
     p.rank = xa->rank();
     if (o.posenc && p.rank != 2 && p.rank != 3)
         throw shape_error("x", "--posenc needs X of rank 2 or 3 " + expected_got("(T, E) or (B, T, E)", shape_string(xa->shape)));
-    if (p.rank == 4 && !xkv && !in.find("w_q") && !in.find("in_proj_weight")) {
+    const bool lone = !xkv && !in.find("w_q") && !in.find("in_proj_weight");
+    if (lone && (p.rank < 2 || p.rank > 4))  // as_batched's message would leave out 4-D
+        throw shape_error("x", "wrong rank " + expected_got("(T, D), (B, T, D) or (B, H, T, D)", shape_string(xa->shape)));
+    if (p.rank == 4 && lone) {
         // A lone 4-D array is self-attention over (B, H, T, D): Q = K = V = X.
         p.q = as_rank4<T>(*xa, "x");
         p.k = p.v = p.q;
