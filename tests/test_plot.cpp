@@ -1113,6 +1113,12 @@ TEST_CASE("attn plot of a checkpoint's --layer all output equals plot CHECKPOINT
     CHECK_MESSAGE(r.code == 0, r.err);
     CHECK(slurp(dir / "c.pdf").find(pdf_title_hex("weights · gpt2 layer 0 of 2 · mask: causal · scale: 0.3536 · batch 0, head 0")) !=
           std::string::npos);
+    // compute --plot of a --layer all run draws layer 0, as plot does by default.
+    r = run_attn("compute " + ck + " --layer all --plot '" + (dir / "cp.png") + "' -o '" + (dir / "cp.json") + "'");
+    CHECK_MESSAGE(r.code == 0, r.err);
+    r = run_attn("plot " + ck + " --layer 0 -o '" + (dir / "c0.png") + "'");
+    CHECK_MESSAGE(r.code == 0, r.err);
+    CHECK(slurp(dir / "cp.png") == slurp(dir / "c0.png"));
     r = run_attn("plot '" + (dir / "all.npz") + "' --layer 1 --head 3 -o '" + (dir / "n.pdf") + "'");
     CHECK_MESSAGE(r.code == 0, r.err);
     CHECK(slurp(dir / "n.pdf").find(pdf_title_hex("weights · layer 1 · batch 0, head 3")) != std::string::npos);
