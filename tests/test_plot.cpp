@@ -1071,6 +1071,21 @@ TEST_CASE("attn plot --layer picks one layer of --layer all output, (L, H, T, T)
     CHECK_MESSAGE(r.code == 0, r.err);
     CHECK(slurp(dir / "q.png") == slurp(dir / "ref2.png"));
 
+    // A lone (L, B, H, rows, cols) .npy (HF output_attentions stacked): drawn as it is, one
+    // layer. Same file name for both: it labels the colour bar.
+    fs::create_directories(dir / "l5");
+    fs::create_directories(dir / "one");
+    {
+        std::ofstream f(dir / "l5/w.npy", std::ios::binary);
+        io::write_npy(f, array::from<double>({2, 1, 2, 2, 2}, w.data()));
+        std::ofstream g(dir / "one/w.npy", std::ios::binary);
+        io::write_npy(g, array::from<double>({2, 2}, w.data() + 12));
+    }
+    REQUIRE(run_attn("plot '" + (dir / "one/w.npy") + "' --title T -o '" + (dir / "one.png") + "'").code == 0);
+    r = run_attn("plot '" + (dir / "l5/w.npy") + "' --layer last --head 1 --title T -o '" + (dir / "l5.png") + "'");
+    CHECK_MESSAGE(r.code == 0, r.err);
+    CHECK(slurp(dir / "l5.png") == slurp(dir / "one.png"));
+
     // Out of range, and --layer on output without a layer axis: usage errors, no file.
     r = run_attn("plot '" + (dir / "lh.npz") + "' --layer 2 -o '" + (dir / "bad.png") + "'");
     CHECK(r.code == 2);

@@ -266,7 +266,7 @@ int run_plot(const plot_options& c) {
     if (in.is_output || in.is_lone) {
         const std::string what = in.is_output ? "attn output in " : "one array in ";
         for (const CLI::Option* o : c.compute_only)
-            if (o->count() && !(o == c.layer_opt && pick_layer && in.is_output))
+            if (o->count() && !(o == c.layer_opt && pick_layer))
                 throw usage_error(o->get_name(), in.is_output ? "does not apply to attn output, which is already computed " +
                                                                     expected_got("a compute input", what + c.input)
                                                               : "does not apply to a lone array, which is drawn as it is " +
@@ -276,6 +276,15 @@ int run_plot(const plot_options& c) {
         if (c.stage_opt->count())
             throw usage_error("--stage", "does not apply to a lone array, which is drawn as it is " +
                                              expected_got("attn output or a compute input", "one array in " + c.input));
+        // A lone (L, B, H, rows, cols) array (HF output_attentions stacked), or a lone
+        // array with --layer: one layer of it, picked as from attn output.
+        if (in.lone.value.rank() == 5 || pick_layer) {
+            io::document layers;
+            layers.tensors.push_back({"weights", std::move(in.lone.value)});
+            select_layer(layers, c.layer_text == "all" ? "" : c.layer_text, c.input);
+            in.lone.value = std::move(layers.tensors.front().value);
+            if (in.lone.value.rank() == 3) in.lone.value.shape.insert(in.lone.value.shape.begin(), 1);  // (H, rows, cols)
+        }
         spec = io::heatmap_from_array(in.lone.value, in.lone.name, view, settings.tokens.empty() ? in.doc.tokens : settings.tokens);
     } else if (in.is_output) {
         doc = std::move(in.doc);
