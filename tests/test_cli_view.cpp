@@ -173,3 +173,114 @@ TEST_CASE("view of one array: rank 3 is (H, Tq, Tk), rank 5 (L, B, H, Tq, Tk) wi
     const std::vector<double> want = ref::rollout(std::vector<double>(200, 0.1), 2, 1, 10);
     for (std::size_t i = 0; i < 100; ++i) CHECK(std::abs(value_of(ro, i) - want[i]) <= 0.5 / 65534 * 1.01);
 }
+
+namespace {
+
+/// Copies data/gpt2-tiny (checkpoint, config, tokenizer) into `folder`.
+void copy_gpt2_tiny(const std::string& folder) {
+    std::filesystem::create_directories(folder);
+    for (const char* f : {"model.safetensors", "config.json", "tokenizer.json"})
+        std::filesystem::copy_file(std::string(ATTN_SOURCE_DIR) + "/data/gpt2-tiny/" + f, folder + "/" + f);
+}
+
+}  // namespace
+
+TEST_CASE("view of a checkpoint in a folder whose name is not UTF-8: the page shows it with U+FFFD, as the JSON writer does") {
+    attn_test::scratch_dir dir;
+    const std::string folder = dir.path + "/bad\xFF<b>";
+    copy_gpt2_tiny(folder);
+    const std::string args = "'" + folder + "/model.safetensors' --layer all --ids 1,2,3";
+    // Before: "[json.exception.type_error.316] invalid UTF-8 byte at index …", exit 1.
+    for (const std::string cmd : {"view " + args + " -o '" + dir.path + "/v.html'", "compute " + args + " --format html -o '" + dir.path + "/v.html'"}) {
+        CAPTURE(cmd);
+        const auto r = attn_test::run_attn(cmd);
+        CHECK_MESSAGE(r.code == 0, r.err);
+        CHECK(r.err.empty());
+        const std::string page = attn_test::slurp(dir.path + "/v.html");
+        CHECK(page.find('\xFF') == std::string::npos);
+        CHECK(page.find("<dt>checkpoint</dt><dd>" + dir.path + "/bad\xEF\xBF\xBD&lt;b&gt;/model.safetensors</dd>") != std::string::npos);
+        CHECK(page.find("<b>") == std::string::npos);
+    }
+}
+
+TEST_CASE("view shows the settings and the model as labelled fields, not JSON") {
+    attn_test::scratch_dir dir;
+    const auto r = attn_test::run_attn("view data/gpt2-tiny/model.safetensors --layer all --ids 1,2,3 -o '" + dir.path + "/v.html'");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    const std::string page = attn_test::slurp(dir.path + "/v.html");
+    // data/gpt2-tiny/config.json: gpt2, 2 layers, hidden 32, 4 heads of 8: scale 1/√8.
+    CHECK(page.find("<dl id=\"meta\"><div><dt>model</dt><dd>gpt2</dd></div>"
+                    "<div><dt>checkpoint</dt><dd>data/gpt2-tiny/model.safetensors</dd></div>"
+                    "<div><dt>layer</dt><dd>all of 2</dd></div><div><dt>hidden size</dt><dd>32</dd></div>"
+                    "<div><dt>mask</dt><dd>causal</dd></div><div><dt>scale</dt><dd>0.353553</dd></div>"
+                    "<div><dt>softcap</dt><dd>0</dd></div><div><dt>heads</dt><dd>4</dd></div>"
+                    "<div><dt>kv heads</dt><dd>4</dd></div><div><dt>past length</dt><dd>0</dd></div>"
+                    "<div><dt>dtype</dt><dd>float32</dd></div></dl>") != std::string::npos);
+    CHECK(page.find("[\"causal\"]") == std::string::npos);
+    CHECK(page.find("{\"arch\"") == std::string::npos);
+}
+
+TEST_CASE("--tokens that do not fit the rows: one usage error, exit 2, from plot, compute and view") {
+    attn_test::scratch_dir dir;
+    const std::string d = dir.path;
+    REQUIRE(attn_test::run_attn("compute data/notebook.npz --format npz -o '" + d + "/w.npz'").code == 0);
+    // Before: plot exited 1, compute 2, and view wrote a page.
+    for (const std::string cmd : {"plot '" + d + "/w.npz' --tokens 'a b c d e' -o '" + d + "/o.png'",
+                                  "plot data/notebook.npz --tokens 'a b c d e' -o '" + d + "/o.png'",
+                                  "compute data/notebook.npz --tokens 'a b c d e' -o '" + d + "/o.json'",
+                                  "view '" + d + "/w.npz' --tokens 'a b c d e' -o '" + d + "/o.html'",
+                                  "view data/notebook.npz --tokens 'a b c d e' -o '" + d + "/o.html'"}) {
+        CAPTURE(cmd);
+        const auto r = attn_test::run_attn(cmd);
+        CHECK(r.code == 2);
+        CHECK(r.err == "attn: error: --tokens: one token per query (expected 4, got 5)\n");
+    }
+    const auto r = attn_test::run_attn("view '" + d + "/w.npz' --tokens-kv 'a b' -o '" + d + "/o.html'");
+    CHECK(r.code == 2);
+    CHECK(r.err == "attn: error: --tokens-kv: one token per key (expected 4, got 2)\n");
+    CHECK(!std::filesystem::exists(d + "/o.png"));
+    CHECK(!std::filesystem::exists(d + "/o.json"));
+    CHECK(!std::filesystem::exists(d + "/o.html"));
+}
+
+TEST_CASE("a token of markup stays text in every writer: JSON, CSV, table, HTML page and SVG plot") {
+    attn_test::scratch_dir dir;
+    const std::string d = dir.path;
+    const std::string evil = "</script><img/src=x/onerror=alert(1)>";
+    const std::string args = "data/notebook.npz --tokens '" + evil + " b&amp; \"c\" d'";
+    auto r = attn_test::run_attn("compute " + args + " --dump weights -o '" + d + "/o.json'");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    CHECK(json::parse(attn_test::slurp(d + "/o.json")).at("tokens") == json{evil, "b&amp;", "\"c\"", "d"});
+
+    // CSV has no token column: indices only, so a token cannot break a row.
+    r = attn_test::run_attn("compute " + args + " --format csv");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    CHECK(r.out.find("script") == std::string::npos);
+    CHECK(r.out.find("amp") == std::string::npos);
+
+    // The table is terminal text: the token is printed as it is (control bytes are
+    // escaped, tests/test_table.cpp), once per axis.
+    r = attn_test::run_attn("compute " + args + " --format table");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    CHECK(r.out.find(evil) != std::string::npos);
+
+    // The page: no tag from the token, every '<' in the data block is \u003c, and the
+    // block parses back to the token.
+    for (const std::string cmd : {"compute " + args + " --format html -o '" + d + "/v.html'", "view " + args + " -o '" + d + "/v.html'"}) {
+        CAPTURE(cmd);
+        r = attn_test::run_attn(cmd);
+        REQUIRE_MESSAGE(r.code == 0, r.err);
+        const std::string page = attn_test::slurp(d + "/v.html");
+        CHECK(page.find("<img") == std::string::npos);
+        CHECK(page.find("\\u003c/script>\\u003cimg/src=x/onerror=alert(1)>") != std::string::npos);
+        CHECK(page_data(page).at("tokens") == json{evil, "b&amp;", "\"c\"", "d"});
+    }
+    // SVG: cairo draws the labels as glyph outlines, so no text of the token is in the file.
+    r = attn_test::run_attn("plot " + args + " --title '" + evil + "' -o '" + d + "/p.svg'");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    const std::string svg = attn_test::slurp(d + "/p.svg");
+    CHECK(svg.rfind("<?xml", 0) == 0);
+    CHECK(svg.find("<img") == std::string::npos);
+    CHECK(svg.find("script") == std::string::npos);
+    CHECK(svg.find("onerror") == std::string::npos);
+}

@@ -290,10 +290,10 @@ TEST_CASE("write_heatmap errors: typed, one line, and no file left behind") {
     CHECK_THROWS_WITH_AS(io::write_heatmap(dir / "w.gif", s),
                          "-o: unknown image format (expected .png, .svg or .pdf, got .gif)", usage_error);
     s.head = 1;
-    CHECK_THROWS_WITH_AS(io::write_heatmap(dir / "w.png", s), "--head: out of range (expected 0, got 1)", value_error);
+    CHECK_THROWS_WITH_AS(io::write_heatmap(dir / "w.png", s), "--head: out of range (expected 0, got 1)", usage_error);
     s.head = 0;
     s.batch = 2;
-    CHECK_THROWS_WITH_AS(io::layout_heatmap(s), "--batch: out of range (expected 0, got 2)", value_error);
+    CHECK_THROWS_WITH_AS(io::layout_heatmap(s), "--batch: out of range (expected 0, got 2)", usage_error);
     s.batch = 0;
     s.masked = {1};
     CHECK_THROWS_AS(io::write_heatmap(dir / "w.png", s), shape_error);
@@ -355,7 +355,7 @@ TEST_CASE("heatmap_from_document: head axis from meta, masks from scores, labels
                          value_error);
     v.stage = "scores";
     v.head = 1;
-    CHECK_THROWS_WITH_AS(io::heatmap_from_document(doc, v), "--head: out of range (expected 0, got 1)", value_error);
+    CHECK_THROWS_WITH_AS(io::heatmap_from_document(doc, v), "--head: out of range (expected 0, got 1)", usage_error);
 }
 
 // ---- the command line ------------------------------------------------------------------
@@ -440,11 +440,12 @@ TEST_CASE("attn plot errors: exit codes and exact messages") {
     const auto ext = run_attn("plot data/notebook.npz -o '" + (dir / "out.gif") + "'");
     CHECK(ext.code == 2);
     CHECK(ext.err == "attn: error: -o: unknown image format (expected .png, .svg or .pdf, got .gif)\n");
+    // Out-of-range --head / --batch are options that do not fit: usage errors, exit 2.
     const auto head = run_attn("plot data/notebook.npz --heads 2 --head 2 -o '" + (dir / "out.png") + "'");
-    CHECK(head.code == 1);
+    CHECK(head.code == 2);
     CHECK(head.err == "attn: error: --head: out of range (expected 0 to 1, got 2)\n");
     const auto batch = run_attn("plot data/notebook.npz --batch 1 -o '" + (dir / "out.png") + "'");
-    CHECK(batch.code == 1);
+    CHECK(batch.code == 2);
     CHECK(batch.err == "attn: error: --batch: out of range (expected 0, got 1)\n");
     const auto no_o = run_attn("plot data/notebook.npz");
     CHECK(no_o.code == 2);
@@ -809,7 +810,7 @@ TEST_CASE("heatmap_from_array: a lone array drawn as it is") {
     CHECK(s.values.shape == shape_t{2, 1, 2, 3});
     CHECK(s.batch == 1);
     view.batch = 2;
-    CHECK_THROWS_WITH_AS(io::heatmap_from_array(b, "w.npy", view, {}), "--batch: out of range (expected 0 to 1, got 2)", value_error);
+    CHECK_THROWS_WITH_AS(io::heatmap_from_array(b, "w.npy", view, {}), "--batch: out of range (expected 0 to 1, got 2)", usage_error);
     const array line = array::from<double>({4}, v.data());
     CHECK_THROWS_WITH_AS(io::heatmap_from_array(line, "w.npy", {}, {}),
                          "w.npy: not a matrix to draw (expected rank 2, 3 or 4, got (4,))", shape_error);
@@ -1018,4 +1019,166 @@ TEST_CASE("attn plot: a lone array is drawn as it is, attention inputs are compu
     CHECK(st.err == "attn: error: --stage: does not apply to a lone array, which is drawn as it is (expected attn output or a "
                     "compute input, got one array in " + (dir / "m.npy") + ")\n");
     CHECK_FALSE(fs::exists(dir / "c.png"));
+}
+
+namespace {
+
+/// The UTF-16BE hex string cairo writes as a PDF /Title for `title` (ASCII and "·" only).
+std::string pdf_title_hex(const std::string& title) {
+    std::string hex = "FEFF";
+    char buf[8];
+    for (std::size_t i = 0; i < title.size(); ++i) {
+        unsigned cp = static_cast<unsigned char>(title[i]);
+        if (cp == 0xC2) cp = static_cast<unsigned char>(title[++i]);  // U+00B7 "·"
+        std::snprintf(buf, sizeof buf, "%04X", cp);
+        hex += buf;
+    }
+    return "/Title <" + hex + ">";
+}
+
+void write_weights_npz(const std::string& path, shape_t shape, const std::vector<double>& v) {
+    std::ofstream f(path, std::ios::binary);
+    io::write_npz(f, {{"weights", array::from<double>(shape, v.data())}});
+}
+
+}  // namespace
+
+TEST_CASE("attn plot --layer picks one layer of --layer all output, (L, H, T, T) and (L, B, H, Tq, Tk); last and -1 are the last") {
+    scratch_dir dir;
+    // Weights of 2 layers × 2 heads of 2×2, every block different; the reference is the
+    // one block plotted alone (rank 2), with the same title.
+    std::vector<double> w;
+    for (int b = 0; b < 4; ++b)
+        for (double x : {1.0, 0.0, 0.1 + 0.2 * b, 0.9 - 0.2 * b}) w.push_back(x);
+    write_weights_npz(dir / "lh.npz", {2, 2, 2, 2}, w);
+    write_weights_npz(dir / "ref.npz", {2, 2}, std::vector<double>(w.begin() + 12, w.begin() + 16));  // layer 1, head 1
+    REQUIRE(run_attn("plot '" + (dir / "ref.npz") + "' --title T -o '" + (dir / "ref.png") + "'").code == 0);
+    for (const char* layer : {"1", "-1", "last"}) {
+        CAPTURE(layer);
+        const auto r = run_attn("plot '" + (dir / "lh.npz") + "' --layer " + layer + " --head 1 --title T -o '" + (dir / "p.png") + "'");
+        CHECK_MESSAGE(r.code == 0, r.err);
+        CHECK(slurp(dir / "p.png") == slurp(dir / "ref.png"));
+    }
+    // Layer 0 head 1 differs: the layer was really picked.
+    REQUIRE(run_attn("plot '" + (dir / "lh.npz") + "' --layer 0 --head 1 --title T -o '" + (dir / "p0.png") + "'").code == 0);
+    CHECK(slurp(dir / "p0.png") != slurp(dir / "ref.png"));
+
+    // (L, B, H, Tq, Tk) = (2, 2, 1, 2, 2): layer 1, batch 0 is block 2.
+    write_weights_npz(dir / "lbh.npz", {2, 2, 1, 2, 2}, w);
+    write_weights_npz(dir / "ref2.npz", {2, 2}, std::vector<double>(w.begin() + 8, w.begin() + 12));
+    REQUIRE(run_attn("plot '" + (dir / "ref2.npz") + "' --title T -o '" + (dir / "ref2.png") + "'").code == 0);
+    auto r = run_attn("plot '" + (dir / "lbh.npz") + "' --layer -1 --batch 0 --title T -o '" + (dir / "q.png") + "'");
+    CHECK_MESSAGE(r.code == 0, r.err);
+    CHECK(slurp(dir / "q.png") == slurp(dir / "ref2.png"));
+
+    // A lone (L, B, H, rows, cols) .npy (HF output_attentions stacked): drawn as it is, one
+    // layer. Same file name for both: it labels the colour bar.
+    fs::create_directories(dir / "l5");
+    fs::create_directories(dir / "one");
+    {
+        std::ofstream f(dir / "l5/w.npy", std::ios::binary);
+        io::write_npy(f, array::from<double>({2, 1, 2, 2, 2}, w.data()));
+        std::ofstream g(dir / "one/w.npy", std::ios::binary);
+        io::write_npy(g, array::from<double>({2, 2}, w.data() + 12));
+    }
+    REQUIRE(run_attn("plot '" + (dir / "one/w.npy") + "' --title T -o '" + (dir / "one.png") + "'").code == 0);
+    r = run_attn("plot '" + (dir / "l5/w.npy") + "' --layer last --head 1 --title T -o '" + (dir / "l5.png") + "'");
+    CHECK_MESSAGE(r.code == 0, r.err);
+    CHECK(slurp(dir / "l5.png") == slurp(dir / "one.png"));
+
+    // Out of range, and --layer on output without a layer axis: usage errors, no file.
+    r = run_attn("plot '" + (dir / "lh.npz") + "' --layer 2 -o '" + (dir / "bad.png") + "'");
+    CHECK(r.code == 2);
+    CHECK(r.err == "attn: error: --layer: out of range (expected 0 to 1 or -2 to -1, got 2)\n");
+    r = run_attn("plot '" + (dir / "lh.npz") + "' --layer -3 -o '" + (dir / "bad.png") + "'");
+    CHECK(r.code == 2);
+    CHECK(r.err == "attn: error: --layer: out of range (expected 0 to 1 or -2 to -1, got -3)\n");
+    r = run_attn("plot '" + (dir / "ref.npz") + "' --layer 0 -o '" + (dir / "bad.png") + "'");
+    CHECK(r.code == 2);
+    CHECK(r.err == "attn: error: --layer: picks a layer of attn output computed with --layer all (expected stages with a "
+                   "leading layer axis, got no layer axis in " + (dir / "ref.npz") + ")\n");
+    CHECK_FALSE(fs::exists(dir / "bad.png"));
+}
+
+TEST_CASE("attn plot of a checkpoint's --layer all output equals plot CHECKPOINT --layer N; titles name the model and layer") {
+    scratch_dir dir;
+    const std::string ck = "data/gpt2-tiny/model.safetensors --ids 1,2,3";
+    REQUIRE(run_attn("compute " + ck + " --layer all --format npz -o '" + (dir / "all.npz") + "'").code == 0);
+    REQUIRE(run_attn("compute " + ck + " --layer all -o '" + (dir / "all.json") + "'").code == 0);
+    // --layer on a checkpoint still computes that layer.
+    auto r = run_attn("plot " + ck + " --layer 1 --head 2 --title T -o '" + (dir / "ck.png") + "'");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    // Without --vocab the labels are the ids, which an .npz does not keep.
+    for (const std::string saved : {"all.npz' --tokens '1 2 3", "all.json"}) {
+        CAPTURE(saved);
+        r = run_attn("plot '" + (dir / saved) + "' --layer 1 --head 2 --title T -o '" + (dir / "p.png") + "'");
+        CHECK_MESSAGE(r.code == 0, r.err);
+        CHECK(slurp(dir / "p.png") == slurp(dir / "ck.png"));
+    }
+    r = run_attn("plot " + ck + " --layer last --head 2 --title T -o '" + (dir / "last.png") + "'");
+    CHECK_MESSAGE(r.code == 0, r.err);
+    CHECK(slurp(dir / "last.png") == slurp(dir / "ck.png"));
+
+    // The default title names the model and the layer, from the saved meta; an .npz has none.
+    r = run_attn("plot '" + (dir / "all.json") + "' --layer -1 -o '" + (dir / "t.pdf") + "'");
+    CHECK_MESSAGE(r.code == 0, r.err);
+    CHECK(slurp(dir / "t.pdf").find(pdf_title_hex("weights · gpt2 layer 1 of 2 · mask: causal · scale: 0.3536 · batch 0, head 0")) !=
+          std::string::npos);
+    r = run_attn("plot " + ck + " --layer 0 -o '" + (dir / "c.pdf") + "'");
+    CHECK_MESSAGE(r.code == 0, r.err);
+    CHECK(slurp(dir / "c.pdf").find(pdf_title_hex("weights · gpt2 layer 0 of 2 · mask: causal · scale: 0.3536 · batch 0, head 0")) !=
+          std::string::npos);
+    // compute --plot of a --layer all run draws layer 0, as plot does by default.
+    r = run_attn("compute " + ck + " --layer all --plot '" + (dir / "cp.png") + "' -o '" + (dir / "cp.json") + "'");
+    CHECK_MESSAGE(r.code == 0, r.err);
+    r = run_attn("plot " + ck + " --layer 0 -o '" + (dir / "c0.png") + "'");
+    CHECK_MESSAGE(r.code == 0, r.err);
+    CHECK(slurp(dir / "cp.png") == slurp(dir / "c0.png"));
+    r = run_attn("plot '" + (dir / "all.npz") + "' --layer 1 --head 3 -o '" + (dir / "n.pdf") + "'");
+    CHECK_MESSAGE(r.code == 0, r.err);
+    CHECK(slurp(dir / "n.pdf").find(pdf_title_hex("weights · layer 1 · batch 0, head 3")) != std::string::npos);
+}
+
+TEST_CASE("valid_utf8: each ill-formed sequence becomes one U+FFFD, as the JSON writer's replace rule") {
+    const std::string r = "\xEF\xBF\xBD";
+    CHECK(io::valid_utf8("plain é ✓ 😀") == "plain é ✓ 😀");
+    CHECK(io::valid_utf8("a\xFF" "b") == "a" + r + "b");
+    CHECK(io::valid_utf8(" \xC3") == " " + r);                        // a GPT-2 byte label cut inside "é"
+    CHECK(io::valid_utf8("\xE2\x82" "x") == r + "x");                 // a truncated 3-byte sequence
+    CHECK(io::valid_utf8("\xF0\x9F\x98") == r);                       // cut off by the end
+    CHECK(io::valid_utf8("\xE0\x80" "a") == r + r + "a");             // overlong: E0 then a stray 80
+    CHECK(io::valid_utf8("\xED\xA0\x80") == r + r + r);               // a surrogate
+    CHECK(io::valid_utf8("\x80\x80") == r + r);                       // stray continuation bytes
+}
+
+TEST_CASE("attn plot draws invalid UTF-8 in --tokens, --title and GPT-2 byte labels as U+FFFD, as JSON and HTML do") {
+    scratch_dir dir;
+    const std::string r = "\xEF\xBF\xBD";
+    // Before: "cannot write image (input string not valid UTF-8)". The reference is the
+    // same plot with each bad sequence replaced by U+FFFD by hand.
+    auto bad = run_attn("plot data/notebook.npz --tokens 'a \xe2\x82 c d\xff' --title 't\xc3' -o '" + (dir / "bad.png") + "'");
+    CHECK_MESSAGE(bad.code == 0, bad.err);
+    CHECK(bad.err.empty());
+    const auto good = run_attn("plot data/notebook.npz --tokens 'a " + r + " c d" + r + "' --title 't" + r + "' -o '" + (dir / "good.png") + "'");
+    REQUIRE(good.code == 0);
+    CHECK(slurp(dir / "bad.png") == slurp(dir / "good.png"));
+    for (const char* ext : {"svg", "pdf"})
+        CHECK(run_attn("plot data/notebook.npz --tokens 'a \xe2\x82 c d' --title 't\xc3' -o '" + (dir / "b.") + ext + "'").code == 0);
+
+    // A byte-level vocabulary whose token 10 is " \xC3" (half of "é") against one whose
+    // token is " U+FFFD": the same picture.
+    std::string vocab = slurp(std::string(ATTN_SOURCE_DIR) + "/data/gpt2-tiny/tokenizer.json");
+    const std::string full = "\"\xC4\xA0\xC3\x83\xC2\xA9\"";  // "ĠÃ©": space, C3, A9
+    const std::size_t at = vocab.find(full);
+    REQUIRE(at != std::string::npos);
+    std::string half = vocab, replaced = vocab;
+    half.replace(at, full.size(), "\"\xC4\xA0\xC3\x83\"");     // "ĠÃ": space, C3
+    replaced.replace(at, full.size(), "\"\xC4\xA0" + r + "\"");  // space, U+FFFD
+    attn_test::spit(dir / "half.json", half);
+    attn_test::spit(dir / "replaced.json", replaced);
+    const std::string ck = "plot data/gpt2-tiny/model.safetensors --layer 0 --ids 1,10 --vocab '";
+    bad = run_attn(ck + (dir / "half.json") + "' -o '" + (dir / "v1.png") + "'");
+    CHECK_MESSAGE(bad.code == 0, bad.err);
+    REQUIRE(run_attn(ck + (dir / "replaced.json") + "' -o '" + (dir / "v2.png") + "'").code == 0);
+    CHECK(slurp(dir / "v1.png") == slurp(dir / "v2.png"));
 }

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attn/io/npy.hpp"
+#include "attn/io/npz.hpp"
 #include "attn/io/plot.hpp"
 #include "cli_util.hpp"
 #include "reference.hpp"
@@ -212,4 +213,50 @@ TEST_CASE("view in chromium: layers of (L, B, H, Tq, Tk) weights, the mean of he
     CHECK(got.at("after") == lut(rollout[2 * 3 + 1]));
     CHECK(got.at("hover") == want);
     CHECK(got.at("where") == "rollout of 2 layers (Abnar & Zuidema 2020) · all heads");
+}
+
+TEST_CASE("view in chromium: a colour bar with the stage's range, long rotated labels inside the canvas, labelled head-stats axes") {
+    require_chromium();
+    attn_test::scratch_dir dir;
+    // Weights and scores of 3 tokens; the scores run from −2 to 3 (no −∞: nothing masked).
+    const std::vector<double> scores = {-2, 0, 1, 3, 0.5, -1, 2, 1, 0};
+    std::vector<double> weights(9);
+    for (int i = 0; i < 3; ++i) {
+        double sum = 0;
+        for (int j = 0; j < 3; ++j) sum += std::exp(scores[i * 3 + j]);
+        for (int j = 0; j < 3; ++j) weights[i * 3 + j] = std::exp(scores[i * 3 + j]) / sum;
+    }
+    {
+        std::ofstream f(dir.path + "/s.npz", std::ios::binary);
+        attn::io::write_npz(f, {{"weights", attn::array::from<double>({3, 3}, weights.data())},
+                                {"scores", attn::array::from<double>({3, 3}, scores.data())}});
+    }
+    // Full-width letters are about twice as wide as Latin ones: 20 of them are wider than
+    // the page's former fixed 90-px label margin.
+    std::string wide;
+    for (int k = 0; k < 20; ++k) wide += "\xEF\xBC\xB7";  // U+FF37 FULLWIDTH LATIN CAPITAL LETTER W
+    const std::string tokens = wide + " b " + std::string(60, 'x');
+    auto r = attn_test::run_attn("view '" + dir.path + "/s.npz' --tokens '" + tokens + "' -o '" + dir.path + "/s.html'");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+
+    json got = browse(dir.path + "/s.html", {{"row", 0}, {"col", 0}}, dir.path + "/profile");
+    CAPTURE(got.dump());
+    CHECK(got.at("errors") == json::array());
+    // Weights: 0 to 1, the top of the bar colormap(1), the bottom colormap(0).
+    CHECK(got.at("bar_ticks") == json{"0", "0.2", "0.4", "0.6", "0.8", "1"});
+    CHECK(got.at("bar_top") == lut(1));
+    CHECK(got.at("bar_bottom") == lut(0));
+    // Every label inside the canvas.
+    const json& box = got.at("labels");
+    CHECK(box.at("minX").get<double>() >= 0);
+    CHECK(box.at("minY").get<double>() >= 0);
+    CHECK(box.at("maxX").get<double>() <= got.at("canvas")[0].get<double>());
+    CHECK(box.at("maxY").get<double>() <= got.at("canvas")[1].get<double>());
+    CHECK(got.at("stats_axes") == json{"head", "statistic (mean over query rows)"});
+    CHECK(got.at("stats_caption").get<std::string>().rfind("one row per head", 0) == 0);
+
+    // Scores: their own range, −2 to 3.
+    got = browse(dir.path + "/s.html", {{"stage", 1}, {"row", 0}, {"col", 0}}, dir.path + "/profile");
+    CHECK(got.at("errors") == json::array());
+    CHECK(got.at("bar_ticks") == json{"-2", "-1", "0", "1", "2", "3"});
 }

@@ -18,6 +18,7 @@
 #include "attn/io/npy.hpp"
 #include "attn/io/npz.hpp"
 #include "attn/io/plot.hpp"
+#include "attn/io/writers.hpp"
 #include "cmd_plot.hpp"
 #include "commands.hpp"
 #include "pipeline_options.hpp"
@@ -40,6 +41,8 @@ struct plot_options {
     bool log = false;
     bool annotate = false;
     int annotate_decimals = 2;
+    std::string layer_text;  // --layer as given ("last" and -K become "all" for the checkpoint run)
+    CLI::Option* layer_opt = nullptr;
     CLI::Option* stage_opt = nullptr;
     CLI::Option* vmin_opt = nullptr;
     CLI::Option* vmax_opt = nullptr;
@@ -90,7 +93,72 @@ std::string base_name(const std::string& path) {
     return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+/// A checkpoint, which --layer computes over, rather than attn output, from which --layer
+/// picks a layer: .safetensors or its .index.json (what checkpoint runs read).
+bool is_checkpoint_path(const std::string& path) {
+    const auto ends = [&](const std::string& tail) {
+        return path.size() >= tail.size() && lower(path.substr(path.size() - tail.size())) == tail;
+    };
+    return ends(".safetensors") || ends(".index.json");
+}
+
+/// The stages that may carry a leading layer axis (`compute CHECKPOINT --layer all`).
+bool is_layered_stage(const std::string& name) {
+    return name == "qk" || name == "scaled" || name == "scores" || name == "weights" || name == "mask";
+}
+
+/// --layer's text as an index from the front: N, or "last" / -K counted from the end
+/// of L layers. Throws usage_error when out of range.
+std::size_t layer_index(const std::string& text, std::size_t L) {
+    const std::string range = L <= 1 ? "0 or -1" : "0 to " + std::to_string(L - 1) + " or -" + std::to_string(L) + " to -1";
+    if (text == "last") return L - 1;
+    if (!text.empty() && text[0] == '-') {
+        const std::size_t k = std::stoull(text.substr(1));  // digits: checked by --layer's transform
+        if (k == 0 || k > L) throw usage_error("--layer", "out of range " + expected_got(range, text));
+        return L - k;
+    }
+    const std::size_t n = std::stoull(text);
+    if (n >= L) throw usage_error("--layer", "out of range " + expected_got(range, text));
+    return n;
+}
+
 }  // namespace
+
+void select_layer(io::document& doc, const std::string& layer, const std::string& source) {
+    const bool layer_all = io::layer_axes(doc) == 1;
+    const bool has_meta = doc.meta.is_object();
+    const io::named_array* first = nullptr;
+    for (const auto& t : doc.tensors)
+        if (is_layered_stage(t.name) && t.name != "mask" && !first) first = &t;
+    if (!first) return;  // heatmap_from_document names the missing stage
+    const std::size_t rank = first->value.rank();
+    // A layer axis: meta says --layer all, or rank 5 (L, B, H, Tq, Tk), or an .npz
+    // without meta (whose (L, H, T, T) looks like (B, H, T, T)) when --layer asks for one.
+    const bool layered = layer_all || rank == 5 || (!has_meta && !layer.empty() && rank >= 3);
+    if (!layered) {
+        if (layer.empty()) return;
+        throw usage_error("--layer", "picks a layer of attn output computed with --layer all " +
+                                         expected_got("stages with a leading layer axis", "no layer axis in " + source));
+    }
+    const std::size_t L = first->value.shape[0];
+    if (L == 0) return;
+    const std::size_t l = layer.empty() ? 0 : layer_index(layer, L);
+    std::vector<io::named_array> kept;
+    for (auto& t : doc.tensors) {
+        if (!is_layered_stage(t.name) || t.value.rank() != rank || t.value.shape[0] != L) continue;
+        const shape_t rest(t.value.shape.begin() + 1, t.value.shape.end());
+        const std::size_t n = t.value.size() / L;
+        std::vector<double> block(n);
+        for (std::size_t i = 0; i < n; ++i) block[i] = t.value.value(l * n + i);
+        kept.push_back({t.name, array::from<double>(rest, block.data())});
+    }
+    doc.tensors = std::move(kept);
+    if (!has_meta) doc.meta = nlohmann::ordered_json::object();
+    // (H, Tq, Tk) once the layer is gone: checkpoint runs always have heads.
+    if (rank - 1 == 3 && !doc.meta.contains("heads")) doc.meta["heads"] = doc.tensors.front().value.shape[0];
+    if (doc.meta.contains("model") && doc.meta["model"].is_object()) doc.meta["model"]["layer"] = l;
+    else doc.meta["layer"] = l;
+}
 
 /// Reads INPUT once (it may be stdin) and tells attn output from a compute input: a JSON
 /// object with "meta", or an .npz holding stages only attn writes (weights, scores, …).
@@ -173,23 +241,32 @@ figure_options check_figure_options(const plot_options& c) {
 int run_plot(const plot_options& c) {
     io::image_format_from_path(c.output);  // usage errors before any work
     const figure_options fig = check_figure_options(c);
+    // --layer on attn output (not a checkpoint) picks a layer of it; on a checkpoint it
+    // computes one, or all of them for "last" and -K, which are picked afterwards.
+    pipeline_cli pipeline = c.pipeline;
+    const bool pick_layer = !pipeline.layer.empty() && pipeline.arch.empty() && !is_checkpoint_path(c.input);
+    if (pick_layer) pipeline.layer.clear();
     const attn::pipeline_options settings =
-        pipeline_settings(c.pipeline, c.stage == "weights" ? std::vector<std::string>{"weights", "scores"}
-                                                           : std::vector<std::string>{c.stage});
+        pipeline_settings(pipeline, c.stage == "weights" ? std::vector<std::string>{"weights", "scores"}
+                                                         : std::vector<std::string>{c.stage});
     io::document doc;
     loaded in;
-    const bool checkpoint = checkpoint_run(c.pipeline);
+    const bool checkpoint = checkpoint_run(pipeline);
     if (!c.input.empty() && !checkpoint) in = load_input(c.input);
+    if (pick_layer && !in.is_output && !in.is_lone)
+        throw usage_error("--layer", "needs a checkpoint file, or attn output to pick a layer of " +
+                                         expected_got("INPUT model.safetensors, or attn output of --layer all", c.input.empty() ? "none" : c.input));
     io::heatmap_view view;
     view.stage = c.stage;
     view.batch = c.batch;
     view.head = c.head;
     view.grid = c.grid;
+    view.tokens_from_options = !settings.tokens.empty() || !settings.tokens_kv.empty();
     io::heatmap_spec spec;
     if (in.is_output || in.is_lone) {
         const std::string what = in.is_output ? "attn output in " : "one array in ";
         for (const CLI::Option* o : c.compute_only)
-            if (o->count())
+            if (o->count() && !(o == c.layer_opt && pick_layer))
                 throw usage_error(o->get_name(), in.is_output ? "does not apply to attn output, which is already computed " +
                                                                     expected_got("a compute input", what + c.input)
                                                               : "does not apply to a lone array, which is drawn as it is " +
@@ -199,20 +276,33 @@ int run_plot(const plot_options& c) {
         if (c.stage_opt->count())
             throw usage_error("--stage", "does not apply to a lone array, which is drawn as it is " +
                                              expected_got("attn output or a compute input", "one array in " + c.input));
+        // A lone (L, B, H, rows, cols) array (HF output_attentions stacked), or a lone
+        // array with --layer: one layer of it, picked as from attn output.
+        if (in.lone.value.rank() == 5 || pick_layer) {
+            io::document layers;
+            layers.tensors.push_back({"weights", std::move(in.lone.value)});
+            select_layer(layers, c.layer_text == "all" ? "" : c.layer_text, c.input);
+            in.lone.value = std::move(layers.tensors.front().value);
+            if (in.lone.value.rank() == 3) in.lone.value.shape.insert(in.lone.value.shape.begin(), 1);  // (H, rows, cols)
+        }
         spec = io::heatmap_from_array(in.lone.value, in.lone.name, view, settings.tokens.empty() ? in.doc.tokens : settings.tokens);
     } else if (in.is_output) {
         doc = std::move(in.doc);
         if (!settings.tokens.empty()) doc.tokens = settings.tokens;
         if (!settings.tokens_kv.empty()) doc.tokens_kv = settings.tokens_kv;
     } else if (checkpoint) {
-        doc = run_pipeline(c.input, c.pipeline, settings);
+        doc = run_pipeline(c.input, pipeline, settings);
     } else {
-        add_tensor_options(in.inputs, c.pipeline);
+        add_tensor_options(in.inputs, pipeline);
         if (in.inputs.arrays.empty())
             throw usage_error("attn plot", "no input " + expected_got("INPUT or --x/--q/--k/--v", "none"));
         doc = attn::compute(std::move(in.inputs.arrays), in.inputs.tokens, settings);
     }
-    if (!in.is_lone) spec = io::heatmap_from_document(doc, view);
+    if (!in.is_lone) {
+        select_layer(doc, (pick_layer || pipeline.layer == "all") && c.layer_text != "all" ? c.layer_text : "",
+                     c.input == "-" ? "<stdin>" : c.input);
+        spec = io::heatmap_from_document(doc, view);
+    }
 
     // Weights default to 0..1; "auto" (or --log, which cannot start at 0) asks for the data's range.
     if (c.vmin_opt->count() || c.log) spec.vmin = fig.vmin;
@@ -248,7 +338,18 @@ void check_plot_option(const std::string& path, bool batch) {
 }
 
 void plot_weights(io::document& doc, const std::string& path, const std::vector<std::string>& dump) {
-    io::write_heatmap(path, io::heatmap_from_document(doc, io::heatmap_view{}));
+    if (io::layer_axes(doc) == 1) {
+        io::document first;  // layer 0 of a --layer all run, as attn plot draws it by default
+        first.meta = doc.meta;
+        first.tokens = doc.tokens;
+        first.tokens_kv = doc.tokens_kv;
+        for (const auto& t : doc.tensors)
+            if (is_layered_stage(t.name)) first.tensors.push_back(t);
+        select_layer(first, "", "--plot");
+        io::write_heatmap(path, io::heatmap_from_document(first, io::heatmap_view{}));
+    } else {
+        io::write_heatmap(path, io::heatmap_from_document(doc, io::heatmap_view{}));
+    }
     const auto extra = [&](const io::named_array& t) { return std::find(dump.begin(), dump.end(), t.name) == dump.end(); };
     for (const auto& t : doc.tensors)
         if (extra(t) && doc.meta.contains("shapes")) doc.meta["shapes"].erase(t.name);
@@ -266,6 +367,21 @@ void setup_plot(CLI::App& app, int& exit_status) {
     add_pipeline_options(*sub, c->pipeline);
     add_run_options(*sub, c->pipeline);
     c->compute_only = compute_only_options(*sub, before);
+    // On attn output --layer picks a layer (N, last, or -K from the end); on a checkpoint
+    // it computes one, and "last" / -K compute all and pick afterwards. Runs before the
+    // shared validator (N or all), which would refuse "last" and -K.
+    c->layer_opt = sub->get_option("--layer");
+    c->layer_opt->transform(
+        [c](std::string text) {
+            c->layer_text = text;
+            const bool from_end = text.size() > 1 && text[0] == '-' &&
+                                  text.find_first_not_of("0123456789", 1) == std::string::npos && text.size() < 20;
+            return text == "last" || from_end ? std::string("all") : text;
+        },
+        "");
+    c->layer_opt->description(c->layer_opt->get_description() +
+                              "; on attn output of --layer all, the layer to draw (default 0; last or -1 for the last)");
+    c->layer_opt->type_name("N|-K|last|all");
 
     sub->add_option("-o,--output", c->output, "Image to write (atomically): .png, .svg or .pdf")->required()->group("Plot");
     c->stage_opt = sub->add_option("--stage", c->stage, "Stage to draw: qk, scaled, scores or weights (colour range 0..1)")

@@ -21,6 +21,16 @@ void check_plot_option(const std::string& path, bool batch);
 /// from `doc` the stages that were only computed for the plot (not in `dump`).
 void plot_weights(io::document& doc, const std::string& path, const std::vector<std::string>& dump);
 
+/// Keeps one layer of a document whose Tq×Tk stages (qk, scaled, scores, weights, mask)
+/// have a leading layer axis: meta.model.layer is "all" (`compute CHECKPOINT --layer
+/// all`), a stage has rank 5 (L, B, H, Tq, Tk), or `doc` has no meta (an .npz) and
+/// `layer` is given. `layer` is N, "last" or -K from the end; empty picks layer 0. The
+/// stages lose their first axis (other tensors are dropped), meta.model.layer (or
+/// meta.layer) becomes the index and meta.heads is set for an (H, Tq, Tk) result.
+/// Throws usage_error ("--layer: out of range (expected 0 to L-1 or -L to -1, got X)",
+/// or a `layer` given for a document without a layer axis, named by `source`).
+void select_layer(io::document& doc, const std::string& layer, const std::string& source);
+
 /// What INPUT turned out to be: attn's own output (`doc`), one array to draw as it is
 /// (`lone`), or a compute input (`inputs`).
 struct loaded {

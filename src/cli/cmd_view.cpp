@@ -58,6 +58,21 @@ void add_head_stats(io::document& doc) {
     for (const auto& [name, v] : parts) doc.tensors.push_back({std::string("head_stats.") + name, array::from<double>(shape, v->data())});
 }
 
+/// --tokens / --tokens-kv that do not fit the viewed stage: a usage error, with the
+/// message and exit code of compute and plot (the page would label the wrong cells).
+void check_token_options(const io::document& doc, const attn::pipeline_options& settings) {
+    for (const char* const* name = io::view_stages(); *name; ++name)
+        for (const auto& t : doc.tensors) {
+            if (t.name != *name || t.value.rank() < 2) continue;
+            const std::size_t tq = t.value.shape[t.value.rank() - 2], tk = t.value.shape.back();
+            if (!settings.tokens.empty() && settings.tokens.size() != tq)
+                throw usage_error("--tokens", "one token per query " + expected_got(std::to_string(tq), std::to_string(settings.tokens.size())));
+            if (!settings.tokens_kv.empty() && settings.tokens_kv.size() != tk)
+                throw usage_error("--tokens-kv", "one token per key " + expected_got(std::to_string(tk), std::to_string(settings.tokens_kv.size())));
+            return;
+        }
+}
+
 int run_view(const view_options& c) {
     if (!is_stdout(c.output) && !extension_of(c.output).empty() && io::format_from_path(c.output) != io::format::html)
         throw usage_error("-o", "a view is an HTML page " + expected_got("a .html file", "'" + extension_of(c.output) + "'"));
@@ -89,6 +104,7 @@ int run_view(const view_options& c) {
     }
     if (!settings.tokens.empty()) doc.tokens = settings.tokens;
     if (!settings.tokens_kv.empty()) doc.tokens_kv = settings.tokens_kv;
+    check_token_options(doc, settings);
     const std::string source = c.input == "-" ? "<stdin>" : c.input;
     // The page holds every Tq×Tk value: refuse it before any work past reading.
     io::check_array_bytes(io::view_data_bytes(doc, source), source + ": view");

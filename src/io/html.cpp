@@ -8,6 +8,7 @@
 #include <limits>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -212,6 +213,54 @@ std::string escape_html(const std::string& text) {
     return out;
 }
 
+/// A meta value as a person reads it: strings bare, numbers as %g, lists joined by "+".
+std::string meta_text(const nlohmann::ordered_json& v) {
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_number_integer()) return v.dump();
+    if (v.is_number()) return general_number(v.get<double>(), 6);
+    if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
+    if (v.is_array()) {
+        std::string s;
+        for (const auto& e : v) s += (s.empty() ? "" : "+") + meta_text(e);
+        return v.empty() ? "none" : s;
+    }
+    return v.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+/// The settings and the model of `meta` as labelled fields (<dl id="meta">), every string
+/// made valid UTF-8 (valid_utf8) and escaped: a checkpoint path need not be UTF-8 and a
+/// model name is not trusted markup. Empty when meta is not an object.
+std::string meta_html(const nlohmann::ordered_json& meta) {
+    if (!meta.is_object()) return "";
+    std::vector<std::pair<std::string, std::string>> fields;
+    const auto add = [&](const std::string& label, const nlohmann::ordered_json& v) {
+        if (!v.is_null()) fields.emplace_back(label, meta_text(v));
+    };
+    const auto model = meta.find("model");
+    if (model != meta.end() && model->is_object()) {
+        const nlohmann::ordered_json& m = *model;
+        std::string name = m.contains("model_type") ? meta_text(m["model_type"]) : "";
+        if (m.contains("arch") && meta_text(m["arch"]) != name) name += (name.empty() ? "" : " (") + meta_text(m["arch"]) + (name.empty() ? "" : ")");
+        if (!name.empty()) fields.emplace_back("model", name);
+        if (m.contains("checkpoint")) add("checkpoint", m["checkpoint"]);
+        if (m.contains("layer")) {
+            std::string layer = meta_text(m["layer"]);
+            if (m.contains("layers")) layer += " of " + meta_text(m["layers"]);
+            fields.emplace_back("layer", layer);
+        }
+        if (m.contains("hidden_size")) add("hidden size", m["hidden_size"]);
+    } else if (model != meta.end()) {
+        add("model", *model);
+    }
+    for (const char* k : {"mask", "scale", "softcap", "heads", "kv_heads", "past_length", "dtype"})
+        if (meta.contains(k)) add(std::string(k) == "kv_heads" ? "kv heads" : std::string(k) == "past_length" ? "past length" : k, meta[k]);
+    if (fields.empty()) return "";
+    std::string out = "<dl id=\"meta\">";
+    for (const auto& [label, value] : fields)
+        out += "<div><dt>" + escape_html(label) + "</dt><dd>" + escape_html(valid_utf8(value)) + "</dd></div>";
+    return out + "</dl>\n";
+}
+
 }  // namespace
 
 const char* const* view_stages() {
@@ -276,23 +325,18 @@ void write_html(std::ostream& out, const document& doc, const std::string& sourc
     safe.reserve(json.size());
     for (char c : json) safe += c == '<' ? std::string("\\u003c") : std::string(1, c);
 
-    std::string settings;
-    if (doc.meta.is_object()) {
-        for (const char* k : {"mask", "scale", "heads", "kv_heads", "dtype"})
-            if (doc.meta.contains(k)) settings += std::string(settings.empty() ? "" : " · ") + k + " " + doc.meta[k].dump();
-        if (doc.meta.contains("model")) settings += " · model " + doc.meta["model"].dump();
-    }
+    const std::string settings = meta_html(doc.meta);
     const std::string levels = bits == 16 ? "65535" : "255";
     out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; "
            "style-src 'unsafe-inline'; img-src data:\">\n"
-        << "<title>attn view: " << escape_html(source) << "</title>\n<style>" << view_css << "</style></head>\n<body>\n"
-        << "<h1>attn view: " << escape_html(source) << "</h1>\n"
+        << "<title>attn view: " << escape_html(valid_utf8(source)) << "</title>\n<style>" << view_css << "</style></head>\n<body>\n"
+        << "<h1>attn view: " << escape_html(valid_utf8(source)) << "</h1>\n"
         << "<div class=\"controls\"><label>stage <select id=\"stage\"></select></label>"
            "<label>layer <select id=\"layer\"></select></label><label>batch <select id=\"batch\"></select></label>"
            "<label>head <select id=\"head\"></select></label><label>view <select id=\"mode\">"
            "<option value=\"heatmap\">heatmap</option><option value=\"lines\">lines</option></select></label></div>\n"
-        << "<p class=\"note\">" << escape_html(settings) << "<br>Values are stored quantised to " << bits
+        << settings << "<p class=\"note\">Values are stored quantised to " << bits
         << " bits: each stage linearly over its range (weights over [0, 1]) in " << levels
         << " levels, so a shown value is within half a step (weights: " << general_number(0.5 / (bits == 16 ? 65534 : 254), 2)
         << ") of the computed one. Masked cells (−∞ scores) are grey, hatched when large; overviews average "

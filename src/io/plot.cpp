@@ -13,6 +13,7 @@
 #include <cairo-pdf.h>
 #include <cairo-svg.h>
 #include <cairo.h>
+#include <nlohmann/json.hpp>
 
 #include "attn/error.hpp"
 #include "attn/text.hpp"
@@ -63,9 +64,11 @@ void set_font(cairo_t* cr, double size, bool bold = false) {
     cairo_font_options_destroy(opts);
 }
 
+// Cairo refuses ill-formed UTF-8 ("input string not valid UTF-8") and stops drawing:
+// every text passes through valid_utf8 here and in show_text_at.
 double text_width(cairo_t* cr, const std::string& s) {
     cairo_text_extents_t e;
-    cairo_text_extents(cr, s.c_str(), &e);
+    cairo_text_extents(cr, valid_utf8(s).c_str(), &e);
     return e.x_advance;
 }
 
@@ -97,9 +100,9 @@ dims check_spec(const heatmap_spec& s) {
     if (!s.col_labels.empty() && s.col_labels.size() != d.Tk)
         throw shape_error("plot", "one column label per key " + expected_got(std::to_string(d.Tk), std::to_string(s.col_labels.size())));
     if (s.batch >= d.B)
-        throw value_error("--batch", "out of range " + expected_got(range_text(d.B), std::to_string(s.batch)));
+        throw usage_error("--batch", "out of range " + expected_got(range_text(d.B), std::to_string(s.batch)));
     if (!s.grid && s.head >= d.H)
-        throw value_error("--head", "out of range " + expected_got(range_text(d.H), std::to_string(s.head)));
+        throw usage_error("--head", "out of range " + expected_got(range_text(d.H), std::to_string(s.head)));
     return d;
 }
 
@@ -468,7 +471,7 @@ plan make_plan(const heatmap_spec& s) {
 
 void show_text_at(cairo_t* cr, double x, double y, const std::string& s) {
     cairo_move_to(cr, x, y);
-    cairo_show_text(cr, s.c_str());
+    cairo_show_text(cr, valid_utf8(s).c_str());
 }
 
 /// Text running upwards with its glyph box centred on x, starting at y.
@@ -754,6 +757,19 @@ std::vector<std::size_t> labels_drawn(std::size_t count, double spacing, double 
     return drawn;
 }
 
+std::string valid_utf8(const std::string& s) {
+    for (std::size_t i = 0; i < s.size();) {
+        const std::size_t n = utf8_sequence_length(s, i);
+        if (n == 0 || i + n > s.size()) {
+            // One rule for every writer: nlohmann's, through a dump and a parse back.
+            using json = nlohmann::json;
+            return json::parse(json(s).dump(-1, ' ', false, json::error_handler_t::replace)).get<std::string>();
+        }
+        i += n;
+    }
+    return s;
+}
+
 heatmap_layout layout_heatmap(const heatmap_spec& spec) { return make_plan(spec).layout; }
 
 namespace {
@@ -793,6 +809,36 @@ std::string settings_text(const nlohmann::ordered_json& meta) {
     if (meta.contains("softcap") && meta["softcap"].is_number() && meta["softcap"].get<double>() > 0)
         s += " · softcap: " + number_text(meta["softcap"].get<double>());
     return s;
+}
+
+/// Labels that do not fit the matrix: a usage error when they came from --tokens /
+/// --tokens-kv (exit 2, as compute and view say it), a data error when from the file.
+[[noreturn]] void throw_token_count(const heatmap_view& view, const std::string& option, const std::string& what) {
+    if (view.tokens_from_options) throw usage_error(option, what);
+    throw value_error(option, what);
+}
+
+/// The model and layer part of the title, from meta.model (checkpoint runs) or
+/// meta.layer: " · gpt2 layer 1 of 12", nothing without them.
+std::string model_text(const nlohmann::ordered_json& meta) {
+    if (!meta.is_object()) return "";
+    const auto text = [](const nlohmann::ordered_json& v) {
+        return v.is_string() ? v.get<std::string>() : v.is_number_unsigned() ? std::to_string(v.get<std::size_t>()) : std::string();
+    };
+    std::string name, layer;
+    if (meta.contains("model") && meta["model"].is_object()) {
+        const auto& m = meta["model"];
+        if (m.contains("model_type")) name = text(m["model_type"]);
+        if (name.empty() && m.contains("arch")) name = text(m["arch"]);
+        if (m.contains("layer")) layer = text(m["layer"]);
+        if (!layer.empty() && layer != "all" && m.contains("layers") && !text(m["layers"]).empty())
+            layer += " of " + text(m["layers"]);
+    } else if (meta.contains("layer")) {
+        layer = text(meta["layer"]);
+    }
+    std::string s = name;
+    if (!layer.empty()) s += (s.empty() ? "" : " ") + std::string("layer ") + layer;
+    return s.empty() ? "" : " · " + s;
 }
 
 }  // namespace
@@ -850,7 +896,7 @@ heatmap_spec heatmap_from_document(const document& doc, const heatmap_view& view
 
     if (!doc.tokens.empty()) {
         if (doc.tokens.size() != Tq)
-            throw value_error("--tokens", "one token per query " + expected_got(std::to_string(Tq), std::to_string(doc.tokens.size())));
+            throw_token_count(view, "--tokens", "one token per query " + expected_got(std::to_string(Tq), std::to_string(doc.tokens.size())));
         spec.row_labels = doc.tokens;
         const std::size_t past = has_meta && meta.contains("past_length") && meta["past_length"].is_number_unsigned()
                                      ? meta["past_length"].get<std::size_t>()
@@ -862,21 +908,21 @@ heatmap_spec heatmap_from_document(const document& doc, const heatmap_view& view
     }
     if (!doc.tokens_kv.empty()) {
         if (doc.tokens_kv.size() != Tk)
-            throw value_error("--tokens-kv", "one token per key " + expected_got(std::to_string(Tk), std::to_string(doc.tokens_kv.size())));
+            throw_token_count(view, "--tokens-kv", "one token per key " + expected_got(std::to_string(Tk), std::to_string(doc.tokens_kv.size())));
         spec.col_labels = doc.tokens_kv;
     }
 
     spec.batch = view.batch;
     spec.head = view.head;
     spec.grid = view.grid;
-    if (view.batch >= B) throw value_error("--batch", "out of range " + expected_got(range_text(B), std::to_string(view.batch)));
-    if (!view.grid && view.head >= H) throw value_error("--head", "out of range " + expected_got(range_text(H), std::to_string(view.head)));
+    if (view.batch >= B) throw usage_error("--batch", "out of range " + expected_got(range_text(B), std::to_string(view.batch)));
+    if (!view.grid && view.head >= H) throw usage_error("--head", "out of range " + expected_got(range_text(H), std::to_string(view.head)));
 
     std::string where = "batch " + std::to_string(view.batch) + ", ";
     if (averaged && H == 1) where += "heads averaged";
     else if (view.grid && H > 1) where += "heads 0–" + std::to_string(H - 1);
     else where += "head " + std::to_string(view.head);
-    spec.title = view.stage + settings_text(meta) + " · " + where;
+    spec.title = view.stage + model_text(meta) + settings_text(meta) + " · " + where;
     spec.colorbar_label = view.stage;
     if (is_weights) {
         spec.vmin = 0.0;
@@ -897,12 +943,12 @@ heatmap_spec heatmap_from_array(const array& values, const std::string& name, co
     const std::size_t B = spec.values.shape[0], H = spec.values.shape[1], rows = spec.values.shape[2], cols = spec.values.shape[3];
     if (!tokens.empty()) {
         if (tokens.size() != rows)
-            throw value_error("--tokens", "one token per row " + expected_got(std::to_string(rows), std::to_string(tokens.size())));
+            throw_token_count(view, "--tokens", "one token per row " + expected_got(std::to_string(rows), std::to_string(tokens.size())));
         spec.row_labels = tokens;
         if (cols == rows) spec.col_labels = tokens;
     }
-    if (view.batch >= B) throw value_error("--batch", "out of range " + expected_got(range_text(B), std::to_string(view.batch)));
-    if (!view.grid && view.head >= H) throw value_error("--head", "out of range " + expected_got(range_text(H), std::to_string(view.head)));
+    if (view.batch >= B) throw usage_error("--batch", "out of range " + expected_got(range_text(B), std::to_string(view.batch)));
+    if (!view.grid && view.head >= H) throw usage_error("--head", "out of range " + expected_got(range_text(H), std::to_string(view.head)));
     spec.batch = view.batch;
     spec.head = view.head;
     spec.grid = view.grid;
@@ -932,7 +978,7 @@ heatmap_layout write_heatmap(const std::string& path, const heatmap_spec& spec) 
             break;
         case image_format::pdf:
             surface.reset(cairo_pdf_surface_create_for_stream(write_to_stream, &out, page_w, page_h));
-            cairo_pdf_surface_set_metadata(surface.get(), CAIRO_PDF_METADATA_TITLE, spec.title.c_str());
+            cairo_pdf_surface_set_metadata(surface.get(), CAIRO_PDF_METADATA_TITLE, valid_utf8(spec.title).c_str());
             cairo_pdf_surface_set_metadata(surface.get(), CAIRO_PDF_METADATA_CREATOR, "attn " ATTN_VERSION);
             break;
     }

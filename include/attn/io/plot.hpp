@@ -17,6 +17,13 @@
 
 namespace attn::io {
 
+/// `s` with each ill-formed UTF-8 sequence replaced by U+FFFD (EF BF BD): the rule of
+/// nlohmann::json's error_handler_t::replace, which the JSON and HTML writers dump
+/// with, so a partial-UTF-8 GPT-2 byte label or a non-UTF-8 file name reads the same in
+/// a plot, a page and a JSON document. Valid text comes back unchanged. Throws nothing
+/// but std::bad_alloc.
+std::string valid_utf8(const std::string& s);
+
 /// An 8-bit sRGB colour, exactly as it lands in a PNG pixel.
 struct rgb8 {
     std::uint8_t r = 0, g = 0, b = 0;
@@ -177,7 +184,7 @@ struct heatmap_layout {
 /// panels per row. Text sizes come from the DejaVu Sans metrics (hinting off, so PNG,
 /// SVG and PDF share one layout). Tick labels are thinned with labels_drawn.
 /// Throws shape_error for a rank other than 2 or 4, an empty matrix, masked flags or
-/// labels of the wrong length; value_error for spec.batch / spec.head out of range
+/// labels of the wrong length; usage_error (exit 2) for spec.batch / spec.head out of range
 /// (source "--batch" / "--head", e.g. "--head: out of range (expected 0 to 1, got 5)")
 /// and for a spec.size too small for 1-px cells ("--size: too small for this matrix
 /// (expected at least 120x90, got 100x80)"); usage_error for a bad size, dpi, decimals,
@@ -205,6 +212,9 @@ struct heatmap_view {
     std::string stage = "weights";  ///< qk, scaled, scores or weights
     std::size_t batch = 0, head = 0;
     bool grid = false;
+    /// The document's tokens came from --tokens / --tokens-kv: a count that does not fit
+    /// Tq / Tk is a usage_error (exit 2), as in compute, rather than a value_error.
+    bool tokens_from_options = false;
 };
 
 /// Builds the spec for one Tq×Tk stage of a document (what `attn compute` returns or
@@ -220,8 +230,9 @@ struct heatmap_view {
 ///   length + Tq (past keys get their index), otherwise indices;
 /// - colour range 0..1 for weights, else from the data; title "stage · mask: … · scale:
 ///   … · batch b, head h" from meta.
-/// Throws value_error ("--stage" not in the document, "--batch"/"--head" out of
-/// range, token count ≠ Tq) and shape_error (stage not Tq×Tk shaped).
+/// Throws value_error ("--stage" not in the document, token count ≠ Tq), usage_error
+/// ("--batch"/"--head" out of range; a token count ≠ Tq when view.tokens_from_options)
+/// and shape_error (stage not Tq×Tk shaped).
 heatmap_spec heatmap_from_document(const document& doc, const heatmap_view& view);
 
 /// Builds the spec for one array drawn as it is, not as an attention input (a lone
@@ -230,8 +241,9 @@ heatmap_spec heatmap_from_document(const document& doc, const heatmap_view& view
 /// (view.stage is not used). `name` heads the title ("name · batch 0, head 0") and the
 /// colour bar; the axes are captioned "rows" and "columns". The colour range is the data's; −∞ and NaN cells are drawn masked.
 /// `tokens`, if any, label the rows, and the columns too when the matrix is square.
-/// Throws shape_error (source `name`) for rank 0, 1 or above 4, value_error for
-/// "--batch" / "--head" out of range and for a token count ≠ rows ("--tokens").
+/// Throws shape_error (source `name`) for rank 0, 1 or above 4, usage_error for
+/// "--batch" / "--head" out of range, value_error for a token count ≠ rows ("--tokens";
+/// usage_error when view.tokens_from_options).
 heatmap_spec heatmap_from_array(const array& values, const std::string& name, const heatmap_view& view,
                                 const std::vector<std::string>& tokens);
 
