@@ -11,6 +11,8 @@
 #include "attn/core/heads.hpp"
 #include "attn/error.hpp"
 #include "attn/io/input.hpp"
+#include "attn/io/npy.hpp"
+#include "attn/io/npz.hpp"
 #include "attn/io/safetensors.hpp"
 #include "attn/io/vocab.hpp"
 #include "attn/model/family.hpp"
@@ -132,6 +134,7 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
         if (la.rope && !o.rope) lo.rope = core::rope_style::half;
         if (la.rope && !o.rope_theta_given) lo.rope_theta = la.rope_theta;
         if (la.rope && !o.rotary_dim) lo.rotary_dim = la.rotary_dim;
+        if (la.scale && !o.scale) lo.scale = la.scale;
         lo.dump = dumped ? dump : std::vector<std::string>{};
         if (propagate && !has(lo.dump, "output")) lo.dump.push_back("output");
         if (lo.dump.empty()) lo.dump.push_back("output");
@@ -220,6 +223,28 @@ std::string config_path(const checkpoint_options& ck) {
     return (p.has_parent_path() ? p.parent_path() / "config.json" : std::filesystem::path("config.json")).string();
 }
 
+/// Refuses, before the safetensors reader sees it, a file --layer cannot read as a
+/// checkpoint, saying what it is (as compute without --layer does): a PyTorch archive,
+/// an .npy or .npz, JSON that is not a shard index, CSV or other bytes. Files that look
+/// like safetensors (or are named so) go on to the reader, which reports their faults.
+void check_checkpoint_format(const std::string& path) {
+    if (io::is_checkpoint_file(path)) return;
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) return;  // the reader says why it cannot open it
+    const std::string bytes = io::read_file(path);
+    const std::string what = "not a safetensors checkpoint: ";
+    const std::string expected = " (expected model.safetensors or model.safetensors.index.json, got ";
+    if (io::is_npy(bytes)) throw format_error(path, what + "a .npy array" + expected + ".npy)");
+    if (io::is_zip(bytes)) {
+        if (io::zip_has_member(bytes, [](const std::string& m) { return m.size() >= 8 && m.compare(m.size() - 8, 8, "data.pkl") == 0; }))
+            throw format_error(path, io::torch_archive_message);
+        throw format_error(path, what + "an .npz archive" + expected + ".npz)");
+    }
+    io::check_json_start(bytes, path);  // a PyTorch pickle, CSV, binary bytes
+    if (bytes.find("\"weight_map\"") != std::string::npos) return;  // a shard index under another name
+    throw format_error(path, what + "JSON without a weight_map" + expected + "JSON; a config.json goes to --config)");
+}
+
 }  // namespace
 
 io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_array> inputs,
@@ -257,11 +282,19 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
         throw usage_error("--layer", "all runs every block from token ids " +
                                          expected_got("--ids or --token-ids with --layer all, or --layer N with --x", "--x"));
 
+    check_checkpoint_format(ck.path);
     checkpoint_weights weights(io::checkpoint::open(ck.path));
     const std::string cfg_path = config_path(ck);
-    if (ck.config.empty() && !std::filesystem::exists(cfg_path))
-        throw io_error(ck.path, "no config.json beside the checkpoint (expected " + cfg_path + ", or give --config FILE)");
-    const model::config cfg = model::parse_config(io::read_file(cfg_path), cfg_path, ck.arch);
+    model::config cfg;
+    if (ck.config.empty() && !std::filesystem::exists(cfg_path)) {
+        // No config.json: --arch and --heads stand in for it, the sizes come from the tensors.
+        if (!ck.arch)
+            throw io_error(ck.path, "no config.json beside the checkpoint (expected " + cfg_path +
+                                        ", or give --config FILE, or --arch and --heads)");
+        cfg = model::config_from_tensors(*ck.arch, weights, options.heads, options.kv_heads, ck.path);
+    } else {
+        cfg = model::parse_config(io::read_file(cfg_path), cfg_path, ck.arch);
+    }
     const model::family fam(cfg, weights, ck.path);
     if (ck.layer && *ck.layer >= cfg.layers)
         throw usage_error("--layer", "beyond the model's layers " +
