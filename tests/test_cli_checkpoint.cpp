@@ -6,12 +6,14 @@
 #include <sys/resource.h>
 
 #include <filesystem>
+#include <cstring>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "attn/io/npz.hpp"
 #include "cli_util.hpp"
+#include "io_fixtures.hpp"
 #include "scratch_dir.hpp"
 
 namespace {
@@ -320,4 +322,29 @@ TEST_CASE("qwen2 max_window_layers 0: every layer slides (Qwen2Config layer_type
     // sliding_window 3: query 4 sees keys 2..4 only, in layer 0 as in layer 1.
     for (int l = 0; l < 2; ++l) CHECK(j.at("weights")[l][0][4][1] == 0);
     CHECK(j.at("weights")[0][0][4][2] != 0);
+}
+
+TEST_CASE("batched token ids are labelled per item through --vocab") {
+    attn_test::scratch_dir dir;
+    const auto ids_file = [&](const std::string& name, const std::vector<long long>& ids) {
+        std::string data(ids.size() * 8, '\0');
+        std::memcpy(data.data(), ids.data(), data.size());  // little-endian int64, as '<i8' says
+        attn_test::spit(dir.path + "/" + name, io_test::npy_v1("<i8", "(2, 3)", data));
+        return dir.path + "/" + name;
+    };
+    // Two items that differ: each keeps its own labels in meta.model.tokens (GPT-2 byte-level decoded).
+    auto r = attn_test::run_attn("compute " + gpt2 + " --layer 0 --token-ids '" + ids_file("two.npy", {11, 12, 13, 13, 14, 11}) +
+                                 "' --vocab data/gpt2-tiny/tokenizer.json --dump weights");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j.at("meta").at("model").at("tokens") ==
+          nlohmann::json{{"Hello", ",", " world"}, {" world", "!", "Hello"}});
+    CHECK(!j.contains("tokens"));  // no one row labelling fits both items
+    // Items that read the same label the rows as one sequence does.
+    r = attn_test::run_attn("compute " + gpt2 + " --layer 0 --token-ids '" + ids_file("same.npy", {11, 12, 13, 11, 12, 13}) +
+                            "' --vocab data/gpt2-tiny/tokenizer.json --dump weights");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    j = nlohmann::json::parse(r.out);
+    CHECK(j.at("tokens") == nlohmann::json{"Hello", ",", " world"});
+    CHECK(j.at("meta").at("model").at("tokens") == nlohmann::json{{"Hello", ",", " world"}, {"Hello", ",", " world"}});
 }

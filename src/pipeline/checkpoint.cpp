@@ -301,13 +301,24 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
                                          expected_got("0 to " + std::to_string(cfg.layers - 1) + " or all", std::to_string(*ck.layer)));
 
     std::vector<std::string> tokens = options.tokens.empty() ? bundle_tokens : options.tokens;
-    if (tokens.empty() && in.ids && (in.ids->rank() == 1 || in.ids->shape[0] == 1)) {
-        // Label the tokens: decoded through --vocab, else by their ids.
+    std::vector<std::vector<std::string>> item_tokens;  // (B, T) labels of a batch of ids
+    if (tokens.empty() && in.ids) {
+        // Label the tokens: decoded through --vocab, else by their ids; each batch item its own.
         const std::vector<std::string> vocab = ck.vocab.empty() ? std::vector<std::string>{} : io::read_vocab(ck.vocab);
-        for (std::size_t i = 0; i < in.ids->shape.back(); ++i) {
-            const auto id = static_cast<std::size_t>(in.ids->value(i));
-            tokens.push_back(!vocab.empty() && id < vocab.size() ? vocab[id] : std::to_string(id));
+        const std::size_t T = in.ids->shape.back(), B = in.ids->size() / T;
+        for (std::size_t b = 0; b < B; ++b) {
+            std::vector<std::string> labels;
+            for (std::size_t i = 0; i < T; ++i) {
+                const auto id = static_cast<std::size_t>(in.ids->value(b * T + i));
+                labels.push_back(!vocab.empty() && id < vocab.size() ? vocab[id] : std::to_string(id));
+            }
+            item_tokens.push_back(std::move(labels));
         }
+        // One sequence, or items that read the same, label the rows directly; items that
+        // differ keep theirs in meta.model.tokens (B lists of T labels).
+        if (std::all_of(item_tokens.begin(), item_tokens.end(), [&](const auto& l) { return l == item_tokens.front(); }))
+            tokens = item_tokens.front();
+        if (in.ids->rank() == 1) item_tokens.clear();
     } else if (!ck.vocab.empty() && tokens.empty() && !in.ids) {
         throw usage_error("--vocab", "labels token ids " + expected_got("--ids or --token-ids", "--x"));
     }
@@ -317,8 +328,9 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
                                                                          : "layers.0.self_attn.q_proj.weight");
     const io::tensor_entry* e = weights.file().find(probe);
     const dtype t = options.compute_type ? *options.compute_type : e && e->dtype == "F64" ? dtype::f8 : dtype::f4;
-    if (t == dtype::f8) return run<double>(fam, ck, in, tokens, options);
-    return run<float>(fam, ck, in, tokens, options);
+    io::document doc = t == dtype::f8 ? run<double>(fam, ck, in, tokens, options) : run<float>(fam, ck, in, tokens, options);
+    if (!item_tokens.empty()) doc.meta["model"]["tokens"] = item_tokens;
+    return doc;
 }
 
 }  // namespace attn
