@@ -1,6 +1,6 @@
 // Llama, and Mistral and Qwen2 with the same layout (transformers LlamaModel /
 // LlamaDecoderLayer / LlamaAttention): pre-norm blocks with RMSNorm, q/k/v/o_proj
-// (biases when present: Qwen2's q/k/v, attention_bias), RoPE half on q and k, GQA,
+// (biases as the config says: Qwen2 q/k/v, Llama attention_bias), RoPE half, GQA,
 // causal with an optional sliding window, and a SiLU-gated MLP
 // down_proj(act(gate_proj(x)) · up_proj(x)). Embeddings: embed_tokens[ids].
 #include <string>
