@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <cstring>
@@ -292,10 +294,29 @@ TEST_CASE("config sizes: heads that do not divide, counts over the limit refused
     refused_with("gpt2", "n_head", "5", 1, "n_head 5 does not divide n_embd 32 (expected a divisor of 32, got 5)");
     refused_with("llama", "head_dim", "4611686018427387904", 1,
                  "head_dim: more than attn accepts (expected at most 16777216, got 4611686018427387904)");
-    struct rusage before {};
-    getrusage(RUSAGE_CHILDREN, &before);
     refused_with("llama", "num_hidden_layers", "40000000000", 1,
                  "num_hidden_layers: more than attn accepts (expected at most 16777216, got 40000000000)");
+    // Peak memory of that run alone: measured in a forked process whose only child it
+    // is, so that earlier tests' children do not count (getrusage(RUSAGE_CHILDREN)).
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        const auto r = attn_test::run_attn("compute " + llama + " --layer 0 --ids 1 --config '" + dir.path + "/num_hidden_layers.json'");
+        struct rusage ru {};
+        getrusage(RUSAGE_CHILDREN, &ru);
+        const long kb = r.code == 1 ? ru.ru_maxrss : -ru.ru_maxrss;  // negative: not refused
+        (void)!write(fds[1], &kb, sizeof kb);
+        _exit(0);
+    }
+    long peak_kb = -1;
+    REQUIRE(read(fds[0], &peak_kb, sizeof peak_kb) == static_cast<ssize_t>(sizeof peak_kb));
+    close(fds[0]);
+    close(fds[1]);
+    waitpid(pid, nullptr, 0);
+    CHECK_MESSAGE(peak_kb > 0, "not refused; peak " << -peak_kb << " KiB");
+    CHECK(peak_kb < 100 * 1024);  // KiB: nothing sized by num_hidden_layers (it took > 8 GB before)
     // Counts within the limit are held against the tensors before anything is sized by them.
     attn_test::spit(dir.path + "/layers.json", config_with("gpt2", "n_layer", "16777216"));
     refused(gpt2 + " --layer 0 --ids 1 --config '" + dir.path + "/layers.json'", 1,
@@ -304,9 +325,6 @@ TEST_CASE("config sizes: heads that do not divide, counts over the limit refused
     refused("data/bert-tiny/model.safetensors --layer 0 --ids 1 --config '" + dir.path + "/vocab.json'", 1,
             "data/bert-tiny/model.safetensors: embeddings.word_embeddings.weight does not fit the config (vocab_size × "
             "hidden_size) (expected (16777216, 32), got (64, 32))");
-    struct rusage after {};
-    getrusage(RUSAGE_CHILDREN, &after);
-    CHECK(after.ru_maxrss / 1024.0 < 200);  // MB: nothing sized by a config count alone
 }
 
 TEST_CASE("qwen2 max_window_layers 0: every layer slides (Qwen2Config layer_types)") {
