@@ -3,7 +3,7 @@
 
 Seeds are small valid inputs that reach deep into each reader: .npy files of several
 dtypes, byte orders and layouts and .npz archives (copied from tests/fixtures/io/ and
-data/), JSON inputs, and for the CLI target argv lines plus an input file (the format is
+data/), JSON inputs, the config.json of every shipped checkpoint, and for the CLI target argv lines plus an input file (the format is
 described in fuzz_cli.cpp). Pure Python: no NumPy needed. Only seed-* files are
 rewritten: inputs that once crashed a target (crash-*) stay in the corpus for good, and CI
 replays them (fuzz/CMakeLists.txt).
@@ -81,7 +81,7 @@ def write(path, data):
 
 
 def main():
-    for d in ("npy", "npz", "json", "cli", "safetensors"):
+    for d in ("npy", "npz", "json", "cli", "safetensors", "config"):
         for f in (CORPUS / d).glob("seed-*"):
             f.unlink()
     for name in NPY:
@@ -97,6 +97,12 @@ def main():
         if f.is_file() and (f.suffix == ".safetensors" or f.name.endswith(".index.json")) and f.stat().st_size <= 8192:
             rel = f.relative_to(SAFETENSORS).as_posix().replace("/", "-")
             shutil.copy(f, CORPUS / "safetensors" / ("seed-" + rel))
+    # config.json of every shipped checkpoint (data/ and tests/fixtures/checkpoints/), once each.
+    seen = set()
+    for f in sorted(ROOT.glob("data/*/config.json")) + sorted((ROOT / "tests" / "fixtures" / "checkpoints").glob("*/config.json")):
+        if f.read_bytes() not in seen:
+            seen.add(f.read_bytes())
+            write(CORPUS / "config" / ("seed-" + f.parent.name + ".json"), f.read_bytes())
     for name, argv, src in CLI:
         data = "\n".join(argv).encode()
         if src is not None:

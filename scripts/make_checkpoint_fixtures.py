@@ -136,7 +136,14 @@ def gpt2_reference(w, cfg, prefix, ids, dt=DT):
         xn = ln(x, p + "ln_1")
         q, k, v = conv1d(xn, p + "attn.c_attn").split(E, dim=-1)
         q, k, v = (t.view(T, H, D).transpose(0, 1) for t in (q, k, v))
-        s = q @ k.transpose(-1, -2) / math.sqrt(D)
+        # eager_attention_forward: / √D only with scale_attn_weights, then / (layer_idx + 1)
+        # with scale_attn_by_inverse_layer_idx (reorder_and_upcast_attn: the same values,
+        # computed in float32 with the scale folded into baddbmm's alpha)
+        s = q @ k.transpose(-1, -2)
+        if cfg.get("scale_attn_weights", True):
+            s = s / math.sqrt(D)
+        if cfg.get("scale_attn_by_inverse_layer_idx", False):
+            s = s / float(l + 1)
         s = torch.where(causal, s, torch.finfo(dt).min)
         a = torch.softmax(s, dim=-1)
         o = conv1d((a @ v).transpose(0, 1).reshape(T, E), p + "attn.c_proj")
@@ -204,7 +211,7 @@ def bert_reference(w, cfg, prefix, ids, attention_mask=None):
 
 # ---------------------------------------------------------------------------- Llama family
 
-def llama_weights(g, cfg, prefix, qkv_bias=False):
+def llama_weights(g, cfg, prefix, qkv_bias=False, o_bias=False, mlp_bias=False):
     E, V, L, I = cfg["hidden_size"], cfg["vocab_size"], cfg["num_hidden_layers"], cfg["intermediate_size"]
     H, Hkv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
     D = cfg.get("head_dim", E // H)
@@ -220,10 +227,16 @@ def llama_weights(g, cfg, prefix, qkv_bias=False):
             w[p + "self_attn.q_proj.bias"] = rand(g, H * D, scale=0.2)
             w[p + "self_attn.k_proj.bias"] = rand(g, Hkv * D, scale=0.2)
             w[p + "self_attn.v_proj.bias"] = rand(g, Hkv * D, scale=0.2)
+        if o_bias:
+            w[p + "self_attn.o_proj.bias"] = rand(g, E, scale=0.2)
         w[p + "post_attention_layernorm.weight"] = 1 + rand(g, E, scale=0.1)
         w[p + "mlp.gate_proj.weight"] = rand(g, I, E)
         w[p + "mlp.up_proj.weight"] = rand(g, I, E)
         w[p + "mlp.down_proj.weight"] = rand(g, E, I)
+        if mlp_bias:  # LlamaMLP: nn.Linear(..., bias=config.mlp_bias)
+            w[p + "mlp.gate_proj.bias"] = rand(g, I, scale=0.2)
+            w[p + "mlp.up_proj.bias"] = rand(g, I, scale=0.2)
+            w[p + "mlp.down_proj.bias"] = rand(g, E, scale=0.2)
     return w
 
 
@@ -436,6 +449,26 @@ def main():
     write(os.path.join(d, "model.safetensors"), safetensors_bytes(w))
     write_json(os.path.join(d, "config.json"), partial_cfg)
     write_npz(os.path.join(d, "expected.npz"), expected(llama_ids, llama_reference(w, partial_cfg, "model.", llama_ids)))
+
+    # Config keys that change attention (a generator of their own, so that the cases
+    # above keep their weights): GPT-2 without the 1/√D scale (and with
+    # reorder_and_upcast_attn, the same values), GPT-2 with the inverse-layer scale, and
+    # Llama with attention_bias (q/k/v/o biases) and mlp_bias.
+    g = torch.Generator().manual_seed(16)
+    for name, extra in (("gpt2-unscaled-tiny", {"scale_attn_weights": False, "reorder_and_upcast_attn": True}),
+                        ("gpt2-layer-scaled-tiny", {"scale_attn_by_inverse_layer_idx": True})):
+        cfg = dict(gpt2_cfg, **extra)
+        w = gpt2_weights(g, cfg, "")
+        d = os.path.join(FIX, name)
+        write(os.path.join(d, "model.safetensors"), safetensors_bytes(w))
+        write_json(os.path.join(d, "config.json"), cfg)
+        write_npz(os.path.join(d, "expected.npz"), expected(ids, gpt2_reference(w, cfg, "", ids)))
+    bias_cfg = dict(llama_cfg, attention_bias=True, mlp_bias=True)
+    w = llama_weights(g, bias_cfg, "model.", qkv_bias=True, o_bias=True, mlp_bias=True)
+    d = os.path.join(FIX, "llama-bias-tiny")
+    write(os.path.join(d, "model.safetensors"), safetensors_bytes(w))
+    write_json(os.path.join(d, "config.json"), bias_cfg)
+    write_npz(os.path.join(d, "expected.npz"), expected(llama_ids, llama_reference(w, bias_cfg, "model.", llama_ids)))
 
 
 if __name__ == "__main__":

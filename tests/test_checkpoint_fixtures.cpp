@@ -44,6 +44,12 @@ std::vector<checkpoint_case> cases() {
         {"mistral (sliding window, head_dim)", fixtures + "mistral-tiny/model.safetensors",
          fixtures + "mistral-tiny/expected.npz", ""},
         {"partial rotary factor", fixtures + "partial-tiny/model.safetensors", fixtures + "partial-tiny/expected.npz", ""},
+        {"gpt2 scale_attn_weights false (reorder_and_upcast_attn)", fixtures + "gpt2-unscaled-tiny/model.safetensors",
+         fixtures + "gpt2-unscaled-tiny/expected.npz", ""},
+        {"gpt2 scale_attn_by_inverse_layer_idx", fixtures + "gpt2-layer-scaled-tiny/model.safetensors",
+         fixtures + "gpt2-layer-scaled-tiny/expected.npz", ""},
+        {"llama attention_bias and mlp_bias", fixtures + "llama-bias-tiny/model.safetensors",
+         fixtures + "llama-bias-tiny/expected.npz", ""},
     };
 }
 

@@ -3,13 +3,19 @@
 // exact message and exit code (nothing partial left behind).
 #include <doctest/doctest.h>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <filesystem>
+#include <cstring>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "attn/io/npz.hpp"
 #include "cli_util.hpp"
+#include "io_fixtures.hpp"
 #include "scratch_dir.hpp"
 
 namespace {
@@ -141,7 +147,7 @@ TEST_CASE("checkpoint refusals: one line, exit 1 for data and 2 for options, not
     std::filesystem::copy(std::string(ATTN_SOURCE_DIR) + "/" + gpt2, dir.path + "/lone.safetensors");
     refused("'" + dir.path + "/lone.safetensors' --layer 0 --ids 1", 1,
             dir.path + "/lone.safetensors: no config.json beside the checkpoint (expected " + dir.path +
-                "/config.json, or give --config FILE)");
+                "/config.json, or give --config FILE, or --arch and --heads)");
     refused(gpt2 + " --arch gpt2 --ids 1", 2, "--arch: needs the layer to compute (expected --layer N or --layer all, got none)");
     refused(gpt2 + " --layer all --x " + fixtures + "gpt2-tiny/expected.npz:x_layer1", 2,
             "--layer: all runs every block from token ids (expected --ids or --token-ids with --layer all, or --layer N "
@@ -170,4 +176,192 @@ TEST_CASE("checkpoint refusals: one line, exit 1 for data and 2 for options, not
     const auto r = attn_test::run_attn("compute " + gpt2 + " --layer 0 --ids 99 -o '" + dir.path + "/out.json'");
     CHECK(r.code == 1);
     CHECK(!std::filesystem::exists(dir.path + "/out.json"));
+}
+
+namespace {
+
+/// config.json of data/<model>-tiny with `key` set to the JSON `value` (added when absent).
+std::string config_with(const std::string& model, const std::string& key, const std::string& value) {
+    auto j = nlohmann::ordered_json::parse(attn_test::slurp(std::string(ATTN_SOURCE_DIR) + "/data/" + model + "-tiny/config.json"));
+    j[key] = nlohmann::ordered_json::parse(value);
+    return j.dump(2);
+}
+
+}  // namespace
+
+TEST_CASE("config keys that change attention in transformers are honoured or refused by name") {
+    attn_test::scratch_dir dir;
+    const auto refused_with = [&](const std::string& model, const std::string& key, const std::string& value,
+                                  const std::string& message) {
+        CAPTURE(key);
+        const std::string cfg = dir.path + "/" + key + ".json";
+        attn_test::spit(cfg, config_with(model, key, value));
+        refused("data/" + model + "-tiny/model.safetensors --layer 0 --ids 1 --config '" + cfg + "'", 1, cfg + ": " + message);
+    };
+    refused_with("gpt2", "add_cross_attention", "true",
+                 "add_cross_attention: not implemented by attn, cross-attention blocks need encoder states (expected false, got true)");
+    refused_with("gpt2", "scale_attn_weights", "\"no\"", "scale_attn_weights: not a boolean (expected true or false, got \"no\")");
+    refused_with("bert", "position_embedding_type", "\"relative_key\"",
+                 "position_embedding_type: not implemented by attn, relative position scores are not computed "
+                 "(expected \"absolute\", got \"relative_key\")");
+    refused_with("bert", "is_decoder", "true",
+                 "is_decoder: not implemented by attn, a decoder BERT is causal and may cross-attend (expected false, got true)");
+    refused_with("llama", "rope_scaling", "{\"rope_type\": \"linear\", \"factor\": 2.0}",
+                 "rope_scaling \"linear\" is not implemented by attn (expected null or \"default\"; positions would be "
+                 "rotated wrongly)");
+    // A number beyond double is invalid JSON, not a crash.
+    attn_test::spit(dir.path + "/huge.json", "{\"model_type\": \"llama\", \"rope_theta\": 1e999}");
+    refused(llama + " --layer 0 --ids 1 --config '" + dir.path + "/huge.json'", 1,
+            dir.path + "/huge.json: not valid JSON ([json.exception.out_of_range.406] number overflow parsing '1e999')");
+    refused_with("llama", "pretraining_tp", "0", "pretraining_tp: not a positive integer (expected a positive integer, got 0)");
+    // attention_bias true needs the biases; Qwen2's biases under a llama config are not dropped silently.
+    attn_test::spit(dir.path + "/bias.json", config_with("llama", "attention_bias", "true"));
+    refused(llama + " --layer 0 --ids 1 --config '" + dir.path + "/bias.json'", 1,
+            llama + ": no tensor model.layers.0.self_attn.q_proj.bias (the llama family needs it)");
+    std::string qwen = attn_test::slurp(std::string(ATTN_SOURCE_DIR) + "/" + fixtures + "qwen2-tiny/config.json");
+    qwen.replace(qwen.find("\"qwen2\""), 7, "\"llama\"");
+    attn_test::spit(dir.path + "/qwen-as-llama.json", qwen);
+    refused(fixtures + "qwen2-tiny/model.safetensors --layer 0 --ids 1 --config '" + dir.path + "/qwen-as-llama.json'", 1,
+            "model.layers.0.self_attn.q_proj.bias: in the checkpoint, but the config has no q_proj bias (attention_bias is "
+            "false) (expected no bias tensor, or attention_bias true, got a bias)");
+    // Accepted: pretraining_tp > 1 (slices of the same products), attn_pdrop (dropout is off at inference).
+    for (const auto& [key, value] : {std::pair<std::string, std::string>{"pretraining_tp", "2"}, {"attn_pdrop", "0.5"}}) {
+        CAPTURE(key);
+        attn_test::spit(dir.path + "/ok.json", config_with(key == "attn_pdrop" ? "gpt2" : "llama", key, value));
+        const auto r = attn_test::run_attn("compute data/" + std::string(key == "attn_pdrop" ? "gpt2" : "llama") +
+                                           "-tiny/model.safetensors --layer 0 --ids 1,2 --dump weights --config '" + dir.path + "/ok.json'");
+        CHECK_MESSAGE(r.code == 0, r.err);
+    }
+}
+
+TEST_CASE("--layer says what a file that is not a safetensors checkpoint is") {
+    attn_test::scratch_dir dir;
+    std::filesystem::copy(std::string(ATTN_SOURCE_DIR) + "/tests/fixtures/foreign/tensor.pt", dir.path + "/pytorch_model.bin");
+    refused("'" + dir.path + "/pytorch_model.bin' --layer 0 --ids 1", 1,
+            dir.path + "/pytorch_model.bin: not a .npy, .npz, .safetensors or JSON file: a PyTorch archive (save tensors with "
+                       "numpy.save or safetensors.torch.save_file)");
+    refused("tests/fixtures/foreign/legacy.pt --layer 0 --ids 1", 1,
+            "tests/fixtures/foreign/legacy.pt: not a .npy, .npz, .safetensors or JSON file: a PyTorch archive (save tensors with "
+            "numpy.save or safetensors.torch.save_file)");
+    refused("data/gpt2-tiny/config.json --layer 0 --ids 1", 1,
+            "data/gpt2-tiny/config.json: not a safetensors checkpoint: JSON without a weight_map (expected model.safetensors or "
+            "model.safetensors.index.json, got JSON; a config.json goes to --config)");
+    refused("data/notebook.npz --layer 0 --ids 1", 1,
+            "data/notebook.npz: not a safetensors checkpoint: an .npz archive (expected model.safetensors or "
+            "model.safetensors.index.json, got .npz)");
+    refused("data/x.npy --layer 0 --ids 1", 1,
+            "data/x.npy: not a safetensors checkpoint: a .npy array (expected model.safetensors or "
+            "model.safetensors.index.json, got .npy)");
+}
+
+TEST_CASE("a checkpoint without config.json: --arch and --heads stand in, the sizes come from the tensors") {
+    attn_test::scratch_dir dir;
+    for (const std::string model : {"gpt2", "bert", "llama"}) {
+        CAPTURE(model);
+        std::filesystem::create_directories(dir.path + "/" + model);
+        const std::string lone = dir.path + "/" + model + "/model.safetensors";
+        std::filesystem::copy(std::string(ATTN_SOURCE_DIR) + "/data/" + model + "-tiny/model.safetensors", lone);
+        const std::string args = " --layer all --ids 1,2,3 --dump weights,output --dtype float64 --format npz -o ";
+        const std::string kv = model == "llama" ? " --rope-theta 500" : "";
+        auto r = attn_test::run_attn("compute '" + lone + "' --arch " + model + " --heads 4" + kv + args + "'" + dir.path + "/a.npz'");
+        REQUIRE_MESSAGE(r.code == 0, r.err);
+        r = attn_test::run_attn("compute data/" + model + "-tiny/model.safetensors" + args + "'" + dir.path + "/b.npz'");
+        REQUIRE_MESSAGE(r.code == 0, r.err);
+        // The same model as with its config.json (llama-tiny's rope_theta 500 is given, its
+        // rms_norm_eps 1e-6 is LlamaConfig's default).
+        CHECK(attn_test::slurp(dir.path + "/a.npz") == attn_test::slurp(dir.path + "/b.npz"));
+        refused("'" + lone + "' --arch " + model + " --layer 0 --ids 1", 1,
+                lone + ": num_attention_heads: not in the tensors' shapes, and there is no config.json (expected --heads N or "
+                       "--config FILE, got neither)");
+    }
+    refused("'" + dir.path + "/llama/model.safetensors' --arch llama --heads 5 --layer 0 --ids 1", 1,
+            dir.path + "/llama/model.safetensors: head_dim: --heads 5 does not divide model.layers.0.self_attn.q_proj.weight's "
+                       "32 rows (expected a divisor of 32, got 5)");
+}
+
+TEST_CASE("config sizes: heads that do not divide, counts over the limit refused before allocating") {
+    attn_test::scratch_dir dir;
+    const auto refused_with = [&](const std::string& model, const std::string& key, const std::string& value, int code,
+                                  const std::string& message) {
+        CAPTURE(key);
+        const std::string cfg = dir.path + "/" + key + ".json";
+        attn_test::spit(cfg, config_with(model, key, value));
+        refused("data/" + model + "-tiny/model.safetensors --layer 0 --ids 1 --config '" + cfg + "'", code, cfg + ": " + message);
+    };
+    refused_with("llama", "num_attention_heads", "5", 1,
+                 "num_attention_heads 5 does not divide hidden_size 32 (expected a divisor of 32, or a head_dim, got 5)");
+    refused_with("gpt2", "n_head", "5", 1, "n_head 5 does not divide n_embd 32 (expected a divisor of 32, got 5)");
+    refused_with("llama", "head_dim", "4611686018427387904", 1,
+                 "head_dim: more than attn accepts (expected at most 16777216, got 4611686018427387904)");
+    refused_with("llama", "num_hidden_layers", "40000000000", 1,
+                 "num_hidden_layers: more than attn accepts (expected at most 16777216, got 40000000000)");
+    // Peak memory of that run alone: measured in a forked process whose only child it
+    // is, so that earlier tests' children do not count (getrusage(RUSAGE_CHILDREN)).
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        const auto r = attn_test::run_attn("compute " + llama + " --layer 0 --ids 1 --config '" + dir.path + "/num_hidden_layers.json'");
+        struct rusage ru {};
+        getrusage(RUSAGE_CHILDREN, &ru);
+        const long kb = r.code == 1 ? ru.ru_maxrss : -ru.ru_maxrss;  // negative: not refused
+        (void)!write(fds[1], &kb, sizeof kb);
+        _exit(0);
+    }
+    long peak_kb = -1;
+    REQUIRE(read(fds[0], &peak_kb, sizeof peak_kb) == static_cast<ssize_t>(sizeof peak_kb));
+    close(fds[0]);
+    close(fds[1]);
+    waitpid(pid, nullptr, 0);
+    CHECK_MESSAGE(peak_kb > 0, "not refused; peak " << -peak_kb << " KiB");
+    CHECK(peak_kb < 100 * 1024);  // KiB: nothing sized by num_hidden_layers (it took > 8 GB before)
+    // Counts within the limit are held against the tensors before anything is sized by them.
+    attn_test::spit(dir.path + "/layers.json", config_with("gpt2", "n_layer", "16777216"));
+    refused(gpt2 + " --layer 0 --ids 1 --config '" + dir.path + "/layers.json'", 1,
+            gpt2 + ": no tensor transformer.h.16777215.attn.c_attn.weight (the gpt2 family needs it)");
+    attn_test::spit(dir.path + "/vocab.json", config_with("bert", "vocab_size", "16777216"));
+    refused("data/bert-tiny/model.safetensors --layer 0 --ids 1 --config '" + dir.path + "/vocab.json'", 1,
+            "data/bert-tiny/model.safetensors: embeddings.word_embeddings.weight does not fit the config (vocab_size × "
+            "hidden_size) (expected (16777216, 32), got (64, 32))");
+}
+
+TEST_CASE("qwen2 max_window_layers 0: every layer slides (Qwen2Config layer_types)") {
+    attn_test::scratch_dir dir;
+    std::string cfg = attn_test::slurp(std::string(ATTN_SOURCE_DIR) + "/" + fixtures + "qwen2-tiny/config.json");
+    cfg.replace(cfg.find("\"max_window_layers\": 1"), 22, "\"max_window_layers\": 0");
+    attn_test::spit(dir.path + "/c.json", cfg);
+    const auto r = attn_test::run_attn("compute " + fixtures + "qwen2-tiny/model.safetensors --layer all --ids 1,2,3,4,5 "
+                                       "--dump weights --config '" + dir.path + "/c.json'");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j.at("meta").at("model").at("sliding_layers") == nlohmann::json{0, 1});
+    // sliding_window 3: query 4 sees keys 2..4 only, in layer 0 as in layer 1.
+    for (int l = 0; l < 2; ++l) CHECK(j.at("weights")[l][0][4][1] == 0);
+    CHECK(j.at("weights")[0][0][4][2] != 0);
+}
+
+TEST_CASE("batched token ids are labelled per item through --vocab") {
+    attn_test::scratch_dir dir;
+    const auto ids_file = [&](const std::string& name, const std::vector<long long>& ids) {
+        std::string data(ids.size() * 8, '\0');
+        std::memcpy(data.data(), ids.data(), data.size());  // little-endian int64, as '<i8' says
+        attn_test::spit(dir.path + "/" + name, io_test::npy_v1("<i8", "(2, 3)", data));
+        return dir.path + "/" + name;
+    };
+    // Two items that differ: each keeps its own labels in meta.model.tokens (GPT-2 byte-level decoded).
+    auto r = attn_test::run_attn("compute " + gpt2 + " --layer 0 --token-ids '" + ids_file("two.npy", {11, 12, 13, 13, 14, 11}) +
+                                 "' --vocab data/gpt2-tiny/tokenizer.json --dump weights");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j.at("meta").at("model").at("tokens") ==
+          nlohmann::json{{"Hello", ",", " world"}, {" world", "!", "Hello"}});
+    CHECK(!j.contains("tokens"));  // no one row labelling fits both items
+    // Items that read the same label the rows as one sequence does.
+    r = attn_test::run_attn("compute " + gpt2 + " --layer 0 --token-ids '" + ids_file("same.npy", {11, 12, 13, 11, 12, 13}) +
+                            "' --vocab data/gpt2-tiny/tokenizer.json --dump weights");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    j = nlohmann::json::parse(r.out);
+    CHECK(j.at("tokens") == nlohmann::json{"Hello", ",", " world"});
+    CHECK(j.at("meta").at("model").at("tokens") == nlohmann::json{{"Hello", ",", " world"}, {"Hello", ",", " world"}});
 }

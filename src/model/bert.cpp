@@ -35,6 +35,9 @@ void check(const family& f) {
     f.expect_shape("embeddings.position_embeddings.weight", {c.max_positions, c.hidden},
                    "max_position_embeddings × hidden_size");
     f.expect_shape(key(0, "attention.self.query.weight"), {c.hidden, c.hidden}, "hidden_size × hidden_size");
+    f.expect_shape(key(0, "intermediate.dense.weight"), {c.intermediate, c.hidden}, "intermediate_size × hidden_size");
+    f.expect_shape(key(c.layers - 1, "attention.self.query.weight"), {c.hidden, c.hidden},
+                   "num_hidden_layers blocks of hidden_size × hidden_size");
     if (c.kv_heads != c.heads)
         throw value_error("config", "BERT has no grouped-query attention " +
                                         expected_got("num_key_value_heads = num_attention_heads", std::to_string(c.kv_heads)));

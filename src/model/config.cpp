@@ -27,18 +27,45 @@ struct reader {
     const json& j;
     const std::string& source;
 
-    /// A positive integer under one of `keys`; `fallback` when absent (0 = required).
-    std::size_t size(std::initializer_list<const char*> keys, std::size_t fallback) const {
+    /// A positive integer under one of `keys`, at most max_config_count; `fallback` when
+    /// absent (0 = required). `zero_ok` accepts 0 too (max_window_layers).
+    std::size_t size(std::initializer_list<const char*> keys, std::size_t fallback, bool zero_ok = false) const {
         const json* v = first_of(j, keys);
         if (!v) {
             if (fallback) return fallback;
             throw value_error(source, std::string("missing ") + *keys.begin() +
                                           " (expected a positive integer, got nothing)");
         }
-        if (!v->is_number_integer() || v->get<long long>() <= 0)
-            throw value_error(source, std::string(*keys.begin()) + ": not a positive integer " +
-                                          expected_got("a positive integer", v->dump()));
+        const char* key = *keys.begin();
+        for (const char* k : keys)
+            if (j.contains(k) && !j.at(k).is_null()) {
+                key = k;
+                break;
+            }
+        const char* want = zero_ok ? "an integer ≥ 0" : "a positive integer";
+        if (!v->is_number_integer() || v->get<long long>() < (zero_ok ? 0 : 1))
+            throw value_error(source, std::string(key) + ": not " + want + " " + expected_got(want, v->dump()));
+        if (v->get<unsigned long long>() > max_config_count)
+            throw value_error(source, std::string(key) + ": more than attn accepts " +
+                                          expected_got("at most " + std::to_string(max_config_count), v->dump()));
         return v->get<std::size_t>();
+    }
+
+    /// A boolean under `key`, `fallback` when absent or null.
+    bool flag(const char* key, bool fallback) const {
+        const json* v = first_of(j, {key});
+        if (!v) return fallback;
+        if (!v->is_boolean()) throw value_error(source, std::string(key) + ": not a boolean " + expected_got("true or false", v->dump()));
+        return v->get<bool>();
+    }
+
+    /// Refuses `key` when present with a value other than `accepted` (a key that
+    /// changes attention in a way attn does not implement).
+    void refuse_unless(const char* key, const json& accepted, const std::string& why) const {
+        const json* v = first_of(j, {key});
+        if (!v || *v == accepted) return;
+        throw value_error(source, std::string(key) + ": not implemented by attn, " + why + " " +
+                                      expected_got(accepted.dump(), v->dump()));
     }
 
     double number(std::initializer_list<const char*> keys, double fallback, bool positive = true) const {
@@ -90,7 +117,8 @@ config parse_config(const std::string& json_text, const std::string& source, std
     json j;
     try {
         j = json::parse(json_text);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {
+        // parse_error, and out_of_range for a number beyond double (1e999).
         throw value_error(source, "not valid JSON (" + std::string(e.what()) + ")");
     }
     if (!j.is_object()) throw value_error(source, "not a JSON object " + expected_got("{...}", j.type_name()));
@@ -120,6 +148,14 @@ config parse_config(const std::string& json_text, const std::string& source, std
             c.vocab = r.size({"vocab_size"}, 50257);
             c.norm_eps = r.number({"layer_norm_epsilon"}, 1e-5);
             c.act = parse_activation(r.text({"activation_function"}, "gelu_new"), "activation_function", source);
+            // GPT2Attention: scores / √D only with scale_attn_weights, / (layer + 1) with
+            // scale_attn_by_inverse_layer_idx. reorder_and_upcast_attn computes the same
+            // scores in float32 with the scale folded into the product: the same values up
+            // to rounding, which attn (float32 or float64) does at least as precisely.
+            c.scale_attn_weights = r.flag("scale_attn_weights", true);
+            c.scale_by_inverse_layer = r.flag("scale_attn_by_inverse_layer_idx", false);
+            r.flag("reorder_and_upcast_attn", false);
+            r.refuse_unless("add_cross_attention", false, "cross-attention blocks need encoder states");
             break;
         case arch::bert:
             c.hidden = r.size({"hidden_size"}, 768);
@@ -130,9 +166,9 @@ config parse_config(const std::string& json_text, const std::string& source, std
             c.vocab = r.size({"vocab_size"}, 30522);
             c.norm_eps = r.number({"layer_norm_eps"}, 1e-12);
             c.act = parse_activation(r.text({"hidden_act"}, "gelu"), "hidden_act", source);
-            if (const std::string pe = r.text({"position_embedding_type"}, "absolute"); pe != "absolute")
-                throw value_error(source, "position_embedding_type \"" + pe + "\" is not one attn implements " +
-                                              expected_got("absolute", pe));
+            r.refuse_unless("position_embedding_type", "absolute", "relative position scores are not computed");
+            r.refuse_unless("is_decoder", false, "a decoder BERT is causal and may cross-attend");
+            r.refuse_unless("add_cross_attention", false, "cross-attention blocks need encoder states");
             break;
         case arch::llama: {
             c.hidden = r.size({"hidden_size"}, 4096);
@@ -175,7 +211,8 @@ config parse_config(const std::string& json_text, const std::string& source, std
                     if (use && !use->is_boolean())
                         throw value_error(source, "use_sliding_window: not a boolean " + expected_got("true or false", use->dump()));
                     if (use && use->get<bool>()) {
-                        const std::size_t first = r.size({"max_window_layers"}, 28);
+                        // Qwen2Config: layer i slides when i ≥ max_window_layers (0: every layer).
+                        const std::size_t first = first_of(j, {"max_window_layers"}) ? r.size({"max_window_layers"}, 0, true) : 28;
                         for (std::size_t l = first; l < c.layers; ++l) c.sliding[l] = true;
                     } else {
                         w.reset();
@@ -205,21 +242,33 @@ config parse_config(const std::string& json_text, const std::string& source, std
             }
             if (!w) c.sliding.assign(c.layers, false);
             c.sliding_window = w;
+            // Projection biases (LlamaAttention: bias=attention_bias on q, k, v and o;
+            // Qwen2Attention: q, k, v always, o never; MistralAttention: none; LlamaMLP:
+            // bias=mlp_bias). pretraining_tp > 1 only slices the same products (older
+            // transformers), so it is accepted.
+            const bool attention_bias = r.flag("attention_bias", false);
+            c.mlp_bias = r.flag("mlp_bias", false);
+            if (c.model_type == "qwen2") {
+                c.qkv_bias = true;
+            } else if (c.model_type != "mistral") {
+                c.qkv_bias = c.o_bias = attention_bias;
+            }
+            if (first_of(j, {"pretraining_tp"})) r.size({"pretraining_tp"}, 1);
             break;
         }
     }
     c.kv_heads = r.size({"num_key_value_heads"}, c.heads);
-    if (c.family == arch::llama) {
-        c.head_dim = r.size({"head_dim"}, c.hidden % c.heads == 0 ? c.hidden / c.heads : 0);
-        if (!first_of(j, {"head_dim"}) && c.hidden % c.heads != 0)
-            throw value_error(source, "hidden_size is not a multiple of num_attention_heads " +
-                                          expected_got("a multiple of " + std::to_string(c.heads), std::to_string(c.hidden)));
-    } else {
-        if (c.hidden % c.heads != 0)
-            throw value_error(source, "hidden size is not a multiple of the number of heads " +
-                                          expected_got("a multiple of " + std::to_string(c.heads), std::to_string(c.hidden)));
-        c.head_dim = c.hidden / c.heads;
-    }
+    const bool gpt2_names = c.family == arch::gpt2 && (j.contains("n_head") || !j.contains("num_attention_heads"));
+    const char* heads_key = gpt2_names ? "n_head" : "num_attention_heads";
+    const char* hidden_key = c.family == arch::gpt2 && (j.contains("n_embd") || !j.contains("hidden_size")) ? "n_embd" : "hidden_size";
+    const bool explicit_head_dim = c.family == arch::llama && first_of(j, {"head_dim"});
+    if (!explicit_head_dim && c.hidden % c.heads != 0)
+        throw value_error(source, std::string(heads_key) + " " + std::to_string(c.heads) + " does not divide " + hidden_key +
+                                      " " + std::to_string(c.hidden) + " " +
+                                      expected_got(std::string("a divisor of ") + std::to_string(c.hidden) +
+                                                       (c.family == arch::llama ? ", or a head_dim" : ""),
+                                                   std::to_string(c.heads)));
+    c.head_dim = explicit_head_dim ? r.size({"head_dim"}, 0) : c.hidden / c.heads;
     if (c.heads % c.kv_heads != 0)
         throw value_error(source, "num_attention_heads is not a multiple of num_key_value_heads " +
                                       expected_got("a divisor of " + std::to_string(c.heads), std::to_string(c.kv_heads)));

@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include <nlohmann/json.hpp>
+
 #include "attn/error.hpp"
 #include "attn/text.hpp"
 #include "families.hpp"
@@ -101,6 +103,95 @@ core::tensor3<T> family::finish_block(std::size_t layer, const core::tensor3<T>&
         case arch::llama: break;
     }
     return llama::finish_block<T>(*this, layer, x, a);
+}
+
+namespace {
+
+/// The shape of the first `prefixes` + `local` tensor present, with the prefix found.
+const shape_t* find_shape(const weight_source& w, const std::vector<std::string>& prefixes, const std::string& local,
+                          std::string& prefix) {
+    for (const auto& p : prefixes)
+        if (const shape_t* s = w.shape(p + local)) {
+            prefix = p;
+            return s;
+        }
+    return nullptr;
+}
+
+/// `name`'s 2-D shape, or a value_error naming the tensor and the config key it stands in for.
+const shape_t& need_shape(const weight_source& w, const std::string& name, const char* key, const std::string& source) {
+    const shape_t* s = w.shape(name);
+    if (!s) throw value_error(source, std::string(key) + ": no config.json, and no tensor " + name + " to read it from " +
+                                          expected_got("--config FILE, or a checkpoint with " + name, "neither"));
+    if (s->size() != 2) throw value_error(source, name + ": wrong rank " + expected_got("2-D", shape_string(*s)));
+    return *s;
+}
+
+}  // namespace
+
+config config_from_tensors(arch family, const weight_source& weights, std::size_t heads, std::size_t kv_heads,
+                           const std::string& source) {
+    if (heads == 0)
+        throw value_error(source, "num_attention_heads: not in the tensors' shapes, and there is no config.json " +
+                                      expected_got("--heads N or --config FILE", "neither"));
+    nlohmann::json j;
+    std::string prefix;
+    const auto count_layers = [&](const char* stem, const std::string& rest) {
+        std::size_t n = 0;
+        while (n <= max_config_count && weights.shape(prefix + layer_key(stem, n, rest))) ++n;
+        return n;
+    };
+    const auto embedding = [&](const std::vector<std::string>& prefixes, const std::string& local) -> const shape_t& {
+        if (!find_shape(weights, prefixes, local, prefix))
+            throw value_error(source, std::string("not a ") + arch_name(family) + " checkpoint: no tensor " + local);
+        return need_shape(weights, prefix + local, "vocab_size", source);
+    };
+    switch (family) {
+        case arch::gpt2: {
+            const shape_t& wte = embedding(gpt2::prefixes, gpt2::probe);
+            j = {{"model_type", "gpt2"}, {"vocab_size", wte[0]}, {"n_embd", wte[1]}, {"n_head", heads}};
+            j["n_positions"] = need_shape(weights, prefix + "wpe.weight", "n_positions", source)[0];
+            j["n_layer"] = count_layers("h.", "attn.c_attn.weight");
+            j["n_inner"] = need_shape(weights, prefix + "h.0.mlp.c_fc.weight", "n_inner", source)[1];
+            break;
+        }
+        case arch::bert: {
+            const shape_t& word = embedding(bert::prefixes, bert::probe);
+            j = {{"model_type", "bert"}, {"vocab_size", word[0]}, {"hidden_size", word[1]}, {"num_attention_heads", heads}};
+            j["max_position_embeddings"] =
+                need_shape(weights, prefix + "embeddings.position_embeddings.weight", "max_position_embeddings", source)[0];
+            j["num_hidden_layers"] = count_layers("encoder.layer.", "attention.self.query.weight");
+            j["intermediate_size"] =
+                need_shape(weights, prefix + "encoder.layer.0.intermediate.dense.weight", "intermediate_size", source)[0];
+            break;
+        }
+        case arch::llama: {
+            const shape_t& emb = embedding(llama::prefixes, llama::probe);
+            j = {{"model_type", "llama"}, {"vocab_size", emb[0]}, {"hidden_size", emb[1]}, {"num_attention_heads", heads}};
+            const std::size_t q = need_shape(weights, prefix + "layers.0.self_attn.q_proj.weight", "head_dim", source)[0];
+            const std::size_t k = need_shape(weights, prefix + "layers.0.self_attn.k_proj.weight", "num_key_value_heads", source)[0];
+            if (q % heads != 0)
+                throw value_error(source, "head_dim: --heads " + std::to_string(heads) + " does not divide " + prefix +
+                                              "layers.0.self_attn.q_proj.weight's " + std::to_string(q) + " rows " +
+                                              expected_got("a divisor of " + std::to_string(q), std::to_string(heads)));
+            const std::size_t d = q / heads;
+            j["head_dim"] = d;
+            j["num_key_value_heads"] = kv_heads ? kv_heads : k / d;
+            j["num_hidden_layers"] = count_layers("layers.", "self_attn.q_proj.weight");
+            j["intermediate_size"] = need_shape(weights, prefix + "layers.0.mlp.gate_proj.weight", "intermediate_size", source)[0];
+            // Biases as the tensors have them: q/k/v without o is Qwen2's layout.
+            if (weights.shape(prefix + "layers.0.self_attn.q_proj.bias")) {
+                if (weights.shape(prefix + "layers.0.self_attn.o_proj.bias")) j["attention_bias"] = true;
+                else j["model_type"] = "qwen2";
+            }
+            j["mlp_bias"] = weights.shape(prefix + "layers.0.mlp.gate_proj.bias") != nullptr;
+            break;
+        }
+    }
+    if (kv_heads && family != arch::llama) j["num_key_value_heads"] = kv_heads;
+    if (j.contains("n_layer") && j["n_layer"] == 0) j["n_layer"] = nullptr;
+    if (j.contains("num_hidden_layers") && j["num_hidden_layers"] == 0) j["num_hidden_layers"] = nullptr;
+    return parse_config(j.dump(), source, family);
 }
 
 template <class T>

@@ -1,6 +1,8 @@
 // GPT-2 (transformers GPT2Model / GPT2Block / GPT2Attention): pre-norm blocks, a fused
 // Conv1D c_attn stored (in, out) whose output splits into q | k | v, causal attention,
 // c_proj, and an MLP c_fc → gelu_new → c_proj. Embeddings: wte[ids] + wpe[positions].
+#include <cmath>
+#include <cstring>
 #include <string>
 
 #include "attn/error.hpp"
@@ -20,6 +22,8 @@ void check(const family& f) {
     f.expect_shape("wte.weight", {c.vocab, c.hidden}, "vocab_size × n_embd");
     f.expect_shape("wpe.weight", {c.max_positions, c.hidden}, "n_positions × n_embd");
     f.expect_shape(key(0, "attn.c_attn.weight"), {c.hidden, 3 * c.hidden}, "n_embd × 3·n_embd");
+    f.expect_shape(key(0, "mlp.c_fc.weight"), {c.hidden, c.intermediate}, "n_embd × n_inner");
+    f.expect_shape(key(c.layers - 1, "attn.c_attn.weight"), {c.hidden, 3 * c.hidden}, "n_layer blocks of n_embd × 3·n_embd");
     if (c.kv_heads != c.heads)
         throw value_error("config", "GPT-2 has no grouped-query attention " +
                                         expected_got("num_key_value_heads = n_head", std::to_string(c.kv_heads)));
@@ -54,6 +58,13 @@ layer_attention attention(const family& f, std::size_t layer) {
     a.layout = core::weight_layout::in_out;  // Conv1D stores (in, out)
     a.heads = a.kv_heads = c.heads;
     a.causal = true;
+    // eager_attention_forward: / √D only with scale_attn_weights, then / (layer_idx + 1)
+    // with scale_attn_by_inverse_layer_idx.
+    if (!c.scale_attn_weights || c.scale_by_inverse_layer) {
+        double s = c.scale_attn_weights ? 1.0 / std::sqrt(static_cast<double>(c.head_dim)) : 1.0;
+        if (c.scale_by_inverse_layer) s /= static_cast<double>(layer + 1);
+        a.scale = s;
+    }
     // c_attn (E, 3E) and its bias (3E): the columns split q | k | v (GPT2Attention:
     // query, key, value = self.c_attn(x).split(self.split_size, dim=2)).
     const array w = f.need(key(layer, "attn.c_attn.weight"));

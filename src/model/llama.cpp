@@ -1,6 +1,6 @@
 // Llama, and Mistral and Qwen2 with the same layout (transformers LlamaModel /
 // LlamaDecoderLayer / LlamaAttention): pre-norm blocks with RMSNorm, q/k/v/o_proj
-// (biases when present: Qwen2's q/k/v, attention_bias), RoPE half on q and k, GQA,
+// (biases as the config says: Qwen2 q/k/v, Llama attention_bias), RoPE half, GQA,
 // causal with an optional sliding window, and a SiLU-gated MLP
 // down_proj(act(gate_proj(x)) · up_proj(x)). Embeddings: embed_tokens[ids].
 #include <string>
@@ -24,6 +24,24 @@ void check(const family& f) {
                    "num_attention_heads·head_dim × hidden_size");
     f.expect_shape(key(0, "self_attn.k_proj.weight"), {c.kv_heads * c.head_dim, c.hidden},
                    "num_key_value_heads·head_dim × hidden_size");
+    f.expect_shape(key(0, "mlp.gate_proj.weight"), {c.intermediate, c.hidden}, "intermediate_size × hidden_size");
+    f.expect_shape(key(c.layers - 1, "self_attn.q_proj.weight"), {c.heads * c.head_dim, c.hidden},
+                   "num_hidden_layers blocks of num_attention_heads·head_dim × hidden_size");
+    if (c.mlp_bias) {
+        f.expect_shape(key(0, "mlp.gate_proj.bias"), {c.intermediate}, "mlp_bias: intermediate_size");
+        f.expect_shape(key(0, "mlp.up_proj.bias"), {c.intermediate}, "mlp_bias: intermediate_size");
+        f.expect_shape(key(0, "mlp.down_proj.bias"), {c.hidden}, "mlp_bias: hidden_size");
+    }
+    // A bias the config says the model has not would be dropped by transformers: say so
+    // rather than compute another model.
+    for (const char* p : {"q", "k", "v", "o"}) {
+        const bool want = std::string(p) == "o" ? c.o_bias : c.qkv_bias;
+        const std::string b = key(0, std::string("self_attn.") + p + "_proj.bias");
+        if (!want && f.maybe(b))
+            throw value_error(f.name(b), std::string("in the checkpoint, but the config has no ") + p +
+                                             "_proj bias (" + (c.model_type == "mistral" ? "Mistral has none" : "attention_bias is false") +
+                                             ") " + expected_got("no bias tensor, or attention_bias true", "a bias"));
+    }
     const std::size_t rotary = static_cast<std::size_t>(static_cast<double>(c.head_dim) * c.partial_rotary_factor);
     if (rotary == 0 || rotary % 2 != 0)
         throw value_error("config", "partial_rotary_factor gives an odd or zero rotary_dim " +
@@ -55,7 +73,8 @@ layer_attention attention(const family& f, std::size_t layer) {
     for (const char* p : {"q", "k", "v", "o"}) {
         const std::string stem = std::string("self_attn.") + p + "_proj.";
         a.weights.push_back({std::string("w_") + p, f.need(key(layer, stem + "weight"))});
-        if (auto b = f.maybe(key(layer, stem + "bias"))) a.weights.push_back({std::string("b_") + p, std::move(*b)});
+        if (std::string(p) == "o" ? c.o_bias : c.qkv_bias)
+            a.weights.push_back({std::string("b_") + p, f.need(key(layer, stem + "bias"))});
     }
     return a;
 }
@@ -65,10 +84,14 @@ core::tensor3<T> finish_block(const family& f, std::size_t layer, const core::te
     const config& c = f.settings();
     core::tensor3<T> h = x + a;
     core::tensor3<T> n = rms_norm(h, f.need(key(layer, "post_attention_layernorm.weight")), c.norm_eps);
-    core::tensor3<T> gate = project(f, n, key(layer, "mlp.gate_proj.weight"), "", core::weight_layout::out_in);
+    // LlamaMLP: bias=mlp_bias on gate, up and down.
+    const auto bias = [&](const char* p) {
+        return c.mlp_bias ? key(layer, std::string("mlp.") + p + "_proj.bias") : std::string();
+    };
+    core::tensor3<T> gate = project(f, n, key(layer, "mlp.gate_proj.weight"), bias("gate"), core::weight_layout::out_in);
     activate(gate, c.act);
-    gate *= project(f, n, key(layer, "mlp.up_proj.weight"), "", core::weight_layout::out_in);
-    core::tensor3<T> o = project(f, gate, key(layer, "mlp.down_proj.weight"), "", core::weight_layout::out_in);
+    gate *= project(f, n, key(layer, "mlp.up_proj.weight"), bias("up"), core::weight_layout::out_in);
+    core::tensor3<T> o = project(f, gate, key(layer, "mlp.down_proj.weight"), bias("down"), core::weight_layout::out_in);
     o += h;
     return o;
 }

@@ -11,6 +11,8 @@
 #include "attn/core/heads.hpp"
 #include "attn/error.hpp"
 #include "attn/io/input.hpp"
+#include "attn/io/npy.hpp"
+#include "attn/io/npz.hpp"
 #include "attn/io/safetensors.hpp"
 #include "attn/io/vocab.hpp"
 #include "attn/text.hpp"
@@ -133,6 +135,7 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
         if (la.rope && !o.rope) lo.rope = core::rope_style::half;
         if (la.rope && !o.rope_theta_given) lo.rope_theta = la.rope_theta;
         if (la.rope && !o.rotary_dim) lo.rotary_dim = la.rotary_dim;
+        if (la.scale && !o.scale) lo.scale = la.scale;
         lo.dump = dumped ? dump : std::vector<std::string>{};
         if (propagate && !has(lo.dump, "output")) lo.dump.push_back("output");
         if (lo.dump.empty()) lo.dump.push_back("output");
@@ -221,6 +224,28 @@ std::string config_path(const checkpoint_options& ck) {
     return (p.has_parent_path() ? p.parent_path() / "config.json" : std::filesystem::path("config.json")).string();
 }
 
+/// Refuses, before the safetensors reader sees it, a file --layer cannot read as a
+/// checkpoint, saying what it is (as compute without --layer does): a PyTorch archive,
+/// an .npy or .npz, JSON that is not a shard index, CSV or other bytes. Files that look
+/// like safetensors (or are named so) go on to the reader, which reports their faults.
+void check_checkpoint_format(const std::string& path) {
+    if (io::is_checkpoint_file(path)) return;
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) return;  // the reader says why it cannot open it
+    const std::string bytes = io::read_file(path);
+    const std::string what = "not a safetensors checkpoint: ";
+    const std::string expected = " (expected model.safetensors or model.safetensors.index.json, got ";
+    if (io::is_npy(bytes)) throw format_error(path, what + "a .npy array" + expected + ".npy)");
+    if (io::is_zip(bytes)) {
+        if (io::zip_has_member(bytes, [](const std::string& m) { return m.size() >= 8 && m.compare(m.size() - 8, 8, "data.pkl") == 0; }))
+            throw format_error(path, io::torch_archive_message);
+        throw format_error(path, what + "an .npz archive" + expected + ".npz)");
+    }
+    io::check_json_start(bytes, path);  // a PyTorch pickle, CSV, binary bytes
+    if (bytes.find("\"weight_map\"") != std::string::npos) return;  // a shard index under another name
+    throw format_error(path, what + "JSON without a weight_map" + expected + "JSON; a config.json goes to --config)");
+}
+
 }  // namespace
 
 io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_array> inputs,
@@ -258,27 +283,46 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
         throw usage_error("--layer", "all runs every block from token ids " +
                                          expected_got("--ids or --token-ids with --layer all, or --layer N with --x", "--x"));
 
+    check_checkpoint_format(ck.path);
     checkpoint_weights weights(io::checkpoint::open(ck.path));
     const std::string cfg_path = config_path(ck);
-    if (ck.config.empty() && !std::filesystem::exists(cfg_path))
-        throw io_error(ck.path, "no config.json beside the checkpoint (expected " + cfg_path + ", or give --config FILE)");
-    const model::config cfg = model::parse_config(io::read_file(cfg_path), cfg_path, ck.arch);
+    model::config cfg;
+    if (ck.config.empty() && !std::filesystem::exists(cfg_path)) {
+        // No config.json: --arch and --heads stand in for it, the sizes come from the tensors.
+        if (!ck.arch)
+            throw io_error(ck.path, "no config.json beside the checkpoint (expected " + cfg_path +
+                                        ", or give --config FILE, or --arch and --heads)");
+        cfg = model::config_from_tensors(*ck.arch, weights, options.heads, options.kv_heads, ck.path);
+    } else {
+        cfg = model::parse_config(io::read_file(cfg_path), cfg_path, ck.arch);
+    }
     const model::family fam(cfg, weights, ck.path);
     if (ck.layer && *ck.layer >= cfg.layers)
         throw usage_error("--layer", "beyond the model's layers " +
                                          expected_got("0 to " + std::to_string(cfg.layers - 1) + " or all", std::to_string(*ck.layer)));
 
     std::vector<std::string> tokens = options.tokens.empty() ? bundle_tokens : options.tokens;
-    if (tokens.empty() && in.ids && (in.ids->rank() == 1 || in.ids->shape[0] == 1)) {
-        // Label the tokens: decoded through --vocab, else by their ids.
+    std::vector<std::vector<std::string>> item_tokens;  // (B, T) labels of a batch of ids
+    if (tokens.empty() && in.ids) {
+        // Label the tokens: decoded through --vocab, else by their ids; each batch item its own.
         const std::vector<std::string> vocab = ck.vocab.empty() ? std::vector<std::string>{} : io::read_vocab(ck.vocab);
-        for (std::size_t i = 0; i < in.ids->shape.back(); ++i) {
-            // A negative or huge id (refused by the embedding next) has no size_t: not cast.
-            const double v = in.ids->value(i);
-            const bool whole = v >= 0 && v < 9007199254740992.0;  // 2^53: exact in a double
-            const auto id = whole ? static_cast<std::size_t>(v) : std::size_t{0};
-            tokens.push_back(whole && id < vocab.size() ? vocab[id] : whole ? std::to_string(id) : general_number(v));
+        const std::size_t T = in.ids->shape.back(), B = in.ids->size() / T;
+        for (std::size_t b = 0; b < B; ++b) {
+            std::vector<std::string> labels;
+            for (std::size_t i = 0; i < T; ++i) {
+                // A negative or huge id (refused by the embedding next) has no size_t: not cast.
+                const double v = in.ids->value(b * T + i);
+                const bool whole = v >= 0 && v < 9007199254740992.0;  // 2^53: exact in a double
+                const auto id = whole ? static_cast<std::size_t>(v) : std::size_t{0};
+                labels.push_back(whole && id < vocab.size() ? vocab[id] : whole ? std::to_string(id) : general_number(v));
+            }
+            item_tokens.push_back(std::move(labels));
         }
+        // One sequence, or items that read the same, label the rows directly; items that
+        // differ keep theirs in meta.model.tokens (B lists of T labels).
+        if (std::all_of(item_tokens.begin(), item_tokens.end(), [&](const auto& l) { return l == item_tokens.front(); }))
+            tokens = item_tokens.front();
+        if (in.ids->rank() == 1) item_tokens.clear();
     } else if (!ck.vocab.empty() && tokens.empty() && !in.ids) {
         throw usage_error("--vocab", "labels token ids " + expected_got("--ids or --token-ids", "--x"));
     }
@@ -288,8 +332,9 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
                                                                          : "layers.0.self_attn.q_proj.weight");
     const io::tensor_entry* e = weights.file().find(probe);
     const dtype t = options.compute_type ? *options.compute_type : e && e->dtype == "F64" ? dtype::f8 : dtype::f4;
-    if (t == dtype::f8) return run<double>(fam, ck, in, tokens, options);
-    return run<float>(fam, ck, in, tokens, options);
+    io::document doc = t == dtype::f8 ? run<double>(fam, ck, in, tokens, options) : run<float>(fam, ck, in, tokens, options);
+    if (!item_tokens.empty()) doc.meta["model"]["tokens"] = item_tokens;
+    return doc;
 }
 
 }  // namespace attn

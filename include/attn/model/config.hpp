@@ -41,15 +41,30 @@ struct config {
     /// whether layer l uses it (use_sliding_window, max_window_layers, layer_types).
     std::optional<std::size_t> sliding_window;
     std::vector<bool> sliding;
+    /// gpt2 scale_attn_weights (false: no 1/√D) and scale_attn_by_inverse_layer_idx
+    /// (true: scores of layer l also divided by l + 1), as GPT2Attention does.
+    bool scale_attn_weights = true;
+    bool scale_by_inverse_layer = false;
+    /// llama-family projection biases: Qwen2 always has q/k/v biases (no o bias),
+    /// Mistral none, Llama q/k/v/o when attention_bias; MLP biases when mlp_bias.
+    bool qkv_bias = false, o_bias = false, mlp_bias = false;
 };
+
+/// The largest count attn accepts for any config size (layers, heads, hidden, head_dim,
+/// vocab, intermediate, positions, window): far above any published model, small enough
+/// that no product of two of them overflows and nothing is allocated from a count alone.
+inline constexpr std::size_t max_config_count = std::size_t{1} << 24;
 
 /// Parses config.json text. The family comes from `forced` (--arch), else from
 /// model_type: gpt2 → gpt2; bert → bert; llama, mistral, qwen2 → llama.
 /// Throws value_error(source, …) for invalid JSON, an unknown model_type without
 /// --arch ("model_type \"t5\" is not a family attn knows …"), a missing or non-positive
-/// size, heads not dividing hidden without head_dim, kv_heads not dividing heads, an
-/// unknown activation, and a `rope_scaling` attn does not implement (named, never
-/// ignored: only null, or {"rope_type": "default"} are accepted).
+/// size or one over max_config_count (named by its key), heads not dividing hidden
+/// without head_dim, kv_heads not dividing heads, an unknown activation, and every key
+/// that changes attention in transformers' modeling code in a way attn does not
+/// implement (named with its value, never ignored: `rope_scaling` other than null or
+/// "default", bert `position_embedding_type` other than "absolute", `is_decoder`,
+/// `add_cross_attention`). README "Config keys per family" lists them.
 /// Source: transformers' GPT2Config, BertConfig, LlamaConfig, MistralConfig, Qwen2Config.
 config parse_config(const std::string& json_text, const std::string& source, std::optional<arch> forced);
 

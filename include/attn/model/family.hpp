@@ -40,11 +40,15 @@ struct layer_attention {
     bool rope = false;            ///< RoPE half (llama)
     double rope_theta = 10000.0;
     std::size_t rotary_dim = 0;   ///< head_dim · partial_rotary_factor
+    /// The score scale when it is not 1/√D (gpt2 scale_attn_weights false, or
+    /// scale_attn_by_inverse_layer_idx: 1/(√D·(layer + 1))); nullopt = compute's default.
+    std::optional<double> scale;
 };
 
 /// A family over one checkpoint. Construction finds the name prefix the checkpoint
 /// uses ("" or transformer. / bert. / model.) and checks the config against the
-/// embedding and layer-0 shapes.
+/// embedding, layer-0 and MLP shapes and the layer count against the last layer's
+/// tensors, so that no config count allocates more than the checkpoint holds.
 /// Throws value_error(source, …) for a tensor the family needs that is missing (named
 /// in full) and for a config that contradicts a tensor's shape (naming both).
 class family {
@@ -100,6 +104,16 @@ private:
     std::string source_;
     std::string prefix_;
 };
+
+/// The config of a checkpoint without config.json, from the family (--arch), the
+/// number of heads (--heads; kv_heads 0 = heads) and the tensors' shapes: hidden and
+/// vocab from the embedding, positions from the position table (gpt2, bert), layers
+/// by counting blocks, intermediate from the MLP, head_dim from q_proj (llama); the
+/// rest are the family's transformers defaults. Throws value_error(source, …) naming
+/// what is missing: the heads ("num_attention_heads: not in the tensors' shapes
+/// (expected --heads N or --config FILE, …)") or a tensor.
+config config_from_tensors(arch family, const weight_source& weights, std::size_t heads, std::size_t kv_heads,
+                           const std::string& source);
 
 /// LayerNorm over the last axis (torch.nn.functional.layer_norm, biased variance,
 /// accumulated in double): (x − mean)/√(var + eps)·w + b. x is (B, T, E), w and b (E).
