@@ -106,8 +106,6 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
         key = std::move(p.k);  // no cache: the new keys are all the keys
         value = std::move(p.v);
     }
-    const tensor4<T>& new_k = pk ? p.k : key;
-    const tensor4<T>& new_v = pk ? p.v : value;
     const std::size_t Tk = key.shape(2);
 
     std::vector<std::string> masks_used;
@@ -201,8 +199,9 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
         } else if (st == stage::q_proj) a = in_input_layout(*q_proj, rank, nullptr);
         else if (st == stage::k_proj) a = in_input_layout(*k_proj, rank, nullptr);
         else if (st == stage::q) a = in_input_layout(p.q, rank, nullptr);
-        else if (st == stage::k) a = in_input_layout(new_k, rank, nullptr);
-        else if (st == stage::v) a = in_input_layout(new_v, rank, nullptr);
+        // k and v are what enters Q·Kᵀ and weights·V (DESIGN §1.7): past keys included.
+        else if (st == stage::k) a = in_input_layout(key, rank, nullptr);
+        else if (st == stage::v) a = in_input_layout(value, rank, nullptr);
         else if (st == stage::present_key) a = array::from<T>({B, Hkv, Tk, Dk}, key.data());
         else if (st == stage::present_value) a = array::from<T>({B, Hkv, Tk, value.shape(3)}, value.data());
         else if (st == stage::mask) a = combined_mask(m, rank, o.average_heads);
