@@ -151,6 +151,8 @@ void add_tensor_options(io::bundle& b, const pipeline_cli& c) {
 
 namespace {
 
+std::string num_text(std::size_t n) { return std::to_string(n); }
+
 /// The figure options, checked before any work (usage errors).
 struct figure_options {
     std::optional<io::figure_size> size;
@@ -168,6 +170,38 @@ figure_options check_figure_options(const plot_options& c) {
         if (c.log && v && !(*v > 0))
             throw usage_error(name, "not positive, which --log needs " + expected_got("a number > 0", text));
     return f;
+}
+
+/// The heatmap of a lone array, holding only what it draws: one (batch, head) matrix, or
+/// the heads of one batch item for --grid, copied out of `values` (as float64 at most 8
+/// bytes a cell) instead of a copy of the whole array. What is drawn is planned against
+/// --max-bytes (the copy and one masked flag a cell) before it is copied.
+io::heatmap_spec lone_heatmap(const array& values, const std::string& name, const io::heatmap_view& view,
+                              const std::vector<std::string>& tokens) {
+    // The checks and title of heatmap_from_array, on the shape alone (no data copied).
+    array shape_only;
+    shape_only.type = values.type;
+    shape_only.shape = values.shape;
+    io::heatmap_spec spec = io::heatmap_from_array(shape_only, name, view, tokens);
+    const shape_t& full = spec.values.shape;  // (B, H, rows, cols)
+    const std::size_t H = full[1], rows = full[2], cols = full[3];
+    const std::size_t heads = view.grid ? H : 1, first = view.grid ? 0 : view.head;
+    const std::size_t element = dtype_size(values.type);
+    const double drawn = static_cast<double>(heads) * static_cast<double>(rows) * static_cast<double>(cols);
+    check_planned_bytes(drawn * static_cast<double>(element + 1), "this plot",
+                        name + " " + shape_string(values.shape) + " " + std::string(dtype_name(values.type)) + ", " +
+                            (view.grid ? num_text(heads) + " heads" : "one head") + " of " + num_text(rows) + "×" + num_text(cols),
+                        "raise --max-bytes");
+    const std::size_t cells = rows * cols;
+    array part;
+    part.type = values.type;
+    part.shape = {1, heads, rows, cols};
+    const std::byte* begin = values.data.data() + (view.batch * H + first) * cells * element;
+    part.data = byte_buffer(std::vector<std::byte>(begin, begin + heads * cells * element));
+    spec.values = std::move(part);
+    spec.batch = 0;
+    spec.head = view.grid ? view.head : 0;
+    return spec;
 }
 
 int run_plot(const plot_options& c) {
@@ -199,7 +233,7 @@ int run_plot(const plot_options& c) {
         if (c.stage_opt->count())
             throw usage_error("--stage", "does not apply to a lone array, which is drawn as it is " +
                                              expected_got("attn output or a compute input", "one array in " + c.input));
-        spec = io::heatmap_from_array(in.lone.value, in.lone.name, view, settings.tokens.empty() ? in.doc.tokens : settings.tokens);
+        spec = lone_heatmap(in.lone.value, in.lone.name, view, settings.tokens.empty() ? in.doc.tokens : settings.tokens);
     } else if (in.is_output) {
         doc = std::move(in.doc);
         if (!settings.tokens.empty()) doc.tokens = settings.tokens;

@@ -133,6 +133,7 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
         if (la.rope && !o.rope_theta_given) lo.rope_theta = la.rope_theta;
         if (la.rope && !o.rotary_dim) lo.rotary_dim = la.rotary_dim;
         lo.dump = dumped ? dump : std::vector<std::string>{};
+        lo.planned_layers = last - first_dumped + 1;  // every dumped layer is held, then stacked
         if (propagate && !has(lo.dump, "output")) lo.dump.push_back("output");
         if (lo.dump.empty()) lo.dump.push_back("output");
         io::document doc = compute(std::move(inputs), tokens, lo);

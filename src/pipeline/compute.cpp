@@ -108,6 +108,22 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     }
     const std::size_t Tk = key.shape(2);
 
+    // Every Tq×Tk stage is planned before anything of that size is allocated (the mask
+    // included): --max-bytes bounds what a run computes, not only what it reads.
+    {
+        attention_options planned;
+        planned.keep_qk = wants(stage::qk) || wants(stage::stats);
+        planned.keep_scaled = wants(stage::scaled) || wants(stage::stats);
+        planned.keep_scores = wants(stage::scores);
+        planned.keep_weights = wants(stage::weights) || wants(stage::stats) || wants(stage::head_stats);
+        const std::string lengths = Tq == Tk ? "Tq=Tk=" + num(Tq) : "Tq=" + num(Tq) + ", Tk=" + num(Tk);
+        const std::string layers = o.planned_layers > 1 ? "L=" + num(o.planned_layers) + ", " : "";
+        check_planned_bytes(planned_stage_bytes(stages, planned, o.average_heads, B, Hq, Tq, Tk, sizeof(T), o.planned_layers),
+                            "this run",
+                            layers + "B=" + num(B) + ", H=" + num(Hq) + ", " + lengths + ", " + std::string(dtype_name(dtype_of<T>())),
+                            "raise --max-bytes or dump fewer stages");
+    }
+
     std::vector<std::string> masks_used;
     mask_spec spec;
     spec.B = B, spec.Hq = Hq, spec.Tq = Tq, spec.Tk = Tk, spec.past = past;
