@@ -110,15 +110,17 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
 
     // Every Tq×Tk stage is planned before anything of that size is allocated (the mask
     // included): --max-bytes bounds what a run computes, not only what it reads.
+    attention_options ao;
+    // stats reads qk, scaled and weights, so the kernel keeps them even when not dumped.
+    ao.keep_qk = wants(stage::qk) || wants(stage::stats);
+    ao.keep_scaled = wants(stage::scaled) || wants(stage::stats);
+    ao.keep_scores = wants(stage::scores);
+    ao.keep_weights = wants(stage::weights) || wants(stage::stats) || wants(stage::head_stats);
+    ao.keep_lse = wants(stage::lse);
     {
-        attention_options planned;
-        planned.keep_qk = wants(stage::qk) || wants(stage::stats);
-        planned.keep_scaled = wants(stage::scaled) || wants(stage::stats);
-        planned.keep_scores = wants(stage::scores);
-        planned.keep_weights = wants(stage::weights) || wants(stage::stats) || wants(stage::head_stats);
         const std::string lengths = Tq == Tk ? "Tq=Tk=" + num(Tq) : "Tq=" + num(Tq) + ", Tk=" + num(Tk);
         const std::string layers = o.planned_layers > 1 ? "L=" + num(o.planned_layers) + ", " : "";
-        check_planned_bytes(planned_stage_bytes(stages, planned, o.average_heads, B, Hq, Tq, Tk, sizeof(T), o.planned_layers),
+        check_planned_bytes(planned_stage_bytes(stages, ao, o.average_heads, B, Hq, Tq, Tk, sizeof(T), o.planned_layers),
                             "this run",
                             layers + "B=" + num(B) + ", H=" + num(Hq) + ", " + lengths + ", " + std::string(dtype_name(dtype_of<T>())),
                             "raise --max-bytes or dump fewer stages");
@@ -153,16 +155,9 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     if (o.sink_k == 0 || (wants(stage::head_stats) && o.sink_k > Tk))
         throw usage_error("--sink-k", "counts the first keys of each row " + expected_got("1 to Tk = " + num(Tk), num(o.sink_k)));
 
-    attention_options ao;
     ao.scale = o.scale ? *o.scale : 1.0 / std::sqrt(static_cast<double>(Dk));
     ao.softcap = o.softcap;
     ao.rows = o.rows;
-    // stats reads qk, scaled and weights, so the kernel keeps them even when not dumped.
-    ao.keep_qk = wants(stage::qk) || wants(stage::stats);
-    ao.keep_scaled = wants(stage::scaled) || wants(stage::stats);
-    ao.keep_scores = wants(stage::scores);
-    ao.keep_weights = wants(stage::weights) || wants(stage::stats) || wants(stage::head_stats);
-    ao.keep_lse = wants(stage::lse);
     if (const array* sinks = in.find("sinks")) {
         if (sinks->rank() != 1 || sinks->shape[0] != Hq || !is_float(sinks->type))
             throw shape_error("sinks", "one float logit per query head " +
