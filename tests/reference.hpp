@@ -24,9 +24,16 @@ struct result {
 };
 
 // q (B,Hq,Tq,Dk), k (B,Hkv,Tk,Dk), v (B,Hkv,Tk,Dv), all C-order.
+//
+// NaN and ±∞ (README, Conventions) follow NumPy's softmax(QKᵀ·s + mask) @ V over the
+// visible cells: a cell masked with −∞ is −∞ whatever its score and weighs 0, a masked
+// key's value is not read; a NaN or +∞ visible score makes the row's visible weights NaN
+// (max, then exp(s − max) / sum). `sinks` (one logit per query head, or empty) join the
+// max and the denominator. A fully masked row gives weights and output 0 (NaN with
+// nan_rows), whatever V holds.
 inline result attention(const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v,
                         const dims& d, double scale, double softcap, const allow_fn& allowed, const bias_fn& bias,
-                        bool nan_rows = false) {
+                        bool nan_rows = false, const std::vector<double>& sinks = {}) {
     const double inf = std::numeric_limits<double>::infinity();
     result r;
     const std::size_t cells = d.B * d.Hq * d.Tq * d.Tk;
@@ -43,6 +50,7 @@ inline result attention(const std::vector<double>& q, const std::vector<double>&
             for (std::size_t i = 0; i < d.Tq; ++i) {
                 const std::size_t row = ((b * d.Hq + h) * d.Tq + i) * d.Tk;
                 bool all_masked = true;
+                std::vector<bool> masked(d.Tk);
                 for (std::size_t j = 0; j < d.Tk; ++j) {
                     double dot = 0;
                     for (std::size_t e = 0; e < d.Dk; ++e)
@@ -52,24 +60,38 @@ inline result attention(const std::vector<double>& q, const std::vector<double>&
                     if (softcap > 0) s = softcap * std::tanh(s / softcap);
                     r.scaled[row + j] = s;
                     const double bj = (allowed && !allowed(b, h, i, j) ? -inf : 0.0) + (bias ? bias(b, h, i, j) : 0.0);
-                    if (bj != -inf) all_masked = false;
-                    r.scores[row + j] = s + bj;
+                    masked[j] = bj == -inf;
+                    if (!masked[j]) all_masked = false;
+                    r.scores[row + j] = masked[j] ? -inf : s + bj;
                 }
+                const auto visible = [&](std::size_t j) { return !masked[j]; };
                 if (all_masked) {
                     for (std::size_t j = 0; j < d.Tk; ++j) r.weights[row + j] = nan_rows ? std::nan("") : 0.0;
                     r.lse[(b * d.Hq + h) * d.Tq + i] = -inf;
                 } else {
-                    double m = -inf;
-                    for (std::size_t j = 0; j < d.Tk; ++j) m = std::max(m, r.scores[row + j]);
-                    double sum = 0;
-                    for (std::size_t j = 0; j < d.Tk; ++j) sum += std::exp(r.scores[row + j] - m);
-                    for (std::size_t j = 0; j < d.Tk; ++j) r.weights[row + j] = std::exp(r.scores[row + j] - m) / sum;
+                    const double sink = sinks.empty() ? -inf : sinks[h];
+                    double m = sink;
+                    for (std::size_t j = 0; j < d.Tk; ++j) {
+                        const double x = r.scores[row + j];
+                        if (!visible(j)) continue;
+                        if (std::isnan(x) || std::isnan(m)) m = std::nan("");
+                        else if (x > m) m = x;
+                    }
+                    double sum = sinks.empty() ? 0.0 : std::exp(sink - m);
+                    for (std::size_t j = 0; j < d.Tk; ++j)
+                        if (visible(j)) sum += std::exp(r.scores[row + j] - m);
+                    for (std::size_t j = 0; j < d.Tk; ++j)
+                        r.weights[row + j] = visible(j) ? std::exp(r.scores[row + j] - m) / sum : 0.0;
                     r.lse[(b * d.Hq + h) * d.Tq + i] = m + std::log(sum);
                 }
                 for (std::size_t e = 0; e < d.Dv; ++e) {
                     double acc = 0;
-                    for (std::size_t j = 0; j < d.Tk; ++j)
-                        acc += r.weights[row + j] * v[((b * d.Hkv + hk) * d.Tk + j) * d.Dv + e];
+                    if (all_masked) {
+                        acc = nan_rows ? std::nan("") : 0.0;
+                    } else {
+                        for (std::size_t j = 0; j < d.Tk; ++j)
+                            if (visible(j)) acc += r.weights[row + j] * v[((b * d.Hkv + hk) * d.Tk + j) * d.Dv + e];
+                    }
                     r.output[((b * d.Hq + h) * d.Tq + i) * d.Dv + e] = acc;
                 }
             }

@@ -7,6 +7,7 @@
 #include <zip.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <tuple>
@@ -162,4 +163,137 @@ TEST_CASE("bombs: attn inspect on 60 000 nested JSON objects (180 KB) lists noth
     // The innermost list is found under its dotted path.
     CHECK(r.out.find("\"name\":\"a.a.a.") != std::string::npos);
     CHECK(r.out.find("\"shape\":[1,2]") != std::string::npos);
+}
+
+namespace {
+
+/// A .npy of float32 zeros of `shape` (text) holding `count` elements: the header, then a
+/// hole (a sparse file), so that the test writes no data of that size.
+void write_sparse_f32_npy(const std::string& path, const std::string& shape, std::size_t count) {
+    attn_test::spit(path, io_test::npy_v1("<f4", shape, ""));
+    std::filesystem::resize_file(path, std::filesystem::file_size(path) + count * 4);
+}
+
+/// A float32 .npy of shape (1, T, 1) holding 0, 1/T, 2/T, …: X of one sequence, width 1.
+void write_ramp_x(const std::string& path, std::size_t T) {
+    std::string data(T * 4, '\0');
+    for (std::size_t t = 0; t < T; ++t) {
+        const float v = static_cast<float>(t) / static_cast<float>(T);
+        std::memcpy(&data[t * 4], &v, 4);
+    }
+    attn_test::spit(path, io_test::npy_v1("<f4", "(1, " + std::to_string(T) + ", 1)", data));
+}
+
+/// `attn <args>` under /usr/bin/time: the result and that one child's peak RSS in MB.
+std::pair<attn_test::run_result, double> run_measured(const scratch_dir& dir, const std::string& args) {
+    const std::string rss = dir.path + "/rss.txt";
+    std::filesystem::remove(rss);
+    auto r = run_attn(args, "", "/usr/bin/time -f %M -o '" + rss + "' ");
+    const std::string text = attn_test::slurp(rss);
+    REQUIRE_MESSAGE(!text.empty(), "/usr/bin/time wrote no peak RSS");
+    // /usr/bin/time puts "Command exited with non-zero status N" before the number.
+    const std::size_t last = text.find_last_not_of("\n");
+    const std::size_t start = text.find_last_of('\n', last);
+    return {r, std::stod(text.substr(start == std::string::npos ? 0 : start + 1)) / 1024.0};
+}
+
+}  // namespace
+
+TEST_CASE("bombs: --max-bytes bounds the Tq×Tk stages a run plans, before they are allocated, and output alone streams") {
+    scratch_dir dir;
+    const std::string x = dir.path + "/x.npy", out = dir.path + "/out.npz";
+    const std::size_t T = 8192;  // 32 KB of X; one float32 T×T stage is 268 435 456 bytes
+    write_ramp_x(x, T);
+    auto [r, peak] = run_measured(dir, "compute --max-bytes 64M --dump weights '" + x + "' -o '" + out + "'");
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: this run needs about 268.4 MB for its Tq×Tk stages (B=1, H=1, Tq=Tk=8192, float32) "
+                   "(expected at most --max-bytes 64 MiB; raise --max-bytes or dump fewer stages)\n");
+    CHECK(peak < 64);
+    CHECK_FALSE(std::filesystem::exists(out));
+
+    // Every kept stage counts: scores and weights, and the mask stage at a byte a cell (9 bytes a cell).
+    std::tie(r, peak) = run_measured(dir, "compute --max-bytes 64M --dump scores,weights,mask '" + x + "' -o '" + out + "'");
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: this run needs about 604.0 MB for its Tq×Tk stages (B=1, H=1, Tq=Tk=8192, float32) "
+                   "(expected at most --max-bytes 64 MiB; raise --max-bytes or dump fewer stages)\n");
+
+    // No Tq×Tk stage: the streaming kernel holds one tile per thread, whatever T.
+    std::tie(r, peak) = run_measured(dir, "compute --max-bytes 64M --dump output '" + x + "' -o '" + out + "'");
+    CHECK_MESSAGE(r.code == 0, r.err);
+    CHECK(peak < 64);
+    CHECK(std::filesystem::exists(out));
+}
+
+TEST_CASE("bombs: attn view plans its stages against --max-bytes, computed or read as one array") {
+    scratch_dir dir;
+    const std::string x = dir.path + "/x.npz", page = dir.path + "/view.html";
+    write_deflated_npz(x, {{"x", io_test::npy_v1("<f4", "(1, 4096, 1)", ""), 4096 * 4}});
+    // view computes weights, scores and the mask: 4 + 4 + 1 bytes for each of 4096² cells.
+    auto [r, peak] = run_measured(dir, "view --max-bytes 80M '" + x + "' -o '" + page + "'");
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: this run needs about 151.0 MB for its Tq×Tk stages (B=1, H=1, Tq=Tk=4096, float32) "
+                   "(expected at most --max-bytes 80 MiB; raise --max-bytes or dump fewer stages)\n");
+    CHECK(peak < 64);
+    CHECK_FALSE(std::filesystem::exists(page));
+
+    // 48 MiB of weights pass the reader under 80M; the page would need their double copy
+    // for the head statistics (10 bytes a cell), a masked flag, and ~5 × the 2-byte codes.
+    const std::string w = dir.path + "/w.npy";
+    write_sparse_f32_npy(w, "(3, 2048, 2048)", std::size_t{3} << 22);
+    std::tie(r, peak) = run_measured(dir, "view --max-bytes 80M '" + w + "' -o '" + page + "'");
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: this view needs about 264.2 MB for its Tq×Tk stages (weights (3, 2048, 2048) float32) "
+                   "(expected at most --max-bytes 80 MiB; raise --max-bytes or view fewer stages, layers or heads)\n");
+    CHECK(peak < 128);  // the file and its array, 48 MiB each
+    CHECK_FALSE(std::filesystem::exists(page));
+}
+
+TEST_CASE("bombs: attn plot --head of a lone weights array copies out only the head it draws") {
+    scratch_dir dir;
+    const std::string w = dir.path + "/w.npy", png = dir.path + "/head.png";
+    write_sparse_f32_npy(w, "(1, 16, 1024, 1024)", std::size_t{16} << 20);  // 64 MiB, 4 MiB a head
+    const auto [r, peak] = run_measured(dir, "plot --max-bytes 80M --head 15 '" + w + "' -o '" + png + "'");
+    CHECK_MESSAGE(r.code == 0, r.err);
+    CHECK(std::filesystem::exists(png));
+    // One head (4 MiB) is read; reading the file and then its array took 128 MiB and more.
+    CHECK(peak < 64);
+
+    // The head read in place is the head drawn: the same image as from the same array in
+    // an .npz, which is read whole (its member named as the .npy, which names the colour
+    // bar). Each head and batch item holds other values.
+    std::string data;
+    for (int i = 0; i < 2 * 3 * 4 * 5; ++i) {
+        const float v = static_cast<float>((i * 37) % 120) / 120.0f;
+        data.append(reinterpret_cast<const char*>(&v), 4);
+    }
+    const std::string small = dir.path + "/small.npy", zipped = dir.path + "/small.npz";
+    attn_test::spit(small, io_test::npy_v1("<f4", "(2, 3, 4, 5)", data));
+    write_deflated_npz(zipped, {{"small.npy", io_test::npy_v1("<f4", "(2, 3, 4, 5)", data), 0}});
+    for (const std::string view : {"--batch 1 --head 2", "--batch 0 --head 1", "--batch 1 --grid"}) {
+        CAPTURE(view);
+        const std::string a = dir.path + "/a.svg", b = dir.path + "/b.svg";
+        const auto ra = run_attn("plot '" + small + "' " + view + " --title t -o '" + a + "'");
+        const auto rb = run_attn("plot '" + zipped + "' " + view + " --title t -o '" + b + "'");
+        REQUIRE_MESSAGE(ra.code == 0, ra.err);
+        REQUIRE_MESSAGE(rb.code == 0, rb.err);
+        CHECK(attn_test::slurp(a) == attn_test::slurp(b));
+    }
+}
+
+TEST_CASE("bombs: a checkpoint run with --layer all plans every layer's Tq×Tk stages, and their stack") {
+    scratch_dir dir;
+    const std::string out = dir.path + "/out.npz";
+    std::string ids;
+    for (int t = 0; t < 32; ++t) ids += (t ? "," : "") + std::to_string(t);
+    const std::string run = "compute data/gpt2-tiny/model.safetensors --ids " + ids + " --dump weights --max-bytes 64000 -o '" + out + "'";
+    // One layer: 4 heads × 32² float32 weights = 16 384 bytes, within 64 000 bytes (the tensors read take 63 616).
+    auto r = run_attn(run + " --layer 1");
+    CHECK_MESSAGE(r.code == 0, r.err);
+    std::filesystem::remove(out);
+    // Both layers are held, then stacked: 2 × 2 × 16 384 bytes.
+    r = run_attn(run + " --layer all");
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: this run needs about 65.5 kB for its Tq×Tk stages (L=2, B=1, H=4, Tq=Tk=32, float32) "
+                   "(expected at most --max-bytes 64000 bytes; raise --max-bytes or dump fewer stages)\n");
+    CHECK_FALSE(std::filesystem::exists(out));
 }

@@ -26,12 +26,14 @@ TEST_CASE("view refusals: no Tq×Tk stage, over --max-bytes, options that do not
     CHECK(r.err == "attn: error: " + d + "/o.npz: no Tq×Tk stage to view (expected weights, scores, scaled or qk; found output, lse)\n");
     CHECK(!std::filesystem::exists(d + "/v.html"));
 
-    // 100 tokens: the inputs are 100 × 4 float32 each, the page 2 stages × 100² values × 2 bytes.
+    // 100 tokens: the inputs are 100 × 4 float32 each; the run view makes plans weights,
+    // scores (float32) and the mask (a byte) for 100² cells, before computing them.
     r = attn_test::run_attn("generate --len 100 --dk 4 --dv 4 --seed 1 -o '" + d + "/g.npz'");
     REQUIRE(r.code == 0);
     r = attn_test::run_attn("view '" + d + "/g.npz' --max-bytes 20K -o '" + d + "/v.html'");
     CHECK(r.code == 1);
-    CHECK(r.err == "attn: error: " + d + "/g.npz: view: array too large for --max-bytes (expected at most 20480 bytes, got 40000)\n");
+    CHECK(r.err == "attn: error: this run needs about 90.0 kB for its Tq×Tk stages (B=1, H=1, Tq=Tk=100, float32) "
+                   "(expected at most --max-bytes 20 KiB; raise --max-bytes or dump fewer stages)\n");
     CHECK(!std::filesystem::exists(d + "/v.html"));
 
     r = attn_test::run_attn("compute data/notebook.npz --format npz -o '" + d + "/w.npz'");

@@ -596,7 +596,6 @@ TEST_CASE("RoPE in compute: q and k rotated as HF's rotate_half / GPT-J's pairs,
         check_close(values(stage(doc, "q_proj")), q, 0, "q_proj");
         check_close(values(stage(doc, "k_proj")), k, 0, "k_proj");
         check_close(values(stage(doc, "q")), qr, 1e-14, "q");
-        check_close(values(stage(doc, "k")), kr, 1e-14, "k");
         // The past keys are taken as already rotated (HF caches store them so).
         std::vector<double> kt, vt;
         for (std::size_t bh = 0; bh < B * Hkv; ++bh) {
@@ -605,6 +604,8 @@ TEST_CASE("RoPE in compute: q and k rotated as HF's rotate_half / GPT-J's pairs,
             vt.insert(vt.end(), pv.begin() + bh * P * D, pv.begin() + (bh + 1) * P * D);
             vt.insert(vt.end(), v.begin() + bh * T * D, v.begin() + (bh + 1) * T * D);
         }
+        // k is what enters Q·Kᵀ: the cached keys, then the new ones rotated.
+        check_close(values(stage(doc, "k")), kt, 1e-14, "k");
         const auto want = ref::attention(qr, kt, vt, ref::dims{B, H, Hkv, T, P + T, D, D}, 1 / std::sqrt(double(D)), 0,
                                          [&](auto, auto, auto i, auto j) { return j <= i + P; }, nullptr);
         check_close(values(stage(doc, "weights")), want.weights, 1e-12, "weights");

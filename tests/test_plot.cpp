@@ -1043,7 +1043,7 @@ void write_weights_npz(const std::string& path, shape_t shape, const std::vector
 
 }  // namespace
 
-TEST_CASE("attn plot --layer picks one layer of --layer all output, (L, H, T, T) and (L, B, H, Tq, Tk); last and -1 are the last") {
+TEST_CASE("attn plot --layer picks one layer of --layer all output, (L, H, T, T) and (L, B, H, Tq, Tk), and last and -1 are the last") {
     scratch_dir dir;
     // Weights of 2 layers × 2 heads of 2×2, every block different; the reference is the
     // one block plotted alone (rank 2), with the same title.
@@ -1100,7 +1100,7 @@ TEST_CASE("attn plot --layer picks one layer of --layer all output, (L, H, T, T)
     CHECK_FALSE(fs::exists(dir / "bad.png"));
 }
 
-TEST_CASE("attn plot of a checkpoint's --layer all output equals plot CHECKPOINT --layer N; titles name the model and layer") {
+TEST_CASE("attn plot of a checkpoint's --layer all output equals plot CHECKPOINT --layer N, and titles name the model and layer") {
     scratch_dir dir;
     const std::string ck = "data/gpt2-tiny/model.safetensors --ids 1,2,3";
     REQUIRE(run_attn("compute " + ck + " --layer all --format npz -o '" + (dir / "all.npz") + "'").code == 0);

@@ -89,15 +89,30 @@ struct pipeline_options {
     bool rope_theta_given = false;  ///< rope_theta was set by the user (checkpoints: overrides config.json)
     /// head_stats (DESIGN §4.4): the sink mass is the weight on the first sink_k keys (1 to Tk).
     std::size_t sink_k = 1;
+    /// Layers whose stages the run holds together (a checkpoint run with --layer all): the
+    /// Tq×Tk stages planned against --max-bytes (io::max_array_bytes) are this many times
+    /// one layer's, twice over when above 1 (the layers, then their stack).
+    std::size_t planned_layers = 1;
 };
 
 /// Runs the pipeline on `inputs` (names as in DESIGN §2, lower case; unknown names
 /// ignored), taking them by value so that each is freed once converted. Returns the document the writers print: meta, tokens and the dumped
 /// stages in `options.dump` order, each in the input's layout (DESIGN §2 "Tensor shapes").
 /// Throws value_error / shape_error for inputs that do not fit together, usage_error
-/// for options that contradict the inputs (e.g. `--mask padding` with no padding source).
+/// for options that contradict the inputs (e.g. `--mask padding` with no padding source),
+/// limit_error when the Tq×Tk stages it would hold exceed io::max_array_bytes() ("this run
+/// needs about … for its Tq×Tk stages (…) (expected at most --max-bytes …; raise
+/// --max-bytes or dump fewer stages)"), before they are allocated.
 io::document compute(std::vector<named_array> inputs, const std::vector<std::string>& bundle_tokens,
                      const pipeline_options& options);
+
+/// Throws limit_error("", "<what> needs about 14.4 GB for its Tq×Tk stages (<sizes>)
+/// (expected at most --max-bytes 1 GiB; <remedy>)") when the `bytes` a run plans to hold
+/// for its Tq×Tk stages exceed io::max_array_bytes(): --max-bytes bounds what a run
+/// computes, not only what it reads. The estimate is printed in powers of 1000 with one
+/// decimal, the limit as --max-bytes takes it (powers of 1024). `what` names the run
+/// ("this run", "this view"), `sizes` its dimensions.
+void check_planned_bytes(double bytes, const std::string& what, const std::string& sizes, const std::string& remedy);
 
 /// A checkpoint run (DESIGN §4.3): which model, which layer, where its settings are.
 struct checkpoint_options {

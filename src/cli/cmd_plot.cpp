@@ -1,5 +1,10 @@
 // attn plot: heatmap of a weights/scores tensor with token labels (DESIGN §2).
 #include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <tuple>
@@ -219,6 +224,8 @@ void add_tensor_options(io::bundle& b, const pipeline_cli& c) {
 
 namespace {
 
+std::string num_text(std::size_t n) { return std::to_string(n); }
+
 /// The figure options, checked before any work (usage errors).
 struct figure_options {
     std::optional<io::figure_size> size;
@@ -238,6 +245,97 @@ figure_options check_figure_options(const plot_options& c) {
     return f;
 }
 
+/// The heatmap of a lone array of `type` and `shape`, holding only what it draws: one
+/// (batch, head) matrix, or the heads of one batch item for --grid, fetched by
+/// `read(offset, bytes, out)` (byte offsets into the C-order data) instead of a copy of
+/// the whole array. What is drawn is planned against --max-bytes (the copy and one masked
+/// flag a cell) before it is fetched.
+io::heatmap_spec lone_heatmap(dtype type, const shape_t& shape, const std::string& name, const io::heatmap_view& view,
+                              const std::vector<std::string>& tokens,
+                              const std::function<void(std::size_t, std::size_t, std::byte*)>& read) {
+    // The checks and title of heatmap_from_array, on the shape alone (no data copied).
+    array shape_only;
+    shape_only.type = type;
+    shape_only.shape = shape;
+    io::heatmap_spec spec = io::heatmap_from_array(shape_only, name, view, tokens);
+    const shape_t& full = spec.values.shape;  // (B, H, rows, cols)
+    const std::size_t H = full[1], rows = full[2], cols = full[3];
+    const std::size_t heads = view.grid ? H : 1, first = view.grid ? 0 : view.head;
+    const std::size_t element = dtype_size(type);
+    const double drawn = static_cast<double>(heads) * static_cast<double>(rows) * static_cast<double>(cols);
+    check_planned_bytes(drawn * static_cast<double>(element + 1), "this plot",
+                        name + " " + shape_string(shape) + " " + std::string(dtype_name(type)) + ", " +
+                            (view.grid ? num_text(heads) + " heads" : "one head") + " of " + num_text(rows) + "×" + num_text(cols),
+                        "raise --max-bytes");
+    const std::size_t cells = rows * cols;
+    array part;
+    part.type = type;
+    part.shape = {1, heads, rows, cols};
+    std::vector<std::byte> bytes(heads * cells * element);
+    read((view.batch * H + first) * cells * element, bytes.size(), bytes.data());
+    part.data = byte_buffer(std::move(bytes));
+    spec.values = std::move(part);
+    spec.batch = 0;
+    spec.head = view.grid ? view.head : 0;
+    return spec;
+}
+
+/// A .npy file plain enough to read one slice of it in place: version 1–3, descr '<f4',
+/// '<f8' or '<f2' on a little-endian host, C order, rank 2 to 4, within --max-bytes, and
+/// exactly as long as its header says. Anything else (nullopt) goes through read_npy,
+/// which reads it whole and reports what is wrong with it.
+struct plain_npy {
+    dtype type;
+    shape_t shape;
+    std::size_t data_offset;
+};
+
+std::optional<plain_npy> plain_npy_header(const std::string& path) {
+    if (__BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__) return std::nullopt;
+    std::ifstream f(path, std::ios::binary);
+    char pre[12] = {};
+    if (!f.read(pre, sizeof pre) || std::string_view(pre, 6) != "\x93NUMPY" || pre[6] < 1 || pre[6] > 3) return std::nullopt;
+    const auto byte = [&](int i) { return static_cast<std::size_t>(static_cast<unsigned char>(pre[i])); };
+    const bool v1 = pre[6] == 1;
+    const std::size_t header_len = v1 ? byte(8) | byte(9) << 8 : byte(8) | byte(9) << 8 | byte(10) << 16 | byte(11) << 24;
+    const std::size_t offset = (v1 ? 10 : 12) + header_len;
+    if (header_len > 65536) return std::nullopt;
+    std::string header(header_len, '\0');
+    f.seekg(static_cast<std::streamoff>(v1 ? 10 : 12));
+    if (!f.read(header.data(), static_cast<std::streamsize>(header_len))) return std::nullopt;
+    const auto value_after = [&](const std::string& key) -> std::string {
+        const std::size_t k = header.find("'" + key + "':");
+        if (k == std::string::npos) return {};
+        std::size_t v = header.find_first_not_of(' ', k + key.size() + 3);
+        return v == std::string::npos ? std::string() : header.substr(v);
+    };
+    const std::string descr = value_after("descr"), order = value_after("fortran_order"), shape_text = value_after("shape");
+    plain_npy p;
+    if (descr.rfind("'<f4'", 0) == 0) p.type = dtype::f4;
+    else if (descr.rfind("'<f8'", 0) == 0) p.type = dtype::f8;
+    else if (descr.rfind("'<f2'", 0) == 0) p.type = dtype::f2;
+    else return std::nullopt;
+    if (order.rfind("False", 0) != 0 || shape_text.empty() || shape_text[0] != '(') return std::nullopt;
+    std::size_t count = 1;
+    for (std::size_t i = 1; i < shape_text.size() && shape_text[i] != ')';) {
+        if (shape_text[i] == ' ' || shape_text[i] == ',') { ++i; continue; }
+        std::size_t n = 0;
+        const auto [end, ec] = std::from_chars(shape_text.data() + i, shape_text.data() + shape_text.size(), n);
+        if (ec != std::errc() || __builtin_mul_overflow(count, n, &count)) return std::nullopt;
+        p.shape.push_back(n);
+        i = static_cast<std::size_t>(end - shape_text.data());
+    }
+    std::size_t bytes = 0;
+    if (p.shape.size() < 2 || p.shape.size() > 4 || __builtin_mul_overflow(count, dtype_size(p.type), &bytes) ||
+        bytes > io::max_array_bytes())
+        return std::nullopt;
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(path, ec);
+    if (ec || size != offset + bytes) return std::nullopt;
+    p.data_offset = offset;
+    return p;
+}
+
 int run_plot(const plot_options& c) {
     io::image_format_from_path(c.output);  // usage errors before any work
     const figure_options fig = check_figure_options(c);
@@ -252,10 +350,6 @@ int run_plot(const plot_options& c) {
     io::document doc;
     loaded in;
     const bool checkpoint = checkpoint_run(pipeline);
-    if (!c.input.empty() && !checkpoint) in = load_input(c.input);
-    if (pick_layer && !in.is_output && !in.is_lone)
-        throw usage_error("--layer", "needs a checkpoint file, or attn output to pick a layer of " +
-                                         expected_got("INPUT model.safetensors, or attn output of --layer all", c.input.empty() ? "none" : c.input));
     io::heatmap_view view;
     view.stage = c.stage;
     view.batch = c.batch;
@@ -263,6 +357,29 @@ int run_plot(const plot_options& c) {
     view.grid = c.grid;
     view.tokens_from_options = !settings.tokens.empty() || !settings.tokens_kv.empty();
     io::heatmap_spec spec;
+    // A lone .npy is drawn from the slice it shows, read in place: plot --head 63 of a 4 GiB
+    // (B, 64, T, T) array reads one head, not the file and then its array.
+    const bool options_given = c.stage_opt->count() ||
+                               std::any_of(c.compute_only.begin(), c.compute_only.end(), [](const CLI::Option* o) { return o->count(); });
+    std::optional<plain_npy> plain =
+        c.input.empty() || c.input == "-" || checkpoint || options_given ? std::nullopt : plain_npy_header(c.input);
+    if (plain && plain->shape.size() == 5) plain.reset();  // (L, B, H, rows, cols): a layer is picked below
+    if (plain) {
+        in.is_lone = true;
+        spec = lone_heatmap(plain->type, plain->shape, base_name(c.input), view, settings.tokens,
+                            [&](std::size_t offset, std::size_t n, std::byte* out) {
+                                std::ifstream f(c.input, std::ios::binary);
+                                f.seekg(static_cast<std::streamoff>(plain->data_offset + offset));
+                                if (!f.read(reinterpret_cast<char*>(out), static_cast<std::streamsize>(n)))
+                                    throw io_error(c.input, "cannot read the slice to draw (expected " + num_text(n) +
+                                                                " bytes at offset " + num_text(plain->data_offset + offset) + ")");
+                            });
+    } else if (!c.input.empty() && !checkpoint) {
+        in = load_input(c.input);
+    }
+    if (pick_layer && !in.is_output && !in.is_lone)
+        throw usage_error("--layer", "needs a checkpoint file, or attn output to pick a layer of " +
+                                         expected_got("INPUT model.safetensors, or attn output of --layer all", c.input.empty() ? "none" : c.input));
     if (in.is_output || in.is_lone) {
         const std::string what = in.is_output ? "attn output in " : "one array in ";
         for (const CLI::Option* o : c.compute_only)
@@ -276,16 +393,20 @@ int run_plot(const plot_options& c) {
         if (c.stage_opt->count())
             throw usage_error("--stage", "does not apply to a lone array, which is drawn as it is " +
                                              expected_got("attn output or a compute input", "one array in " + c.input));
-        // A lone (L, B, H, rows, cols) array (HF output_attentions stacked), or a lone
-        // array with --layer: one layer of it, picked as from attn output.
-        if (in.lone.value.rank() == 5 || pick_layer) {
-            io::document layers;
-            layers.tensors.push_back({"weights", std::move(in.lone.value)});
-            select_layer(layers, c.layer_text == "all" ? "" : c.layer_text, c.input);
-            in.lone.value = std::move(layers.tensors.front().value);
-            if (in.lone.value.rank() == 3) in.lone.value.shape.insert(in.lone.value.shape.begin(), 1);  // (H, rows, cols)
+        if (!plain) {  // else drawn from the slice read above
+            // A lone (L, B, H, rows, cols) array (HF output_attentions stacked), or a lone
+            // array with --layer: one layer of it, picked as from attn output.
+            if (in.lone.value.rank() == 5 || pick_layer) {
+                io::document layers;
+                layers.tensors.push_back({"weights", std::move(in.lone.value)});
+                select_layer(layers, c.layer_text == "all" ? "" : c.layer_text, c.input);
+                in.lone.value = std::move(layers.tensors.front().value);
+                if (in.lone.value.rank() == 3) in.lone.value.shape.insert(in.lone.value.shape.begin(), 1);  // (H, rows, cols)
+            }
+            const array& a = in.lone.value;
+            spec = lone_heatmap(a.type, a.shape, in.lone.name, view, settings.tokens.empty() ? in.doc.tokens : settings.tokens,
+                                [&a](std::size_t offset, std::size_t n, std::byte* out) { std::memcpy(out, a.data.data() + offset, n); });
         }
-        spec = io::heatmap_from_array(in.lone.value, in.lone.name, view, settings.tokens.empty() ? in.doc.tokens : settings.tokens);
     } else if (in.is_output) {
         doc = std::move(in.doc);
         if (!settings.tokens.empty()) doc.tokens = settings.tokens;

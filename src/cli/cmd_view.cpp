@@ -73,6 +73,34 @@ void check_token_options(const io::document& doc, const attn::pipeline_options& 
         }
 }
 
+/// Refuses a view whose working memory would pass --max-bytes, before any of it is
+/// allocated: per stage cell a masked flag and the quantised codes, deflated, base64- and
+/// JSON-encoded and copied into the page (about five times the page data); the head
+/// statistics of weights without them convert the weights to double (8 bytes a cell,
+/// and 2 of visibility flags); a layered rollout reads them in double too.
+void check_view_plan(const io::document& doc, const std::string& source) {
+    const double page = static_cast<double>(io::view_data_bytes(doc, source));
+    const named_array* weights = nullptr;
+    bool head_stats = false, rollout = false;
+    double cells = 0;
+    std::string sizes;
+    for (const auto& t : doc.tensors) {
+        if (t.name.rfind("head_stats.", 0) == 0) head_stats = true;
+        if (t.name == "rollout") rollout = true;
+        if (t.name == "weights") weights = &t;
+        for (const char* const* v = io::view_stages(); *v; ++v)
+            if (t.name == *v) {
+                cells += static_cast<double>(t.value.size());
+                sizes += (sizes.empty() ? "" : ", ") + t.name + " " + shape_string(t.value.shape) + " " +
+                         std::string(dtype_name(t.value.type));
+            }
+    }
+    double bytes = 5 * page + cells;
+    if (weights && !head_stats) bytes += 10 * static_cast<double>(weights->value.size());
+    if (weights && !rollout && weights->value.type != dtype::f4 && (weights->value.rank() == 5 || io::layer_axes(doc) == 1)) bytes += 8 * static_cast<double>(weights->value.size());
+    check_planned_bytes(bytes, "this view", sizes, "raise --max-bytes or view fewer stages, layers or heads");
+}
+
 int run_view(const view_options& c) {
     if (!is_stdout(c.output) && !extension_of(c.output).empty() && io::format_from_path(c.output) != io::format::html)
         throw usage_error("-o", "a view is an HTML page " + expected_got("a .html file", "'" + extension_of(c.output) + "'"));
@@ -108,6 +136,7 @@ int run_view(const view_options& c) {
     const std::string source = c.input == "-" ? "<stdin>" : c.input;
     // The page holds every Tq×Tk value: refuse it before any work past reading.
     io::check_array_bytes(io::view_data_bytes(doc, source), source + ": view");
+    check_view_plan(doc, source);
     add_head_stats(doc);
     add_rollout(doc);
     io::check_array_bytes(io::view_data_bytes(doc, source), source + ": view");  // with the rollout's T² per item

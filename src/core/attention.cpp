@@ -1,4 +1,5 @@
 #include "attn/core/attention.hpp"
+#include "attn/core/reference.hpp"
 #include "kernel_result.hpp"
 #include "attn/threads.hpp"
 
@@ -266,9 +267,25 @@ void stream_block(const detail::row_kernels<T>& ops, const block_job<T>& job, co
     return true;
 }();
 
+namespace {
+
+template <class T>
+bool all_finite(const tensor4<T>& t) {
+    const T* x = t.data();
+    bool finite = true;
+    for (std::size_t i = 0; i < t.size(); ++i) finite &= std::isfinite(x[i]);
+    return finite;
+}
+
+}  // namespace
+
 template <class T>
 attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const tensor4<T>& v, const mask<T>& m,
                               const attention_options& o) {
+    // NaN or ±∞ in Q, K or V: the reference kernel, whose loops follow the one rule for
+    // them (README, Conventions) — the GEMMs would multiply masked keys' values by 0 and
+    // the tiles of the two paths would see different cells. One scan, O(size), decides.
+    if (!all_finite(q) || !all_finite(k) || !all_finite(v)) return attention_reference(q, k, v, m, o);
     const std::size_t B = q.shape(0), Hq = q.shape(1), Tq = q.shape(2), Dk = q.shape(3);
     const std::size_t Hkv = k.shape(1), Tk = k.shape(2), Dv = v.shape(3);
     const detail::row_kernels<T>& ops = detail::row_ops<T>();  // throws for a bad ATTN_ISA

@@ -4,6 +4,7 @@
 #include "kernel_result.hpp"
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -29,6 +30,7 @@ attention_result<T> attention_reference(const tensor4<T>& q, const tensor4<T>& k
     // score plus its bias (0, a float attn_mask's value, or −∞).
     std::vector<T> zeros(Tk, T(0)), ones(Tk, T(1)), bias0(Tk), bias1(Tk);
     std::vector<double> qk(Tk), scaled(Tk), scores(Tk), weights(Tk);
+    std::vector<std::uint8_t> masked(Tk);
     for (std::size_t b = 0; b < B; ++b)
         for (std::size_t h = 0; h < Hq; ++h) {
             const std::size_t hk = h / group;
@@ -44,19 +46,29 @@ attention_result<T> attention_reference(const tensor4<T>& q, const tensor4<T>& k
                     if (o.softcap > 0) s = o.softcap * std::tanh(s / o.softcap);
                     scaled[j] = s;
                     const bool replaced = std::isfinite(bias0[j]) && bias0[j] == bias1[j];
-                    scores[j] = replaced ? static_cast<double>(bias0[j]) : s + static_cast<double>(bias0[j]);
+                    // A cell masked with −∞ stays −∞ whatever its score (NaN, +∞): masked
+                    // cells are never contaminated (README, Conventions: NaN and ±∞).
+                    masked[j] = bias0[j] == -inf;
+                    scores[j] = replaced    ? static_cast<double>(bias0[j])
+                                : masked[j] ? -inf
+                                            : s + static_cast<double>(bias0[j]);
                 }
                 double lse = -inf;
                 if (full) {
                     std::fill(weights.begin(), weights.end(), o.rows == masked_rows::nan ? nan : 0.0);
                 } else {
                     // A sink (o.sinks) joins the max and the denominator, with no weight.
+                    // IEEE propagation over the visible cells, as NumPy's exp(s − max) / sum:
+                    // a NaN or +∞ score makes the row's visible weights NaN; masked cells
+                    // keep weight 0.
                     const double sink = o.sinks.empty() ? -inf : o.sinks[h];
                     double mx = sink;
-                    for (std::size_t j = 0; j < Tk; ++j) mx = std::max(mx, scores[j]);
+                    for (std::size_t j = 0; j < Tk; ++j)
+                        if (!masked[j]) mx = std::isnan(scores[j]) || std::isnan(mx) ? nan : std::max(mx, scores[j]);
                     double sum = o.sinks.empty() ? 0.0 : std::exp(sink - mx);
-                    for (std::size_t j = 0; j < Tk; ++j) sum += std::exp(scores[j] - mx);
-                    for (std::size_t j = 0; j < Tk; ++j) weights[j] = std::exp(scores[j] - mx) / sum;
+                    for (std::size_t j = 0; j < Tk; ++j)
+                        if (!masked[j]) sum += std::exp(scores[j] - mx);
+                    for (std::size_t j = 0; j < Tk; ++j) weights[j] = masked[j] ? 0.0 : std::exp(scores[j] - mx) / sum;
                     lse = mx + std::log(sum);
                 }
                 for (std::size_t j = 0; j < Tk; ++j) {
@@ -71,7 +83,9 @@ attention_result<T> attention_reference(const tensor4<T>& q, const tensor4<T>& k
                     if (full) {
                         acc = o.rows == masked_rows::nan ? nan : 0.0;  // whatever V holds
                     } else {
-                        for (std::size_t j = 0; j < Tk; ++j) acc += weights[j] * static_cast<double>(v(b, hk, j, e));
+                        // Masked keys' values are not read: a NaN there reaches no output.
+                        for (std::size_t j = 0; j < Tk; ++j)
+                            if (!masked[j]) acc += weights[j] * static_cast<double>(v(b, hk, j, e));
                     }
                     r.output(b, h, i, e) = static_cast<T>(acc);
                 }

@@ -137,6 +137,7 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
         if (la.rope && !o.rotary_dim) lo.rotary_dim = la.rotary_dim;
         if (la.scale && !o.scale) lo.scale = la.scale;
         lo.dump = dumped ? dump : std::vector<std::string>{};
+        lo.planned_layers = last - first_dumped + 1;  // every dumped layer is held, then stacked
         if (propagate && !has(lo.dump, "output")) lo.dump.push_back("output");
         if (lo.dump.empty()) lo.dump.push_back("output");
         io::document doc = compute(std::move(inputs), tokens, lo);

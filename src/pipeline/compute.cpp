@@ -106,9 +106,25 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
         key = std::move(p.k);  // no cache: the new keys are all the keys
         value = std::move(p.v);
     }
-    const tensor4<T>& new_k = pk ? p.k : key;
-    const tensor4<T>& new_v = pk ? p.v : value;
     const std::size_t Tk = key.shape(2);
+
+    // Every Tq×Tk stage is planned before anything of that size is allocated (the mask
+    // included): --max-bytes bounds what a run computes, not only what it reads.
+    attention_options ao;
+    // stats reads qk, scaled and weights, so the kernel keeps them even when not dumped.
+    ao.keep_qk = wants(stage::qk) || wants(stage::stats);
+    ao.keep_scaled = wants(stage::scaled) || wants(stage::stats);
+    ao.keep_scores = wants(stage::scores);
+    ao.keep_weights = wants(stage::weights) || wants(stage::stats) || wants(stage::head_stats);
+    ao.keep_lse = wants(stage::lse);
+    {
+        const std::string lengths = Tq == Tk ? "Tq=Tk=" + num(Tq) : "Tq=" + num(Tq) + ", Tk=" + num(Tk);
+        const std::string layers = o.planned_layers > 1 ? "L=" + num(o.planned_layers) + ", " : "";
+        check_planned_bytes(planned_stage_bytes(stages, ao, o.average_heads, B, Hq, Tq, Tk, sizeof(T), o.planned_layers),
+                            "this run",
+                            layers + "B=" + num(B) + ", H=" + num(Hq) + ", " + lengths + ", " + std::string(dtype_name(dtype_of<T>())),
+                            "raise --max-bytes or dump fewer stages");
+    }
 
     std::vector<std::string> masks_used;
     mask_spec spec;
@@ -139,16 +155,9 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     if (o.sink_k == 0 || (wants(stage::head_stats) && o.sink_k > Tk))
         throw usage_error("--sink-k", "counts the first keys of each row " + expected_got("1 to Tk = " + num(Tk), num(o.sink_k)));
 
-    attention_options ao;
     ao.scale = o.scale ? *o.scale : 1.0 / std::sqrt(static_cast<double>(Dk));
     ao.softcap = o.softcap;
     ao.rows = o.rows;
-    // stats reads qk, scaled and weights, so the kernel keeps them even when not dumped.
-    ao.keep_qk = wants(stage::qk) || wants(stage::stats);
-    ao.keep_scaled = wants(stage::scaled) || wants(stage::stats);
-    ao.keep_scores = wants(stage::scores);
-    ao.keep_weights = wants(stage::weights) || wants(stage::stats) || wants(stage::head_stats);
-    ao.keep_lse = wants(stage::lse);
     if (const array* sinks = in.find("sinks")) {
         if (sinks->rank() != 1 || sinks->shape[0] != Hq || !is_float(sinks->type))
             throw shape_error("sinks", "one float logit per query head " +
@@ -201,8 +210,9 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
         } else if (st == stage::q_proj) a = in_input_layout(*q_proj, rank, nullptr);
         else if (st == stage::k_proj) a = in_input_layout(*k_proj, rank, nullptr);
         else if (st == stage::q) a = in_input_layout(p.q, rank, nullptr);
-        else if (st == stage::k) a = in_input_layout(new_k, rank, nullptr);
-        else if (st == stage::v) a = in_input_layout(new_v, rank, nullptr);
+        // k and v are what enters Q·Kᵀ and weights·V (DESIGN §1.7): past keys included.
+        else if (st == stage::k) a = in_input_layout(key, rank, nullptr);
+        else if (st == stage::v) a = in_input_layout(value, rank, nullptr);
         else if (st == stage::present_key) a = array::from<T>({B, Hkv, Tk, Dk}, key.data());
         else if (st == stage::present_value) a = array::from<T>({B, Hkv, Tk, value.shape(3)}, value.data());
         else if (st == stage::mask) a = combined_mask(m, rank, o.average_heads);

@@ -2,16 +2,38 @@
 #include "stages.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "attn/core/analysis.hpp"
 #include "attn/core/heads.hpp"
 #include "attn/core/stats.hpp"
 #include "attn/error.hpp"
+#include "attn/io/limits.hpp"
+#include "attn/pipeline.hpp"
 
 namespace attn::pipeline {
 
 namespace {
+
+/// "14.4 GB": an estimate in bytes, powers of 1000, one decimal.
+std::string approximate_bytes(double bytes) {
+    const char* units[] = {"bytes", "kB", "MB", "GB", "TB", "PB", "EB"};
+    std::size_t u = 0;
+    while (bytes >= 1000 && u + 1 < std::size(units)) bytes /= 1000, ++u;
+    char text[64];
+    std::snprintf(text, sizeof text, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+    return text;
+}
+
+/// "1 GiB", "64 MiB", "1000 bytes": a byte count as --max-bytes takes it.
+std::string limit_text(std::size_t bytes) {
+    const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    std::size_t u = 0;
+    while (bytes >= 1024 && bytes % 1024 == 0 && u + 1 < std::size(units)) bytes /= 1024, ++u;
+    return std::to_string(bytes) + " " + units[u];
+}
+
 
 const std::vector<std::pair<stage, std::string>>& stage_table() {
     static const std::vector<std::pair<stage, std::string>> table{
@@ -82,6 +104,22 @@ array in_input_layout(const tensor4<T>& t, std::size_t input_rank, std::shared_p
 template <class T>
 array stage_array(const tensor4<T>& t, std::size_t input_rank, std::shared_ptr<const void> owner) {
     return view_of(layout_shape({t.shape(0), t.shape(1), t.shape(2), t.shape(3)}, input_rank), std::move(owner), t);
+}
+
+double planned_stage_bytes(const std::vector<stage>& stages, const attention_options& ao, bool average_heads,
+                           std::size_t B, std::size_t H, std::size_t Tq, std::size_t Tk, std::size_t element_bytes,
+                           std::size_t layers) {
+    const auto wants = [&](stage s) { return std::find(stages.begin(), stages.end(), s) != stages.end(); };
+    const double per_head = static_cast<double>(B) * static_cast<double>(Tq) * static_cast<double>(Tk);
+    const double cells = per_head * static_cast<double>(H);
+    double elements = 0;
+    for (const bool kept : {ao.keep_qk, ao.keep_scaled, ao.keep_scores, ao.keep_weights}) elements += kept ? cells : 0;
+    if (average_heads)
+        for (const stage s : {stage::qk, stage::scaled, stage::scores, stage::weights, stage::stats})
+            elements += wants(s) ? per_head : 0;
+    double bytes = elements * static_cast<double>(element_bytes);
+    if (wants(stage::mask)) bytes += average_heads ? per_head : cells;
+    return bytes * static_cast<double>(layers > 1 ? 2 * layers : 1);
 }
 
 void record_shapes(io::document& doc) {
@@ -194,3 +232,14 @@ template void append_head_stats(io::document&, const attention_result<double>&, 
                                 std::size_t);
 
 }  // namespace attn::pipeline
+
+namespace attn {
+
+void check_planned_bytes(double bytes, const std::string& what, const std::string& shape, const std::string& remedy) {
+    const std::size_t max = io::max_array_bytes();
+    if (bytes > static_cast<double>(max))
+        throw limit_error("", what + " needs about " + pipeline::approximate_bytes(bytes) + " for its Tq×Tk stages (" + shape + ") " +
+                                  "(expected at most --max-bytes " + pipeline::limit_text(max) + "; " + remedy + ")");
+}
+
+}  // namespace attn

@@ -63,6 +63,15 @@ array stage_array(const tensor4<T>& t, std::size_t input_rank, std::shared_ptr<c
 template <class T>
 array combined_mask(const mask<T>& m, std::size_t input_rank, bool average_heads);
 
+/// The bytes a run plans for its Tq×Tk stages before they are allocated: every Tq×Tk
+/// tensor the kernel keeps (qk, scaled, scores, weights: B·H·Tq·Tk elements of
+/// `element_bytes` each), their head means under --average-heads, and the `mask` stage
+/// (one byte a cell), for each of `layers` layers (a layered run holds every layer, then
+/// stacks them: twice). Computed in double so that no product overflows.
+double planned_stage_bytes(const std::vector<stage>& stages, const attention_options& ao, bool average_heads,
+                           std::size_t B, std::size_t H, std::size_t Tq, std::size_t Tk, std::size_t element_bytes,
+                           std::size_t layers);
+
 /// meta.shapes: every tensor's shape by name, as the document now holds them.
 void record_shapes(io::document& doc);
 
