@@ -72,10 +72,12 @@ nlohmann::ordered_json json_meta(const std::string& text) {
         return true;
     };
     try {
+        attn::io::check_json_depth(text, "");  // too deep: the compute-input reader says so
         json doc = json::parse(text, skip_data);
         if (doc.is_object() && doc.contains("meta") && doc["meta"].is_object()) return doc["meta"];
     } catch (const json::exception&) {
         // Not JSON or not an object: the compute-input reader reports it properly.
+    } catch (const attn::format_error&) {
     }
     return json();
 }

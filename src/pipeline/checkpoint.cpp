@@ -11,6 +11,7 @@
 #include "attn/core/heads.hpp"
 #include "attn/error.hpp"
 #include "attn/io/input.hpp"
+#include "attn/io/json.hpp"
 #include "attn/io/safetensors.hpp"
 #include "attn/io/vocab.hpp"
 #include "attn/model/family.hpp"
@@ -261,7 +262,7 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
     const std::string cfg_path = config_path(ck);
     if (ck.config.empty() && !std::filesystem::exists(cfg_path))
         throw io_error(ck.path, "no config.json beside the checkpoint (expected " + cfg_path + ", or give --config FILE)");
-    const model::config cfg = model::parse_config(io::read_file(cfg_path), cfg_path, ck.arch);
+    const model::config cfg = model::parse_config(io::read_side_json(cfg_path, io::side_json::config), cfg_path, ck.arch);
     const model::family fam(cfg, weights, ck.path);
     if (ck.layer && *ck.layer >= cfg.layers)
         throw usage_error("--layer", "beyond the model's layers " +
