@@ -153,3 +153,16 @@ TEST_CASE("a batch whose worker threads cannot be created warns once and finishe
     CHECK(nlohmann::json::parse(first)["input"] == "data/x.npy");
     CHECK(nlohmann::json::parse(second)["weights"][0][0] == 1);
 }
+
+TEST_CASE("--plot: a run whose -o cannot be written leaves no plot behind") {
+    attn_test::scratch_dir dir;
+    const std::string plot = dir.path + "/p.png", out = dir.path + "/missing/out.json";
+    const auto r = attn_test::run_attn("compute data/x.npy --plot '" + plot + "' -o '" + out + "'");
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: " + out + ": cannot write file (No such file or directory)\n");
+    CHECK_FALSE(std::filesystem::exists(plot));
+    // With a writable -o, both are written.
+    const auto ok = attn_test::run_attn("compute data/x.npy --plot '" + plot + "' -o '" + dir.path + "/out.json'");
+    CHECK(ok.code == 0);
+    CHECK(std::filesystem::exists(plot));
+}

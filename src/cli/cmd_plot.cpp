@@ -250,11 +250,16 @@ void check_plot_option(const std::string& path, bool batch) {
 }
 
 void plot_weights(io::document& doc, const std::string& path, const std::vector<std::string>& dump) {
-    io::write_heatmap(path, io::heatmap_from_document(doc, io::heatmap_view{}));
+    io::write_heatmap(path, plot_of_weights(doc, dump));
+}
+
+io::heatmap_spec plot_of_weights(io::document& doc, const std::vector<std::string>& dump) {
+    io::heatmap_spec spec = io::heatmap_from_document(doc, io::heatmap_view{});
     const auto extra = [&](const io::named_array& t) { return std::find(dump.begin(), dump.end(), t.name) == dump.end(); };
     for (const auto& t : doc.tensors)
         if (extra(t) && doc.meta.contains("shapes")) doc.meta["shapes"].erase(t.name);
     doc.tensors.erase(std::remove_if(doc.tensors.begin(), doc.tensors.end(), extra), doc.tensors.end());
+    return spec;
 }
 
 void setup_plot(CLI::App& app, int& exit_status) {

@@ -6,6 +6,7 @@
 
 #include "attn/io/document.hpp"
 #include "attn/io/input.hpp"
+#include "attn/io/plot.hpp"
 #include "pipeline_options.hpp"
 
 namespace attn::cli {
@@ -20,6 +21,10 @@ void check_plot_option(const std::string& path, bool batch);
 /// Writes the heatmap of the weights of batch 0, head 0 of `doc` to `path`, then drops
 /// from `doc` the stages that were only computed for the plot (not in `dump`).
 void plot_weights(io::document& doc, const std::string& path, const std::vector<std::string>& dump);
+
+/// plot_weights without the writing: the heatmap to write once the run's other output
+/// is written, so that a run whose -o fails leaves no plot behind.
+io::heatmap_spec plot_of_weights(io::document& doc, const std::vector<std::string>& dump);
 
 /// What INPUT turned out to be: attn's own output (`doc`), one array to draw as it is
 /// (`lone`), or a compute input (`inputs`).
