@@ -75,13 +75,32 @@ CLI = [
 ]
 
 
+# tokenizer.json seeds: the three decodings read_vocab knows (byte-level BPE, SentencePiece
+# with byte fallback, WordPiece), added tokens, and the data/*-tiny tokenizers.
+TOKENIZERS = {
+    "byte_level": {"added_tokens": [{"id": 4, "content": "<|endoftext|>", "special": True}],
+                   "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False},
+                   "decoder": {"type": "ByteLevel"},
+                   "model": {"type": "BPE", "vocab": {"the": 0, "\u0120cat": 1, "\u010a": 2, "\u0120\u00c3\u00a9": 3},
+                             "merges": ["t h", "th e"]}},
+    "metaspace": {"added_tokens": [{"id": 0, "content": "<s>"}],
+                  "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581"},
+                  "decoder": {"type": "Sequence", "decoders": [{"type": "Replace", "pattern": {"String": "\u2581"},
+                                                                 "content": " "}, {"type": "ByteFallback"}]},
+                  "model": {"type": "BPE", "byte_fallback": True,
+                            "vocab": {"<s>": 0, "\u2581The": 1, "<0x0A>": 2, "<0xZZ>": 3, "\u2581dog": 4}}},
+    "wordpiece": {"model": {"type": "WordPiece", "vocab": {"[CLS]": 0, "cat": 1, "##s": 2, "[SEP]": 3}},
+                  "decoder": {"type": "WordPiece", "prefix": "##"}},
+}
+
+
 def write(path, data):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
 
 
 def main():
-    for d in ("npy", "npz", "json", "cli", "safetensors", "config"):
+    for d in ("npy", "npz", "json", "cli", "safetensors", "config", "tokenizer"):
         for f in (CORPUS / d).glob("seed-*"):
             f.unlink()
     for name in NPY:
@@ -103,6 +122,10 @@ def main():
         if f.read_bytes() not in seen:
             seen.add(f.read_bytes())
             write(CORPUS / "config" / ("seed-" + f.parent.name + ".json"), f.read_bytes())
+    for name, doc in TOKENIZERS.items():
+        write(CORPUS / "tokenizer" / ("seed-" + name + ".json"), json.dumps(doc).encode())
+    for model in ("gpt2", "llama", "bert"):
+        shutil.copy(ROOT / "data" / (model + "-tiny") / "tokenizer.json", CORPUS / "tokenizer" / ("seed-" + model + "-tiny.json"))
     for name, argv, src in CLI:
         data = "\n".join(argv).encode()
         if src is not None:

@@ -3,7 +3,7 @@
 # bounded time. Exits non-zero if any target crashed, leaked, hung or ran out of memory.
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET ...]     SECONDS per target (default 60);
-#                                              TARGETs among npy npz json cli safetensors (default all)
+#                                              TARGETs among npy npz json cli safetensors tokenizer (default all)
 #
 # Crashing inputs are saved as build-fuzz/artifacts/<target>/crash-* (or leak-, timeout-,
 # oom-); reproduce one with `build-fuzz/fuzz/attn_fuzz_<target> FILE`. Inputs that found
@@ -15,7 +15,7 @@ root=$(pwd)
 seconds=${1:-60}
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(npy npz json cli safetensors)
+((${#targets[@]})) || targets=(npy npz json cli safetensors tokenizer)
 build=${ATTN_FUZZ_BUILD_DIR:-build-fuzz}
 case "$build" in /*) ;; *) build="$root/$build" ;; esac
 

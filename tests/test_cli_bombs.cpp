@@ -4,9 +4,13 @@
 #include <doctest/doctest.h>
 
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 #include <zip.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -149,20 +153,188 @@ TEST_CASE("bombs: a JSON text whose parse would take more than 8 x --max-bytes i
     CHECK(children_peak_mb() < 112);  // ~15 MB in a release build, ~75 MB under ASan
 }
 
-TEST_CASE("bombs: attn inspect on 60 000 nested JSON objects (180 KB) lists nothing and does not crash") {
+TEST_CASE("bombs: JSON objects nested 30 000 deep (180 KB) are refused by inspect, compare and compute") {
     scratch_dir dir;
     const std::string path = dir.path + "/nested.json";
     std::string text;
-    for (int i = 0; i < 60000; ++i) text += "{\"a\":";
+    for (int i = 0; i < 30000; ++i) text += "{\"a\":";
     text += "[[1, 2]]";
-    text += std::string(60000, '}');
+    text += std::string(30000, '}');
     attn_test::spit(path, text);
-    const auto r = run_attn("inspect --format json '" + path + "'");
+    // {"a": is 5 bytes: the 257th '{' (one level beyond max_json_depth) is at byte 1280.
+    const std::string message = "attn: error: " + path + ": JSON nested too deep (expected at most 256 levels, got more at byte 1280)\n";
+    for (const std::string& args : {"inspect --format json '" + path + "'", "compare '" + path + "' '" + path + "'",
+                                    "compute '" + path + "' -o '" + dir.path + "/out.json'"}) {
+        CAPTURE(args);
+        const auto r = run_attn(args);
+        CHECK(r.code == 1);
+        CHECK(r.err == message);
+    }
+    CHECK(children_peak_mb() < 112);  // 1.26 GB before (the dotted names of every level, quadratic)
+    CHECK_FALSE(std::filesystem::exists(dir.path + "/out.json"));
+}
+
+namespace {
+
+const std::string gpt2 = "data/gpt2-tiny/model.safetensors";
+
+/// attn compute on gpt2-tiny's layer 0 with ids 0,1,2 labelled through `vocab`, to out.json.
+attn_test::run_result label_with(const scratch_dir& dir, const std::string& vocab, const std::string& extra = "") {
+    return run_attn("compute " + gpt2 + " --layer 0 --ids 0,1,2 --vocab '" + vocab + "' --dump weights --compact -o '" +
+                    dir.path + "/out.json'" + extra);
+}
+
+}  // namespace
+
+TEST_CASE("bombs: a tokenizer.json id beyond the number of tokens is refused, never allocated by") {
+    scratch_dir dir;
+    const std::string vocab = dir.path + "/tokenizer.json";
+    // id 2^64 - 1: the table's size (id + 1) wrapped to 0 and attn wrote out of bounds.
+    attn_test::spit(vocab, R"({"model":{"vocab":{"a":18446744073709551615}}})");
+    auto r = label_with(dir, vocab);
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: " + vocab +
+                       ": token id out of range (expected ids below 1, the number of tokens, got 18446744073709551615)\n");
+    // 35 bytes naming id 2^26 - 1 took a table of 2^26 strings, 2.1 GB.
+    attn_test::spit(vocab, R"({"model":{"vocab":{"a": 67108863}}})");
+    REQUIRE(std::filesystem::file_size(vocab) == 35);
+    r = label_with(dir, vocab);
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: " + vocab + ": token id out of range (expected ids below 1, the number of tokens, got 67108863)\n");
+    CHECK(children_peak_mb() < 112);
+    CHECK_FALSE(std::filesystem::exists(dir.path + "/out.json"));
+    // Added tokens count: three tokens may use ids 0 to 2.
+    attn_test::spit(vocab, R"({"model":{"vocab":{"a":0,"b":1}},"added_tokens":[{"id":2,"content":"<s>"}]})");
+    r = label_with(dir, vocab);
     CHECK(r.code == 0);
-    CHECK(r.err.empty());
-    // The innermost list is found under its dotted path.
-    CHECK(r.out.find("\"name\":\"a.a.a.") != std::string::npos);
-    CHECK(r.out.find("\"shape\":[1,2]") != std::string::npos);
+    CHECK(attn_test::slurp(dir.path + "/out.json").find(R"("tokens":["a","b","<s>"])") != std::string::npos);
+}
+
+TEST_CASE("bombs: a tokenizer.json decoder nested 100 000 deep (200 KB) is refused, not a stack overflow") {
+    scratch_dir dir;
+    const std::string vocab = dir.path + "/tokenizer.json";
+    std::string text = R"({"model":{"vocab":{"a":0}},"decoder":)";
+    const std::size_t at = text.size();
+    text += std::string(100000, '[') + std::string(100000, ']') + "}";
+    attn_test::spit(vocab, text);
+    const auto r = label_with(dir, vocab);
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: " + vocab + ": JSON nested too deep (expected at most 256 levels, got more at byte " +
+                       std::to_string(at + 255) + ")\n");  // the top object is level 1
+    CHECK(children_peak_mb() < 112);
+    CHECK_FALSE(std::filesystem::exists(dir.path + "/out.json"));
+}
+
+TEST_CASE("bombs: a byte-fallback token that is not hexadecimal is an ordinary token, not a 'stoi' error") {
+    scratch_dir dir;
+    const std::string vocab = dir.path + "/tokenizer.json";
+    attn_test::spit(vocab, "{\"model\":{\"vocab\":{\"<0xZZ>\":0,\"<0x41>\":1,\"\xE2\x96\x81" "b\":2}},"
+                           "\"decoder\":{\"type\":\"Metaspace\"}}");
+    const auto r = label_with(dir, vocab);
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    // 0x41 is 'A' (ASCII); U+2581 is a space.
+    CHECK(attn_test::slurp(dir.path + "/out.json").find(R"("tokens":["<0xZZ>","A"," b"])") != std::string::npos);
+}
+
+TEST_CASE("bombs: side JSON files have limits of their own, whatever --max-bytes allows") {
+    scratch_dir dir;
+    const std::string big = dir.path + "/config.json";
+    // Sparse files: over the limits without taking disk space or time to write.
+    auto sparse = [](const std::string& path, std::uintmax_t size) {
+        attn_test::spit(path, "{");
+        std::filesystem::resize_file(path, size);
+    };
+    sparse(big, (std::uintmax_t{16} << 20) + 1);
+    auto r = run_attn("compute " + gpt2 + " --layer 0 --ids 0,1 --config '" + big + "' -o '" + dir.path + "/out.json'");
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: " + big + ": config.json too large (expected at most 16777216 bytes, got 16777217)\n");
+
+    const std::string tok = dir.path + "/tokenizer.json";
+    sparse(tok, (std::uintmax_t{256} << 20) + 1);
+    r = label_with(dir, tok, " --max-bytes 100G");
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: " + tok + ": tokenizer.json too large (expected at most 268435456 bytes, got 268435457)\n");
+
+    const std::string index = dir.path + "/model.safetensors.index.json";
+    sparse(index, (std::uintmax_t{16} << 20) + 1);
+    r = run_attn("inspect --max-bytes 100G '" + index + "'");
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: " + index + ": safetensors index too large (expected at most 16777216 bytes, got 16777217)\n");
+    CHECK(children_peak_mb() < 112);
+    CHECK_FALSE(std::filesystem::exists(dir.path + "/out.json"));
+}
+
+TEST_CASE("bombs: a config.json of 15 MB of numbers is refused before it is parsed (4 x its limit)") {
+    scratch_dir dir;
+    const std::string config = dir.path + "/config.json";
+    {
+        std::string text = "{\"a\":[0";
+        const std::size_t n = 7'500'000;  // 15 MB of ",0": about 360 MB as a DOM
+        text.reserve(2 * n + 8);
+        for (std::size_t i = 1; i < n; ++i) text += ",0";
+        text += "]}";
+        attn_test::spit(config, text);
+    }
+    const auto r = run_attn("compute " + gpt2 + " --layer 0 --ids 0,1 --config '" + config + "' -o '" + dir.path + "/out.json'");
+    CHECK(r.code == 1);
+    // The estimate of check_json_parse_bytes: 48 bytes a value (one, plus one per ',', '{'
+    // and '['; 7 499 999 commas here) and the bytes of strings after their opening quote.
+    CHECK(r.err == "attn: error: " + config + ": config.json too large to parse (expected at most 67108864 bytes, got about " +
+                       std::to_string((1 + 7'499'999 + 2) * 48 + 2) + ")\n");
+    CHECK(children_peak_mb() < 112);
+    CHECK_FALSE(std::filesystem::exists(dir.path + "/out.json"));
+}
+
+TEST_CASE("bombs: a number out of range in a config.json or a tokenizer.json is one line naming the file") {
+    scratch_dir dir;
+    const std::string config = dir.path + "/config.json";
+    attn_test::spit(config, R"({"model_type": "gpt2", "n_embd": 1e999})");
+    auto r = run_attn("compute " + gpt2 + " --layer 0 --ids 0,1 --config '" + config + "' -o '" + dir.path + "/out.json'");
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: " + config + ": invalid JSON (number overflow parsing '1e999')\n");
+    const std::string vocab = dir.path + "/tokenizer.json";
+    attn_test::spit(vocab, R"({"model":{"vocab":{"a":0}},"x":1e999})");
+    r = label_with(dir, vocab);
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: " + vocab + ": invalid JSON (number overflow parsing '1e999')\n");
+    CHECK_FALSE(std::filesystem::exists(dir.path + "/out.json"));
+}
+
+TEST_CASE("bombs: an index naming 100 000 distinct shards is refused at once, not after minutes") {
+    scratch_dir dir;
+    const std::string index = dir.path + "/model.safetensors.index.json";
+    {
+        std::string text = "{\"weight_map\":{";
+        for (int i = 0; i < 100000; ++i) text += (i ? ",\"t" : "\"t") + std::to_string(i) + "\":\"s" + std::to_string(i) + ".safetensors\"";
+        text += "}}";
+        attn_test::spit(index, text);
+    }
+    const auto start = std::chrono::steady_clock::now();
+    const auto r = run_attn("inspect '" + index + "'");
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: " + index + ": safetensors index: too many shards (expected at most 4096, got more)\n");
+    CHECK(seconds < 5);  // 26 s before (a linear search of the shards for each name)
+}
+
+TEST_CASE("bombs: a character device is read in bounded blocks and refused as soon as it passes --max-bytes") {
+    scratch_dir dir;
+    // A node for the kernel's zero device (char 1:5), made in the scratch folder, never in /dev.
+    const std::string zero = dir.path + "/zero";
+    REQUIRE(::mknod(zero.c_str(), S_IFCHR | 0600, makedev(1, 5)) == 0);
+    {
+        FILE* f = std::fopen(zero.c_str(), "rb");  // a nodev mount would refuse it: the test could not run
+        REQUIRE(f != nullptr);
+        REQUIRE(std::fgetc(f) == 0);
+        std::fclose(f);
+    }
+    const auto r = run_attn("compute --max-bytes 150M '" + zero + "' -o '" + dir.path + "/out.json'");
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: " + zero + ": file too large for --max-bytes (expected at most " +
+                       std::to_string(150 * 1024 * 1024 + (1 << 20)) + " bytes, got more)\n");
+    // 151 MiB held; a string grown by doubling held 128 + 256 MiB while it reallocated.
+    CHECK(children_peak_mb() < 200);
+    CHECK_FALSE(std::filesystem::exists(dir.path + "/out.json"));
 }
 
 namespace {

@@ -19,6 +19,7 @@
 #include "attn/io/npy.hpp"
 #include "attn/io/npz.hpp"
 #include "cli_util.hpp"
+#include "io_fixtures.hpp"
 #include "array_compare.hpp"
 #include "reference.hpp"
 #include "scratch_dir.hpp"
@@ -818,7 +819,8 @@ TEST_CASE("the rest of the second wave's refusals: one line, DESIGN §2's exit c
     const std::string d = file("d.json", "[0, 0, 1, 1]"), df = file("df.json", "[0.5, 0.5, 1.5, 1.5]"),
                       sn = file("sn.json", R"({"sinks": [NaN]})"), c2 = file("c2.json", "[[1,1],[1,1],[1,1],[1,1]]"),
                       c3 = file("c3.json", "[[1,1,1],[1,1,1],[1,1,1],[1,1,1]]"), ids = file("i.json", "[[1, 2, 3]]"),
-                      r1 = file("r1.json", "[1.5, 2.5]");
+                      r1 = file("r1.json", "[1.5, 2.5]"),
+                      empty_cache = file("e.npy", io_test::npy_v1("<f8", "(0, 2)", ""));
     const std::vector<std::tuple<std::string, int, std::string>> cases = {
         {"compute data/x.npy --seq-first", 2, "--seq-first: needs rank-3 inputs (expected (T, B, E), got x (4, 8))"},
         {"compute '" + g + "' --cu-seqlens 0,2,4 --document-ids '" + d + "'", 2,
@@ -835,6 +837,9 @@ TEST_CASE("the rest of the second wave's refusals: one line, DESIGN §2's exit c
          "--rope-cos: needs --rope-sin (expected --rope-cos and --rope-sin, got --rope-cos only)"},
         {"compute '" + g + "' --rope half --rope-cos '" + c2 + "' --rope-sin '" + c3 + "'", 1,
          c3 + ": rope_sin: shape differs from rope_cos's (expected (4, 2), got (4, 3))"},
+        // An empty cache said "expected 0 to 18446744073709551615" (0 - 1 as an unsigned).
+        {"compute '" + g + "' --rope half --rope-cos '" + empty_cache + "' --rope-sin '" + empty_cache + "'", 1,
+         empty_cache + ": rope_cos: empty rope caches (expected at least one position (M, R/2) with M ≥ 1, got (0, 2))"},
         {"rope --position-ids '" + ids + "'", 1, "inputs: nothing to rotate (expected an array x, got none)"},
         {"rope '" + ids + "'", 1, "x: not floating point (expected float16, float32 or float64, got int64)"},
         {"rope '" + r1 + "'", 1, "x: wrong rank (expected (T, H·D), (B, T, H·D) or (B, H, T, D), got (2,))"},

@@ -153,3 +153,28 @@ TEST_CASE("a batch whose worker threads cannot be created warns once and finishe
     CHECK(nlohmann::json::parse(first)["input"] == "data/x.npy");
     CHECK(nlohmann::json::parse(second)["weights"][0][0] == 1);
 }
+
+TEST_CASE("--plot: a run whose -o cannot be written leaves no plot behind") {
+    attn_test::scratch_dir dir;
+    const std::string plot = dir.path + "/p.png", out = dir.path + "/missing/out.json";
+    const auto r = attn_test::run_attn("compute data/x.npy --plot '" + plot + "' -o '" + out + "'");
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: " + out + ": cannot write file (No such file or directory)\n");
+    CHECK_FALSE(std::filesystem::exists(plot));
+    // With a writable -o, both are written.
+    const auto ok = attn_test::run_attn("compute data/x.npy --plot '" + plot + "' -o '" + dir.path + "/out.json'");
+    CHECK(ok.code == 0);
+    CHECK(std::filesystem::exists(plot));
+}
+
+TEST_CASE("-o: a write that fails part way (a file size limit, as a full disk) names the file and the reason") {
+    attn_test::scratch_dir dir;
+    const std::string out = dir.path + "/out.json";
+    // `ulimit -f 1` (512-byte blocks) makes writes past 1 KiB fail with EFBIG once SIGXFSZ is ignored.
+    const auto r = attn_test::run_attn("compute data/notebook.npz --dump q,k,v,scores,weights,output -o '" + out + "'", "",
+                                       "trap '' XFSZ && ulimit -f 1 && ");
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: " + out + ": cannot write output (File too large)\n");
+    CHECK_FALSE(std::filesystem::exists(out));
+    CHECK(std::distance(std::filesystem::directory_iterator(dir.path), std::filesystem::directory_iterator{}) == 0);
+}

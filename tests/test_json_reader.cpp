@@ -183,6 +183,19 @@ TEST_CASE("json reader: errors name the source and the key") {
 
 TEST_CASE("json reader: deep nesting is rejected without recursion trouble") {
     const std::string deep = std::string(100000, '[') + std::string(100000, ']');
-    CHECK_THROWS_WITH_AS(read_json(deep, "in.json"), "in.json: unsupported rank (expected 0 to 5 dimensions, got 100000)",
-                         value_error);
+    // The 257th '[' (byte 256) is one level beyond max_json_depth.
+    CHECK_THROWS_WITH_AS(read_json(deep, "in.json"),
+                         "in.json: JSON nested too deep (expected at most 256 levels, got more at byte 256)", format_error);
+}
+
+TEST_CASE("json reader: nesting is bounded at max_json_depth, objects and lists alike, brackets in strings not counted") {
+    std::string ok;  // 255 objects around one list: 256 levels
+    for (int i = 0; i < 255; ++i) ok += "{\"a\":";
+    ok += "[1, \"[[[[{{{{\"]" + std::string(255, '}');
+    CHECK_NOTHROW(attn::io::check_json_depth(ok, "in.json"));
+    const std::string deeper = "[" + ok + "]";
+    CHECK_THROWS_WITH_AS(attn::io::check_json_depth(deeper, "in.json"),
+                         "in.json: JSON nested too deep (expected at most 256 levels, got more at byte 1276)",
+                         format_error);
+    CHECK(deeper.find('[', 1) == 1276);  // the innermost list's bracket, the 257th level
 }

@@ -266,3 +266,19 @@ TEST_CASE("remove_pending_temporaries: deletes live temporaries, keeps committed
     attn::io::remove_pending_temporaries();
     CHECK(dir.entries() == std::vector<std::string>{"done.txt"});
 }
+
+TEST_CASE("atomic_file: a read-only destination (0444) is refused as cp refuses it, and left as it was") {
+    scratch_dir dir;
+    const std::string path = dir.path + "/out.txt";
+    {
+        std::ofstream(path) << "old";
+    }
+    REQUIRE(::chmod(path.c_str(), 0444) == 0);
+    CHECK_THROWS_WITH_AS(attn::io::atomic_file{path}, (path + ": cannot write file (Permission denied)").c_str(),
+                         attn::io_error);
+    CHECK(slurp(path) == "old");
+    struct stat st {};
+    REQUIRE(::stat(path.c_str(), &st) == 0);
+    CHECK((st.st_mode & 07777) == 0444);
+    CHECK(dir.entries() == std::vector<std::string>{"out.txt"});  // no temporary left
+}

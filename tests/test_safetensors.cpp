@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -280,12 +281,18 @@ TEST_CASE("safetensors: header checks on bytes built here") {
           "m: safetensors header: tensor \"a\": duplicate field \"dtype\"");
     CHECK(message(st_bytes(R"({"__metadata__":[]})")) ==
           "m: safetensors header: \"__metadata__\" (expected an object of strings, got a list)");
+    // the reference reader (serde_json) refuses a byte order mark; nlohmann would skip it
+    CHECK(message(st_bytes("\xEF\xBB\xBF{}")) ==
+          "m: safetensors header: starts with a UTF-8 byte order mark (expected '{' at offset 8)");
     CHECK(message(st_bytes("{} x")) == "m: safetensors header: invalid JSON at line 1, column 4 (invalid literal)");
     CHECK(message(st_bytes("{\"\xc3\x28\":1}")) == "m: safetensors header: not UTF-8 text (byte 0xc3 at offset 10)");
     // a deeply nested header is refused at its first level, not recursed into
     CHECK(message(st_bytes("{\"a\":" + std::string(200000, '['))) ==
           "m: safetensors header: tensor \"a\": not an object (expected {dtype, shape, data_offsets}, got a list)");
+    // fields attn skips are nested at most max_json_depth deep like any JSON it reads
     CHECK(message(st_bytes(R"({"a":{"x":)" + std::string(200000, '[') + std::string(200000, ']') + "}}")) ==
+          "m: safetensors header: JSON nested too deep (expected at most 256 levels, got more)");
+    CHECK(message(st_bytes(R"({"a":{"x":)" + std::string(200, '[') + std::string(200, ']') + "}}")) ==
           "m: safetensors header: tensor \"a\": no \"dtype\" field");
 }
 
@@ -328,6 +335,10 @@ TEST_CASE("safetensors: index checks") {
           "safetensors index: weight_map entry \"a\" (expected a shard file name, got the number 3)");
     CHECK(message(R"({"weight_map":[]})") == "safetensors index: \"weight_map\" (expected an object {NAME: SHARD}, got a list)");
     CHECK(message("[]") == "safetensors index: not a JSON object (got a list)");
+    // a NUL would end the path early: "s.safetensors\u0000.txt" opened s.safetensors
+    CHECK(message(R"({"weight_map":{"model.layers.1.input_layernorm.weight":"s.safetensors\u0000.txt"}})") ==
+          "safetensors index: weight_map entry \"model.layers.1.input_layernorm.weight\" (expected a shard file beside "
+          "the index, got a name holding a NUL byte)");
     CHECK(message("{") == "safetensors index: invalid JSON at line 1, column 2 (unexpected end of input; expected string literal)");
     // only the names the index maps are the checkpoint's
     attn_test::spit(dir.path + "/m.safetensors.index.json",
@@ -389,4 +400,26 @@ TEST_CASE("safetensors: a lone tensor is x, and tensor names may hold ':'") {
                          (odd + ": safetensors header: file too short for the 8-byte header length (expected at least 8 "
                                 "bytes, got 5)").c_str(),
                          format_error);
+}
+
+TEST_CASE("safetensors: a file truncated after it was opened is an io_error when a tensor is loaded, not SIGBUS") {
+    attn_test::scratch_dir dir;
+    const std::string path = dir.path + "/t.safetensors";
+    // 64 KiB of float32 data, many pages: reading the lost ones raised SIGBUS.
+    const std::string header = R"({"x":{"dtype":"F32","shape":[16384],"data_offsets":[0,65536]},)"
+                               R"("y":{"dtype":"BF16","shape":[16384],"data_offsets":[65536,98304]}})";
+    const std::string bytes = st_bytes(header, std::string(98304, '\0'));
+    attn_test::spit(path, bytes);
+    const checkpoint ck = checkpoint::open(path);
+    std::filesystem::resize_file(path, 8 + header.size());  // what a writer starting over does
+    const std::string message = path + ": file changed while being read (expected " + std::to_string(bytes.size()) +
+                                " bytes, as when it was opened, got " + std::to_string(8 + header.size()) + " bytes)";
+    CHECK_THROWS_WITH_AS(ck.load("x"), message.c_str(), io_error);  // a view of the mapping
+    CHECK_THROWS_WITH_AS(ck.load("y"), message.c_str(), io_error);  // converted to float32
+}
+
+TEST_CASE("safetensors: FILE: with an empty name says so rather than 'cannot open file'") {
+    const std::string spec = st_path("qkv.safetensors") + ":";
+    CHECK_THROWS_WITH_AS(load_array(spec), (spec + ": empty array name after ':' (expected FILE or FILE:NAME, got FILE:)").c_str(),
+                         value_error);
 }

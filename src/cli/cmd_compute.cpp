@@ -126,8 +126,11 @@ int run_compute(const compute_options& c) {
             if (it == c.pipeline.tensor_files.end()) throw;
             throw value_error(it->second, e.what());
         }
-        if (!c.plot.empty()) plot_weights(doc, c.plot, c.dump);
+        // The plot is written after -o: a run whose output fails leaves no plot behind.
+        std::optional<io::heatmap_spec> plot;
+        if (!c.plot.empty()) plot = plot_of_weights(doc, c.dump);
         emit(doc, f, c);
+        if (plot) io::write_heatmap(c.plot, *plot);
         return exit_ok;
     }
     io::bundle b = gather_inputs(c.inputs.empty() ? std::string() : c.inputs.front(), c.pipeline);
@@ -158,8 +161,10 @@ int run_compute(const compute_options& c) {
         if (file.empty()) throw;
         throw value_error(file, e.what());
     }
-    if (!c.plot.empty()) plot_weights(doc, c.plot, c.dump);
+    std::optional<io::heatmap_spec> plot;
+    if (!c.plot.empty()) plot = plot_of_weights(doc, c.dump);
     emit(doc, f, c);
+    if (plot) io::write_heatmap(c.plot, *plot);
     return exit_ok;
 }
 

@@ -80,10 +80,12 @@ nlohmann::ordered_json json_meta(const std::string& text) {
         return true;
     };
     try {
+        attn::io::check_json_depth(text, "");  // too deep: the compute-input reader says so
         json doc = json::parse(text, skip_data);
         if (doc.is_object() && doc.contains("meta") && doc["meta"].is_object()) return doc["meta"];
     } catch (const json::exception&) {
         // Not JSON or not an object: the compute-input reader reports it properly.
+    } catch (const attn::format_error&) {
     }
     return json();
 }
@@ -459,6 +461,11 @@ void check_plot_option(const std::string& path, bool batch) {
 }
 
 void plot_weights(io::document& doc, const std::string& path, const std::vector<std::string>& dump) {
+    io::write_heatmap(path, plot_of_weights(doc, dump));
+}
+
+io::heatmap_spec plot_of_weights(io::document& doc, const std::vector<std::string>& dump) {
+    io::heatmap_spec spec;
     if (io::layer_axes(doc) == 1) {
         io::document first;  // layer 0 of a --layer all run, as attn plot draws it by default
         first.meta = doc.meta;
@@ -467,14 +474,15 @@ void plot_weights(io::document& doc, const std::string& path, const std::vector<
         for (const auto& t : doc.tensors)
             if (is_layered_stage(t.name)) first.tensors.push_back(t);
         select_layer(first, "", "--plot");
-        io::write_heatmap(path, io::heatmap_from_document(first, io::heatmap_view{}));
+        spec = io::heatmap_from_document(first, io::heatmap_view{});
     } else {
-        io::write_heatmap(path, io::heatmap_from_document(doc, io::heatmap_view{}));
+        spec = io::heatmap_from_document(doc, io::heatmap_view{});
     }
     const auto extra = [&](const io::named_array& t) { return std::find(dump.begin(), dump.end(), t.name) == dump.end(); };
     for (const auto& t : doc.tensors)
         if (extra(t) && doc.meta.contains("shapes")) doc.meta["shapes"].erase(t.name);
     doc.tensors.erase(std::remove_if(doc.tensors.begin(), doc.tensors.end(), extra), doc.tensors.end());
+    return spec;
 }
 
 void setup_plot(CLI::App& app, int& exit_status) {

@@ -6,6 +6,7 @@
 
 #include "attn/io/document.hpp"
 #include "attn/io/input.hpp"
+#include "attn/io/plot.hpp"
 #include "pipeline_options.hpp"
 
 namespace attn::cli {
@@ -30,6 +31,9 @@ void plot_weights(io::document& doc, const std::string& path, const std::vector<
 /// Throws usage_error ("--layer: out of range (expected 0 to L-1 or -L to -1, got X)",
 /// or a `layer` given for a document without a layer axis, named by `source`).
 void select_layer(io::document& doc, const std::string& layer, const std::string& source);
+/// plot_weights without the writing: the heatmap to write once the run's other output
+/// is written, so that a run whose -o fails leaves no plot behind.
+io::heatmap_spec plot_of_weights(io::document& doc, const std::vector<std::string>& dump);
 
 /// What INPUT turned out to be: attn's own output (`doc`), one array to draw as it is
 /// (`lone`), or a compute input (`inputs`).

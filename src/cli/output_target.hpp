@@ -45,13 +45,24 @@ inline void write_output(const std::string& path, bool binary, const std::functi
     if (is_stdout(path)) {
         if (binary && isatty(STDOUT_FILENO))
             throw usage_error("--format", "binary output to a terminal " + expected_got("-o FILE or a redirect", "a terminal"));
-        write(std::cout);
+        try {
+            write(std::cout);
+        } catch (const io_error& e) {
+            if (!e.source().empty()) throw;
+            throw io_error("<stdout>", e.message());
+        }
         std::cout.flush();
         if (!std::cout) throw io_error("<stdout>", "write failed");
         return;
     }
     io::atomic_file file(path);
-    write(file.stream());
+    try {
+        write(file.stream());
+    } catch (const io_error& e) {
+        // The writers know the reason (a full disk, `ulimit -f`), not the destination.
+        if (!e.source().empty()) throw;
+        throw io_error(path, e.message());
+    }
     file.commit();
 }
 

@@ -67,6 +67,9 @@ rope_tables rope_from_caches(const std::vector<double>& cos_cache, const std::ve
         std::size_t row = bt;
         if (by_position) {
             const std::int64_t p = (*positions)[bt];
+            if (shape[0] == 0)  // "0 to " + (0 - 1) would read "0 to 18446744073709551615"
+                throw value_error("rope_cos", "empty rope caches " +
+                                                  expected_got("at least one position (M, R/2) with M ≥ 1", shape_string(shape)));
             if (p < 0 || static_cast<std::size_t>(p) >= shape[0])
                 throw value_error("position_ids", "outside the rope caches " +
                                                       expected_got("0 to " + std::to_string(shape[0] - 1), std::to_string(p)));

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <iostream>
 #include <functional>
+#include <memory>
 #include <string_view>
 
 #include "attn/error.hpp"
@@ -231,11 +232,6 @@ std::size_t max_file_bytes() {
     return max > SIZE_MAX - file_overhead_bytes ? SIZE_MAX : max + file_overhead_bytes;
 }
 
-[[noreturn]] void file_too_large(const std::string& source, const std::string& got) {
-    throw limit_error(source, "file too large for --max-bytes " +
-                                  expected_got("at most " + std::to_string(max_file_bytes()) + " bytes", got));
-}
-
 bool exists(const std::string& path) {
     struct stat st;
     return ::stat(path.c_str(), &st) == 0;
@@ -285,18 +281,62 @@ const array* bundle::find(const std::string& name) const {
     return nullptr;
 }
 
-std::string read_file(const std::string& path) {
-    if (path == "-") {
-        // Chunked sgetn: with stdio sync on, per-character iteration would cost a getc
-        // call per byte.
-        std::string s;
-        std::streambuf* buf = std::cin.rdbuf();
-        char chunk[1 << 16];
-        for (std::streamsize n; buf && (n = buf->sgetn(chunk, sizeof chunk)) > 0;) {
-            s.append(chunk, static_cast<std::size_t>(n));
-            if (s.size() > max_file_bytes()) file_too_large("<stdin>", "more");
+namespace {
+
+/// Reads a stream whose size is not known in advance (a FIFO, a character device,
+/// stdin) through `read_some` (returns bytes read, 0 at the end, throws on error), in
+/// blocks of 64 MiB, refusing it through `too_large` as soon as it holds more than
+/// `max_bytes`. A std::string grown by doubling would hold up to three times the limit
+/// while it reallocates; the blocks are above glibc's largest mmap threshold (32 MiB),
+/// so each is returned to the system as soon as it is copied into the result, which is
+/// written page by page: the peak stays near the limit plus one block.
+std::string read_stream(const std::function<std::size_t(char*, std::size_t)>& read_some, std::size_t max_bytes,
+                        const std::function<void()>& too_large) {
+    constexpr std::size_t block_bytes = std::size_t{64} << 20;
+    std::vector<std::unique_ptr<char[]>> blocks;
+    std::size_t total = 0, in_last = block_bytes;
+    for (;;) {
+        if (in_last == block_bytes) {
+            blocks.push_back(std::unique_ptr<char[]>(new char[block_bytes]));
+            in_last = 0;
         }
-        if (!buf || std::ferror(stdin)) throw io_error("<stdin>", "cannot read standard input");
+        // Never more than one byte past the limit, so that a fast device is not read a
+        // whole block beyond it.
+        const std::size_t room = max_bytes - std::min(total, max_bytes) + 1;
+        const std::size_t n = read_some(blocks.back().get() + in_last, std::min(block_bytes - in_last, room));
+        if (n == 0) break;
+        in_last += n;
+        total += n;
+        if (total > max_bytes) too_large();
+    }
+    std::string data;
+    data.resize(total);
+    std::size_t at = 0;
+    for (auto& b : blocks) {
+        const std::size_t n = std::min(block_bytes, total - at);
+        std::memcpy(data.data() + at, b.get(), n);
+        at += n;
+        b.reset();
+    }
+    return data;
+}
+
+}  // namespace
+
+std::string read_file_at_most(const std::string& path, std::size_t max_bytes, const std::string& what) {
+    auto too_large = [&](const std::string& source, const std::string& got) {
+        throw limit_error(source, what + " " + expected_got("at most " + std::to_string(max_bytes) + " bytes", got));
+    };
+    if (path == "-") {
+        std::streambuf* buf = std::cin.rdbuf();
+        if (!buf) throw io_error("<stdin>", "cannot read standard input");
+        std::string s = read_stream(
+            [&](char* out, std::size_t n) {
+                const std::streamsize got = buf->sgetn(out, static_cast<std::streamsize>(n));
+                return got > 0 ? static_cast<std::size_t>(got) : std::size_t{0};
+            },
+            max_bytes, [&] { too_large("<stdin>", "more"); });
+        if (std::ferror(stdin)) throw io_error("<stdin>", "cannot read standard input");
         return s;
     }
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -308,29 +348,37 @@ std::string read_file(const std::string& path) {
     struct stat st;
     if (::fstat(fd, &st) != 0) throw io_error(path, std::string("cannot read file (") + std::strerror(errno) + ")");
     if (S_ISDIR(st.st_mode)) throw io_error(path, std::string("cannot read file (") + std::strerror(EISDIR) + ")");
-    if (S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) > max_file_bytes()) {
+    auto read_some = [&](char* out, std::size_t n) -> std::size_t {
+        for (;;) {
+            const ssize_t got = ::read(fd, out, n);
+            if (got >= 0) return static_cast<std::size_t>(got);
+            if (errno != EINTR) throw io_error(path, std::string("cannot read file (") + std::strerror(errno) + ")");
+        }
+    };
+    if (!S_ISREG(st.st_mode)) return read_stream(read_some, max_bytes, [&] { too_large(path, "more"); });
+    if (static_cast<std::uint64_t>(st.st_size) > max_bytes) {
         // Nothing of the size is allocated; a .npy header still gets its precise message.
         std::string head(file_overhead_bytes, '\0');
         const ssize_t n = ::pread(fd, head.data(), head.size(), 0);
         head.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
         if (is_npy(head)) check_npy_head(head, path);
-        file_too_large(path, std::to_string(st.st_size));
+        too_large(path, std::to_string(st.st_size));
     }
     std::string data;
-    // The size is only a hint (pipes, /proc files and growing files report others).
-    if (S_ISREG(st.st_mode) && st.st_size > 0) data.reserve(static_cast<std::size_t>(st.st_size));
+    // The size is only a hint (/proc files and growing files report others).
+    if (st.st_size > 0) data.reserve(static_cast<std::size_t>(st.st_size));
     char chunk[1 << 16];
     for (;;) {
-        const ssize_t n = ::read(fd, chunk, sizeof chunk);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            throw io_error(path, std::string("cannot read file (") + std::strerror(errno) + ")");
-        }
+        const std::size_t n = read_some(chunk, sizeof chunk);
         if (n == 0) break;
-        data.append(chunk, static_cast<std::size_t>(n));
-        if (data.size() > max_file_bytes()) file_too_large(path, "more");
+        data.append(chunk, n);
+        if (data.size() > max_bytes) too_large(path, "more");
     }
     return data;
+}
+
+std::string read_file(const std::string& path) {
+    return read_file_at_most(path, max_file_bytes(), "file too large for --max-bytes");
 }
 
 std::pair<std::string, std::string> split_array_spec(const std::string& spec) {
@@ -361,6 +409,9 @@ bundle load_bundle(const std::string& path) {
 }
 
 array load_array(const std::string& spec) {
+    // "FILE:" names no member; without this the reader would look for a file called "FILE:".
+    if (spec.size() > 1 && spec.back() == ':' && !exists(spec) && is_regular_file(spec.substr(0, spec.size() - 1)))
+        throw value_error(spec, "empty array name after ':' " + expected_got("FILE or FILE:NAME", "FILE:"));
     const auto split = split_array_spec(spec);
     const std::string& path = split.first;
     const std::string& name = split.second;

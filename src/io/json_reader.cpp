@@ -244,6 +244,91 @@ void check_json_parse_bytes(std::string_view text, const std::string& source) {
                                                    "about " + std::to_string(estimate)));
 }
 
+void check_json_depth(std::string_view text, const std::string& source) {
+    std::size_t depth = 0;
+    bool in_string = false, escaped = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (in_string) {
+            if (escaped) escaped = false;
+            else if (c == '\\') escaped = true;
+            else if (c == '"') in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > max_json_depth)
+                throw format_error(source, "JSON nested too deep " +
+                                               expected_got("at most " + std::to_string(max_json_depth) + " levels",
+                                                            "more at byte " + std::to_string(i)));
+        } else if ((c == ']' || c == '}') && depth > 0) {
+            --depth;
+        }
+    }
+}
+
+std::size_t side_json_limit(side_json kind) {
+    return kind == side_json::tokenizer ? std::size_t{256} << 20 : std::size_t{16} << 20;
+}
+
+std::string read_side_json(const std::string& path, side_json kind) {
+    const char* name = kind == side_json::config ? "config.json"
+                       : kind == side_json::index ? "safetensors index"
+                                                  : "tokenizer.json";
+    const std::size_t limit = side_json_limit(kind);
+    std::string text = read_file_at_most(path, limit, std::string(name) + " too large");
+    check_json_depth(text, path);
+    constexpr std::size_t bytes_per_value = 48;  // as check_json_parse_bytes estimates a DOM
+    std::size_t values = 1, string_bytes = 0;
+    bool in_string = false, escaped = false;
+    for (const char c : text) {
+        if (in_string) {
+            ++string_bytes;
+            if (escaped) escaped = false;
+            else if (c == '\\') escaped = true;
+            else if (c == '"') in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == ',' || c == '[' || c == '{') {
+            ++values;
+        }
+    }
+    const std::size_t estimate = values * bytes_per_value + string_bytes, budget = 4 * limit;
+    if (estimate > budget)
+        throw limit_error(path, std::string(name) + " too large to parse " +
+                                    expected_got("at most " + std::to_string(budget) + " bytes",
+                                                 "about " + std::to_string(estimate)));
+    // An index is parsed by its reader's own SAX handler, which is that one parse.
+    if (kind == side_json::index) return text;
+    // One parse that keeps nothing: the callers' parses then cannot fail on the text.
+    struct check_only : nlohmann::json_sax<json> {
+        std::string error;
+        bool null() override { return true; }
+        bool boolean(bool) override { return true; }
+        bool number_integer(number_integer_t) override { return true; }
+        bool number_unsigned(number_unsigned_t) override { return true; }
+        bool number_float(number_float_t, const string_t&) override { return true; }
+        bool string(string_t&) override { return true; }
+        bool binary(binary_t&) override { return true; }
+        bool start_object(std::size_t) override { return true; }
+        bool key(string_t&) override { return true; }
+        bool end_object() override { return true; }
+        bool start_array(std::size_t) override { return true; }
+        bool end_array() override { return true; }
+        bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+            error = e.what();
+            return false;
+        }
+    } handler;
+    bool ok = false;
+    try {
+        ok = json::sax_parse(text.begin(), text.end(), &handler, json::input_format_t::json, true);
+    } catch (const json::exception& e) {
+        handler.error = e.what();
+    }
+    if (!ok) throw format_error(path, handler.error.empty() ? "invalid JSON" : parse_error_message(handler.error));
+    return text;
+}
+
 std::optional<std::string> quote_bare_nonfinite(std::string_view text) {
     static constexpr std::pair<std::string_view, std::string_view> bare[] = {
         {"-Infinity", "\"-Infinity\""}, {"Infinity", "\"Infinity\""}, {"NaN", "\"NaN\""}};
@@ -279,6 +364,7 @@ std::optional<std::string> quote_bare_nonfinite(std::string_view text) {
 
 bundle read_json(std::string_view raw, const std::string& source) {
     check_json_parse_bytes(raw, source);
+    check_json_depth(raw, source);
     const std::optional<std::string> quoted = quote_bare_nonfinite(raw);
     const std::string_view text = quoted ? std::string_view(*quoted) : raw;
     json doc;

@@ -141,6 +141,7 @@ std::vector<listed_array> list_arrays(const std::string& path) {
     }
     check_json_start(bytes, source);
     check_json_parse_bytes(bytes, source);
+    check_json_depth(bytes, source);
     const std::optional<std::string> quoted = quote_bare_nonfinite(bytes);
     json doc;
     try {

@@ -248,6 +248,11 @@ atomic_file::atomic_file(std::string path) : path_(std::move(path)), out_(nullpt
         struct stat st {};
         if (::stat(path_.c_str(), &st) == 0) {
             if (S_ISDIR(st.st_mode)) fail(path_, EISDIR);
+            // A read-only destination is refused, as cp refuses it, and left as it is:
+            // replacing it through the directory would ignore its mode. Root passes
+            // access(2), so a file nobody may write is refused by its mode too.
+            if (S_ISREG(st.st_mode) && ((st.st_mode & 0222) == 0 || ::access(path_.c_str(), W_OK) != 0))
+                fail(path_, EACCES);
             mode = st.st_mode & 07777;
             // A device, FIFO or socket is written in place, as cp and sort -o do: replacing
             // /dev/null with a regular file, or a FIFO its reader never sees, destroys it.

@@ -8,6 +8,8 @@
 #include "attn/text.hpp"
 
 #include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -22,11 +24,13 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
 #include "attn/error.hpp"
 #include "attn/io/input.hpp"
+#include "attn/io/json.hpp"
 #include "attn/io/limits.hpp"
 
 namespace attn::io {
@@ -87,6 +91,7 @@ struct region {
     const std::byte* data = nullptr;
     std::size_t size = 0;
     void* mapped = nullptr;
+    std::string path;  ///< of a mapping, to check before its data is read that it is whole
     std::string held;
 
     region() = default;
@@ -124,6 +129,7 @@ std::shared_ptr<region> map_file(const std::string& path) {
     if (p == MAP_FAILED) throw io_error(path, std::string("cannot map file (") + std::strerror(errno) + ")");
     r->mapped = p;
     r->data = static_cast<const std::byte*>(p);
+    r->path = path;
     return r;
 }
 
@@ -180,18 +186,22 @@ public:
     }
     bool binary(binary_t&) override { return scalar("binary data"); }
     bool start_object(std::size_t) override {
+        if (++depth_ > max_json_depth) return too_deep();
         if (skip_) return ++depth_skipped_, true;
         return on_start_object();
     }
     bool end_object() override {
+        --depth_;
         if (skip_) return skip_end();
         return on_end_object();
     }
     bool start_array(std::size_t) override {
+        if (++depth_ > max_json_depth) return too_deep();
         if (skip_) return ++depth_skipped_, true;
         return on_start_array();
     }
     bool end_array() override {
+        --depth_;
         if (skip_) return skip_end();
         return on_end_array();
     }
@@ -238,8 +248,14 @@ private:
         if (--depth_skipped_ == 0) skip_ = false;
         return true;
     }
+    /// Skipped values cost nothing, but nesting is bounded everywhere attn reads JSON.
+    bool too_deep() {
+        error = "JSON nested too deep " + expected_got("at most " + std::to_string(max_json_depth) + " levels", "more");
+        return false;
+    }
     bool skip_ = false;
     std::size_t depth_skipped_ = 0;
+    std::size_t depth_ = 0;
 };
 
 /// The header {"NAME": {"dtype", "shape", "data_offsets"}, "__metadata__": {str: str}}.
@@ -511,6 +527,9 @@ parsed_file parse_file(const region& bytes, const std::string& source) {
                                        expected_got("at most " + std::to_string(available) + " bytes after the length",
                                                     std::to_string(n)));
     const std::string_view text(reinterpret_cast<const char*>(bytes.data) + prefix_bytes, static_cast<std::size_t>(n));
+    // nlohmann skips a byte order mark; the reference reader (serde_json) refuses one.
+    if (text.substr(0, 3) == "\xEF\xBB\xBF")
+        throw format_error(source, ctx + "starts with a UTF-8 byte order mark (expected '{' at offset 8)");
     if (auto bad = first_bad_utf8(text)) {
         static constexpr char hex[] = "0123456789abcdef";
         const auto c = static_cast<unsigned char>(text[*bad]);
@@ -615,24 +634,35 @@ void sort_entries(checkpoint::state& s) {
 }
 
 void open_index(checkpoint::state& s, const std::string& path) {
-    const std::string text = read_file(path);
+    const std::string text = read_side_json(path, side_json::index);
     if (auto bad = first_bad_utf8(text))
         throw format_error(path, std::string(index_context) + "not UTF-8 text (at offset " + std::to_string(*bad) + ")");
     index_handler h;
     parse_with(h, text, path, index_context);
     if (!h.has_weight_map) throw format_error(path, std::string(index_context) + "no \"weight_map\" object");
     // Shards in order of first mention, each with the names the index maps to it.
+    // A hash map finds each name's shard in constant time: 200 000 distinct shard names
+    // took minutes with a linear search.
     std::vector<std::pair<std::string, std::vector<std::string>>> shards;
+    std::unordered_map<std::string, std::size_t> shard_index;
     for (const auto& mapped : h.weight_map) {
         const std::string& name = mapped.first;
         const std::string& shard = mapped.second;
         if (shard.empty() || shard.front() == '/' || shard == ".." || shard.rfind("../", 0) == 0 ||
-            shard.find("/../") != std::string::npos || ends_with(shard, "/.."))
+            shard.find("/../") != std::string::npos || ends_with(shard, "/..") || shard.find('\0') != std::string::npos)
             throw format_error(path, std::string(index_context) + "weight_map entry " + in_quotes(name) + " " +
-                                         expected_got("a shard file beside the index", in_quotes(shard)));
-        auto it = std::find_if(shards.begin(), shards.end(), [&](const auto& p) { return p.first == shard; });
-        if (it == shards.end()) it = shards.insert(shards.end(), {shard, {}});
-        it->second.push_back(name);
+                                         expected_got("a shard file beside the index",
+                                                      shard.find('\0') != std::string::npos ? "a name holding a NUL byte"
+                                                                                             : in_quotes(shard)));
+        auto [it, added] = shard_index.try_emplace(shard, shards.size());
+        if (added) {
+            if (shards.size() == safetensors_max_shards)
+                throw format_error(path, std::string(index_context) + "too many shards " +
+                                             expected_got("at most " + std::to_string(safetensors_max_shards),
+                                                          "more"));
+            shards.push_back({shard, {}});
+        }
+        shards[it->second].second.push_back(name);
     }
     const std::string folder = folder_of(path);
     for (auto& [shard, names] : shards) {
@@ -656,6 +686,63 @@ void open_index(checkpoint::state& s, const std::string& path) {
                                                  " to shard " + in_quotes(shard) + ", which does not hold it");
         }
     }
+}
+
+// A mapped file that shrinks after it was mapped (another process truncating a
+// checkpoint being written) makes a read of the lost pages raise SIGBUS. load() checks the
+// size first, then reads inside a guard that turns a SIGBUS in the reading thread into an
+// io_error; any other SIGBUS goes to the handler that was installed before.
+thread_local sigjmp_buf* bus_jump = nullptr;
+struct sigaction previous_bus_action {};
+
+extern "C" void on_bus_error(int sig, siginfo_t* info, void* context) {
+    if (bus_jump) siglongjmp(*bus_jump, 1);
+    if (previous_bus_action.sa_flags & SA_SIGINFO) {
+        if (previous_bus_action.sa_sigaction) previous_bus_action.sa_sigaction(sig, info, context);
+        return;
+    }
+    if (previous_bus_action.sa_handler != SIG_DFL && previous_bus_action.sa_handler != SIG_IGN) {
+        previous_bus_action.sa_handler(sig);
+        return;
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+[[noreturn]] void file_changed(const region& r, const std::string& got) {
+    throw io_error(r.path, "file changed while being read " +
+                               expected_got(std::to_string(r.size) + " bytes, as when it was opened", got));
+}
+
+/// Runs `read` (plain loads and stores, no allocation: a SIGBUS leaves it by siglongjmp)
+/// over the bytes of `r`, after checking that its file still holds them; throws
+/// io_error(path, "file changed while being read (…)") when it does not.
+template <class Read>
+void read_guarded(const region& r, Read&& read) {
+    if (!r.mapped) {
+        read();
+        return;
+    }
+    struct stat st;
+    if (::stat(r.path.c_str(), &st) == 0 && static_cast<std::uint64_t>(st.st_size) < r.size)
+        file_changed(r, std::to_string(st.st_size) + " bytes");
+    static std::once_flag installed;
+    std::call_once(installed, [] {
+        struct sigaction sa {};
+        sa.sa_sigaction = on_bus_error;
+        sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGBUS, &sa, &previous_bus_action);
+    });
+    sigjmp_buf jump;
+    sigjmp_buf* const outer = bus_jump;
+    if (sigsetjmp(jump, 1) != 0) {
+        bus_jump = outer;
+        file_changed(r, "fewer (bus error reading its data)");
+    }
+    bus_jump = &jump;
+    read();
+    bus_jump = outer;
 }
 
 std::uint16_t load16(const std::byte* p) {
@@ -773,12 +860,15 @@ array checkpoint::load(const std::string& name) const {
     const std::byte* p = shard.bytes->data + shard.data_start + e->begin;
     const std::size_t count = element_count(e->shape);
 
+    const region& mapped = *shard.bytes;
+
     array a;
     a.type = *type;
     a.shape = e->shape;
     if (e->dtype == "BF16" || e->dtype == "F8_E4M3" || e->dtype == "F8_E5M2") {
         std::vector<std::byte> out(count * sizeof(float));
         float* f = reinterpret_cast<float*>(out.data());
+        read_guarded(mapped, [&] {
         if (e->dtype == "BF16") {
             for (std::size_t i = 0; i < count; ++i) {
                 // bfloat16 is the upper half of a binary32 (PyTorch c10::BFloat16).
@@ -789,22 +879,35 @@ array checkpoint::load(const std::string& name) const {
             const auto& table = fp8_table(e->dtype == "F8_E4M3");
             for (std::size_t i = 0; i < count; ++i) f[i] = table[std::to_integer<unsigned char>(p[i])];
         }
+        });
         a.data = byte_buffer(std::move(out));
         return a;
     }
     const std::size_t width = dtype_size(*type);
     if (*type == dtype::b1) {
-        std::vector<std::byte> out(p, p + stored);
-        for (auto& b : out) b = b != std::byte{0} ? std::byte{1} : std::byte{0};
+        std::vector<std::byte> out(stored);
+        read_guarded(mapped, [&] {
+            for (std::size_t i = 0; i < stored; ++i) out[i] = p[i] != std::byte{0} ? std::byte{1} : std::byte{0};
+        });
         a.data = byte_buffer(std::move(out));
         return a;
     }
     // A writer need not align the data to the element width (the reference writer pads
     // the header to 8 bytes, others may not): an unaligned tensor is copied.
-    if (reinterpret_cast<std::uintptr_t>(p) % width == 0)
+    // A view's pages are touched here, one byte a page, so that a file truncated since it
+    // was opened is reported now; one truncated later, while attn computes, still faults.
+    if (reinterpret_cast<std::uintptr_t>(p) % width == 0) {
+        read_guarded(mapped, [&] {
+            volatile unsigned char sink = 0;
+            for (std::size_t i = 0; i < stored; i += 4096) sink = sink ^ std::to_integer<unsigned char>(p[i]);
+            if (stored > 0) sink = sink ^ std::to_integer<unsigned char>(p[stored - 1]);
+        });
         a.data = byte_buffer::view(std::shared_ptr<const void>(shard.bytes, shard.bytes.get()), p, stored);
-    else
-        a.data = byte_buffer(std::vector<std::byte>(p, p + stored));
+    } else {
+        std::vector<std::byte> out(stored);
+        read_guarded(mapped, [&] { std::memcpy(out.data(), p, stored); });
+        a.data = byte_buffer(std::move(out));
+    }
     return a;
 }
 

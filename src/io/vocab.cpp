@@ -5,6 +5,7 @@
 
 #include "attn/error.hpp"
 #include "attn/io/input.hpp"
+#include "attn/io/json.hpp"
 
 namespace attn::io {
 
@@ -57,6 +58,14 @@ std::vector<int> byte_of_code_point() {
     return inv;
 }
 
+/// The value of a hexadecimal digit, or -1.
+int hex_digit(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
 bool mentions(const json& j, const std::string& type) {
     if (j.is_object()) {
         if (auto t = j.find("type"); t != j.end() && *t == type) return true;
@@ -72,12 +81,18 @@ bool mentions(const json& j, const std::string& type) {
 }  // namespace
 
 std::vector<std::string> read_vocab(const std::string& path) {
-    const std::string text = read_file(path);
+    return vocab_labels(read_side_json(path, side_json::tokenizer), path);
+}
+
+std::vector<std::string> vocab_labels(std::string_view text, const std::string& path) {
+    check_json_depth(text, path);
     json j;
     try {
-        j = json::parse(text);
-    } catch (const json::parse_error& e) {
-        throw format_error(path, "not valid JSON (" + std::string(e.what()) + ")");
+        j = json::parse(text.begin(), text.end());
+    } catch (const json::exception& e) {
+        std::string what = e.what();
+        if (auto p = what.find("; last read:"); p != std::string::npos) what.erase(p);  // raw bytes of the input
+        throw format_error(path, "not valid JSON (" + what.substr(what.find("] ") == std::string::npos ? 0 : what.find("] ") + 2) + ")");
     }
     const json* vocab = nullptr;
     if (j.is_object())
@@ -98,9 +113,17 @@ std::vector<std::string> read_vocab(const std::string& path) {
             if (a.is_object() && a.contains("id") && a["id"].is_number_integer() && a["id"].get<long long>() >= 0 &&
                 a.contains("content") && a["content"].is_string())
                 entries.emplace_back(a["id"].get<std::size_t>(), "\x01" + a["content"].get<std::string>());
+    // The table is as long as the largest id + 1, so an id is bounded by the number of
+    // tokens the file names: a 35-byte file holding id 2^26 - 1 must not take 2 GB, nor
+    // id 2^64 - 1 wrap the size to 0. Real vocabularies number their tokens 0 … n-1.
     std::size_t n = 0;
-    for (const auto& e : entries) n = std::max(n, e.first + 1);
-    if (n > (std::size_t{1} << 26)) throw format_error(path, "token id too large (expected ids below 2^26)");
+    for (const auto& e : entries) {
+        if (e.first >= entries.size())
+            throw format_error(path, "token id out of range " +
+                                         expected_got("ids below " + std::to_string(entries.size()) + ", the number of tokens",
+                                                      std::to_string(e.first)));
+        n = std::max(n, e.first + 1);
+    }
     std::vector<std::string> labels(n);
     for (auto [id, token] : entries) {
         const bool special = !token.empty() && token[0] == '\x01';  // added tokens are shown as written
@@ -114,8 +137,9 @@ std::vector<std::string> read_vocab(const std::string& path) {
                 if (cp < inv.size() && inv[cp] >= 0) label += static_cast<char>(inv[cp]);
                 else append_utf8(label, cp);
             }
-        } else if (metaspace && token.size() == 6 && token.rfind("<0x", 0) == 0 && token[5] == '>') {
-            label = static_cast<char>(std::stoi(token.substr(3, 2), nullptr, 16));  // byte fallback
+        } else if (metaspace && token.size() == 6 && token.rfind("<0x", 0) == 0 && token[5] == '>' &&
+                   hex_digit(token[3]) >= 0 && hex_digit(token[4]) >= 0) {
+            label = static_cast<char>(hex_digit(token[3]) * 16 + hex_digit(token[4]));  // byte fallback
         } else if (metaspace) {
             for (std::size_t p = 0; p < token.size();) {
                 if (token.compare(p, 3, "\xE2\x96\x81") == 0) {  // ▁ U+2581

@@ -11,6 +11,7 @@
 #include "attn/core/heads.hpp"
 #include "attn/error.hpp"
 #include "attn/io/input.hpp"
+#include "attn/io/json.hpp"
 #include "attn/io/npy.hpp"
 #include "attn/io/npz.hpp"
 #include "attn/io/safetensors.hpp"
@@ -295,7 +296,7 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
                                         ", or give --config FILE, or --arch and --heads)");
         cfg = model::config_from_tensors(*ck.arch, weights, options.heads, options.kv_heads, ck.path);
     } else {
-        cfg = model::parse_config(io::read_file(cfg_path), cfg_path, ck.arch);
+        cfg = model::parse_config(io::read_side_json(cfg_path, io::side_json::config), cfg_path, ck.arch);
     }
     const model::family fam(cfg, weights, ck.path);
     if (ck.layer && *ck.layer >= cfg.layers)

@@ -41,7 +41,14 @@ std::string canonical_name(const std::string& name);
 /// limit_error (a value_error) for a file larger than max_array_bytes() + file_overhead_bytes
 /// (io/limits.hpp; a .npy gets read_npy's message about its array instead), checked
 /// before the file is read.
+/// A stream (stdin, a FIFO, a character device) is read in blocks and refused as soon as
+/// it holds more than the limit, so that reading it takes little more memory than that.
 std::string read_file(const std::string& path);
+
+/// read_file with another limit: throws limit_error(path, what + " (expected at most
+/// <max_bytes> bytes, got <size or "more">)") for a file larger than `max_bytes`, checked
+/// before a regular file is read and while a stream is. Throws io_error naming the path.
+std::string read_file_at_most(const std::string& path, std::size_t max_bytes, const std::string& what);
 
 /// Refuses content that is neither .npy nor .npz and cannot be JSON either, before it
 /// is parsed, so that a PNG or random bytes are not reported as a JSON syntax error.

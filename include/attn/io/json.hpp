@@ -43,6 +43,37 @@ std::size_t json_parse_budget();
 /// json_parse_budget(): 90 MB of short numbers take about 2 GB as a DOM.
 void check_json_parse_bytes(std::string_view text, const std::string& source);
 
+/// How deeply a JSON text attn reads may nest lists and objects. attn's own inputs nest
+/// at most 6 deep (an object of rank-5 lists), a tokenizer.json about 6; a limit keeps
+/// hostile nesting ("[[[[…" or {"a":{"a":…}} 100 000 deep) from costing stack or
+/// quadratic time and memory in the code that walks the document.
+constexpr std::size_t max_json_depth = 256;
+
+/// Throws format_error(source, "JSON nested too deep (expected at most 256 levels, got
+/// more at byte <offset>)") when lists and objects nest deeper than max_json_depth,
+/// counted in one pass over the bytes (brackets inside strings do not count), before
+/// anything is parsed.
+void check_json_depth(std::string_view text, const std::string& source);
+
+/// The JSON files read beside a checkpoint, each with its own limits (side_json_limit).
+enum class side_json { config, index, tokenizer };
+
+/// The largest file of a kind read_side_json accepts: 16 MiB for config.json and
+/// *.safetensors.index.json (real ones are a few KB and a few MB), 256 MiB for a
+/// tokenizer.json (real ones are 2 to 30 MB). Independent of --max-bytes.
+std::size_t side_json_limit(side_json kind);
+
+/// Reads a side JSON file (config.json, a safetensors index, a tokenizer.json) and
+/// checks it before any caller builds a document from it: a file over side_json_limit
+/// is refused before it is read (limit_error(path, "config.json too large (expected at
+/// most 16777216 bytes, got <size>)")); nesting beyond max_json_depth is refused
+/// (format_error); a parse estimated (as check_json_parse_bytes estimates it) to take
+/// more than 4 × side_json_limit is refused (limit_error); and the text is parsed once
+/// without building anything, so that a syntax error or a number out of range
+/// ("1e999") is a one-line format_error naming the file (an index is left to its
+/// reader's SAX parse, which is bounded the same way). Returns the text.
+std::string read_side_json(const std::string& path, side_json kind);
+
 /// Writes `doc` as one JSON object: "input" if set (batch runs), "meta", then "tokens"
 /// if any, then one key per tensor holding nested lists. A dotted name "a.b" nests: all
 /// "a.*" tensors form one object "a" at the first one's place (the stats stage). Numbers: shortest round-trip text for the tensor's own

@@ -24,6 +24,10 @@ namespace attn::io {
 /// reference reader's MAX_HEADER_SIZE, 100 MB).
 constexpr std::size_t safetensors_max_header_bytes = 100'000'000;
 
+/// The most shard files an index may name (the largest published checkpoints have a few
+/// hundred); each is mapped while the checkpoint is open.
+constexpr std::size_t safetensors_max_shards = 4096;
+
 /// One tensor of a checkpoint, as its header declares it.
 struct tensor_entry {
     std::string name;          ///< as stored, case and dots kept ("model.layers.0.self_attn.q_proj.weight")

@@ -4,6 +4,7 @@
 /// only, no tokenizer of our own.
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace attn::io {
@@ -15,8 +16,16 @@ namespace attn::io {
 /// SentencePiece-style vocabularies (a Metaspace pre_tokenizer, or a Replace "▁" → " "
 /// decoder as in Llama's) show "▁" as a space and byte-fallback tokens "<0x0A>" as the
 /// byte. Labels are what a token contributes to the text, spaces included.
-/// Throws io_error (cannot read), format_error(path, …) for invalid JSON or no
-/// model.vocab object.
+/// The file is read by read_side_json (io/json.hpp): at most 256 MiB, nested at most
+/// max_json_depth deep. An id must be below the number of tokens the file names (vocab
+/// entries plus added tokens), so that the table is never larger than the file implies;
+/// a "<0x..>" token whose two characters are not hexadecimal is an ordinary token.
+/// Throws io_error (cannot read), limit_error (too large), format_error(path, …) for
+/// invalid JSON, no model.vocab object or an id out of range.
 std::vector<std::string> read_vocab(const std::string& path);
+
+/// read_vocab on the text of a tokenizer.json (`path` names it in messages), without
+/// read_side_json's size checks: the fuzz target's entry point.
+std::vector<std::string> vocab_labels(std::string_view text, const std::string& path);
 
 }  // namespace attn::io
