@@ -27,18 +27,11 @@ std::vector<json> lines(const std::string& text) {
     return out;
 }
 
-std::string scratch(const std::string& name) {
-    const std::string dir = std::string(ATTN_SOURCE_DIR) + "/build-test-out/" + name;
-    mkdir((std::string(ATTN_SOURCE_DIR) + "/build-test-out").c_str(), 0755);
-    std::system(("rm -rf '" + dir + "'").c_str());
-    mkdir(dir.c_str(), 0755);
-    return dir;
-}
-
 }  // namespace
 
 TEST_CASE("several inputs: JSON Lines in input order, a bad item reported, the others complete, exit 1") {
-    const std::string dir = scratch("batch-three");
+    const attn_test::scratch_dir tmp;
+    const std::string& dir = tmp.path;
     spit(dir + "/bad.npy", "\x93NUMPY garbage");
     const auto r = run_attn("compute --mask causal --dump weights data/x.npy '" + dir + "/bad.npy' data/notebook.npz");
     CHECK(r.code == 1);
@@ -82,7 +75,8 @@ TEST_CASE("a manifest gives each job its own settings, bad lines fail on their o
 }
 
 TEST_CASE("-o DIR/ writes one file per input, named from the input's stem and the format") {
-    const std::string dir = scratch("batch-dir");
+    const attn_test::scratch_dir tmp;
+    const std::string& dir = tmp.path;
     const auto r = run_attn("compute --dump weights data/x.npy data/notebook.npz -o '" + dir + "/out/' --format csv");
     REQUIRE(r.code == 0);
     CHECK(r.out.empty());
@@ -104,7 +98,8 @@ TEST_CASE("--manifest with INPUTs, or a binary format for a JSON Lines run, is a
 }
 
 TEST_CASE("1000 inputs, 100 of them corrupted: 900 results, 100 error records, exit 1") {
-    const std::string dir = scratch("batch-1000");
+    const attn_test::scratch_dir tmp;
+    const std::string& dir = tmp.path;
     const std::string good = slurp(std::string(ATTN_SOURCE_DIR) + "/data/x.npy");
     std::string args = "compute --mask causal --dump output -j 2";
     for (int i = 0; i < 1000; ++i) {
@@ -141,7 +136,8 @@ TEST_CASE("1000 inputs, 100 of them corrupted: 900 results, 100 error records, e
 }
 
 TEST_CASE("an input name that is not UTF-8 fails on its own, without bringing the batch down") {
-    const std::string dir = scratch("batch-utf8");
+    const attn_test::scratch_dir tmp;
+    const std::string& dir = tmp.path;
     const std::string bad = dir + "/\xff\xfe.npy";  // no such file, and not UTF-8
     const auto r = run_attn("compute --mask causal --dump weights data/x.npy '" + bad + "'");
     CHECK(r.code == 1);
@@ -181,7 +177,8 @@ TEST_CASE("a hostile manifest: each bad job is one error record, the good ones c
 }
 
 TEST_CASE("a manifest takes every compute option, paths from its folder, and a job's own output") {
-    const std::string dir = scratch("manifest-options");
+    const attn_test::scratch_dir tmp;
+    const std::string& dir = tmp.path;
     for (const char* f : {"x.npy", "notebook.npz"})
         std::system(("cp '" + std::string(ATTN_SOURCE_DIR) + "/data/" + f + "' '" + dir + "/'").c_str());
     attn_test::spit(dir + "/jobs.jsonl",
@@ -224,4 +221,21 @@ TEST_CASE("--plot DIR/ draws one heatmap per input of a batch, the same as --plo
     const std::string records = attn_test::slurp(d + "/out.jsonl");
     CHECK(records.find("\"weights\"") == std::string::npos);
     CHECK(records.find("\"output\"") != std::string::npos);
+}
+
+TEST_CASE("test files: every scratch folder is a fresh one under $TMPDIR, never the checkout") {
+    // Suites that ctest runs side by side must not share (and delete) each other's files.
+    const attn_test::scratch_dir root;
+    const char* old = std::getenv("TMPDIR");
+    const std::string saved = old ? old : "";
+    setenv("TMPDIR", root.path.c_str(), 1);
+    const std::string a = attn_test::temp_dir(), b = attn_test::temp_dir();
+    CHECK(a != b);
+    CHECK(a.rfind(root.path + "/attn-test-", 0) == 0);
+    CHECK(b.rfind(root.path + "/attn-test-", 0) == 0);
+    // A $TMPDIR where no folder can be made is an error, not a fallback into the checkout.
+    setenv("TMPDIR", (root.path + "/missing").c_str(), 1);
+    CHECK_THROWS_AS(attn_test::temp_dir(), std::runtime_error);
+    if (old) setenv("TMPDIR", saved.c_str(), 1);
+    else unsetenv("TMPDIR");
 }

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli_util.hpp"
 #include "attn/io/npy.hpp"
 #include "attn/io/output.hpp"
 #include "attn/tensor.hpp"
@@ -36,9 +37,7 @@ std::vector<std::string> entries_of(const std::string& dir) {
 struct scratch {
     std::string dir;
     scratch() {
-        char templ[] = "/tmp/attn-test-signals-XXXXXX";
-        REQUIRE(mkdtemp(templ) != nullptr);
-        dir = templ;
+        dir = attn_test::temp_dir();
     }
     ~scratch() { std::system(("rm -rf '" + dir + "'").c_str()); }
     std::vector<std::string> entries() const { return entries_of(dir); }

@@ -1,4 +1,5 @@
 // Options shared by the subcommands that run the pipeline.
+#include "diagnostics.hpp"
 #include "pipeline_options.hpp"
 
 #include <algorithm>
@@ -417,8 +418,8 @@ io::bundle gather_inputs(const std::string& input, const pipeline_cli& c) {
     // mask under another name, bias_k of a state_dict) is named on stderr.
     // A checkpoint with no attention inputs is refused by the caller, with a hint.
     if (!b.ignored.empty() && !(b.arrays.empty() && io::is_checkpoint_file(input)))
-        std::cerr << "attn: warning: " << (input == "-" ? "<stdin>" : input) << ": ignored arrays " << name_list(b.ignored)
-                  << " (not an input name; see attn compute --help)\n";
+        print_warning((input == "-" ? "<stdin>" : input) + ": ignored arrays " + name_list(b.ignored) +
+                      " (not an input name; see attn compute --help)");
     for (const auto& [name, spec] : c.tensor_files) {
         array a = io::load_array(spec);
         auto it = std::find_if(b.arrays.begin(), b.arrays.end(), [&wanted = name](const io::named_array& n) { return n.name == wanted; });
