@@ -125,13 +125,17 @@ void print_line(const char* kind, std::string_view what, bool clear_line) {
 
 }  // namespace
 
-std::string printable(std::string_view text) {
-    // Escapes first, so that no cut falls inside one, and the caps count what is shown.
-    std::string s = shortened_words(escaped(text));
+std::string shortened(std::string_view text) {
+    std::string s = shortened_words(text);
     if (s.size() <= max_message_bytes) return s;
     const std::size_t head = utf8_floor(s, max_message_bytes * 5 / 8);
     const std::size_t tail = utf8_ceil(s, s.size() - max_message_bytes / 4);
     return s.substr(0, head) + " … " + s.substr(tail);
+}
+
+std::string printable(std::string_view text) {
+    // Escapes first, so that the caps count what is shown.
+    return shortened(escaped(text));
 }
 
 void print_error(std::string_view what, bool clear_line) { print_line("attn: error: ", what, clear_line); }

@@ -16,10 +16,15 @@ constexpr std::size_t max_quoted_bytes = 200;
 /// end (the "(expected …, got …)" suffix) with "…" between.
 constexpr std::size_t max_message_bytes = 1024;
 
+/// `text` with words longer than max_quoted_bytes cut there (ending in "…"), and, if the
+/// whole is longer than max_message_bytes, its beginning and end kept with " … " between:
+/// a message that echoes a value (which can be megabytes) says what it needs of it.
+/// Never cuts inside a UTF-8 sequence. Throws nothing but std::bad_alloc.
+std::string shortened(std::string_view text);
+
 /// `text` made safe for one terminal line: control characters become escapes (\n, \t,
 /// \r, \x1b, \x7f …), as do C1 controls and bidirectional overrides (\u009b, \u202e),
-/// and bytes that are not UTF-8 (\xff); then words longer than max_quoted_bytes and
-/// messages longer than max_message_bytes are shortened with "…". Throws nothing but
+/// and bytes that are not UTF-8 (\xff); then it is shortened(). Throws nothing but
 /// std::bad_alloc.
 std::string printable(std::string_view text);
 

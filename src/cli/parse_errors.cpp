@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "attn/text.hpp"
+#include "diagnostics.hpp"
 
 namespace attn::cli {
 
@@ -89,7 +90,9 @@ std::string unknown_word(const std::string& word, const CLI::App& app) {
 }  // namespace
 
 std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app, int argc, const char* const* argv) {
-    const std::string what = e.what();
+    // A value CLI11 echoes can be megabytes (a manifest line): std::regex recurses once
+    // per character matched and would overflow the stack, so it sees the value shortened.
+    const std::string what = shortened(e.what());
     std::smatch m;
     if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
         static const std::regex one("The following arguments? (?:was|were) not expected: (.*)");
