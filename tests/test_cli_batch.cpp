@@ -384,3 +384,14 @@ TEST_CASE("a huge bad value is quoted in part: the error line stays short") {
     CHECK(lines(r.out).at(0) == json{{"input", "x.npy"}, {"error", want}});
     CHECK(r.err == error_line(want));
 }
+
+TEST_CASE("a batch input from stdin that fails is named once, as <stdin>") {
+    const auto r = run_attn("compute - data/x.npy --dump weights --compact", "garbage");
+    CHECK(r.code == 1);
+    const std::string what = "<stdin>: not a .npy, .npz, .safetensors or JSON file (starts with bytes 67 61 72 62)";
+    const auto recs = lines(r.out);
+    REQUIRE(recs.size() == 2);
+    CHECK(recs[0] == json{{"input", "-"}, {"error", what}});
+    CHECK(recs[1]["weights"].size() == 4);
+    CHECK(r.err == error_line(what));
+}

@@ -58,9 +58,11 @@ const char* extension(io::format f) {
     return "";
 }
 
-/// The error text of a failed job, naming its input unless the message already does.
+/// The error text of a failed job, naming its input (stdin as messages name it,
+/// "<stdin>") unless the message already does: one prefix, never two.
 std::string job_error(const std::string& input, const std::string& what) {
-    return what.rfind(input + ":", 0) == 0 ? what : input + ": " + what;
+    const std::string name = input == "-" ? "<stdin>" : input;
+    return what.rfind(name + ":", 0) == 0 ? what : name + ": " + what;
 }
 
 /// One output file per input, never two alike: each input gets its stem if no earlier
