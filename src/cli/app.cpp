@@ -57,13 +57,12 @@ const char* signal_name(int sig) {
 extern "C" void on_signal(int sig) {
     io::stop_and_remove_temporaries();
     if (sig != SIGPIPE) {
-        const char* name = signal_name(sig);
+        // One write, so that the line arrives whole.
+        char line[64];
         std::size_t len = 0;
-        while (name[len]) ++len;
-        const char head[] = "attn: error: interrupted by ";
-        [[maybe_unused]] ssize_t ignored = ::write(STDERR_FILENO, head, sizeof head - 1);
-        ignored = ::write(STDERR_FILENO, name, len);
-        ignored = ::write(STDERR_FILENO, "\n", 1);
+        for (const char* part : {"attn: error: interrupted by ", signal_name(sig), "\n"})
+            for (; *part && len < sizeof line; ++part) line[len++] = *part;
+        [[maybe_unused]] const ssize_t written = ::write(STDERR_FILENO, line, len);
     }
     _exit(128 + sig);
 }
