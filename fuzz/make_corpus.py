@@ -74,6 +74,20 @@ CLI = [
     ("help", ["--help"], None),
 ]
 
+# Manifests (JSON Lines): jobs with every kind of value, and the lines a manifest refuses.
+MANIFEST = {
+    "jobs": [{"input": "x.npy", "mask": "causal", "dump": "weights"},
+             {"input": "in.npz", "lengths": [2, 3], "dump": ["weights", "output"], "output": "own.npy"},
+             {"input": "in.npz", "q": "in.npz:k", "causal_align": "bottom-right", "compact": True, "scale": 0.5},
+             {"input": "-", "heads": 2, "kv_heads": 1, "mask_fill": -1e9, "full": False}],
+    "refused": [{"input": "x.npy", "mask_fill": None}, {"q": "a.npy", "k": "a.npy", "v": "a.npy", "mask": "causal"},
+                {"input": 3}, {"input": "x.npy", "output": ["a"]}, {"input": "x.npy", "jobs": 2},
+                {"input": "x.npy", "bogus": 1}, {"input": "x.npy", "heads": 1e30}, [1, 2],
+                {"input": "x.npy", "mask": {"causal": True}}, {"input": "x.npy", "lengths": [[1]]}],
+    "hostile": [{"input": "a\nattn: error: forged\u001b[2J", "mask": "\u009b31m\u202e"},
+                {"input": "x.npy", "mask": "causal" * 60}],
+}
+
 
 # tokenizer.json seeds: the three decodings read_vocab knows (byte-level BPE, SentencePiece
 # with byte fallback, WordPiece), added tokens, and the data/*-tiny tokenizers.
@@ -100,7 +114,7 @@ def write(path, data):
 
 
 def main():
-    for d in ("npy", "npz", "json", "cli", "safetensors", "config", "tokenizer"):
+    for d in ("npy", "npz", "json", "cli", "safetensors", "config", "tokenizer", "manifest"):
         for f in (CORPUS / d).glob("seed-*"):
             f.unlink()
     for name in NPY:
@@ -132,6 +146,9 @@ def main():
             body = json.dumps(JSON[src[5:]]).encode() if src.startswith("json:") else (ROOT / src).read_bytes()
             data += b"\0" + body
         write(CORPUS / "cli" / ("seed-" + name), data)
+    for name, lines in MANIFEST.items():
+        write(CORPUS / "manifest" / ("seed-" + name + ".jsonl"), "".join(json.dumps(j) + "\n" for j in lines).encode())
+    write(CORPUS / "manifest" / "seed-broken.jsonl", b'{"input": "x.npy"\n\n  \r\nnot json\n{"input": "x.npy", "scale": 1e999}')
 
 
 if __name__ == "__main__":

@@ -2,8 +2,10 @@
 # Builds the libFuzzer targets (fuzz/, clang++ with ASan + UBSan) and fuzzes each one for a
 # bounded time. Exits non-zero if any target crashed, leaked, hung or ran out of memory.
 #
-#   scripts/fuzz.sh [SECONDS] [TARGET ...]     SECONDS per target (default 60);
-#                                              TARGETs among npy npz json cli safetensors tokenizer (default all)
+#   scripts/fuzz.sh [SECONDS] [TARGET ...] [-FLAG=VALUE ...]
+#       SECONDS per target (default 60); TARGETs among npy npz json cli safetensors
+#       config tokenizer manifest (default all); -FLAGs go to libFuzzer after the defaults, so they win
+#       (`scripts/fuzz.sh cli -timeout=2`).
 #
 # Crashing inputs are saved as build-fuzz/artifacts/<target>/crash-* (or leak-, timeout-,
 # oom-); reproduce one with `build-fuzz/fuzz/attn_fuzz_<target> FILE`. Inputs that found
@@ -12,10 +14,17 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
-seconds=${1:-60}
-shift || true
-targets=("$@")
-((${#targets[@]})) || targets=(npy npz json cli safetensors tokenizer)
+seconds=60
+targets=()
+flags=()
+for arg in "$@"; do
+  case "$arg" in
+    -*) flags+=("$arg") ;;
+    *[!0-9]*) targets+=("$arg") ;;
+    *) seconds=$arg ;;
+  esac
+done
+((${#targets[@]})) || targets=(npy npz json cli safetensors config tokenizer manifest)
 build=${ATTN_FUZZ_BUILD_DIR:-build-fuzz}
 case "$build" in /*) ;; *) build="$root/$build" ;; esac
 
@@ -39,7 +48,7 @@ for t in "${targets[@]}"; do
   echo "== fuzzing $t for ${seconds}s"
   # -timeout: one input taking longer is a hang; -rss_limit_mb bounds memory per input.
   "$build/fuzz/attn_fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-    -max_len=8192 -print_final_stats=1 -artifact_prefix="$build/artifacts/$t/" "${dict[@]}" \
+    -max_len=8192 -print_final_stats=1 -artifact_prefix="$build/artifacts/$t/" "${dict[@]}" "${flags[@]}" \
     "$build/corpus/$t" "$root/fuzz/corpus/$t" >"$build/fuzz-$t.log" 2>&1
   status=$?
   grep -E '^(#[0-9]+ +DONE|stat::number_of_executed_units|stat::peak_rss_mb)' "$build/fuzz-$t.log" | tr '\n' ' '

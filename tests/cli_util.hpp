@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,11 +31,24 @@ inline void spit(const std::string& path, const std::string& bytes) {
 
 /// A fresh empty directory under $TMPDIR (or /tmp), never under the working directory:
 /// a test killed mid-run must not leave its files in the checkout.
+/// Throws std::runtime_error if it cannot be made: falling back to the working directory
+/// (the checkout) would put test files where concurrent suites share them.
 inline std::string temp_dir() {
     const char* tmp = std::getenv("TMPDIR");
     std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/attn-test-XXXXXX";
-    const char* d = mkdtemp(tmpl.data());
-    return std::string(d ? d : ".");
+    if (!mkdtemp(tmpl.data())) throw std::runtime_error("cannot make a temporary folder from " + tmpl);
+    return tmpl;
+}
+
+/// This process's own folder for run_attn's stdin/stdout/stderr files, made on first use
+/// under $TMPDIR and removed (it is empty by then) when the process exits.
+inline const std::string& run_dir() {
+    struct owned {
+        std::string path = temp_dir();
+        ~owned() { ::rmdir(path.c_str()); }
+    };
+    static const owned dir;
+    return dir.path;
 }
 
 /// `text` with every run of whitespace (newlines and the indentation of wrapped --help
@@ -51,7 +65,7 @@ inline std::string joined_words(const std::string& text) {
 /// `prefix` is shell text run before attn in the same shell (e.g. "ulimit -s N && ").
 inline run_result run_attn(const std::string& args, const std::string& input = "", const std::string& prefix = "") {
     static int counter = 0;
-    const std::string base = std::string("/tmp/attn-run-") + std::to_string(getpid()) + "-" + std::to_string(counter++);
+    const std::string base = run_dir() + "/run-" + std::to_string(counter++);
     spit(base + ".in", input);
     // ATTN_TEST_WRAPPER runs attn through a command, e.g. an emulated CPU (tests/CMakeLists.txt).
     const char* wrapper = std::getenv("ATTN_TEST_WRAPPER");

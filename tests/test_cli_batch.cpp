@@ -3,10 +3,15 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <stdexcept>
 #include <sstream>
 #include <string>
-#include <sys/stat.h>
+#include <sys/resource.h>
 #include <vector>
+#include <cstring>
+#include <filesystem>
 
 #include <nlohmann/json.hpp>
 
@@ -27,18 +32,11 @@ std::vector<json> lines(const std::string& text) {
     return out;
 }
 
-std::string scratch(const std::string& name) {
-    const std::string dir = std::string(ATTN_SOURCE_DIR) + "/build-test-out/" + name;
-    mkdir((std::string(ATTN_SOURCE_DIR) + "/build-test-out").c_str(), 0755);
-    std::system(("rm -rf '" + dir + "'").c_str());
-    mkdir(dir.c_str(), 0755);
-    return dir;
-}
-
 }  // namespace
 
 TEST_CASE("several inputs: JSON Lines in input order, a bad item reported, the others complete, exit 1") {
-    const std::string dir = scratch("batch-three");
+    const attn_test::scratch_dir tmp;
+    const std::string& dir = tmp.path;
     spit(dir + "/bad.npy", "\x93NUMPY garbage");
     const auto r = run_attn("compute --mask causal --dump weights data/x.npy '" + dir + "/bad.npy' data/notebook.npz");
     CHECK(r.code == 1);
@@ -82,7 +80,8 @@ TEST_CASE("a manifest gives each job its own settings, bad lines fail on their o
 }
 
 TEST_CASE("-o DIR/ writes one file per input, named from the input's stem and the format") {
-    const std::string dir = scratch("batch-dir");
+    const attn_test::scratch_dir tmp;
+    const std::string& dir = tmp.path;
     const auto r = run_attn("compute --dump weights data/x.npy data/notebook.npz -o '" + dir + "/out/' --format csv");
     REQUIRE(r.code == 0);
     CHECK(r.out.empty());
@@ -104,7 +103,8 @@ TEST_CASE("--manifest with INPUTs, or a binary format for a JSON Lines run, is a
 }
 
 TEST_CASE("1000 inputs, 100 of them corrupted: 900 results, 100 error records, exit 1") {
-    const std::string dir = scratch("batch-1000");
+    const attn_test::scratch_dir tmp;
+    const std::string& dir = tmp.path;
     const std::string good = slurp(std::string(ATTN_SOURCE_DIR) + "/data/x.npy");
     std::string args = "compute --mask causal --dump output -j 2";
     for (int i = 0; i < 1000; ++i) {
@@ -141,7 +141,8 @@ TEST_CASE("1000 inputs, 100 of them corrupted: 900 results, 100 error records, e
 }
 
 TEST_CASE("an input name that is not UTF-8 fails on its own, without bringing the batch down") {
-    const std::string dir = scratch("batch-utf8");
+    const attn_test::scratch_dir tmp;
+    const std::string& dir = tmp.path;
     const std::string bad = dir + "/\xff\xfe.npy";  // no such file, and not UTF-8
     const auto r = run_attn("compute --mask causal --dump weights data/x.npy '" + bad + "'");
     CHECK(r.code == 1);
@@ -181,7 +182,8 @@ TEST_CASE("a hostile manifest: each bad job is one error record, the good ones c
 }
 
 TEST_CASE("a manifest takes every compute option, paths from its folder, and a job's own output") {
-    const std::string dir = scratch("manifest-options");
+    const attn_test::scratch_dir tmp;
+    const std::string& dir = tmp.path;
     for (const char* f : {"x.npy", "notebook.npz"})
         std::system(("cp '" + std::string(ATTN_SOURCE_DIR) + "/data/" + f + "' '" + dir + "/'").c_str());
     attn_test::spit(dir + "/jobs.jsonl",
@@ -199,7 +201,7 @@ TEST_CASE("a manifest takes every compute option, paths from its folder, and a j
     const auto pe = run_attn("compute data/x.npy --posenc interleaved --dump weights --compact");
     CHECK(recs[1]["weights"] == json::parse(pe.out)["weights"]);
     CHECK(recs[2]["error"].get<std::string>().find("attn_mask: does not broadcast") != std::string::npos);
-    CHECK(recs[3] == json{{"input", dir + "/x.npy"}, {"output", dir + "/own.npy"}});
+    CHECK(recs[3] == json{{"input", "x.npy"}, {"output", "own.npy"}});
     CHECK(slurp(dir + "/own.npy").rfind("\x93NUMPY", 0) == 0);
 }
 
@@ -224,4 +226,172 @@ TEST_CASE("--plot DIR/ draws one heatmap per input of a batch, the same as --plo
     const std::string records = attn_test::slurp(d + "/out.jsonl");
     CHECK(records.find("\"weights\"") == std::string::npos);
     CHECK(records.find("\"output\"") != std::string::npos);
+}
+
+TEST_CASE("test files: every scratch folder is a fresh one under $TMPDIR, never the checkout") {
+    // Suites that ctest runs side by side must not share (and delete) each other's files.
+    const attn_test::scratch_dir root;
+    const char* old = std::getenv("TMPDIR");
+    const std::string saved = old ? old : "";
+    setenv("TMPDIR", root.path.c_str(), 1);
+    const std::string a = attn_test::temp_dir(), b = attn_test::temp_dir();
+    CHECK(a != b);
+    CHECK(a.rfind(root.path + "/attn-test-", 0) == 0);
+    CHECK(b.rfind(root.path + "/attn-test-", 0) == 0);
+    // A $TMPDIR where no folder can be made is an error, not a fallback into the checkout.
+    setenv("TMPDIR", (root.path + "/missing").c_str(), 1);
+    CHECK_THROWS_AS(attn_test::temp_dir(), std::runtime_error);
+    if (old) setenv("TMPDIR", saved.c_str(), 1);
+    else unsetenv("TMPDIR");
+}
+
+namespace {
+
+/// Peak resident set of the largest child this process has waited for, in MB (as in
+/// test_cli_bombs.cpp: Linux keeps a child's peak across exec).
+double children_peak_mb() {
+    struct rusage ru {};
+    REQUIRE(getrusage(RUSAGE_CHILDREN, &ru) == 0);
+    return static_cast<double>(ru.ru_maxrss) / 1024.0;  // KiB on Linux
+}
+
+std::string error_line(const std::string& what) { return "attn: error: " + what + "\n"; }
+
+}  // namespace
+
+TEST_CASE("a manifest line refused as a job names its line once") {
+    const attn_test::scratch_dir tmp;
+    const std::string m = tmp.path + "/jobs.jsonl";
+    spit(m,
+         "{\"q\": \"a.npy\", \"k\": \"a.npy\", \"v\": \"a.npy\", \"mask\": \"causal\"}\n"
+         "[1, 2]\n"
+         "{\"input\": 3}\n"
+         "{\"input\": \"x.npy\", \"mask_fill\": null}\n");
+    const auto r = run_attn("compute --manifest '" + m + "'");
+    CHECK(r.code == 1);
+    const std::vector<std::string> want{
+        m + ":1: bad job (expected an object with \"input\": \"FILE\", got no \"input\")",
+        m + ":2: bad job (expected an object with \"input\": \"FILE\", got array)",
+        m + ":3: input: wrong type (expected a file name, got number)",
+        m + ":4: mask_fill: wrong type (expected a string, a number or a list of them, got null)"};
+    const auto recs = lines(r.out);
+    REQUIRE(recs.size() == 4);
+    std::string err;
+    for (std::size_t i = 0; i < 4; ++i) {
+        CAPTURE(i);
+        CHECK(recs[i]["error"] == want[i]);
+        err += error_line(want[i]);
+    }
+    // Workers finish in any order: the lines, sorted, are the four messages.
+    std::vector<std::string> got_lines;
+    std::istringstream in(r.err);
+    for (std::string l; std::getline(in, l);) got_lines.push_back(l + "\n");
+    std::sort(got_lines.begin(), got_lines.end());
+    std::vector<std::string> want_lines;
+    for (const auto& w : want) want_lines.push_back(error_line(w));
+    std::sort(want_lines.begin(), want_lines.end());
+    CHECK(got_lines == want_lines);
+}
+
+TEST_CASE("a manifest run from another folder echoes the manifest's own input and output strings") {
+    const attn_test::scratch_dir tmp;
+    const std::string d = tmp.path + "/in";
+    REQUIRE(std::filesystem::create_directory(d));
+    std::filesystem::copy_file(std::string(ATTN_SOURCE_DIR) + "/data/x.npy", d + "/x.npy");
+    spit(d + "/jobs.jsonl",
+         "{\"input\": \"x.npy\", \"mask\": \"causal\", \"dump\": \"weights\"}\n"
+         "{\"input\": \"x.npy\", \"dump\": \"output\", \"output\": \"own.npy\"}\n"
+         "{\"input\": \"missing.npy\"}\n");
+    const auto r = run_attn("compute --manifest '" + d + "/jobs.jsonl' --compact");
+    CHECK(r.code == 1);
+    const auto recs = lines(r.out);
+    REQUIRE(recs.size() == 3);
+    CHECK(recs[0]["input"] == "x.npy");
+    CHECK(recs[0]["weights"][0] == json::array({1, 0, 0, 0}));
+    CHECK(recs[1] == json{{"input", "x.npy"}, {"output", "own.npy"}});
+    CHECK(slurp(d + "/own.npy").rfind("\x93NUMPY", 0) == 0);
+    // The message names the file it could not open, the record the job as written.
+    CHECK(recs[2] == json{{"input", "missing.npy"},
+                          {"error", d + "/missing.npy: cannot open file (No such file or directory)"}});
+    CHECK(r.err == error_line(d + "/missing.npy: cannot open file (No such file or directory)"));
+}
+
+TEST_CASE("two manifest jobs writing one file: the later one is refused before anything runs, naming both") {
+    const attn_test::scratch_dir tmp;
+    const std::string& d = tmp.path;
+    std::filesystem::copy_file(std::string(ATTN_SOURCE_DIR) + "/data/x.npy", d + "/x.npy");
+    spit(d + "/jobs.jsonl",
+         "{\"input\": \"x.npy\", \"mask\": \"causal\", \"dump\": \"weights\", \"output\": \"same.npy\"}\n"
+         "{\"input\": \"x.npy\", \"dump\": \"weights\", \"output\": \"./same.npy\"}\n"
+         "{\"input\": \"x.npy\", \"dump\": \"weights\", \"output\": \"all.jsonl\"}\n");
+    const auto r = run_attn("compute --manifest '" + d + "/jobs.jsonl' -o '" + d + "/all.jsonl'");
+    CHECK(r.code == 1);
+    CHECK(r.out.empty());
+    const std::string second = d + "/jobs.jsonl:2: output: also written by " + d +
+                               "/jobs.jsonl:1 (expected one job per output file, got ./same.npy)";
+    const std::string third = d + "/jobs.jsonl:3: output: the batch's -o file (expected a file of its own, got all.jsonl)";
+    const auto recs = lines(slurp(d + "/all.jsonl"));
+    REQUIRE(recs.size() == 3);
+    CHECK(recs[0] == json{{"input", "x.npy"}, {"output", "same.npy"}});
+    CHECK(recs[1] == json{{"input", "x.npy"}, {"error", second}});
+    CHECK(recs[2] == json{{"input", "x.npy"}, {"error", third}});
+    CHECK((r.err == error_line(second) + error_line(third) || r.err == error_line(third) + error_line(second)));
+    // The file is the first job's: causal weights, whose first row is [1, 0, 0, 0].
+    const std::string npy = slurp(d + "/same.npy");
+    REQUIRE(npy.size() == 128 + 16 * 8);
+    double w01 = -1;
+    std::memcpy(&w01, npy.data() + 128 + 8, 8);
+    CHECK(w01 == 0.0);
+}
+
+TEST_CASE("a manifest line over 4 MiB is refused by its number, unread, and the other jobs run") {
+    const attn_test::scratch_dir tmp;
+    const std::string m = tmp.path + "/jobs.jsonl";
+    {
+        // 24 MB of tokens_kv, written in pieces: this process never holds the line.
+        std::ofstream f(m, std::ios::binary);
+        const std::string data = std::string(ATTN_SOURCE_DIR) + "/data/";
+        f << "{\"input\": \"" << data << "x.npy\", \"dump\": \"weights\"}\n{\"input\": \"x.npy\", \"tokens_kv\": [0";
+        const std::string piece = [] {
+            std::string p;
+            for (int i = 0; i < 4096; ++i) p += ",0";
+            return p;
+        }();
+        for (int i = 0; i < 3072; ++i) f << piece;
+        f << "]}\n{\"input\": \"" << data << "notebook.npz\", \"dump\": \"weights\"}\n";
+    }
+    const auto r = run_attn("compute --manifest '" + m + "' --compact");
+    CHECK(r.code == 1);
+    const auto recs = lines(r.out);
+    REQUIRE(recs.size() == 3);
+    CHECK(recs[0]["weights"][0].size() == 4);
+    const std::string refused = m + ":2: line too long (expected at most 4194304 bytes, got more)";
+    CHECK(recs[1] == json{{"input", m + ":2"}, {"error", refused}});
+    CHECK(recs[2]["weights"].size() == 4);
+    CHECK(r.err == error_line(refused));
+    CHECK(children_peak_mb() < 112);  // parsing the line as JSON took over 1 GB
+}
+
+TEST_CASE("a huge bad value is quoted in part: the error line stays short") {
+    const std::string value(3 << 20, 'a');
+    const attn_test::scratch_dir tmp;
+    spit(tmp.path + "/jobs.jsonl", "{\"input\": \"x.npy\", \"mask\": \"" + value + "\"}\n");
+    const auto r = run_attn("compute --manifest '" + tmp.path + "/jobs.jsonl'");
+    CHECK(r.code == 1);
+    // 200 bytes of the value, in the record as on the terminal.
+    const std::string want = tmp.path + "/jobs.jsonl:1: --mask: unknown value " + std::string(200, 'a') +
+                             "… (expected one of none, causal, padding)";
+    CHECK(lines(r.out).at(0) == json{{"input", "x.npy"}, {"error", want}});
+    CHECK(r.err == error_line(want));
+}
+
+TEST_CASE("a batch input from stdin that fails is named once, as <stdin>") {
+    const auto r = run_attn("compute - data/x.npy --dump weights --compact", "garbage");
+    CHECK(r.code == 1);
+    const std::string what = "<stdin>: not a .npy, .npz, .safetensors or JSON file (starts with bytes 67 61 72 62)";
+    const auto recs = lines(r.out);
+    REQUIRE(recs.size() == 2);
+    CHECK(recs[0] == json{{"input", "-"}, {"error", what}});
+    CHECK(recs[1]["weights"].size() == 4);
+    CHECK(r.err == error_line(what));
 }

@@ -148,8 +148,8 @@ TEST_CASE("masked cells are -Infinity strings in JSON, CSV is tidy long format")
 }
 
 TEST_CASE("-o writes atomically, with the format taken from the extension") {
-    const std::string dir = std::string(ATTN_SOURCE_DIR) + "/build-test-out";
-    mkdir(dir.c_str(), 0755);
+    const attn_test::scratch_dir tmp;
+    const std::string& dir = tmp.path;
     const std::string path = dir + "/weights.npy";
     std::remove(path.c_str());
     auto r = run_attn("compute --mask causal data/x.npy --dump weights -o '" + path + "'");
@@ -167,7 +167,7 @@ TEST_CASE("-o writes atomically, with the format taken from the extension") {
     r = run_attn("compute data/x.npy -o '" + bad + "'");
     CHECK(r.code == 2);
     CHECK_FALSE(exists(bad));
-    CHECK(slurp(dir + "/../build-test-out/weights.npy").size() > 0);
+    CHECK(slurp(dir + "/weights.npy").size() > 0);
 
     const std::string npz = dir + "/stages.npz";
     r = run_attn("compute --mask causal data/x.npy --dump scores,weights,output -o '" + npz + "'");

@@ -20,9 +20,7 @@ namespace {
 struct scratch {
     std::string dir;
     scratch() {
-        char templ[] = "/tmp/attn-test-limits-XXXXXX";
-        REQUIRE(mkdtemp(templ) != nullptr);
-        dir = templ;
+        dir = attn_test::temp_dir();
     }
     ~scratch() { std::system(("rm -rf '" + dir + "'").c_str()); }
 };

@@ -15,8 +15,10 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include "cli_util.hpp"
 #include "attn/io/npy.hpp"
 #include "attn/io/output.hpp"
 #include "attn/tensor.hpp"
@@ -36,9 +38,7 @@ std::vector<std::string> entries_of(const std::string& dir) {
 struct scratch {
     std::string dir;
     scratch() {
-        char templ[] = "/tmp/attn-test-signals-XXXXXX";
-        REQUIRE(mkdtemp(templ) != nullptr);
-        dir = templ;
+        dir = attn_test::temp_dir();
     }
     ~scratch() { std::system(("rm -rf '" + dir + "'").c_str()); }
     std::vector<std::string> entries() const { return entries_of(dir); }
@@ -49,10 +49,11 @@ struct scratch {
     }
 };
 
-/// Starts `attn args...` from the source directory with `extra_env` added, output to
-/// /dev/null, and the signals under test at their default disposition (as a shell
-/// gives them), whatever the test runner's are.
-pid_t spawn(const std::vector<std::string>& args, const std::vector<std::string>& extra_env) {
+/// Starts `attn args...` from the source directory with `extra_env` added, stdout to
+/// /dev/null, stderr to `err_path`, and the signals under test at their default
+/// disposition (as a shell gives them), whatever the test runner's are.
+pid_t spawn(const std::vector<std::string>& args, const std::vector<std::string>& extra_env,
+            const std::string& err_path = "/dev/null") {
     std::vector<std::string> strings{ATTN_BINARY};
     strings.insert(strings.end(), args.begin(), args.end());
     std::vector<char*> argv;
@@ -63,6 +64,8 @@ pid_t spawn(const std::vector<std::string>& args, const std::vector<std::string>
     std::vector<char*> envp;
     for (auto& s : env_strings) envp.push_back(s.data());
     envp.push_back(nullptr);
+    const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (err < 0) return -1;
     // Only async-signal-safe calls between fork and exec.
     const pid_t pid = fork();
     if (pid == 0) {
@@ -71,10 +74,11 @@ pid_t spawn(const std::vector<std::string>& args, const std::vector<std::string>
         if (chdir(ATTN_SOURCE_DIR) != 0) _exit(126);
         const int null = open("/dev/null", O_WRONLY);
         dup2(null, 1);
-        dup2(null, 2);
+        dup2(err, 2);
         execve(argv[0], argv.data(), envp.data());
         _exit(127);
     }
+    close(err);
     return pid;
 }
 
@@ -100,21 +104,59 @@ int exit_status(pid_t pid) {
 
 }  // namespace
 
-TEST_CASE("signals: interrupted while the output is pending, no file and no temporary remain") {
+TEST_CASE("signals: interrupted while the output is pending, no file and no temporary remain, one line said") {
     // Deterministic: the test-only hook makes commit() wait with the complete temporary
     // in place (attn/io/output.hpp), so the signal always arrives mid-run.
-    for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGXCPU, SIGXFSZ, SIGPIPE}) {
+    const std::vector<std::pair<int, std::string>> signals{
+        {SIGTERM, "SIGTERM"}, {SIGINT, "SIGINT"},   {SIGHUP, "SIGHUP"},   {SIGQUIT, "SIGQUIT"}, {SIGUSR1, "SIGUSR1"},
+        {SIGUSR2, "SIGUSR2"}, {SIGALRM, "SIGALRM"}, {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"}, {SIGPIPE, ""}};
+    for (const auto& [sig, name] : signals) {
         CAPTURE(sig);
         scratch s;
         const std::string out = s.dir + "/out.json";
+        const std::string err = attn_test::temp_dir();
         const pid_t pid = spawn({"compute", "--mask", "causal", "data/x.npy", "-o", out},
-                                {"ATTN_TEST_PAUSE_BEFORE_COMMIT_MS=60000"});
+                                {"ATTN_TEST_PAUSE_BEFORE_COMMIT_MS=60000"}, err + "/stderr");
         REQUIRE(pid > 0);
         const bool pending = wait_for_temporary(s, pid, 60);
         CHECK(pending);
         kill(pid, sig);
         CHECK(exit_status(pid) == 128 + sig);
         CHECK(s.entries().empty());
+        // The exit code says which signal; SIGPIPE (the reader went away) says nothing.
+        CHECK(attn_test::slurp(err + "/stderr") == (name.empty() ? "" : "attn: error: interrupted by " + name + "\n"));
+        std::system(("rm -rf '" + err + "'").c_str());
+    }
+}
+
+TEST_CASE("signals: a batch of 200 workers interrupted says one line, not one per worker") {
+    // 300 inputs on 200 workers: with the hook, 200 temporaries are pending when SIGINT
+    // lands; without it, workers are reading and writing. Either way the handler's line
+    // is the only one: no worker reports the files swept from under it.
+    for (const bool hook : {true, false}) {
+        CAPTURE(hook);
+        scratch s;
+        const std::string out = s.dir + "/out/";
+        std::vector<std::string> args{"compute", "--mask", "causal", "--dump", "weights", "-j", "200", "-o", out};
+        for (int i = 0; i < 300; ++i) args.push_back(i % 2 ? "data/x.npy" : "data/notebook.npz");
+        const std::string err = s.dir + "/stderr";
+        const pid_t pid = spawn(args, hook ? std::vector<std::string>{"ATTN_TEST_PAUSE_BEFORE_COMMIT_MS=60000"}
+                                           : std::vector<std::string>{}, err);
+        REQUIRE(pid > 0);
+        const std::size_t want = hook ? 200 : 1;
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        while (entries_of(out).size() < want && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        kill(pid, SIGINT);
+        const int code = exit_status(pid);
+        if (hook || code != 0) {
+            CHECK(code == 128 + SIGINT);
+            CHECK(attn_test::slurp(err) == "attn: error: interrupted by SIGINT\n");
+            for (const auto& e : entries_of(out)) CHECK(e.find(".attn-") == std::string::npos);
+        } else {
+            CHECK(attn_test::slurp(err).empty());  // finished before the signal: 300 whole files
+            CHECK(entries_of(out).size() == 300);
+        }
     }
 }
 

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "scratch_dir.hpp"
 #include "attn/error.hpp"
 #include "attn/io/input.hpp"
 #include "attn/io/json.hpp"
@@ -98,9 +99,8 @@ TEST_CASE("limits: a large .npz member is refused from its header, before the re
 }
 
 TEST_CASE("limits: files larger than the limit plus file_overhead_bytes are not read") {
-    char templ[] = "/tmp/attn-test-limits-XXXXXX";
-    REQUIRE(mkdtemp(templ) != nullptr);
-    const std::string dir = templ;
+    const attn_test::scratch_dir scratch;
+    const std::string dir = scratch.path;
     limit_guard g(1024);
     const std::size_t max_file = 1024 + attn::io::file_overhead_bytes;
     {

@@ -32,6 +32,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "scratch_dir.hpp"
 #include "attn/io/npy.hpp"
 #include "attn/io/npz.hpp"
 #include "attn/tensor.hpp"
@@ -171,7 +172,8 @@ TEST_CASE("onnx conformance: the fixture directories hold the 76 converted and t
 }
 
 TEST_CASE("onnx conformance: every ONNX Attention backend test case matches attn, with either kernel") {
-    const std::string tmp = "/tmp/attn-onnx-" + std::to_string(::getpid()) + ".npz";
+    const attn_test::scratch_dir scratch;
+    const std::string tmp = scratch.path + "/onnx.npz";
     for (const fixture_set& set : onnx_sets) {
     std::size_t cases_run = 0, outputs_compared = 0;
     for (const std::string kernel : {"fast", "reference"})

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "scratch_dir.hpp"
 #include "array_compare.hpp"
 #include "attn/io/npy.hpp"
 #include "cli_util.hpp"
@@ -34,7 +35,8 @@ TEST_CASE("onnx conformance: every RotaryEmbedding backend test case matches att
     std::sort(names.begin(), names.end());
     CHECK(names.size() == 8);
     CHECK(json::parse(attn_test::slurp(rotary_dir() + "/cases.json")).at("written") == 8);
-    const std::string out = "/tmp/attn-rotary-" + std::to_string(::getpid()) + ".npy";
+    const attn_test::scratch_dir scratch;
+    const std::string out = scratch.path + "/rotary.npy";
     std::size_t compared = 0;
     for (const auto& name : names) {
         CAPTURE(name);

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli_util.hpp"
 #include "attn/error.hpp"
 #include "attn/io/output.hpp"
 
@@ -24,9 +25,7 @@ namespace {
 struct scratch_dir {
     std::string path;
     scratch_dir() {
-        char templ[] = "/tmp/attn-test-output-XXXXXX";
-        REQUIRE(::mkdtemp(templ) != nullptr);
-        path = templ;
+        path = attn_test::temp_dir();
     }
     ~scratch_dir() {
         for (const auto& name : entries()) ::unlink((path + "/" + name).c_str());

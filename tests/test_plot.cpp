@@ -15,6 +15,7 @@
 // attn_core links cairo privately; its headers live in /usr/include/cairo.
 #include <cairo/cairo.h>
 
+#include "scratch_dir.hpp"
 #include "attn/pipeline.hpp"
 #include "attn/error.hpp"
 #include "attn/io/input.hpp"
@@ -484,13 +485,15 @@ TEST_CASE("attn compute --plot FILE writes the data and the weights heatmap of b
 }
 
 TEST_CASE("plot: a non-finite --vmin or --vmax is a usage error") {
+    const attn_test::scratch_dir scratch;
+    const std::string never = scratch.path + "/never-written.png";
     for (const char* opt : {"--vmax inf", "--vmin -inf", "--vmax nan"}) {
         CAPTURE(opt);
-        const auto r = run_attn(std::string("plot data/notebook.npz ") + opt + " -o /tmp/attn-never-written.png");
+        const auto r = run_attn(std::string("plot data/notebook.npz ") + opt + " -o '" + never + "'");
         CHECK(r.code == 2);
         CHECK(r.err.rfind("attn: error: --vm", 0) == 0);
         CHECK(r.err.find(": not a finite number (expected a finite number, got ") != std::string::npos);
-        CHECK_FALSE(fs::exists("/tmp/attn-never-written.png"));
+        CHECK_FALSE(fs::exists(never));
     }
 }
 

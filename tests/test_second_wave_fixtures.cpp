@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "scratch_dir.hpp"
 #include "array_compare.hpp"
 #include "attn/io/npz.hpp"
 #include "cli_util.hpp"
@@ -22,7 +23,8 @@ TEST_CASE("second-wave fixtures: RoPE, FlashAttention windows, ALiBi, packed doc
     using nlohmann::json;
     const std::string dir = std::string(ATTN_SOURCE_DIR) + "/tests/fixtures/second-wave";
     const json index = json::parse(attn_test::slurp(dir + "/cases.json"));
-    const std::string out = "/tmp/attn-second-wave-" + std::to_string(::getpid()) + ".npz";
+    const attn_test::scratch_dir scratch;
+    const std::string out = scratch.path + "/second-wave.npz";
     std::size_t compared = 0;
     for (const json& c : index.at("cases")) {
         const std::string name = c.at("name"), file = dir + "/" + name + ".npz";

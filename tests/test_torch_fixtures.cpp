@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "scratch_dir.hpp"
 #include "attn/io/npz.hpp"
 #include "attn/tensor.hpp"
 #include "array_compare.hpp"
@@ -49,7 +50,8 @@ json torch_cases() {
 TEST_CASE("torch fixtures: attn matches nn.MultiheadAttention on every case of cases.json, with either kernel") {
     const json cases = torch_cases();
     REQUIRE(cases.size() >= 8);
-    const std::string tmp = "/tmp/attn-torch-" + std::to_string(::getpid()) + ".npz";
+    const attn_test::scratch_dir scratch;
+    const std::string tmp = scratch.path + "/torch.npz";
     std::size_t cases_run = 0;
     for (const std::string kernel : {"fast", "reference"})
     for (const json& tc : cases) {

@@ -14,6 +14,7 @@
 #include "attn/io/output.hpp"
 #include "attn/memory.hpp"
 #include "commands.hpp"
+#include "diagnostics.hpp"
 #include "help_format.hpp"
 #include "parse_errors.hpp"
 
@@ -26,10 +27,43 @@ any failed item of a batch); 2 usage error. Errors are one line on stderr:
   attn: error: <source>: <what> (expected <x>, got <y>)
 Data goes to stdout (or -o); diagnostics to stderr.)";
 
-void error_line(const std::string& what) { std::cerr << "attn: error: " << what << '\n'; }
+void error_line(const std::string& what) { print_error(what); }
 
+/// The name a terminating signal is known by, for the one line of an interrupted run.
+const char* signal_name(int sig) {
+    switch (sig) {
+        case SIGHUP: return "SIGHUP";
+        case SIGINT: return "SIGINT";
+        case SIGQUIT: return "SIGQUIT";
+        case SIGTERM: return "SIGTERM";
+        case SIGUSR1: return "SIGUSR1";
+        case SIGUSR2: return "SIGUSR2";
+        case SIGALRM: return "SIGALRM";
+        case SIGVTALRM: return "SIGVTALRM";
+        case SIGPROF: return "SIGPROF";
+        case SIGXCPU: return "SIGXCPU";
+        case SIGXFSZ: return "SIGXFSZ";
+        case SIGPOLL: return "SIGPOLL";
+        case SIGSTKFLT: return "SIGSTKFLT";
+        case SIGPWR: return "SIGPWR";
+        default: return "a signal";
+    }
+}
+
+// One line, after every temporary is gone and once the workers print nothing more
+// (print_error checks io::stop_requested): "attn: error: interrupted by SIGINT".
+// SIGPIPE says nothing: the reader of the output went away (`attn … | head`), as
+// with cat. Only async-signal-safe calls here.
 extern "C" void on_signal(int sig) {
     io::stop_and_remove_temporaries();
+    if (sig != SIGPIPE) {
+        // One write, so that the line arrives whole.
+        char line[64];
+        std::size_t len = 0;
+        for (const char* part : {"attn: error: interrupted by ", signal_name(sig), "\n"})
+            for (; *part && len < sizeof line; ++part) line[len++] = *part;
+        [[maybe_unused]] const ssize_t written = ::write(STDERR_FILENO, line, len);
+    }
     _exit(128 + sig);
 }
 
@@ -41,11 +75,13 @@ extern "C" void on_fault(int sig) {
 }
 
 /// Interrupted runs leave no partial file (DESIGN §2): every signal whose default action
-/// terminates the process removes the temporaries first. A signal that is ignored when
-/// attn starts (nohup, `attn ... &` in a script) stays ignored.
+/// terminates the process removes the temporaries first. Only a signal at its default
+/// action is taken: one ignored when attn starts (nohup, `attn ... &` in a script) stays
+/// ignored, and one that already has a handler keeps it — the fuzz build's host
+/// (libFuzzer) has its own for SIGALRM (-timeout), SIGINT and the faults.
 void remove_temporaries_on(int sig, void (*handler)(int)) {
     struct sigaction old {};
-    if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) return;
+    if (sigaction(sig, nullptr, &old) != 0 || (old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) return;
     struct sigaction sa {};
     sa.sa_handler = handler;
     sigemptyset(&sa.sa_mask);

@@ -12,6 +12,14 @@
 #include <sstream>
 #include <system_error>
 #include <thread>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fcntl.h>
+#include <map>
+#include <string_view>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "attn/error.hpp"
@@ -20,6 +28,7 @@
 #include "commands.hpp"
 #include "cmd_plot.hpp"
 #include "compute_options.hpp"
+#include "diagnostics.hpp"
 #include "output_target.hpp"
 
 namespace attn::cli {
@@ -49,9 +58,11 @@ const char* extension(io::format f) {
     return "";
 }
 
-/// The error text of a failed job, naming its input unless the message already does.
+/// The error text of a failed job, naming its input (stdin as messages name it,
+/// "<stdin>") unless the message already does: one prefix, never two.
 std::string job_error(const std::string& input, const std::string& what) {
-    return what.rfind(input + ":", 0) == 0 ? what : input + ": " + what;
+    const std::string name = input == "-" ? "<stdin>" : input;
+    return what.rfind(name + ":", 0) == 0 ? what : name + ": " + what;
 }
 
 /// One output file per input, never two alike: each input gets its stem if no earlier
@@ -132,64 +143,208 @@ std::vector<std::string> job_words(const nlohmann::json& line, const std::string
 
 }  // namespace
 
+namespace {
+
+/// The job of one manifest line (`source` is "jobs.jsonl:3"); a bad line gives a job
+/// with `error` set, naming `source` once.
+batch_job parse_job(const std::string& line, const std::string& source, const std::string& dir,
+                    const compute_options& base) {
+    batch_job job;
+    job.source = source;
+    compute_options c = base;  // the same bindings as the command line, over a copy of its options
+    CLI::App app;
+    add_job_options(app, c);
+    try {
+        const auto j = nlohmann::json::parse(line);
+        if (!j.is_object())
+            throw value_error(source, "bad job " + expected_got("an object with \"input\": \"FILE\"", j.type_name()));
+        if (!j.contains("input"))
+            throw value_error(source, "bad job " + expected_got("an object with \"input\": \"FILE\"", "no \"input\""));
+        if (!j["input"].is_string())
+            throw value_error(source, "input: wrong type " + expected_got("a file name", j["input"].type_name()));
+        job.echo = j["input"].get<std::string>();
+        job.input = from_dir(dir, job.echo);
+        if (j.contains("output")) {
+            if (!j["output"].is_string())
+                throw value_error(source, "output: wrong type " + expected_got("a file name", j["output"].type_name()));
+            job.output_echo = j["output"].get<std::string>();
+            job.output = from_dir(dir, job.output_echo);
+        }
+        std::vector<std::string> words = job_words(j, dir);
+        std::reverse(words.begin(), words.end());  // CLI11 takes them last to first
+        app.parse(words);
+        job.cli = c.pipeline;
+        job.dump = c.dump;
+        job.settings = pipeline_settings(c.pipeline, directory_target(c.plot) ? with_plot_stages(c.dump) : c.dump);
+        job.format = c.format;
+        job.style.precision = c.precision;
+        job.style.compact = c.compact;
+        job.style.full = c.full;
+    } catch (const nlohmann::json::exception& e) {
+        // Syntax, and numbers JSON cannot hold (1e999): this line fails, the others run.
+        job.error = source + ": invalid JSON line (" + std::string(e.what()).substr(std::string(e.what()).find(' ') + 1) + ")";
+    } catch (const CLI::ExtrasError& e) {
+        std::string key = e.what();
+        key = key.substr(key.find("--") + 2);
+        key = key.substr(0, key.find('='));
+        job.error = source + ": unknown key '" + key +
+                    "' (expected input, output or a compute option such as mask, lengths, scale)";
+    } catch (const CLI::ParseError& e) {
+        job.error = job_error(source, parse_error_message(e, app, 0, nullptr));
+    } catch (const error& e) {
+        // Thrown with `source` as its own source, or with an option's ("--heads: …").
+        job.error = job_error(source, e.what());
+    }
+    if (job.echo.empty()) job.echo = source;
+    if (job.input.empty()) job.input = source;
+    return job;
+}
+
+/// The job of a line longer than max_manifest_line_bytes, which was not kept.
+batch_job too_long_job(const std::string& source) {
+    batch_job job;
+    job.source = job.input = job.echo = source;
+    job.error = source + ": line too long " +
+                expected_got("at most " + std::to_string(max_manifest_line_bytes) + " bytes", "more");
+    return job;
+}
+
+/// Splits manifest bytes into lines as they arrive, keeping at most
+/// max_manifest_line_bytes of a line: a longer one is dropped as it streams by.
+class manifest_lines {
+public:
+    manifest_lines(std::string name, std::string dir, const compute_options& base)
+        : name_(std::move(name)), dir_(std::move(dir)), base_(base) {}
+
+    void feed(std::string_view bytes) {
+        while (!bytes.empty()) {
+            const std::size_t nl = bytes.find('\n');
+            take(bytes.substr(0, nl));
+            if (nl == std::string_view::npos) return;
+            finish();
+            bytes.remove_prefix(nl + 1);
+        }
+    }
+
+    /// The jobs, once the last bytes are fed (a last line needs no newline).
+    std::vector<batch_job> done() {
+        if (!line_.empty() || too_long_) finish();
+        return std::move(jobs_);
+    }
+
+private:
+    void take(std::string_view part) {
+        if (too_long_) return;
+        if (line_.size() + part.size() > max_manifest_line_bytes) {
+            too_long_ = true;
+            std::string().swap(line_);
+            return;
+        }
+        line_.append(part);
+    }
+
+    void finish() {
+        const std::string source = name_ + ":" + std::to_string(number_++);
+        if (too_long_) jobs_.push_back(too_long_job(source));
+        else if (line_.find_first_not_of(" \t\r") != std::string::npos) jobs_.push_back(parse_job(line_, source, dir_, base_));
+        line_.clear();
+        too_long_ = false;
+    }
+
+    std::string name_, dir_;
+    const compute_options& base_;
+    std::vector<batch_job> jobs_;
+    std::string line_;
+    bool too_long_ = false;
+    std::size_t number_ = 1;
+};
+
+}  // namespace
+
+std::vector<batch_job> parse_manifest(const std::string& text, const std::string& name, const std::string& dir,
+                                      const compute_options& base) {
+    manifest_lines lines(name, dir, base);
+    lines.feed(text);
+    return lines.done();
+}
+
 std::vector<batch_job> read_manifest(const std::string& path, const compute_options& base) {
-    std::istringstream text(io::read_file(path));
     const auto slash = path.find_last_of('/');
     const std::string dir = path == "-" || slash == std::string::npos ? "" : path.substr(0, slash + 1);
-    std::vector<batch_job> jobs;
-    std::string line;
-    for (std::size_t n = 1; std::getline(text, line); ++n) {
-        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-        const std::string source = (path == "-" ? std::string("<stdin>") : path) + ":" + std::to_string(n);
-        batch_job job;
-        compute_options c = base;  // the same bindings as the command line, over a copy of its options
-        CLI::App app;
-        add_job_options(app, c);
-        try {
-            const auto j = nlohmann::json::parse(line);
-            if (!j.is_object() || !j.contains("input") || !j["input"].is_string())
-                throw value_error(source, "bad job " + expected_got("an object with \"input\": \"FILE\"", j.type_name()));
-            job.input = from_dir(dir, j["input"].get<std::string>());
-            if (j.contains("output")) {
-                if (!j["output"].is_string())
-                    throw value_error(source, "output: wrong type " + expected_got("a file name", j["output"].type_name()));
-                job.output = from_dir(dir, j["output"].get<std::string>());
-            }
-            std::vector<std::string> words = job_words(j, dir);
-            std::reverse(words.begin(), words.end());  // CLI11 takes them last to first
-            app.parse(words);
-            job.cli = c.pipeline;
-            job.dump = c.dump;
-            job.settings = pipeline_settings(c.pipeline, directory_target(c.plot) ? with_plot_stages(c.dump) : c.dump);
-            job.format = c.format;
-            job.style.precision = c.precision;
-            job.style.compact = c.compact;
-            job.style.full = c.full;
-        } catch (const nlohmann::json::exception& e) {
-            // Syntax, and numbers JSON cannot hold (1e999): this line fails, the others run.
-            job.error = source + ": invalid JSON line (" + std::string(e.what()).substr(std::string(e.what()).find(' ') + 1) + ")";
-        } catch (const CLI::ExtrasError& e) {
-            std::string key = e.what();
-            key = key.substr(key.find("--") + 2);
-            key = key.substr(0, key.find('='));
-            job.error = source + ": unknown key '" + key +
-                        "' (expected input, output or a compute option such as mask, lengths, scale)";
-        } catch (const CLI::ParseError& e) {
-            job.error = source + ": " + parse_error_message(e, app, 0, nullptr);
-        } catch (const error& e) {
-            job.error = source + ": " + e.what();
-        }
-        if (job.input.empty()) job.input = source;
-        jobs.push_back(std::move(job));
+    const std::string name = path == "-" ? std::string("<stdin>") : path;
+    manifest_lines lines(name, dir, base);
+    char chunk[1 << 16];
+    if (path == "-") {
+        std::streambuf* buf = std::cin.rdbuf();
+        for (std::streamsize n; buf && (n = buf->sgetn(chunk, sizeof chunk)) > 0;)
+            lines.feed(std::string_view(chunk, static_cast<std::size_t>(n)));
+        if (!buf || std::ferror(stdin)) throw io_error("<stdin>", "cannot read standard input");
+        return lines.done();
     }
-    return jobs;
+    // Read as it streams, never whole: a manifest is as long as its jobs are many.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw io_error(path, std::string("cannot open file (") + std::strerror(errno) + ")");
+    struct closer {
+        int fd;
+        ~closer() { ::close(fd); }
+    } close_on_exit{fd};
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) throw io_error(path, std::string("cannot read file (") + std::strerror(errno) + ")");
+    if (S_ISDIR(st.st_mode)) throw io_error(path, std::string("cannot read file (") + std::strerror(EISDIR) + ")");
+    for (;;) {
+        const ssize_t n = ::read(fd, chunk, sizeof chunk);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            throw io_error(path, std::string("cannot read file (") + std::strerror(errno) + ")");
+        }
+        if (n == 0) break;
+        lines.feed(std::string_view(chunk, static_cast<std::size_t>(n)));
+    }
+    return lines.done();
 }
+
+namespace {
+
+/// The file a path names, for comparing outputs: "out/../a.json" and "a.json" are one.
+std::string file_key(const std::string& path) {
+    std::error_code ec;
+    const auto p = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
+    return ec ? std::filesystem::path(path).lexically_normal().string() : p.string();
+}
+
+/// For each job, the error refusing it when its output file is an earlier job's or the
+/// batch's -o FILE ("" when it is its own): run side by side, one would silently replace
+/// the other.
+std::vector<std::string> shared_outputs(const std::vector<batch_job>& jobs, const std::vector<std::string>& dir_paths,
+                                        const std::string& batch_file) {
+    std::vector<std::string> refused(jobs.size());
+    std::map<std::string, std::size_t> owner;  // file → the first job writing it
+    const bool batch_writes = !batch_file.empty() && batch_file != "-" && batch_file != "/dev/stdout";
+    const std::string batch_key = batch_writes ? file_key(batch_file) : "";
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+        if (!jobs[i].error.empty()) continue;
+        const std::string& target = !jobs[i].output.empty() ? jobs[i].output : i < dir_paths.size() ? dir_paths[i] : "";
+        if (target.empty() || target == "-" || target == "/dev/stdout" || target == "/dev/null") continue;
+        const std::string key = file_key(target);
+        const std::string shown = !jobs[i].output_echo.empty() ? jobs[i].output_echo : target;
+        if (batch_writes && key == batch_key)
+            refused[i] = job_error(jobs[i].source, "output: the batch's -o file " +
+                                                       expected_got("a file of its own", shown));
+        else if (const auto [it, fresh] = owner.emplace(key, i); !fresh)
+            refused[i] = job_error(jobs[i].source, "output: also written by " + jobs[it->second].source + " " +
+                                                       expected_got("one job per output file", shown));
+    }
+    return refused;
+}
+
+}  // namespace
 
 int run_batch(const std::vector<batch_job>& jobs, const batch_output& out, int workers) {
     const std::size_t n = jobs.size();
     const bool to_dir = !out.dir.empty();
     const std::vector<std::string> paths = to_dir ? output_paths(jobs, out.dir, extension(out.format)) : std::vector<std::string>{};
     const std::vector<std::string> plots = out.plot_dir.empty() ? std::vector<std::string>{} : output_paths(jobs, out.plot_dir, ".png");
+    const std::vector<std::string> refused = shared_outputs(jobs, paths, out.file);
     std::vector<std::optional<std::string>> records(n);  // JSON Lines text, by input order
     std::vector<std::uint8_t> failed(n, 0);
     std::mutex mutex;
@@ -206,7 +361,7 @@ int run_batch(const std::vector<batch_job>& jobs, const batch_output& out, int w
         for (std::size_t i; !io::stop_requested() && (i = next.fetch_add(1)) < n;) {
             const batch_job& job = jobs[i];
             std::string record;
-            std::string err = job.error;
+            std::string err = job.error.empty() ? refused[i] : job.error;
             if (err.empty()) {
                 try {
                     attn::pipeline_options settings = job.settings;
@@ -221,7 +376,8 @@ int run_batch(const std::vector<batch_job>& jobs, const batch_output& out, int w
                         io::atomic_file file(job.output);
                         io::write_document(file.stream(), doc, f, job.style, false);
                         file.commit();
-                        record = nlohmann::ordered_json{{"input", job.input}, {"output", job.output}}.dump(
+                        // The manifest's own strings, so that records join back to its lines.
+                        record = nlohmann::ordered_json{{"input", job.echo}, {"output", job.output_echo}}.dump(
                                      -1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
                                  "\n";
                     } else if (to_dir) {
@@ -229,7 +385,7 @@ int run_batch(const std::vector<batch_job>& jobs, const batch_output& out, int w
                         io::write_document(file.stream(), doc, out.format, out.style, false);
                         file.commit();
                     } else {
-                        doc.input = job.input;
+                        doc.input = job.echo;
                         std::ostringstream line;
                         io::write_document(line, doc, io::format::jsonl, out.style, false);
                         record = line.str();
@@ -246,13 +402,13 @@ int run_batch(const std::vector<batch_job>& jobs, const batch_output& out, int w
             }
             // File names need not be UTF-8: invalid bytes become U+FFFD in the record.
             if (!err.empty())
-                record = nlohmann::ordered_json{{"input", job.input}, {"error", err}}.dump(
+                record = nlohmann::ordered_json{{"input", job.echo}, {"error", err}}.dump(
                              -1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
                          "\n";
             std::lock_guard<std::mutex> lock(mutex);
             if (!err.empty()) {
                 failed[i] = 1;
-                std::cerr << (progress ? "\r\x1b[K" : "") << "attn: error: " << err << '\n';
+                print_error(err, progress);
             }
             records[i] = std::move(record);
             ready.notify_one();
@@ -274,9 +430,9 @@ int run_batch(const std::vector<batch_job>& jobs, const batch_output& out, int w
         } catch (const std::system_error& e) {
             // Out of threads (EAGAIN: a process or memory limit): carry on with those we
             // have; with none, this thread does the work before it writes the records.
-            std::cerr << "attn: warning: cannot start worker thread " << (t + 1) << " of " << threads << " ("
-                      << std::system_category().message(e.code().value()) << "); running with "
-                      << std::max<std::size_t>(pool.size(), 1) << '\n';
+            print_warning("cannot start worker thread " + std::to_string(t + 1) + " of " + std::to_string(threads) + " (" +
+                          std::system_category().message(e.code().value()) + "); running with " +
+                          std::to_string(std::max<std::size_t>(pool.size(), 1)));
             break;
         }
     }
@@ -287,7 +443,7 @@ int run_batch(const std::vector<batch_job>& jobs, const batch_output& out, int w
         ready.wait(lock, [&] { return records[i].has_value(); });
         std::string record = std::move(*records[i]);
         records[i].reset();
-        if (progress) std::cerr << "\rattn: " << (i + 1) << "/" << n << std::flush;
+        if (progress && !io::stop_requested()) std::cerr << "\rattn: " << (i + 1) << "/" << n << std::flush;
         lock.unlock();
         if (!to_dir) sink << record;
     }

@@ -14,11 +14,14 @@ namespace attn::cli {
 struct compute_options;
 
 struct batch_job {
-    std::string input;
+    std::string input;                 ///< the file to read: a manifest's path taken from its folder
+    std::string echo;                  ///< "input" of the job's record: the manifest's own string, or `input`
+    std::string source;                ///< where the job was given: "jobs.jsonl:3", or the INPUT itself
     pipeline_cli cli;                  ///< the job's options as parsed (its per-array files)
     attn::pipeline_options settings;   ///< what they mean for the library
     std::string error;                 ///< set when the job could not even be read from the manifest
     std::string output;                ///< the job's own output file, or "" for the batch's output
+    std::string output_echo;           ///< "output" of the job's record: the manifest's own string
     std::string format;                ///< its --format, or "" for the output's extension
     io::text_style style;              ///< its --precision and --compact
     std::vector<std::string> dump;     ///< the stages asked for (settings may hold more, for --plot DIR/)
@@ -34,6 +37,18 @@ struct batch_output {
     std::string plot_dir;  ///< --plot DIR/: each input's weights heatmap as DIR/<stem>.png, or ""
 };
 
+/// The longest manifest line read as a job, in bytes: a longer line is refused unread
+/// (one error record), so one line cannot cost more than a few times this in memory.
+constexpr std::size_t max_manifest_line_bytes = std::size_t{4} << 20;
+
+/// Parses manifest text (JSON Lines) named `name` in messages ("jobs.jsonl" →
+/// "jobs.jsonl:3"), with relative paths taken from `dir` ("" or ending in '/'): what
+/// read_manifest does after reading. A line longer than max_manifest_line_bytes is
+/// refused with its line number, as if read_manifest had skipped it. Throws nothing
+/// but std::bad_alloc: every bad line becomes a job with `error` set.
+std::vector<batch_job> parse_manifest(const std::string& text, const std::string& name, const std::string& dir,
+                                      const compute_options& base);
+
 /// Reads a manifest (JSON Lines; "-" is stdin): one job per non-blank line, an object
 /// with "input" and any compute option by its long name ('-' or '_'), applied on top of
 /// the command line's `base` options. Each line is turned into the words of a command
@@ -41,7 +56,9 @@ struct batch_output {
 /// `true` → the flag, `false` → `--flag=false`) and parsed by the same CLI11 bindings
 /// (add_job_options), so jobs get the command line's validation and messages. "output"
 /// names the job's own output file. Relative paths (input, output, the per-array files)
-/// are taken from the manifest's folder. A bad line becomes a job with `error` set.
+/// are taken from the manifest's folder; a record's "input" and "output" echo the
+/// manifest's own strings. A bad line becomes a job with `error` set, and so does a line
+/// longer than max_manifest_line_bytes, which is never held whole in memory.
 /// Throws io_error if the manifest cannot be read.
 std::vector<batch_job> read_manifest(const std::string& path, const compute_options& base);
 
@@ -51,7 +68,10 @@ constexpr std::size_t max_batch_workers = 200;
 /// Runs the jobs on `workers` threads (at most max_batch_workers; one kernel thread
 /// each); every job fails on its own: one stderr line and an {"input", "error"} record.
 /// A worker thread that cannot be created is reported by one warning line and the jobs
-/// run on the threads there are. Returns 1 if any job failed.
+/// run on the threads there are. A job whose output file (its own "output", or its file
+/// under -o DIR/) is another job's, or the batch's -o FILE, is refused before anything
+/// runs: one error naming both jobs. After a terminating signal no further error line is
+/// printed. Returns 1 if any job failed.
 int run_batch(const std::vector<batch_job>& jobs, const batch_output& out, int workers);
 
 }  // namespace attn::cli

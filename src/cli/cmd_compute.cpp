@@ -51,7 +51,7 @@ int run_several(const compute_options& c, const attn::pipeline_options& settings
     } else {
         for (const auto& input : c.inputs) {
             batch_job job;
-            job.input = input;
+            job.input = job.echo = job.source = input;
             job.cli = c.pipeline;
             job.settings = settings;
             job.dump = c.dump;

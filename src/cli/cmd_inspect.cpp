@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "diagnostics.hpp"
 #include "attn/core/summary.hpp"
 #include "attn/error.hpp"
 #include "attn/text.hpp"
@@ -207,7 +208,7 @@ int run_inspect(const inspect_cli& c) {
         } catch (const error& e) {
             // Like a batch run: the bad file is reported, the others still are listed.
             std::cout.flush();
-            std::cerr << "attn: error: " << e.what() << '\n';
+            print_error(e.what());
             if (c.format == "json") std::cout << dump({{"file", file}, {"error", e.what()}}) << '\n';
             status = exit_data_error;
             continue;

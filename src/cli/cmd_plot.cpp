@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "diagnostics.hpp"
 #include "attn/pipeline.hpp"
 #include "attn/error.hpp"
 #include "attn/text.hpp"
@@ -438,8 +439,8 @@ int run_plot(const plot_options& c) {
     spec.dpi = fig.dpi;
     const io::heatmap_layout l = io::write_heatmap(c.output, spec);
     if (spec.annotate && !l.annotated)
-        std::cerr << "attn: warning: --annotate: cells too small for the numbers, drawn without them (expected cells of at least "
-                  << l.annotation_cell << " px, got " << l.cell << " px)\n";
+        print_warning("--annotate: cells too small for the numbers, drawn without them (expected cells of at least " +
+                      std::to_string(l.annotation_cell) + " px, got " + std::to_string(l.cell) + " px)");
     return exit_ok;
 }
 

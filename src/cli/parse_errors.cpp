@@ -4,9 +4,11 @@
 #include <cstdlib>
 #include <regex>
 #include <sys/stat.h>
+#include <string_view>
 #include <vector>
 
 #include "attn/text.hpp"
+#include "diagnostics.hpp"
 
 namespace attn::cli {
 
@@ -89,7 +91,11 @@ std::string unknown_word(const std::string& word, const CLI::App& app) {
 }  // namespace
 
 std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app, int argc, const char* const* argv) {
-    const std::string what = e.what();
+    // A value CLI11 echoes can be megabytes (a manifest line): std::regex recurses once
+    // per character matched and would overflow the stack, so a long message is shortened
+    // first. Up to 4 KiB it is kept whole: the 309 digits of DBL_MAX in a range are
+    // recognised below and said as "≥ 0".
+    const std::string what = std::string_view(e.what()).size() > 4096 ? shortened(e.what()) : std::string(e.what());
     std::smatch m;
     if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
         static const std::regex one("The following arguments? (?:was|were) not expected: (.*)");

@@ -1,4 +1,5 @@
 // Options shared by the subcommands that run the pipeline.
+#include "diagnostics.hpp"
 #include "pipeline_options.hpp"
 
 #include <algorithm>
@@ -538,8 +539,8 @@ io::bundle gather_inputs(const std::string& input, const pipeline_cli& c) {
     // mask under another name, bias_k of a state_dict) is named on stderr.
     // A checkpoint with no attention inputs is refused by the caller, with a hint.
     if (!b.ignored.empty() && !(b.arrays.empty() && io::is_checkpoint_file(input)))
-        std::cerr << "attn: warning: " << (input == "-" ? "<stdin>" : input) << ": ignored arrays " << name_list(b.ignored)
-                  << " (not an input name; see attn compute --help)\n";
+        print_warning((input == "-" ? "<stdin>" : input) + ": ignored arrays " + name_list(b.ignored) +
+                      " (not an input name; see attn compute --help)");
     const auto holds = [&b](const std::string& name) {
         return std::any_of(b.arrays.begin(), b.arrays.end(), [&](const io::named_array& n) { return n.name == name; });
     };
@@ -562,8 +563,8 @@ io::bundle gather_inputs(const std::string& input, const pipeline_cli& c) {
     for (const auto& a : b.arrays)
         if (a.name == "in_proj_weight" && c.heads == 0 && a.value.rank() == 2 && a.value.shape[0] % 3 == 0 &&
             a.value.shape[0] / 3 >= 64)
-            std::cerr << "attn: warning: in_proj_weight: computed as one head of width " << a.value.shape[0] / 3
-                      << " (give --heads N, the module's num_heads)\n";
+            print_warning("in_proj_weight: computed as one head of width " + std::to_string(a.value.shape[0] / 3) +
+                          " (give --heads N, the module's num_heads)");
     return b;
 }
 
