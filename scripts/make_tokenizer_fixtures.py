@@ -189,6 +189,67 @@ def added_flags():
     return t
 
 
+def word_level(pre_tokenizer, normalizer=None):
+    """A WordLevel model (a piece is one token, or [UNK]): the encodings show exactly how
+    the normalizer and pre-tokenizer cut the text (offsets, word ids)."""
+    words = ["[UNK]", "hello", "world", "the", "-", ",", "--", " ", "1", "2", "3", "123", "cafe", "▁hello", "▁world"]
+    return {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [{"id": 0, "content": "[UNK]", "single_word": False, "lstrip": False, "rstrip": False,
+                          "normalized": False, "special": True}],
+        "normalizer": normalizer, "pre_tokenizer": pre_tokenizer, "post_processor": None, "decoder": None,
+        "model": {"type": "WordLevel", "vocab": {w: i for i, w in enumerate(words)}, "unk_token": "[UNK]"},
+    }
+
+
+def split_fixtures():
+    out = {}
+    for behavior in ["Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous"]:
+        for invert in [False, True]:
+            name = "split_%s%s" % (behavior.lower(), "_invert" if invert else "")
+            out[name] = word_level({"type": "Split", "pattern": {"Regex": "[\\s,-]"}, "behavior": behavior,
+                                    "invert": invert})
+    out["split_string_isolated"] = word_level({"type": "Split", "pattern": {"String": "--"}, "behavior": "Isolated",
+                                               "invert": False})
+    return out
+
+
+def metaspace_fixtures():
+    out = {}
+    for name, scheme, split in [("metaspace_first_split", "first", True), ("metaspace_always_nosplit", "always", False),
+                                ("metaspace_never_split", "never", True)]:
+        t = byte_fallback_bpe()
+        t["normalizer"] = None
+        t["pre_tokenizer"] = {"type": "Metaspace", "replacement": "▁", "prepend_scheme": scheme, "split": split}
+        t["added_tokens"].append({"id": 3, "content": "<sep>", "single_word": False, "lstrip": False, "rstrip": False,
+                                  "normalized": False, "special": True})
+        t["model"]["vocab"]["<sep>"] = 3
+        t["model"]["vocab"] = {k: (v if v < 3 or k == "<sep>" else v + 1) for k, v in t["model"]["vocab"].items()}
+        out[name] = t
+    return out
+
+
+def normalizer_fixtures():
+    return {
+        "normalizers_sequence": word_level(
+            {"type": "Whitespace"},
+            {"type": "Sequence", "normalizers": [
+                {"type": "NFKD"}, {"type": "StripAccents"}, {"type": "Lowercase"},
+                {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "},
+                {"type": "Strip", "strip_left": True, "strip_right": True}, {"type": "NFC"}]}),
+        "normalizers_nfkc_prepend": word_level(
+            {"type": "WhitespaceSplit"},
+            {"type": "Sequence", "normalizers": [{"type": "NFKC"}, {"type": "Prepend", "prepend": "▁"},
+                                                 {"type": "Replace", "pattern": {"String": " "}, "content": " ▁"}]}),
+        "normalizers_nfd": word_level({"type": "WhitespaceSplit"}, {"type": "NFD"}),
+        "pre_tokenizers_digits_punctuation": word_level(
+            {"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"}, {"type": "Punctuation", "behavior": "Isolated"},
+                                                   {"type": "Digits", "individual_digits": True}]}),
+        "pre_tokenizers_digits_contiguous": word_level({"type": "Digits", "individual_digits": False}),
+        "pre_tokenizers_bert": word_level({"type": "BertPreTokenizer"}),
+    }
+
+
 def small_corpus():
     return [
         "Hello world", "the world", "  the  world  ", "hello\n\nworld", "123 1234", "aaaaaaaaa", "café é", "日本語",
@@ -196,7 +257,9 @@ def small_corpus():
         "cat concat cat. cats", "the cat", "DOG dog Dog", "Bird bird BIRD", "Hello there, the quick brown fox!",
         "The quick brown fox jumped over the lazy dog's back (today).", "unaffable [MASK] 日本语 123 abc",
         "Café résumé", "\ttabs\tand\r\nnewlines", "", " ", "<s>Hello</s> world", "hello world", "x\u00e9\u4e2d\U0001F600",
-        "the   the", "tt hh", "a b c",
+        "the   the", "tt hh", "a b c", "hello-world, the--world", "hello,,, world -- the", " -hello- ", "a--b--c",
+        "--", ",", "12345 and 1 2 3", "x1y22z333", "ﬁne Ｈｅｌｌｏ ①", "Café  Résumé   ", "  cafe\u0301 ", "hello <sep> world",
+        "<sep>hello", "hello<sep>", "wait... what?!", "e.g. (this) [that] {other}", "hello\u3000world\u00a0the",
     ]
 
 
@@ -208,11 +271,17 @@ def main():
     with open(os.path.join(OUT, "small_corpus.jsonl"), "w", encoding="utf-8") as f:
         for t in small_corpus():
             f.write(json.dumps(t, ensure_ascii=False) + "\n")
-    for name, make in [("byte_level_bpe", byte_level_bpe), ("byte_fallback_bpe", byte_fallback_bpe),
-                       ("word_piece", word_piece), ("added_flags", added_flags)]:
+    tokenizers = {"byte_level_bpe": byte_level_bpe(), "byte_fallback_bpe": byte_fallback_bpe(),
+                  "word_piece": word_piece(), "added_flags": added_flags()}
+    tokenizers.update(split_fixtures())
+    tokenizers.update(metaspace_fixtures())
+    tokenizers.update(normalizer_fixtures())
+    for name, tok in tokenizers.items():
         with open(os.path.join(OUT, name + ".tokenizer.json"), "w", encoding="utf-8") as f:
-            json.dump(make(), f, ensure_ascii=False, indent=1)
+            json.dump(tok, f, ensure_ascii=False, indent=1)
             f.write("\n")
+    with open(os.path.join(OUT, "small_tokenizers.txt"), "w", encoding="utf-8") as f:
+        f.write("\n".join(tokenizers) + "\n")
 
 
 if __name__ == "__main__":

@@ -108,3 +108,25 @@ TEST_CASE("tokenizer: invalid UTF-8 input is refused naming the byte offset") {
         }
     }
 }
+
+TEST_CASE("tokenizer: Split pre-tokenizer behaviours, inverted or not, cut the text as HF tokenizers") {
+    for (const char* name : {"split_removed", "split_removed_invert", "split_isolated", "split_isolated_invert",
+                             "split_mergedwithprevious", "split_mergedwithprevious_invert", "split_mergedwithnext",
+                             "split_mergedwithnext_invert", "split_contiguous", "split_contiguous_invert",
+                             "split_string_isolated"})
+        check_against_reference(name);
+}
+
+TEST_CASE("tokenizer: Metaspace pre-tokenizer (prepend_scheme first, always, never; split or not) encodes as HF tokenizers") {
+    for (const char* name : {"metaspace_first_split", "metaspace_always_nosplit", "metaspace_never_split"})
+        check_against_reference(name);
+}
+
+TEST_CASE("tokenizer: normalizers NFKD, StripAccents, Lowercase, Replace, Strip, NFC, NFKC, Prepend, NFD align offsets as HF tokenizers") {
+    for (const char* name : {"normalizers_sequence", "normalizers_nfkc_prepend", "normalizers_nfd"}) check_against_reference(name);
+}
+
+TEST_CASE("tokenizer: WhitespaceSplit, Punctuation, Digits and BertPreTokenizer pre-tokenizers cut as HF tokenizers") {
+    for (const char* name : {"pre_tokenizers_digits_punctuation", "pre_tokenizers_digits_contiguous", "pre_tokenizers_bert"})
+        check_against_reference(name);
+}
