@@ -221,6 +221,9 @@ def metaspace_fixtures():
         t = byte_fallback_bpe()
         t["normalizer"] = None
         t["pre_tokenizer"] = {"type": "Metaspace", "replacement": "▁", "prepend_scheme": scheme, "split": split}
+        t["decoder"] = {"type": "Sequence", "decoders": [
+            {"type": "ByteFallback"},
+            {"type": "Metaspace", "replacement": "▁", "prepend_scheme": scheme, "split": split}]}
         t["added_tokens"].append({"id": 3, "content": "<sep>", "single_word": False, "lstrip": False, "rstrip": False,
                                   "normalized": False, "special": True})
         t["model"]["vocab"]["<sep>"] = 3

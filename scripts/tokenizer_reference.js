@@ -4,7 +4,8 @@
 // ATTN_SETUP_TOKENIZERS=1). For every line of CORPUS (one JSON string per line) prints
 // one JSON line: the text and its encodings with and without special tokens — ids,
 // tokens, offsets in code points (as tokenizers reports them), the same offsets in bytes
-// of the UTF-8 text, word ids (null for post-processor tokens), special tokens mask.
+// of the UTF-8 text, word ids (null for post-processor tokens), special tokens mask —
+// and, with special tokens, every token's label (the decoder run on that token alone).
 //
 //   node scripts/tokenizer_reference.js TOKENIZER_JSON CORPUS > expected.jsonl
 const fs = require('fs');
@@ -47,6 +48,11 @@ async function main() {
         word_ids: e.getWordIds().map((w) => (w === undefined ? null : w)),
         special_tokens_mask: e.getSpecialTokensMask(),
       };
+      // Token labels: each token decoded alone, as decode([id], skip_special_tokens=false).
+      if (special) {
+        out[key].labels = [];
+        for (const id of out[key].ids) out[key].labels.push(await tok.decode([id], false));
+      }
     }
     process.stdout.write(JSON.stringify(out) + '\n');
   }

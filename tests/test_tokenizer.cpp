@@ -1,6 +1,8 @@
 // attn::tokenizer against HF tokenizers itself: small tokenizer.json fixtures (byte-level
 // BPE, BPE with byte fallback, WordPiece, added-token flags) whose expected encodings were
-// made by the Rust library (scripts/make_tokenizer_references.sh), and its refusals.
+// made by the Rust library (scripts/make_tokenizer_references.sh) — ids, tokens, offsets,
+// word ids and every token's label (tokenizer::token_label against decode([id])) — and
+// its refusals.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -28,6 +30,8 @@ void check_against_reference(const std::string& name) {
             INFO(name << " text " << nlohmann::json(text).dump() << " add_special_tokens=" << special);
             CHECK(diff == "");
         }
+        INFO(name << " labels of " << nlohmann::json(text).dump());
+        CHECK(attn_test::label_difference(tok, line.at("with_special")) == "");
     }
 }
 

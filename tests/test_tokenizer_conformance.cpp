@@ -40,6 +40,10 @@ void check_model(const std::string& model) {
                 MESSAGE(model << " " << nlohmann::json(text).dump() << " add_special_tokens=" << special << ": " << diff);
             }
         }
+        if (const auto diff = attn_test::label_difference(tok, line.at("with_special")); !diff.empty()) {
+            all = false;
+            MESSAGE(model << " " << nlohmann::json(text).dump() << ": " << diff);
+        }
         matching += all;
         ++total;
     }

@@ -41,4 +41,19 @@ inline std::string encoding_difference(const attn::tokenizer::encoding& e, const
     return "";
 }
 
+/// "" when every token's label (tokenizer::token_label) equals the reference's
+/// `decode([id])`, else the first difference.
+inline std::string label_difference(const attn::tokenizer::tokenizer& tok, const nlohmann::json& ref) {
+    if (!ref.contains("labels")) return "no reference labels";
+    const auto& ids = ref.at("ids");
+    const auto& labels = ref.at("labels");
+    for (std::size_t k = 0; k < ids.size(); ++k) {
+        const auto got = tok.token_label(ids[k].get<std::uint32_t>());
+        if (got != labels[k].get<std::string>())
+            return "label of id " + ids[k].dump() + ": expected " + labels[k].dump() + ", got " +
+                   nlohmann::json(got).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
+    return "";
+}
+
 }  // namespace attn_test

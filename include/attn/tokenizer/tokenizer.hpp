@@ -11,7 +11,8 @@
 /// WhitespaceSplit, BertPreTokenizer, Punctuation, Digits, Sequence; models BPE (byte-level,
 /// byte fallback, ignore_merges, continuing_subword_prefix, end_of_word_suffix, unk, fuse_unk),
 /// WordPiece, WordLevel; post-processors TemplateProcessing, BertProcessing,
-/// RobertaProcessing, ByteLevel, Sequence. Anything else is refused by from_json.
+/// RobertaProcessing, ByteLevel, Sequence; the decoders token_label lists. Anything else
+/// is refused by from_json.
 
 #include <cstddef>
 #include <cstdint>
@@ -54,6 +55,12 @@ public:
 
     /// The token string of `id` (model vocabulary or added token), if any.
     std::optional<std::string> id_to_token(std::uint32_t id) const;
+
+    /// The label of one token: the tokenizer.json's decoder run on that token alone, as
+    /// `tokenizers`' `decode([id], skip_special_tokens=false)` (a byte-level token holding
+    /// part of a character decodes to U+FFFD). Decoders ByteLevel, ByteFallback, Fuse,
+    /// Strip, Replace, Metaspace, WordPiece, BPEDecoder, Sequence; "" for an unknown id.
+    std::string token_label(std::uint32_t id) const;
 
     explicit tokenizer(std::shared_ptr<const tokenizer_impl> impl) : impl_(std::move(impl)) {}
 
