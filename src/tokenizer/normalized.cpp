@@ -263,18 +263,24 @@ void normalized::prepend(std::string_view s) {
 }
 
 void normalized::replace(const pattern& p, std::string_view content) {
-    const auto content_chars = to_code_points(content);
-    std::ptrdiff_t shift = 0;
+    // NormalizedString::replace, in one pass: each match is removed and the content's
+    // characters inserted with the alignment of the match's last byte (transform_range
+    // with every character an insertion after initial_offset = the match's characters).
+    std::string new_text;
+    std::vector<range> new_align;
     for (const auto& [m, is_match] : p.find_matches(text)) {
-        if (!is_match) continue;
-        range r{static_cast<std::size_t>(static_cast<std::ptrdiff_t>(m.first) + shift),
-                static_cast<std::size_t>(static_cast<std::ptrdiff_t>(m.second) + shift)};
-        const auto removed = to_code_points(std::string_view(text).substr(r.first, r.second - r.first)).size();
-        std::vector<std::pair<char32_t, int>> dest;
-        for (char32_t c : content_chars) dest.push_back({c, 1});
-        transform_range(r, dest, removed);
-        shift += static_cast<std::ptrdiff_t>(content.size()) - static_cast<std::ptrdiff_t>(m.second - m.first);
+        if (!is_match) {
+            new_text.append(text, m.first, m.second - m.first);
+            new_align.insert(new_align.end(), align.begin() + static_cast<std::ptrdiff_t>(m.first),
+                             align.begin() + static_cast<std::ptrdiff_t>(m.second));
+            continue;
+        }
+        const range a = m.second < 1 ? range{original_start, original_start} : align[m.second - 1];
+        new_text.append(content);
+        new_align.insert(new_align.end(), content.size(), a);
     }
+    text = std::move(new_text);
+    align = std::move(new_align);
 }
 
 void normalized::filter(const std::function<bool(char32_t)>& keep) {

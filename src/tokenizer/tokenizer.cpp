@@ -984,35 +984,49 @@ struct added_token {
 };
 
 // Leftmost-longest matching of a set of added tokens (tokenizers uses Aho-Corasick with
-// MatchKind::LeftmostLongest): tokens by first byte, longest first.
+// MatchKind::LeftmostLongest), through a byte trie: O(text × longest token).
 struct matcher {
-    std::vector<std::vector<std::pair<std::string, std::size_t>>> by_first_byte =
-        std::vector<std::vector<std::pair<std::string, std::size_t>>>(256);
-    bool empty = true;
+    struct node {
+        std::map<unsigned char, std::size_t> next;
+        std::optional<std::size_t> token;  // index into the added tokens
+    };
+    std::vector<node> nodes = std::vector<node>(1);
     void add(const std::string& pattern, std::size_t token) {
         if (pattern.empty()) return;
-        by_first_byte[static_cast<unsigned char>(pattern[0])].push_back({pattern, token});
-        empty = false;
-    }
-    void finish() {
-        for (auto& v : by_first_byte)
-            std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+        std::size_t at = 0;
+        for (unsigned char c : pattern) {
+            auto it = nodes[at].next.find(c);
+            if (it == nodes[at].next.end()) {
+                nodes.emplace_back();
+                it = nodes[at].next.emplace(c, nodes.size() - 1).first;
+            }
+            at = it->second;
+        }
+        if (!nodes[at].token) nodes[at].token = token;
     }
     // Non-overlapping leftmost-longest matches: (start, end, token index).
     std::vector<std::tuple<std::size_t, std::size_t, std::size_t>> find_all(std::string_view s) const {
         std::vector<std::tuple<std::size_t, std::size_t, std::size_t>> out;
-        if (empty) return out;
+        if (nodes[0].next.empty()) return out;
         for (std::size_t i = 0; i < s.size();) {
+            std::size_t at = 0, best_end = 0, best = 0;
             bool hit = false;
-            for (const auto& [p, t] : by_first_byte[static_cast<unsigned char>(s[i])]) {
-                if (s.compare(i, p.size(), p) == 0) {
-                    out.emplace_back(i, i + p.size(), t);
-                    i += p.size();
+            for (std::size_t k = i; k < s.size(); ++k) {
+                auto it = nodes[at].next.find(static_cast<unsigned char>(s[k]));
+                if (it == nodes[at].next.end()) break;
+                at = it->second;
+                if (nodes[at].token) {
                     hit = true;
-                    break;
+                    best_end = k + 1;
+                    best = *nodes[at].token;
                 }
             }
-            if (!hit) ++i;
+            if (hit) {
+                out.emplace_back(i, best_end, best);
+                i = best_end;
+            } else {
+                ++i;
+            }
         }
         return out;
     }
@@ -1053,7 +1067,7 @@ struct tokenizer_impl {
             }
             if (t.lstrip) {
                 std::size_t k = start;
-                while (k > 0) {
+                while (k > start_offset) {
                     std::size_t p = k - 1;
                     while (p > 0 && (static_cast<unsigned char>(s[p]) & 0xC0) == 0x80) --p;
                     if (!detail::is_whitespace(detail::decode_at(s, p).first)) break;
@@ -1210,8 +1224,6 @@ tokenizer from_json(const json& j) {
             impl->raw_matcher.add(t.content, i);
         }
     }
-    impl->raw_matcher.finish();
-    impl->normalized_matcher.finish();
     return tokenizer(impl);
 }
 
