@@ -253,6 +253,37 @@ def normalizer_fixtures():
     }
 
 
+def unigram_fixtures():
+    """Tiny Unigram (SentencePiece-style) tokenizers: Metaspace, unk fusing, byte fallback."""
+    pieces = [("<unk>", 0.0), ("<s>", 0.0), ("</s>", 0.0), ("▁", -2.0), ("▁the", -3.0), ("▁hello", -4.0),
+              ("▁world", -4.5), ("he", -5.0), ("llo", -5.5), ("wor", -6.0), ("ld", -6.0), ("▁he", -5.2), ("ll", -5.8),
+              ("o", -7.0), ("cat", -6.5), ("▁c", -6.8), ("at", -6.1), ("s", -7.5), ("▁a", -6.3), ("1", -8.0), ("2", -8.0),
+              ("12", -7.9), ("日本", -7.0), ("日", -8.5), ("本", -8.5)]
+    for ch in "abcdefghijklmnopqrstuvwxyz":
+        if (ch, -9.0) not in pieces and ch not in [p for p, _ in pieces]:
+            pieces.append((ch, -9.0 - 0.01 * (ord(ch) - 97)))
+    out = {}
+    for name, fallback in [("unigram", False), ("unigram_byte_fallback", True)]:
+        vocab = [list(p) for p in pieces]
+        if fallback:
+            vocab += [["<0x%02X>" % b, -20.0] for b in range(256)]
+        out[name] = {
+            "version": "1.0", "truncation": None, "padding": None,
+            "added_tokens": [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False,
+                              "normalized": False, "special": True} for i, t in enumerate(["<unk>", "<s>", "</s>"])],
+            "normalizer": {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "},
+            "pre_tokenizer": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": True},
+            "post_processor": {"type": "TemplateProcessing",
+                               "single": [{"Sequence": {"id": "A", "type_id": 0}}, {"SpecialToken": {"id": "</s>", "type_id": 0}}],
+                               "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"SpecialToken": {"id": "</s>", "type_id": 0}},
+                                        {"Sequence": {"id": "B", "type_id": 1}}, {"SpecialToken": {"id": "</s>", "type_id": 1}}],
+                               "special_tokens": {"</s>": {"id": "</s>", "ids": [2], "tokens": ["</s>"]}}},
+            "decoder": {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": True},
+            "model": {"type": "Unigram", "unk_id": 0, "vocab": vocab, "byte_fallback": fallback},
+        }
+    return out
+
+
 def small_corpus():
     return [
         "Hello world", "the world", "  the  world  ", "hello\n\nworld", "123 1234", "aaaaaaaaa", "café é", "日本語",
@@ -279,6 +310,7 @@ def main():
     tokenizers.update(split_fixtures())
     tokenizers.update(metaspace_fixtures())
     tokenizers.update(normalizer_fixtures())
+    tokenizers.update(unigram_fixtures())
     for name, tok in tokenizers.items():
         with open(os.path.join(OUT, name + ".tokenizer.json"), "w", encoding="utf-8") as f:
             json.dump(tok, f, ensure_ascii=False, indent=1)

@@ -73,8 +73,8 @@ TEST_CASE("tokenizer: unsupported component types are refused by name") {
     j["normalizer"] = {{"type", "Precompiled"}, {"precompiled_charsmap", "AAAA"}};
     CHECK(refusal(j) == "tokenizer.json: unsupported normalizer type 'Precompiled'");
     j = load("byte_level_bpe.tokenizer.json");
-    j["model"]["type"] = "Unigram";
-    CHECK(refusal(j) == "tokenizer.json: unsupported model type 'Unigram'");
+    j["model"]["type"] = "FooModel";
+    CHECK(refusal(j) == "tokenizer.json: unsupported model type 'FooModel'");
     j = load("byte_level_bpe.tokenizer.json");
     j["post_processor"] = {{"type", "Nope"}};
     CHECK(refusal(j) == "tokenizer.json: unsupported post_processor type 'Nope'");
@@ -133,4 +133,8 @@ TEST_CASE("tokenizer: normalizers NFKD, StripAccents, Lowercase, Replace, Strip,
 TEST_CASE("tokenizer: WhitespaceSplit, Punctuation, Digits and BertPreTokenizer pre-tokenizers cut as HF tokenizers") {
     for (const char* name : {"pre_tokenizers_digits_punctuation", "pre_tokenizers_digits_contiguous", "pre_tokenizers_bert"})
         check_against_reference(name);
+}
+
+TEST_CASE("tokenizer: Unigram (Viterbi best path, fused unknowns, byte fallback) encodes as HF tokenizers") {
+    for (const char* name : {"unigram", "unigram_byte_fallback"}) check_against_reference(name);
 }

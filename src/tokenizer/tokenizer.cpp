@@ -374,6 +374,9 @@ using token_list = std::vector<std::pair<std::uint32_t, range>>;
 
 struct model {
     std::unordered_map<std::string, std::uint32_t> vocab;
+    // A token of this id is named by the text it covers, not by the vocabulary (Unigram's
+    // unknown pieces: tokenizers builds their Token from the piece's string).
+    std::optional<std::uint32_t> text_valued_id;
     virtual ~model() = default;
     virtual token_list tokenize(const std::string& s) const = 0;
 };
@@ -591,12 +594,138 @@ struct word_level_model : model {
     }
 };
 
+// tokenizers' models/unigram: the Viterbi best path (Unigram::encode_optimized) over every
+// vocabulary piece (a byte trie), unknown characters at min score - 10, consecutive unknown
+// pieces fused, then byte fallback for pieces not in the vocabulary.
+struct unigram_model : model {
+    std::vector<std::pair<std::string, double>> pieces;
+    std::optional<std::uint32_t> unk_id;
+    bool byte_fallback = false;
+    double min_score = 0;
+    struct node {
+        std::map<unsigned char, std::size_t> next;
+        std::optional<std::uint32_t> id;
+    };
+    std::vector<node> trie = std::vector<node>(1);
+
+    token_list tokenize(const std::string& s) const override {
+        token_list out;
+        if (s.empty()) return out;
+        struct best {
+            std::uint32_t id = 0;
+            double score = 0;
+            std::optional<std::size_t> starts_at;
+        };
+        const double unk_score = min_score - 10.0;
+        std::vector<best> ends_at(s.size() + 1);
+        for (std::size_t start = 0; start < s.size();) {
+            const double till_here = ends_at[start].score;
+            const auto mblen = detail::decode_at(s, start).second;
+            bool single = false;
+            std::size_t at = 0;
+            for (std::size_t k = start; k < s.size(); ++k) {
+                auto it = trie[at].next.find(static_cast<unsigned char>(s[k]));
+                if (it == trie[at].next.end()) break;
+                at = it->second;
+                if (!trie[at].id) continue;
+                auto& target = ends_at[k + 1];
+                const double candidate = pieces[*trie[at].id].second + till_here;
+                if (!target.starts_at || candidate > target.score) {
+                    target = {*trie[at].id, candidate, start};
+                }
+                if (k + 1 - start == mblen) single = true;
+            }
+            if (!single) {
+                if (!unk_id) throw value_error("tokenizer.json", "model Unigram: a character is not in the vocabulary and there is no unk_id");
+                auto& target = ends_at[start + mblen];
+                const double candidate = unk_score + till_here;
+                if (!target.starts_at || candidate > target.score) target = {*unk_id, candidate, start};
+            }
+            start += mblen;
+        }
+        std::vector<range> found;  // pieces, last first
+        std::optional<range> fused;
+        for (std::size_t end = s.size(); end > 0;) {
+            const auto& n = ends_at[end];
+            const auto start = *n.starts_at;
+            if (unk_id && n.id == *unk_id) {
+                fused = fused ? range{start, fused->second} : range{start, end};
+            } else {
+                if (fused) found.push_back(*fused);
+                fused.reset();
+                found.push_back({start, end});
+            }
+            end = start;
+        }
+        if (fused) found.push_back(*fused);
+        std::reverse(found.begin(), found.end());
+        for (const auto& r : found) {
+            const auto piece = s.substr(r.first, r.second - r.first);
+            auto it = vocab.find(piece);
+            if (it != vocab.end()) {
+                out.push_back({it->second, r});
+                continue;
+            }
+            if (byte_fallback) {
+                token_list bytes;
+                for (unsigned char b : piece) {
+                    char name[8];
+                    std::snprintf(name, sizeof name, "<0x%02X>", b);
+                    auto f = vocab.find(name);
+                    if (f == vocab.end()) break;
+                    bytes.push_back({f->second, r});
+                }
+                if (bytes.size() == piece.size()) {
+                    out.insert(out.end(), bytes.begin(), bytes.end());
+                    continue;
+                }
+            }
+            if (!unk_id) throw value_error("tokenizer.json", "model Unigram: a piece is not in the vocabulary and there is no unk_id");
+            out.push_back({*unk_id, r});
+        }
+        return out;
+    }
+};
+
+model_ptr make_unigram(const json& j) {
+    auto m = std::make_unique<unigram_model>();
+    const auto& vocab = field(j, "vocab", "model Unigram");
+    if (!vocab.is_array()) bad("model Unigram: 'vocab' is not an array");
+    for (const auto& e : vocab) {
+        if (!e.is_array() || e.size() != 2 || !e[0].is_string() || !e[1].is_number())
+            bad("model Unigram: vocab entry " + std::to_string(m->pieces.size()) + " is not [piece, score]");
+        const auto id = static_cast<std::uint32_t>(m->pieces.size());
+        m->pieces.push_back({e[0].get<std::string>(), e[1].get<double>()});
+        m->vocab.emplace(m->pieces.back().first, id);
+        if (id == 0 || m->pieces.back().second < m->min_score) m->min_score = m->pieces.back().second;
+        std::size_t at = 0;
+        for (unsigned char c : m->pieces.back().first) {
+            auto it = m->trie[at].next.find(c);
+            if (it == m->trie[at].next.end()) {
+                m->trie.emplace_back();
+                it = m->trie[at].next.emplace(c, m->trie.size() - 1).first;
+            }
+            at = it->second;
+        }
+        if (at != 0 && !m->trie[at].id) m->trie[at].id = id;
+    }
+    if (j.contains("unk_id") && !j.at("unk_id").is_null()) {
+        if (!j.at("unk_id").is_number_unsigned() || j.at("unk_id").get<std::size_t>() >= m->pieces.size())
+            bad("model Unigram: unk_id is not an index into the vocabulary");
+        m->unk_id = j.at("unk_id").get<std::uint32_t>();
+        m->text_valued_id = m->unk_id;
+    }
+    m->byte_fallback = bool_field(j, "byte_fallback", false);
+    return m;
+}
+
 model_ptr make_model(const json& j) {
     if (!j.is_object()) bad("model is not an object");
     std::string type;
     if (j.contains("type") && j.at("type").is_string()) type = j.at("type").get<std::string>();
     else if (j.contains("merges")) type = "BPE";
     else if (j.contains("max_input_chars_per_word")) type = "WordPiece";
+    else if (j.contains("unk_id")) type = "Unigram";
     if (type == "BPE") return make_bpe(j);
     if (type == "WordPiece") {
         auto m = std::make_unique<word_piece_model>();
@@ -607,6 +736,7 @@ model_ptr make_model(const json& j) {
             m->max_chars = j.at("max_input_chars_per_word").get<std::size_t>();
         return m;
     }
+    if (type == "Unigram") return make_unigram(j);
     if (type == "WordLevel") {
         auto m = std::make_unique<word_level_model>();
         read_vocab(field(j, "vocab", "model WordLevel"), m->vocab, "model WordLevel");
@@ -1138,7 +1268,8 @@ struct tokenizer_impl {
             const token_list toks = s.tokens ? *s.tokens : mdl->tokenize(s.n.text);
             for (const auto& [id, r] : toks) {
                 const auto o = s.n.original_range(r);
-                pieces.push_back({id, token_string(id, s.tokens ? std::optional<std::string>(s.n.text.substr(r.first, r.second - r.first)) : std::nullopt),
+                const bool named_by_text = s.tokens || (mdl->text_valued_id && id == *mdl->text_valued_id);
+                pieces.push_back({id, token_string(id, named_by_text ? std::optional<std::string>(s.n.text.substr(r.first, r.second - r.first)) : std::nullopt),
                                   {char_at[std::min(o.first, text.size())], char_at[std::min(o.second, text.size())]},
                                   static_cast<std::uint32_t>(w), 0});
             }
