@@ -53,7 +53,8 @@ public:
     regex(const regex&) = delete;
     regex& operator=(const regex&) = delete;
     /// Non-overlapping matches, left to right, as the onig crate's find_iter yields them
-    /// (an empty match right after the previous match is skipped).
+    /// (an empty match right after the previous match is skipped). Throws value_error when
+    /// Oniguruma gives up (its retry or stack limit) rather than return a partial cut.
     std::vector<range> find_all(std::string_view s) const;
 
 private:

@@ -145,7 +145,12 @@ std::vector<range> regex::find_all(std::string_view s) const {
     std::optional<std::size_t> last_match_end;
     while (pos <= s.size()) {
         const int r = onig_search(reg, begin, end, begin + pos, end, region.get(), ONIG_OPTION_NONE);
-        if (r < 0) break;
+        if (r == ONIG_MISMATCH) break;
+        if (r < 0) {  // a retry or stack limit: refuse rather than cut the text wrongly
+            OnigUChar message[ONIG_MAX_ERROR_MESSAGE_LEN];
+            onig_error_code_to_str(message, r);
+            throw value_error("tokenizer.json", "pattern matching failed: " + std::string(reinterpret_cast<const char*>(message)));
+        }
         const auto a = static_cast<std::size_t>(region->beg[0]);
         const auto b = static_cast<std::size_t>(region->end[0]);
         if (a == b) {

@@ -50,7 +50,9 @@ struct tokenizer_impl;
 class tokenizer {
 public:
     /// Encodes UTF-8 `text` as `tokenizers`' `encode(text, add_special_tokens)` does.
-    /// Throws value_error ("text: invalid UTF-8 at byte N") for ill-formed UTF-8.
+    /// Throws value_error ("text: invalid UTF-8 at byte N") for ill-formed UTF-8, and
+    /// value_error with source "tokenizer.json" when a pattern exceeds Oniguruma's match
+    /// limits or the model needs an unknown token it does not have.
     encoding encode(std::string_view text, bool add_special_tokens) const;
 
     /// The token string of `id` (model vocabulary or added token), if any.
