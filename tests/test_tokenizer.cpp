@@ -121,7 +121,7 @@ TEST_CASE("tokenizer: Split pre-tokenizer behaviours, inverted or not, cut the t
         check_against_reference(name);
 }
 
-TEST_CASE("tokenizer: Metaspace pre-tokenizer (prepend_scheme first, always, never; split or not) encodes as HF tokenizers") {
+TEST_CASE("tokenizer: Metaspace pre-tokenizer (prepend_scheme first, always, never, split or not) encodes as HF tokenizers") {
     for (const char* name : {"metaspace_first_split", "metaspace_always_nosplit", "metaspace_never_split"})
         check_against_reference(name);
 }
