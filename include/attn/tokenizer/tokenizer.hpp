@@ -10,7 +10,7 @@
 /// BertNormalizer, Sequence; pre-tokenizers ByteLevel, Split, Metaspace, Whitespace,
 /// WhitespaceSplit, BertPreTokenizer, Punctuation, Digits, Sequence; models BPE (byte-level,
 /// byte fallback, ignore_merges, continuing_subword_prefix, end_of_word_suffix, unk, fuse_unk),
-/// WordPiece, WordLevel; post-processors TemplateProcessing, BertProcessing,
+/// Unigram, WordPiece, WordLevel; post-processors TemplateProcessing, BertProcessing,
 /// RobertaProcessing, ByteLevel, Sequence; the decoders token_label lists. Anything else
 /// is refused by from_json.
 
