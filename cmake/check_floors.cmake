@@ -9,7 +9,8 @@
 #   core      include/attn/core/, src/core/                        base core
 #   io        include/attn/io/, src/io/                            base io
 #   model     include/attn/model/, src/model/                      base core model
-#   pipeline  include/attn/pipeline.hpp, src/pipeline/             base core io model pipeline
+#   tokenizer include/attn/tokenizer/, src/tokenizer/              base tokenizer
+#   pipeline  include/attn/pipeline.hpp, src/pipeline/             base core io model tokenizer pipeline
 #   cli       src/cli/, src/main.cpp                               every floor
 cmake_minimum_required(VERSION 3.22)
 if(NOT ROOT)
@@ -20,8 +21,9 @@ set(allowed_base base)
 set(allowed_core base core)
 set(allowed_io base io)
 set(allowed_model base core model)
-set(allowed_pipeline base core io model pipeline)
-set(allowed_cli base core io model pipeline cli)
+set(allowed_tokenizer base tokenizer)
+set(allowed_pipeline base core io model tokenizer pipeline)
+set(allowed_cli base core io model tokenizer pipeline cli)
 
 # The floor of a path relative to ROOT, or "" for a file outside the floors (a system or
 # third-party header, an included data file).
@@ -29,9 +31,9 @@ function(floor_of rel out)
   set(f "")
   if(rel MATCHES "^include/attn/pipeline\\.hpp$" OR rel MATCHES "^src/pipeline/")
     set(f pipeline)
-  elseif(rel MATCHES "^include/attn/(core|io|model)/")
+  elseif(rel MATCHES "^include/attn/(core|io|model|tokenizer)/")
     set(f ${CMAKE_MATCH_1})
-  elseif(rel MATCHES "^src/(core|io|model|cli)/")
+  elseif(rel MATCHES "^src/(core|io|model|tokenizer|cli)/")
     set(f ${CMAKE_MATCH_1})
   elseif(rel MATCHES "^src/main\\.cpp$")
     set(f cli)

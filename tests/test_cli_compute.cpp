@@ -218,7 +218,7 @@ TEST_CASE("errors: one line on stderr, nothing on stdout, documented exit codes"
          "attn: error: data/notebook.npz:nope: no array named 'nope' (expected one of: q, k, v)\n"},
         {"compute --pad-id 0 data/x.npy", 2,
          "attn: error: --pad-id: needs token ids (expected a token_ids array, got none)\n"},
-        {"", 2, "attn: error: a command is required (commands: compute, generate, posenc, inspect, compare, plot, rope, rollout, view; see attn --help)\n"},
+        {"", 2, "attn: error: a command is required (commands: compute, generate, posenc, inspect, compare, plot, rope, rollout, view, tokenize; see attn --help)\n"},
     };
     for (const auto& c : cases) {
         CAPTURE(c.args);

@@ -17,11 +17,11 @@ TEST_CASE("typos in options, commands and values get the nearest spelling, exit 
         {"inspect --nope data/x.npy", "unknown option --nope (see attn inspect --help)"},
         {"data/x.npy",
          "missing command: did you mean attn compute data/x.npy? (commands: compute, generate, posenc, inspect, "
-         "compare, plot, rope, rollout, view; see attn --help)"},
+         "compare, plot, rope, rollout, view, tokenize; see attn --help)"},
         {"comptue data/x.npy", "unknown command comptue (did you mean compute?)"},
-        {"frobnicate", "unknown command frobnicate (commands: compute, generate, posenc, inspect, compare, plot, rope, rollout, view; see "
+        {"frobnicate", "unknown command frobnicate (commands: compute, generate, posenc, inspect, compare, plot, rope, rollout, view, tokenize; see "
                        "attn --help)"},
-        {"", "a command is required (commands: compute, generate, posenc, inspect, compare, plot, rope, rollout, view; see attn --help)"},
+        {"", "a command is required (commands: compute, generate, posenc, inspect, compare, plot, rope, rollout, view, tokenize; see attn --help)"},
         {"compute --mask causl data/x.npy",
          "--mask: unknown value causl (expected one of none, causal, padding; did you mean causal?)"},
         {"compute --heads abc data/x.npy", "--heads: not a whole number in range (expected 1 to 1048576, got 'abc')"},

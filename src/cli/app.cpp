@@ -140,6 +140,7 @@ int main(int argc, char** argv) {
     setup_rope(app, status);
     setup_rollout(app, status);
     setup_view(app, status);
+    setup_tokenize(app, status);
 
     // A bad ATTN_ISA (core::kernel_isa) is reported before any command runs; --help still works.
     app.parse_complete_callback([] { core::kernel_isa(); });

@@ -22,5 +22,6 @@ void setup_plot(CLI::App& app, int& exit_status);
 void setup_rope(CLI::App& app, int& exit_status);
 void setup_rollout(CLI::App& app, int& exit_status);
 void setup_view(CLI::App& app, int& exit_status);
+void setup_tokenize(CLI::App& app, int& exit_status);
 
 }  // namespace attn::cli

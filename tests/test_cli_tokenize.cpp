@@ -1,0 +1,110 @@
+// attn tokenize through the real binary: its encodings against those HF tokenizers itself
+// produced (tests/fixtures/tokenizer/*.expected.jsonl), its formats and its refusals.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_util.hpp"
+#include "scratch_dir.hpp"
+#include "tokenizer_compare.hpp"
+
+namespace {
+
+std::string fixture(const std::string& name) { return std::string(ATTN_SOURCE_DIR) + "/tests/fixtures/tokenizer/" + name; }
+
+// The reference's texts that fit on one line of a --text-file, with their expected encodings.
+std::vector<nlohmann::json> one_line_references(const std::string& name) {
+    std::vector<nlohmann::json> out;
+    for (const auto& line : attn_test::read_json_lines(fixture(name + ".expected.jsonl"))) {
+        const auto text = line.at("text").get<std::string>();
+        if (text.find_first_of("\r\n") == std::string::npos) out.push_back(line);
+    }
+    return out;
+}
+
+void check_cli_against_reference(const std::string& name, bool special) {
+    const attn_test::scratch_dir scratch;
+    const auto refs = one_line_references(name);
+    REQUIRE(refs.size() > 15);
+    std::string texts;
+    for (const auto& r : refs) texts += r.at("text").get<std::string>() + "\n";
+    attn_test::spit(scratch.path + "/texts.txt", texts);
+    const auto r = attn_test::run_attn("tokenize --text-file '" + scratch.path + "/texts.txt' --tokenizer '" +
+                                       fixture(name + ".tokenizer.json") + "' --format jsonl" +
+                                       (special ? "" : " --no-special-tokens"));
+    REQUIRE(r.code == 0);
+    CHECK(r.err == "");
+    std::istringstream lines(r.out);
+    std::size_t n = 0;
+    for (std::string line; std::getline(lines, line); ++n) {
+        REQUIRE(n < refs.size());
+        const auto got = nlohmann::json::parse(line);
+        auto expected = refs[n].at(special ? "with_special" : "without_special");
+        CAPTURE(refs[n].at("text").dump());
+        CHECK(got.at("text") == refs[n].at("text"));
+        for (const char* field : {"ids", "tokens", "offsets", "byte_offsets", "word_ids", "special_tokens_mask"})
+            CHECK_MESSAGE(got.at(field) == expected.at(field), field);
+        if (special) CHECK(got.at("labels") == expected.at("labels"));
+    }
+    CHECK(n == refs.size());
+}
+
+}  // namespace
+
+TEST_CASE("attn tokenize: byte-level BPE and WordPiece encodings match HF tokenizers, with and without special tokens") {
+    for (const char* name : {"byte_level_bpe", "word_piece", "added_flags", "byte_fallback_bpe"}) {
+        CAPTURE(name);
+        check_cli_against_reference(name, true);
+        check_cli_against_reference(name, false);
+    }
+}
+
+TEST_CASE("attn tokenize: a directory holding tokenizer.json, csv and table formats") {
+    const attn_test::scratch_dir scratch;
+    std::filesystem::copy_file(fixture("word_piece.tokenizer.json"), scratch.path + "/tokenizer.json");
+    const auto r = attn_test::run_attn("tokenize 'unaffable dog!' --tokenizer '" + scratch.path + "' --format csv");
+    REQUIRE(r.code == 0);
+    // Reference: HF tokenizers' encoding of "unaffable dog!" with this WordPiece vocabulary
+    // (ids 2 [CLS], 22 un, 23 ##aff, 24 ##able, 14 dog, 17 !, 3 [SEP]).
+    CHECK(r.out ==
+          "text,position,id,token,label,start,end,byte_start,byte_end,word_id,special\n"
+          "0,0,2,[CLS],[CLS],0,0,0,0,,1\n"
+          "0,1,22,un,un,0,2,0,2,0,0\n"
+          "0,2,23,##aff,##aff,2,5,2,5,0,0\n"
+          "0,3,24,##able,##able,5,9,5,9,0,0\n"
+          "0,4,14,dog,dog,10,13,10,13,1,0\n"
+          "0,5,17,!,!,13,14,13,14,2,0\n"
+          "0,6,3,[SEP],[SEP],0,0,0,0,,1\n");
+    // Reference: "dog" alone is [14], offsets [0, 3], word 0.
+    const auto t = attn_test::run_attn("tokenize dog --tokenizer '" + scratch.path + "' --format table --no-special-tokens");
+    REQUIRE(t.code == 0);
+    CHECK(t.out == "text 0: \"dog\"\nposition\tid\ttoken\tlabel\tchars\tbytes\tword\tspecial\n0\t14\t\"dog\"\t\"dog\"\t0-3\t0-3\t0\t0\n");
+}
+
+TEST_CASE("attn tokenize: invalid UTF-8, an unsupported tokenizer and no text are refused, leaving no output file") {
+    const attn_test::scratch_dir scratch;
+    const std::string out = scratch.path + "/out.json";
+    auto r = attn_test::run_attn("tokenize ok \"$(printf 'a\\377b')\" --tokenizer '" + fixture("byte_level_bpe.tokenizer.json") + "' -o '" + out + "'");
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: text 1: invalid UTF-8 at byte 1\n");
+    CHECK(r.out == "");
+    CHECK_FALSE(std::filesystem::exists(out));
+
+    auto j = nlohmann::json::parse(attn_test::slurp(fixture("byte_level_bpe.tokenizer.json")));
+    j["pre_tokenizer"] = {{"type", "FooBar"}};
+    attn_test::spit(scratch.path + "/bad.json", j.dump());
+    r = attn_test::run_attn("tokenize hi --tokenizer '" + scratch.path + "/bad.json' -o '" + out + "'");
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: tokenizer.json: unsupported pre_tokenizer type 'FooBar'\n");
+    CHECK_FALSE(std::filesystem::exists(out));
+
+    r = attn_test::run_attn("tokenize --tokenizer '" + fixture("byte_level_bpe.tokenizer.json") + "'");
+    CHECK(r.code == 2);
+    CHECK(r.err == "attn: error: TEXT: nothing to tokenize (expected TEXT or --text-file, got neither)\n");
+    CHECK(r.out == "");
+}
