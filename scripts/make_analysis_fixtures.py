@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Generates the committed fixtures of tests/fixtures/analysis/: head statistics,
 attention rollout and per-head divergences, written here in NumPy from their definitions
-(DESIGN §4.4 and the papers), sharing nothing with attn:
+(docs/design.md §4.4 and the papers), sharing nothing with attn:
 
   head_stats_unit.npz     weights (3 heads, Tq 4, Tk 6) with a NaN row, a zero row, a row a
                           finite mask fill spread over masked keys, tiny visible weights and
@@ -45,7 +45,7 @@ def write_npy(path, a):
         np.lib.format.write_array(f, np.ascontiguousarray(a), allow_pickle=False)
 
 
-# --- head statistics (DESIGN §4.4) ------------------------------------------------------
+# --- head statistics (docs/design.md §4.4) ------------------------------------------------------
 
 def head_stats(w, visible, sink_k):
     """w (N, Tq, Tk); visible (N, Tq, Tk) bool or None (then visible = w > 0).

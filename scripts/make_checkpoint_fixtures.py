@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Tiny random checkpoints of the three families attn reads (DESIGN §4.3), and
+"""Tiny random checkpoints of the three families attn reads (docs/design.md §4.3), and
 what an independent implementation computes from them, written here in PyTorch from
 Hugging Face transformers' modeling code and sharing nothing with attn:
 

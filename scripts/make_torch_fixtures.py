@@ -16,7 +16,7 @@ drawn at random under a fixed seed, dropout 0) run on random inputs. It writes
   cases.json   per case: the attn options that express the same computation, and
                what the case covers
 
-Conventions translated on the way (attn's DESIGN.md §1):
+Conventions translated on the way (attn's docs/design.md §1):
   - MHA's bool attn_mask is True = NOT allowed; attn's is True = attend, so the saved
     attn_mask is the logical negation. A float attn_mask is additive in both.
   - key_padding_mask (True = padding) is the same in both and saved as is.
@@ -176,7 +176,7 @@ def main():
     case("unbatched_h1", "unbatched rank-2 input (T, E), one head",
          ["--heads", "1"], E=8, H=1, Tq=5, unbatched=True)
     # Averaged only: per-head weights of an unbatched input are (H, Tq, Tk) in torch and
-    # (1, H, Tq, Tk) in attn (DESIGN.md §2 gives rank 2 no head axis of its own).
+    # (1, H, Tq, Tk) in attn (docs/design.md §2 gives rank 2 no head axis of its own).
     case("unbatched_h4_avg", "unbatched rank-2 input (T, E), 4 heads, average_attn_weights=True",
          ["--heads", "4", "--average-heads"], E=16, H=4, Tq=6, unbatched=True)
     # PyTorch's own conventions, saved as torch takes them and spoken by attn's options.

@@ -1,6 +1,6 @@
 #pragma once
 // The oracle: scaled dot-product attention in plain double-precision loops, written
-// from DESIGN §1 and the ONNX Attention spec without sharing any code with attn_core.
+// from docs/design.md §1 and the ONNX Attention spec without sharing any code with attn_core.
 // Every fast path is checked against it (the llm.c habit).
 #include <cmath>
 #include <cstddef>

@@ -1,5 +1,5 @@
 // core/analysis.hpp against tests/fixtures/analysis/, written in NumPy from the definitions
-// (DESIGN §4.4, Abnar & Zuidema 2020, Lin 1991) by scripts/make_analysis_fixtures.py, and
+// (docs/design.md §4.4, Abnar & Zuidema 2020, Lin 1991) by scripts/make_analysis_fixtures.py, and
 // against small cases worked out by hand.
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-// attn compute on checkpoints (DESIGN §4.3): token labels from tokenizer.json,
+// attn compute on checkpoints (docs/design.md §4.3): token labels from tokenizer.json,
 // checkpoints in batches, manifests, plots and every format, and each refusal with its
 // exact message and exit code (nothing partial left behind).
 #include <doctest/doctest.h>

@@ -704,7 +704,7 @@ TEST_CASE("prefix LM, sink tokens and ALiBi: their contradictions are usage erro
     CHECK(both.err == "attn: error: --alibi: slopes given twice (expected --alibi or --alibi-slopes, got both)\n");
 }
 
-TEST_CASE("second-wave options: bad input gets one line and the exit code of DESIGN §2") {
+TEST_CASE("second-wave options: bad input gets one line and the exit code of docs/design.md §2") {
     attn_test::scratch_dir dir;
     const std::string g = "'" + dir.path + "/g.npz'";
     REQUIRE(run_attn("generate --len 4 --dk 8 --dv 8 --heads 2 --seed 0 -o " + g).code == 0);
@@ -807,7 +807,7 @@ TEST_CASE("CSV puts per-row stages (lse, row stats) on the query row, with heads
     CHECK(r.out.find("\nlse,1,0,2,0,") != std::string::npos);  // item 1, query 2
 }
 
-TEST_CASE("the rest of the second wave's refusals: one line, DESIGN §2's exit code, no output file") {
+TEST_CASE("the rest of the second wave's refusals: one line, docs/design.md §2's exit code, no output file") {
     attn_test::scratch_dir dir;
     const auto file = [&](const std::string& name, const std::string& text) {
         attn_test::spit(dir.path + "/" + name, text);

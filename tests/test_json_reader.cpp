@@ -153,7 +153,7 @@ TEST_CASE("json reader: errors name the source and the key") {
                              "in.json:k: non-numeric entry at [0] (expected a number, got null)", format_error);
         CHECK_THROWS_WITH_AS(read_json(R"({"k": ["nan"]})", "in.json"),
                              "in.json:k: non-numeric entry at [0] (expected a number, got \"nan\")", format_error);
-        // Unknown names are ignored when they do not read as arrays (DESIGN §2).
+        // Unknown names are ignored when they do not read as arrays (docs/design.md §2).
         const auto b = read_json(R"({"labels": ["a", "b"], "x": [[1]]})", "in.json");
         REQUIRE(b.arrays.size() == 1);
         CHECK(b.arrays[0].name == "x");

@@ -1,5 +1,5 @@
 // write_json / write_jsonl and format_number (attn/io/json.hpp, attn/io/number_format.hpp).
-// Expected texts are written by hand from DESIGN §2 and the layout in json.hpp.
+// Expected texts are written by hand from docs/design.md §2 and the layout in json.hpp.
 
 #include <doctest/doctest.h>
 

@@ -1,5 +1,5 @@
 // The k and v stages of a run with a KV cache are the keys and values that enter Q·Kᵀ and
-// weights·V (DESIGN §1.7, §4.1): the cached ones first, then the new ones. Checked against
+// weights·V (docs/design.md §1.7, §4.1): the cached ones first, then the new ones. Checked against
 // one decoding step of transformers' Llama attention, transcribed in PyTorch by
 // scripts/make_decoding_fixture.py (tests/fixtures/torch/llama_decode_step.npz).
 #include <doctest/doctest.h>

@@ -89,7 +89,7 @@ TEST_CASE("key_allowed and broadcast bool masks select rows by batch, head and q
     CHECK(m.apply_row(1, 1, 0, scaled.data(), out.data(), 2));
 }
 
-// The conventions one by one (core/masks: one function each, DESIGN §1.4). Expected
+// The conventions one by one (core/masks: one function each, docs/design.md §1.4). Expected
 // values are written from the definitions: PyTorch is_causal, FlashAttention's
 // bottom-right diagonal, nn.MultiheadAttention's key_padding_mask, SDPA's bool mask.
 

@@ -401,7 +401,7 @@ TEST_CASE("large stages reach the document as views of the result, small inputs 
 
 TEST_CASE("today's masks against the oracle: window, prefix LM, sink tokens, ALiBi, both kernels and both paths") {
     // 4-D q, k, v with a KV cache-like offset (Tk > Tq, bottom-right) and GQA; the oracle
-    // takes the masks as lambdas written from DESIGN §4.2, sharing no code with core/masks.
+    // takes the masks as lambdas written from docs/design.md §4.2, sharing no code with core/masks.
     const std::size_t B = 2, Hq = 4, Hkv = 2, Tq = 5, Tk = 9, D = 3;
     const auto q = ref::random_normal(B * Hq * Tq * D, 41);
     const auto k = ref::random_normal(B * Hkv * Tk * D, 42);

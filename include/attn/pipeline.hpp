@@ -1,6 +1,6 @@
 #pragma once
 /// \file pipeline.hpp
-/// The whole of `attn compute` as one library call (DESIGN §1), and the one place where
+/// The whole of `attn compute` as one library call (docs/design.md §1), and the one place where
 /// core/ (attention numerics) and io/ (files and formats) meet: named input arrays →
 /// Q, K, V (projection, heads, KV cache; src/pipeline/inputs) → masks (core/masks) →
 /// attention (core/attention or core/reference) → the dumped stages in the input's
@@ -27,7 +27,7 @@ const std::vector<std::string>& stage_names();
 /// double-precision loops (reference.hpp), to cross-check the fast path on real data.
 enum class kernel_kind { fast, reference };
 
-/// Settings of a compute run; defaults are DESIGN's.
+/// Settings of a compute run; defaults are those of docs/design.md §1 and §2.
 struct pipeline_options {
     bool causal = false;
     core::causal_align align = core::causal_align::top_left;
@@ -67,10 +67,10 @@ struct pipeline_options {
     /// Token ids (T,) given inline (`--ids 3,1,4`): the token_ids array, which must not
     /// also be given. With an `embedding` table (V, E) they give X = E[ids].
     std::vector<long long> ids;
-    /// Sliding window (ONNX Attention opset 25 left/right_window_size; DESIGN §4.2):
+    /// Sliding window (ONNX Attention opset 25 left/right_window_size; docs/design.md §4.2):
     /// key j visible iff p − left ≤ j ≤ p + right, p = i + the causal offset; −1 = unbounded.
     long long window_left = -1, window_right = -1;
-    /// Prefix LM (DESIGN §4.2): keys j < N visible to every query on top of the causal
+    /// Prefix LM (docs/design.md §4.2): keys j < N visible to every query on top of the causal
     /// mask; one N, or one per batch item.
     std::vector<std::size_t> prefix_len;
     /// StreamingLLM: the first K keys stay visible through the left window.
@@ -80,14 +80,14 @@ struct pipeline_options {
     /// Documents packed in one row (FlashAttention varlen cu_seqlens, e.g. 0,3,7): the
     /// document_ids array (T,), which must not also be given.
     std::vector<std::size_t> cu_seqlens;
-    /// RoPE on Q and the new K after the projections (DESIGN §4.1), or none. Positions
+    /// RoPE on Q and the new K after the projections (docs/design.md §4.1), or none. Positions
     /// from a `position_ids` array (B, T) or (T,), else past length + t; angles from
     /// `rope_cos`/`rope_sin` arrays when given, else from rope_theta.
     std::optional<core::rope_style> rope;
     double rope_theta = 10000.0;
     std::size_t rotary_dim = 0;  ///< 0: the head width Dk
     bool rope_theta_given = false;  ///< rope_theta was set by the user (checkpoints: overrides config.json)
-    /// head_stats (DESIGN §4.4): the sink mass is the weight on the first sink_k keys (1 to Tk).
+    /// head_stats (docs/design.md §4.4): the sink mass is the weight on the first sink_k keys (1 to Tk).
     std::size_t sink_k = 1;
     /// Layers whose stages the run holds together (a checkpoint run with --layer all): the
     /// Tq×Tk stages planned against --max-bytes (io::max_array_bytes) are this many times
@@ -95,9 +95,9 @@ struct pipeline_options {
     std::size_t planned_layers = 1;
 };
 
-/// Runs the pipeline on `inputs` (names as in DESIGN §2, lower case; unknown names
+/// Runs the pipeline on `inputs` (names as in docs/design.md §2, lower case; unknown names
 /// ignored), taking them by value so that each is freed once converted. Returns the document the writers print: meta, tokens and the dumped
-/// stages in `options.dump` order, each in the input's layout (DESIGN §2 "Tensor shapes").
+/// stages in `options.dump` order, each in the input's layout (docs/design.md §2 "Tensor shapes").
 /// Throws value_error / shape_error for inputs that do not fit together, usage_error
 /// for options that contradict the inputs (e.g. `--mask padding` with no padding source),
 /// limit_error when the Tq×Tk stages it would hold exceed io::max_array_bytes() ("this run
@@ -114,7 +114,7 @@ io::document compute(std::vector<named_array> inputs, const std::vector<std::str
 /// ("this run", "this view"), `sizes` its dimensions.
 void check_planned_bytes(double bytes, const std::string& what, const std::string& sizes, const std::string& remedy);
 
-/// A checkpoint run (DESIGN §4.3): which model, which layer, where its settings are.
+/// A checkpoint run (docs/design.md §4.3): which model, which layer, where its settings are.
 struct checkpoint_options {
     std::string path;                   ///< a .safetensors file or a *.safetensors.index.json
     std::string config;                 ///< config.json; "" = the one beside the checkpoint
@@ -123,7 +123,7 @@ struct checkpoint_options {
     std::string vocab;                  ///< tokenizer.json labelling the tokens ("" = none)
 };
 
-/// Attention of a checkpoint's layer (or of every layer), DESIGN §4.3. Inputs: either
+/// Attention of a checkpoint's layer (or of every layer), docs/design.md §4.3. Inputs: either
 /// token ids (`token_ids` (T,) or (B, T), or options.ids) → the family's embeddings,
 /// then blocks 0..N−1; or `x` (T, E) / (B, T, E), the residual stream entering layer N
 /// (HF hidden_states[N]). An `attention_mask` (B, T) (HF: 1 = attend) is passed on.

@@ -9,7 +9,7 @@
 namespace attn {
 
 /// `s` with ASCII letters A–Z lower-cased (names are matched case-insensitively, as
-/// DESIGN §2 says; other bytes, UTF-8 included, are left as they are).
+/// docs/design.md §2 says; other bytes, UTF-8 included, are left as they are).
 std::string lower(std::string s);
 
 /// `v` as printf's "%.<digits>g" writes it (C locale): "0.5", "1e+30", "inf", "nan";

@@ -74,7 +74,7 @@ extern "C" void on_fault(int sig) {
     raise(sig);
 }
 
-/// Interrupted runs leave no partial file (DESIGN §2): every signal whose default action
+/// Interrupted runs leave no partial file (docs/design.md §2): every signal whose default action
 /// terminates the process removes the temporaries first. Only a signal at its default
 /// action is taken: one ignored when attn starts (nohup, `attn ... &` in a script) stays
 /// ignored, and one that already has a handler keeps it — the fuzz build's host

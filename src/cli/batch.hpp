@@ -1,5 +1,5 @@
 #pragma once
-// Batch runs of `attn compute` (DESIGN §2 "Batch runs"): several inputs or a manifest,
+// Batch runs of `attn compute` (docs/design.md §2 "Batch runs"): several inputs or a manifest,
 // run by N workers, written in input order.
 
 #include <string>

@@ -180,7 +180,7 @@ int compare_bundles(const std::vector<io::listed_array>& a, const std::string& p
     return differ.empty() ? exit_ok : exit_data_error;
 }
 
-/// A number for the JSON report: non-finite values as the protobuf JSON strings (DESIGN §2).
+/// A number for the JSON report: non-finite values as the protobuf JSON strings (docs/design.md §2).
 nlohmann::ordered_json json_number(double v) {
     if (std::isnan(v)) return "NaN";
     if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";

@@ -1,4 +1,4 @@
-// attn compute: the main job (DESIGN §2).
+// attn compute: the main job (docs/design.md §2).
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>

@@ -1,4 +1,4 @@
-// attn plot: heatmap of a weights/scores tensor with token labels (DESIGN §2).
+// attn plot: heatmap of a weights/scores tensor with token labels (docs/design.md §2).
 #include <algorithm>
 #include <charconv>
 #include <cstring>

@@ -1,4 +1,4 @@
-// attn view: one standalone HTML page to explore a document's attention (DESIGN §4.4,
+// attn view: one standalone HTML page to explore a document's attention (docs/design.md §4.4,
 // io/html.hpp). INPUT is as for attn plot: attn's own output, one array (weights from
 // elsewhere, e.g. HF output_attentions saved with NumPy), or a compute input or
 // checkpoint, computed first with the weights, scores, mask and head_stats stages.

@@ -18,7 +18,7 @@ namespace attn::cli {
 
 namespace {
 
-/// Per-tensor options: option name → DESIGN array name.
+/// Per-tensor options: option name → input name (docs/design.md §2, Inputs).
 const std::vector<std::pair<std::string, std::string>>& tensor_options() {
     static const std::vector<std::pair<std::string, std::string>> table{
         {"q", "q"},           {"k", "k"},

@@ -49,7 +49,7 @@ struct pipeline_cli {
     bool rope_theta_set = false;
     std::size_t rotary_dim = 0;
     std::size_t sink_k = 1;
-    // Checkpoints (DESIGN §4.3)
+    // Checkpoints (docs/design.md §4.3)
     std::string arch;    // "", gpt2, bert or llama
     std::string layer;   // "", N or all
     std::string config;  // config.json

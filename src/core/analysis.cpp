@@ -14,7 +14,7 @@ namespace attn::core {
 namespace {
 
 constexpr double nan_value = std::numeric_limits<double>::quiet_NaN();
-constexpr double small_weight = 1e-3;  // DESIGN §4.4: "share of visible cells whose weight is below 1e-3"
+constexpr double small_weight = 1e-3;  // docs/design.md §4.4: "share of visible cells whose weight is below 1e-3"
 
 std::string count(std::size_t n) { return std::to_string(n); }
 

@@ -132,7 +132,7 @@ void materialise_block(const detail::row_kernels<T>& ops, const block_job<T>& jo
     }
     const T nan = std::numeric_limits<T>::quiet_NaN();
     // Fully masked rows get their output set after weights·V: their zero weights times a
-    // NaN or ∞ in V would give NaN, where the streaming path gives 0 (DESIGN §1.5).
+    // NaN or ∞ in V would give NaN, where the streaming path gives 0 (docs/design.md §1.5).
     thread_local std::vector<std::uint8_t> fully_masked;
     fully_masked.assign(job.nb, 0);
     detail::spread_copy<T> previous;  // the previous row's weights, still being written out

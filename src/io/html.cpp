@@ -155,7 +155,7 @@ nlohmann::ordered_json encode_stage(const document& doc, const named_array& t, i
     return encode(t.name, t.value, dims_of(doc, t), masked_cells(doc, t), t.name == "weights", bits);
 }
 
-/// The `rollout` tensor ((T, T) or (B, T, T), DESIGN §4.4) shown as one more layer of the
+/// The `rollout` tensor ((T, T) or (B, T, T), docs/design.md §4.4) shown as one more layer of the
 /// weights, or null when the document has no weights or no rollout of their size.
 const named_array* shown_rollout(const document& doc, const std::vector<const named_array*>& stages,
                                  stage_dims* dims = nullptr) {

@@ -1,4 +1,4 @@
-// Input files: read whole, recognised by content, named per DESIGN §2.
+// Input files: read whole, recognised by content, named per docs/design.md §2.
 
 #include "attn/io/input.hpp"
 
@@ -26,7 +26,7 @@
 
 namespace attn::io {
 
-/// The names attn looks for in a bundle (DESIGN §2).
+/// The names attn looks for in a bundle (docs/design.md §2).
 constexpr std::string_view attn_names[] = {
     "q",        "k",          "v",           "x",           "x_kv",         "w_q",       "w_k",
     "w_v",      "b_q",        "b_k",         "b_v",         "w_o",          "b_o",       "in_proj_weight",

@@ -1,4 +1,4 @@
-// JSON input (DESIGN §2): nested lists become arrays, "tokens" becomes labels, anything
+// JSON input (docs/design.md §2): nested lists become arrays, "tokens" becomes labels, anything
 // else is skipped. Parsing is nlohmann/json's; this file only maps the DOM to arrays.
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// config.json → model::config (DESIGN §4.3), following transformers' GPT2Config,
+// config.json → model::config (docs/design.md §4.3), following transformers' GPT2Config,
 // BertConfig, LlamaConfig, MistralConfig and Qwen2Config defaults.
 #include "attn/model/config.hpp"
 

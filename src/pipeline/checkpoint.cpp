@@ -1,4 +1,4 @@
-// A checkpoint's attention (include/attn/pipeline.hpp compute_checkpoint, DESIGN §4.3):
+// A checkpoint's attention (include/attn/pipeline.hpp compute_checkpoint, docs/design.md §4.3):
 // the one place where a safetensors file (io/) meets a model family (model/). Ids →
 // embeddings → blocks 0..N−1 → layer N's attention through compute(), with the stages
 // x and x_norm added, or every layer with a leading layer axis.
@@ -108,7 +108,7 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
     for (const auto& s : o.dump)
         if (s != "x" && s != "x_norm" && s != "rollout") dump.push_back(s);
     const bool want_output = has(o.dump, "output");
-    // Rollout (DESIGN §4.4) multiplies every layer's head-averaged weights.
+    // Rollout (docs/design.md §4.4) multiplies every layer's head-averaged weights.
     const bool rollout = has(o.dump, "rollout");
     if (rollout && ck.layer)
         throw usage_error("--dump", "rollout needs several layers " + expected_got("--layer all", "--layer " + std::to_string(*ck.layer)));
@@ -328,7 +328,7 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
     } else if (!ck.vocab.empty() && tokens.empty() && !in.ids) {
         throw usage_error("--vocab", "labels token ids " + expected_got("--ids or --token-ids", "--x"));
     }
-    // The compute dtype: float64 only for an F64 checkpoint (DESIGN §1: F16, BF16, F8 in float32).
+    // The compute dtype: float64 only for an F64 checkpoint (docs/design.md §1: F16, BF16, F8 in float32).
     const std::string probe = fam.name(cfg.family == model::arch::gpt2   ? "h.0.attn.c_attn.weight"
                                        : cfg.family == model::arch::bert ? "encoder.layer.0.attention.self.query.weight"
                                                                          : "layers.0.self_attn.q_proj.weight");

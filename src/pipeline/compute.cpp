@@ -36,7 +36,7 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     std::vector<stage> stages;
     for (const auto& s : o.dump) stages.push_back(parse_stage(s));
     const auto wants = [&](stage s) { return std::find(stages.begin(), stages.end(), s) != stages.end(); };
-    // Rollout multiplies layers (DESIGN §4.4); one attention call is one layer.
+    // Rollout multiplies layers (docs/design.md §4.4); one attention call is one layer.
     if (wants(stage::rollout)) throw usage_error("--dump", "rollout needs several layers " + expected_got("a checkpoint with --layer all", "no checkpoint"));
     if (o.softcap < 0 || !std::isfinite(o.softcap))
         throw usage_error("--softcap", "must be finite and not negative " + expected_got("≥ 0", num(o.softcap)));
@@ -70,7 +70,7 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
         throw shape_error("heads", "query heads are not a multiple of key/value heads " +
                                        expected_got("Hq % Hkv == 0", "Hq = " + num(Hq) + ", Hkv = " + num(Hkv)));
 
-    // RoPE on Q and the new K (DESIGN §4.1): q_proj/k_proj keep them as projected.
+    // RoPE on Q and the new K (docs/design.md §4.1): q_proj/k_proj keep them as projected.
     std::optional<tensor4<T>> q_proj, k_proj;
     const array* pk = in.find("past_key");
     const array* pv = in.find("past_value");
@@ -210,7 +210,7 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
         } else if (st == stage::q_proj) a = in_input_layout(*q_proj, rank, nullptr);
         else if (st == stage::k_proj) a = in_input_layout(*k_proj, rank, nullptr);
         else if (st == stage::q) a = in_input_layout(p.q, rank, nullptr);
-        // k and v are what enters Q·Kᵀ and weights·V (DESIGN §1.7): past keys included.
+        // k and v are what enters Q·Kᵀ and weights·V (docs/design.md §1.7): past keys included.
         else if (st == stage::k) a = in_input_layout(key, rank, nullptr);
         else if (st == stage::v) a = in_input_layout(value, rank, nullptr);
         else if (st == stage::present_key) a = array::from<T>({B, Hkv, Tk, Dk}, key.data());

@@ -30,7 +30,7 @@ inline std::string num(double v) { return general_number(v); }
 /// usage_error("--ids", "token ids given twice …") when `inputs` holds token_ids already.
 void add_inline_ids(std::vector<named_array>& inputs, const pipeline_options& options);
 
-/// Looks up inputs by their DESIGN name. Owns them, so that arrays already converted
+/// Looks up inputs by their input names (docs/design.md §2, Inputs). Owns them, so that arrays already converted
 /// to compute tensors can be released (peak memory for long sequences).
 class input_set {
 public:
@@ -117,7 +117,7 @@ inline tensor4<T> split_by(const tensor3<T>& x, std::size_t heads, const char* o
     return split_heads(x, heads, name);
 }
 
-/// The RoPE tables of B sequences of T new tokens with head width D (DESIGN §4.1):
+/// The RoPE tables of B sequences of T new tokens with head width D (docs/design.md §4.1):
 /// positions from `position_ids` ((B, T) or (T,) integers), else first + t; cos/sin from
 /// `rope_cos`/`rope_sin` ((M, R/2) indexed by position, or (B, T, R/2) per token), else
 /// from o.rope_theta. R = o.rotary_dim, or D. Throws value_error / shape_error.

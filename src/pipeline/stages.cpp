@@ -76,7 +76,7 @@ tensor4<T> mean_heads(const tensor4<T>& t) {
     return out;
 }
 
-/// Shape of a (B, H, R, C) stage in the input's layout (DESIGN §2): the head axis is
+/// Shape of a (B, H, R, C) stage in the input's layout (docs/design.md §2): the head axis is
 /// dropped when there is one head and the input had no head axis, and the batch axis
 /// when the input had none (rank 2: (H, R, C) as PyTorch's unbatched MHA gives).
 shape_t layout_shape(const shape_t& full, std::size_t input_rank) {

@@ -1,6 +1,6 @@
 #pragma once
 // The stages of the pipeline (src/pipeline): the stage names, and each stage's tensor in
-// the input's layout (DESIGN §2 "Tensor shapes"), viewing the kernel's result where it can.
+// the input's layout (docs/design.md §2 "Tensor shapes"), viewing the kernel's result where it can.
 // Internal to the pipeline; the entry point is include/attn/pipeline.hpp.
 
 #include <memory>
@@ -29,7 +29,7 @@ stage parse_stage(const std::string& name);
 template <class T>
 tensor4<T> mean_heads(const tensor4<T>& t);
 
-/// Shape of a (B, H, R, C) stage in the input's layout (DESIGN §2): the head axis is
+/// Shape of a (B, H, R, C) stage in the input's layout (docs/design.md §2): the head axis is
 /// dropped when there is one head and the input had no head axis, and the batch axis
 /// when the input had none (rank 2: (H, R, C) as PyTorch's unbatched MHA gives).
 shape_t layout_shape(const shape_t& full, std::size_t input_rank);
@@ -84,7 +84,7 @@ template <class T>
 void append_stats(io::document& doc, const tensor4<T>& q, const tensor4<T>& k, const attention_result<T>& r,
                   std::size_t rank, bool average_heads);
 
-/// The `head_stats` stage (DESIGN §4.4, core/analysis.hpp) as tensors "head_stats.entropy",
+/// The `head_stats` stage (docs/design.md §4.4, core/analysis.hpp) as tensors "head_stats.entropy",
 /// ".max_weight", ".distance", ".sink_mass", ".small_share", each (B, H), or (H,) for an
 /// input without a batch axis (rank 2), in the compute dtype. Always per query head of the
 /// softmax weights r.weights (which must be kept), --average-heads or not; a cell is

@@ -1,6 +1,6 @@
 #pragma once
 /// \file analysis.hpp
-/// Summaries for looking at attention (DESIGN §4.4): per-head statistics, attention
+/// Summaries for looking at attention (docs/design.md §4.4): per-head statistics, attention
 /// rollout across layers, and per-head divergences between two sets of weights.
 /// All functions take flat C-order buffers and accumulate in double.
 
@@ -25,7 +25,7 @@ struct head_statistics {
 /// head_stats of `weights`, n_heads blocks of (tq, tk). `visible`, when not null, has the
 /// same layout (1 = the mask lets the query see the key); when null, a cell counts as
 /// visible iff its weight is > 0. Throws value_error for sink_k = 0 or sink_k > tk (tk > 0).
-/// Source: DESIGN §4.4 (entropy: Shannon 1948; distance: Vig & Belinkov 2019, "Analyzing
+/// Source: docs/design.md §4.4 (entropy: Shannon 1948; distance: Vig & Belinkov 2019, "Analyzing
 /// the Structure of Attention in a Transformer Language Model", mean attention distance).
 template <class T>
 head_statistics head_stats(const T* weights, const unsigned char* visible, std::size_t n_heads, std::size_t tq,

@@ -19,7 +19,7 @@ struct attention_options {
     masked_rows rows = masked_rows::zero;
     bool keep_qk = false, keep_scaled = false, keep_scores = false, keep_weights = false, keep_lse = false;
     int threads = 0;  ///< OpenMP workers; 0 = all cores
-    /// Attention sinks (gpt-oss; DESIGN §4.2): per query head a learned logit s_h that
+    /// Attention sinks (gpt-oss; docs/design.md §4.2): per query head a learned logit s_h that
     /// joins every row's softmax denominator and carries no value:
     /// weights[j] = exp(scores[j]) / (Σₖ exp(scores[k]) + exp(s_h)), lse includes it.
     /// Empty: none; else Hq values.

@@ -31,7 +31,7 @@ private:
     bool has_spare_ = false;
 };
 
-/// What to generate. Shapes use DESIGN's vocabulary: L = Tq, S = Tk.
+/// What to generate. Shapes use PyTorch SDPA's L (= Tq) and S (= Tk).
 struct generate_options {
     std::size_t len = 0;      ///< L, query length (> 0)
     std::size_t len_kv = 0;   ///< S, key/value length; 0 = L

@@ -1,7 +1,7 @@
 #pragma once
 /// \file masks.hpp
 /// Attention masks, all in terms of the scores tensor (B, Hq, Tq, Tk): which keys each
-/// query may see, and the additive biases. Conventions (DESIGN §1.4):
+/// query may see, and the additive biases. Conventions (docs/design.md §1.4):
 ///  - causal: key j visible from query i iff j ≤ i + offset[b] (PyTorch is_causal,
 ///    ONNX Attention is_causal; offset = past length, or valid keys − Tq bottom-right);
 ///  - sliding window (ONNX Attention opset 25 left/right_window_size): with
@@ -122,7 +122,7 @@ private:
 };
 
 /// What the mask conventions are built from, as plain values: the shapes, the options
-/// and the mask arrays of the inputs (null when absent). DESIGN §1.4.
+/// and the mask arrays of the inputs (null when absent). docs/design.md §1.4.
 struct mask_spec {
     std::size_t B = 1, Hq = 1, Tq = 0, Tk = 0;
     std::size_t past = 0;                        ///< past length (KV cache)

@@ -12,7 +12,7 @@
 
 namespace attn::io {
 
-/// One compute result as the writers see it (DESIGN §2 Outputs).
+/// One compute result as the writers see it (docs/design.md §2 Outputs).
 struct document {
     std::string input;                     ///< batch runs: the input's name, written first
     nlohmann::ordered_json meta;           ///< settings used and tensor shapes (JSON object)

@@ -1,6 +1,6 @@
 #pragma once
 /// \file html.hpp
-/// `attn view` and `compute --format html` (DESIGN §4.4): one standalone HTML page that
+/// `attn view` and `compute --format html` (docs/design.md §4.4): one standalone HTML page that
 /// shows a document's Tq×Tk stages per layer, batch item and head — a heatmap with
 /// token labels, a bertviz-style line view, an all-heads grid and a sortable table of
 /// head statistics. No network: the script and styles are inline, the data is a JSON

@@ -1,7 +1,7 @@
 #pragma once
 /// \file input.hpp
 /// Loading attn inputs: a .npy, .npz, .safetensors or JSON file (or "-" for stdin),
-/// recognised by content, not by name (DESIGN §2, §4.3); a sharded safetensors
+/// recognised by content, not by name (docs/design.md §2, §4.3); a sharded safetensors
 /// checkpoint through its `*.safetensors.index.json`.
 
 #include <string>
@@ -28,7 +28,7 @@ struct bundle {
     const array* find(const std::string& name) const;
 };
 
-/// True for the array names attn looks for in a bundle (DESIGN §2), lower case, and for
+/// True for the array names attn looks for in a bundle (docs/design.md §2), lower case, and for
 /// nn.MultiheadAttention's state_dict names of the same arrays: q_proj_weight,
 /// k_proj_weight, v_proj_weight (→ w_q, w_k, w_v), out_proj.weight, out_proj.bias
 /// (→ w_o, b_o); in_proj_weight and in_proj_bias are attn names too.

@@ -85,7 +85,7 @@ std::string read_side_json(const std::string& path, side_json kind);
 void write_json(std::ostream& out, const document& doc, const text_style& style);
 
 /// JSON Lines: write_json with style.compact forced, so the object is exactly one
-/// line ending in "\n" (one line per input in batch runs, DESIGN §2).
+/// line ending in "\n" (one line per input in batch runs, docs/design.md §2).
 /// Throws io_error if `out` fails.
 void write_jsonl(std::ostream& out, const document& doc, const text_style& style);
 

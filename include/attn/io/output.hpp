@@ -2,7 +2,7 @@
 /// \file output.hpp
 /// Atomic output: data is written to a temporary file beside the destination and
 /// renamed over it only when complete, so a failed or interrupted run leaves no
-/// partial file (DESIGN §2).
+/// partial file (docs/design.md §2).
 
 #include <ext/stdio_filebuf.h>
 #include <memory>

@@ -1,6 +1,6 @@
 #pragma once
 /// \file safetensors.hpp
-/// Reading Hugging Face safetensors checkpoints (DESIGN §4.3): one `.safetensors` file,
+/// Reading Hugging Face safetensors checkpoints (docs/design.md §4.3): one `.safetensors` file,
 /// or a sharded checkpoint through its `*.safetensors.index.json`. The format
 /// (https://github.com/huggingface/safetensors): an 8-byte little-endian header length
 /// N, N bytes of JSON header {"NAME": {"dtype", "shape", "data_offsets": [begin, end]},

@@ -1,6 +1,6 @@
 #pragma once
 /// \file vocab.hpp
-/// Token labels from a Hugging Face `tokenizer.json` (DESIGN §4.3 --vocab): decoding
+/// Token labels from a Hugging Face `tokenizer.json` (docs/design.md §4.3 --vocab): decoding
 /// only, no tokenizer of our own.
 
 #include <string>

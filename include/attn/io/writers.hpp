@@ -1,6 +1,6 @@
 #pragma once
 /// \file writers.hpp
-/// One entry point for every output format of `attn compute` (DESIGN §2 Outputs).
+/// One entry point for every output format of `attn compute` (docs/design.md §2 Outputs).
 
 #include <iosfwd>
 #include <optional>
@@ -12,7 +12,7 @@
 
 namespace attn::io {
 
-/// The output formats of DESIGN §2.
+/// The output formats of docs/design.md §2.
 enum class format { json, jsonl, csv, npy, npz, table, html };
 
 /// "json", "jsonl", "csv", "npy", "npz", "table", "html" → format. Throws usage_error.
@@ -62,7 +62,7 @@ std::size_t layer_axes(const document& doc);
 /// axis): lse and the row statistics stats.entropy, max_weight, argmax, row_sum.
 bool is_row_stage(const std::string& name);
 
-/// True for the stages with one value per batch item and head (DESIGN §4.4): the
+/// True for the stages with one value per batch item and head (docs/design.md §4.4): the
 /// head_stats.* tensors, (B, H), or (H,) for an input without a batch axis. CSV puts
 /// their indices in `batch` and `head`; tables label them by index, never by token.
 bool is_head_stage(const std::string& name);

@@ -1,6 +1,6 @@
 #pragma once
 /// \file config.hpp
-/// A checkpoint's model settings (DESIGN §4.3), read from Hugging Face's config.json:
+/// A checkpoint's model settings (docs/design.md §4.3), read from Hugging Face's config.json:
 /// the family, sizes, norms and the attention variants (GQA, RoPE, sliding window).
 
 #include <cstddef>

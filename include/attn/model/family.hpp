@@ -1,6 +1,6 @@
 #pragma once
 /// \file family.hpp
-/// Checkpoint families (DESIGN §4.3): the Hugging Face tensor names of GPT-2, BERT and
+/// Checkpoint families (docs/design.md §4.3): the Hugging Face tensor names of GPT-2, BERT and
 /// Llama (with Mistral and Qwen2), their embeddings, norms, attention settings and the
 /// rest of each block (residuals, MLP). One file per family in src/model/. The model
 /// floor reads tensors through `weight_source`, so it knows nothing of file formats.
