@@ -293,6 +293,23 @@ TEST_CASE("a manifest line refused as a job names its line once") {
     CHECK(got_lines == want_lines);
 }
 
+TEST_CASE("a manifest line nested deeper than JSON's limit is refused by its line number, and the other jobs run") {
+    const attn_test::scratch_dir tmp;
+    const std::string m = tmp.path + "/jobs.jsonl";
+    // 300 levels: past the 256 every JSON attn reads may nest (docs/design.md §2, Hostile input).
+    // The object is level 1 and its "lengths" value starts at byte 30, so level 257 is the
+    // '[' at byte 30 + 255 = 285.
+    spit(m, "{\"input\": \"" + std::string(ATTN_SOURCE_DIR) + "/data/notebook.npz\"}\n" +
+                "{\"input\": \"x.npy\", \"lengths\": " + std::string(300, '[') + std::string(300, ']') + "}\n");
+    const auto r = run_attn("compute --manifest '" + m + "'");
+    CHECK(r.code == 1);
+    const auto recs = lines(r.out);
+    REQUIRE(recs.size() == 2);
+    CHECK(recs[0].contains("weights"));
+    CHECK(recs[1]["error"] == m + ":2: JSON nested too deep (expected at most 256 levels, got more at byte 285)");
+    CHECK(r.err == error_line(m + ":2: JSON nested too deep (expected at most 256 levels, got more at byte 285)"));
+}
+
 TEST_CASE("a manifest run from another folder echoes the manifest's own input and output strings") {
     const attn_test::scratch_dir tmp;
     const std::string d = tmp.path + "/in";

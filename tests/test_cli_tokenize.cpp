@@ -103,6 +103,14 @@ TEST_CASE("attn tokenize: invalid UTF-8, an unsupported tokenizer and no text ar
     CHECK(r.err == "attn: error: tokenizer.json: unsupported pre_tokenizer type 'FooBar'\n");
     CHECK_FALSE(std::filesystem::exists(out));
 
+    // Read as every side file is: nested at most 256 deep, checked before it is parsed. The
+    // object is level 1 and the decoder's lists start at byte 12: level 257 is byte 12 + 255.
+    attn_test::spit(scratch.path + "/deep.json", "{\"decoder\": " + std::string(100000, '[') + std::string(100000, ']') + "}");
+    r = attn_test::run_attn("tokenize hi --tokenizer '" + scratch.path + "/deep.json' -o '" + out + "'");
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: " + scratch.path + "/deep.json: JSON nested too deep (expected at most 256 levels, got more at byte 267)\n");
+    CHECK_FALSE(std::filesystem::exists(out));
+
     r = attn_test::run_attn("tokenize --tokenizer '" + fixture("byte_level_bpe.tokenizer.json") + "'");
     CHECK(r.code == 2);
     CHECK(r.err == "attn: error: TEXT: nothing to tokenize (expected TEXT or --text-file, got neither)\n");

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "attn/error.hpp"
+#include "attn/io/json.hpp"
 #include "attn/io/output.hpp"
 #include "attn/threads.hpp"
 #include "commands.hpp"
@@ -155,6 +156,7 @@ batch_job parse_job(const std::string& line, const std::string& source, const st
     CLI::App app;
     add_job_options(app, c);
     try {
+        io::check_json_depth(line, source);  // nested at most max_json_depth, as every JSON attn reads
         const auto j = nlohmann::json::parse(line);
         if (!j.is_object())
             throw value_error(source, "bad job " + expected_got("an object with \"input\": \"FILE\"", j.type_name()));

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attn/error.hpp"
+#include "attn/io/json.hpp"
 #include "attn/io/output.hpp"
 #include "attn/tokenizer/tokenizer.hpp"
 #include "commands.hpp"
@@ -130,7 +131,8 @@ int run_tokenize(const tokenize_cli& c) {
     std::string path = c.tokenizer_path;
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec)) path = (std::filesystem::path(path) / "tokenizer.json").string();
-    const auto tok = tokenizer::from_file(path);
+    // Read as every side file is: bounded in size and nesting (docs/design.md §2, Hostile input).
+    const auto tok = tokenizer::from_text(io::read_side_json(path, io::side_json::tokenizer), path);
     std::vector<tokenizer::encoding> encodings;
     for (std::size_t i = 0; i < texts.size(); ++i) {
         try {

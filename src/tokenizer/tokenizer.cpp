@@ -1368,11 +1368,15 @@ tokenizer from_file(const std::string& path, std::size_t max_bytes) {
     in.seekg(0);
     std::string bytes(size, '\0');
     if (!in.read(bytes.data(), static_cast<std::streamsize>(size))) throw io_error(path, "cannot read the tokenizer file");
+    return from_text(bytes, path);
+}
+
+tokenizer from_text(std::string_view text, const std::string& source) {
     json j;
     try {
-        j = json::parse(bytes);
+        j = json::parse(text);
     } catch (const json::exception& e) {
-        throw format_error(path, std::string("invalid JSON: ") + e.what());
+        throw format_error(source, std::string("invalid JSON: ") + e.what());
     }
     return from_json(j);
 }

@@ -80,4 +80,9 @@ tokenizer from_json(const nlohmann::json& json);
 /// io_error (cannot read), limit_error (too large), format_error (invalid JSON).
 tokenizer from_file(const std::string& path, std::size_t max_bytes = std::size_t(1) << 30);
 
+/// Parses the text of a tokenizer.json, then from_json. The caller bounds the text (the
+/// CLI reads it with io::read_side_json: size and nesting depth). Throws format_error
+/// naming `source` for invalid JSON, and what from_json throws.
+tokenizer from_text(std::string_view text, const std::string& source);
+
 }  // namespace attn::tokenizer
