@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -13,6 +14,7 @@
 #include "attn/io/npy.hpp"
 
 #include "cli_util.hpp"
+#include "io_fixtures.hpp"
 #include "reference.hpp"
 #include "scratch_dir.hpp"
 
@@ -285,4 +287,18 @@ TEST_CASE("a token of markup stays text in every writer: JSON, CSV, table, HTML 
     CHECK(svg.find("<img") == std::string::npos);
     CHECK(svg.find("script") == std::string::npos);
     CHECK(svg.find("onerror") == std::string::npos);
+}
+
+TEST_CASE("view of a batch of token ids that differ labels each batch item with its own tokens") {
+    attn_test::scratch_dir dir;
+    const std::vector<long long> ids{11, 12, 13, 13, 14, 11};
+    std::string data(ids.size() * 8, '\0');
+    std::memcpy(data.data(), ids.data(), data.size());  // little-endian int64, as '<i8' says
+    attn_test::spit(dir.path + "/ids.npy", io_test::npy_v1("<i8", "(2, 3)", data));
+    const auto r = attn_test::run_attn("compute data/gpt2-tiny/model.safetensors --layer 0 --token-ids '" + dir.path +
+                                       "/ids.npy' --vocab data/gpt2-tiny/tokenizer.json -o '" + dir.path + "/v.html'");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    const json d = page_data(attn_test::slurp(dir.path + "/v.html"));
+    // GPT-2's byte-level labels of ids 11..14 in data/gpt2-tiny/tokenizer.json.
+    CHECK(d.at("item_tokens") == json{{"Hello", ",", " world"}, {" world", "!", "Hello"}});
 }

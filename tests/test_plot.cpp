@@ -310,6 +310,23 @@ TEST_CASE("write_heatmap errors: typed, one line, and no file left behind") {
     CHECK(fs::is_empty(dir.path));
 }
 
+TEST_CASE("heatmap_from_document: a batch of ids that differ is labelled per item from meta.model.tokens") {
+    // What a checkpoint run writes for token ids (2, 3) whose items differ: no top-level
+    // tokens, each item's labels in meta.model.tokens (docs/design.md §4.3).
+    io::document doc;
+    doc.meta = nlohmann::ordered_json::object();
+    doc.meta["model"]["tokens"] = {{"The", " cat", " sat"}, {"A", " dog", " ran"}};
+    const std::vector<double> w(2 * 3 * 3, 1.0 / 3);
+    doc.tensors.push_back({"weights", array::from<double>({2, 3, 3}, w.data())});
+    io::heatmap_view view;
+    view.batch = 1;
+    const io::heatmap_spec s = io::heatmap_from_document(doc, view);
+    CHECK(s.row_labels == std::vector<std::string>{"A", " dog", " ran"});
+    CHECK(s.col_labels == std::vector<std::string>{"A", " dog", " ran"});
+    view.batch = 0;
+    CHECK(io::heatmap_from_document(doc, view).row_labels == std::vector<std::string>{"The", " cat", " sat"});
+}
+
 TEST_CASE("heatmap_from_document: head axis from meta, masks from scores, labels from tokens") {
     const io::heatmap_spec s = notebook_spec(true, 1, false);
     CHECK(s.values.shape == shape_t{1, 1, 4, 4});

@@ -297,6 +297,10 @@ void write_html(std::ostream& out, const document& doc, const std::string& sourc
     nlohmann::ordered_json data;
     data["tokens"] = doc.tokens;
     data["tokens_kv"] = doc.tokens_kv;
+    // A checkpoint run over a batch of ids that differ labels each item in meta.model.tokens.
+    if (doc.tokens.empty() && doc.meta.is_object() && doc.meta.contains("model") && doc.meta["model"].is_object() &&
+        doc.meta["model"].contains("tokens") && doc.meta["model"]["tokens"].is_array())
+        data["item_tokens"] = doc.meta["model"]["tokens"];
     data["stages"] = nlohmann::ordered_json::array();
     for (const auto* t : stages) data["stages"].push_back(encode_stage(doc, *t, bits));
     // Rollout rows sum to 1 (Abnar & Zuidema 2020): coloured over [0, 1] as weights are. An

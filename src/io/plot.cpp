@@ -894,16 +894,26 @@ heatmap_spec heatmap_from_document(const document& doc, const heatmap_view& view
         }
     }
 
-    if (!doc.tokens.empty()) {
-        if (doc.tokens.size() != Tq)
-            throw_token_count(view, "--tokens", "one token per query " + expected_got(std::to_string(Tq), std::to_string(doc.tokens.size())));
-        spec.row_labels = doc.tokens;
+    // A checkpoint run over a batch of ids that differ labels each item in meta.model.tokens
+    // (B lists of T labels) and leaves `tokens` empty: the drawn item's labels are those.
+    std::vector<std::string> item_tokens;
+    if (doc.tokens.empty() && has_meta && meta.contains("model") && meta["model"].is_object() &&
+        meta["model"].contains("tokens") && meta["model"]["tokens"].is_array() && view.batch < meta["model"]["tokens"].size()) {
+        const auto& labels = meta["model"]["tokens"][view.batch];
+        if (labels.is_array() && labels.size() == Tq && std::all_of(labels.begin(), labels.end(), [](const auto& l) { return l.is_string(); }))
+            for (const auto& l : labels) item_tokens.push_back(l.template get<std::string>());
+    }
+    const std::vector<std::string>& tokens = doc.tokens.empty() ? item_tokens : doc.tokens;
+    if (!tokens.empty()) {
+        if (tokens.size() != Tq)
+            throw_token_count(view, "--tokens", "one token per query " + expected_got(std::to_string(Tq), std::to_string(tokens.size())));
+        spec.row_labels = tokens;
         const std::size_t past = has_meta && meta.contains("past_length") && meta["past_length"].is_number_unsigned()
                                      ? meta["past_length"].get<std::size_t>()
                                      : 0;
         if (Tk == past + Tq && doc.tokens_kv.empty()) {
             for (std::size_t j = 0; j < past; ++j) spec.col_labels.push_back(std::to_string(j));
-            spec.col_labels.insert(spec.col_labels.end(), doc.tokens.begin(), doc.tokens.end());
+            spec.col_labels.insert(spec.col_labels.end(), tokens.begin(), tokens.end());
         }
     }
     if (!doc.tokens_kv.empty()) {
