@@ -220,7 +220,11 @@ std::size_t json_parse_budget() {
     return std::max(limit > SIZE_MAX / factor ? SIZE_MAX : limit * factor, floor);
 }
 
-void check_json_parse_bytes(std::string_view text, const std::string& source) {
+namespace {
+
+/// The bytes nlohmann's DOM of `text` would take, estimated in one pass: about 48 bytes a
+/// value (a value per ',', '[' or '{' outside strings) plus the strings' bytes.
+std::size_t json_dom_estimate(std::string_view text) {
     constexpr std::size_t bytes_per_value = 48;
     std::size_t values = 1, string_bytes = 0;
     bool in_string = false, escaped = false;
@@ -236,7 +240,13 @@ void check_json_parse_bytes(std::string_view text, const std::string& source) {
             ++values;
         }
     }
-    const std::size_t estimate = values * bytes_per_value + string_bytes;
+    return values * bytes_per_value + string_bytes;
+}
+
+}  // namespace
+
+void check_json_parse_bytes(std::string_view text, const std::string& source) {
+    const std::size_t estimate = json_dom_estimate(text);
     const std::size_t max = json_parse_budget();
     if (estimate > max)
         throw limit_error(source, "JSON too large to parse within --max-bytes " +
@@ -277,22 +287,7 @@ std::string read_side_json(const std::string& path, side_json kind) {
     const std::size_t limit = side_json_limit(kind);
     std::string text = read_file_at_most(path, limit, std::string(name) + " too large");
     check_json_depth(text, path);
-    constexpr std::size_t bytes_per_value = 48;  // as check_json_parse_bytes estimates a DOM
-    std::size_t values = 1, string_bytes = 0;
-    bool in_string = false, escaped = false;
-    for (const char c : text) {
-        if (in_string) {
-            ++string_bytes;
-            if (escaped) escaped = false;
-            else if (c == '\\') escaped = true;
-            else if (c == '"') in_string = false;
-        } else if (c == '"') {
-            in_string = true;
-        } else if (c == ',' || c == '[' || c == '{') {
-            ++values;
-        }
-    }
-    const std::size_t estimate = values * bytes_per_value + string_bytes, budget = 4 * limit;
+    const std::size_t estimate = json_dom_estimate(text), budget = 4 * limit;
     if (estimate > budget)
         throw limit_error(path, std::string(name) + " too large to parse " +
                                     expected_got("at most " + std::to_string(budget) + " bytes",
