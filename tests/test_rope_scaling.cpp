@@ -370,3 +370,16 @@ TEST_CASE("RoPE scaling: invalid descriptions are refused with typed errors in t
                          rope_scaling_kind::yarn, rope_scaling_kind::llama3, rope_scaling_kind::longrope})
         CHECK(attn::core::parse_rope_scaling_kind(attn::core::rope_scaling_kind_name(k)) == k);
 }
+
+TEST_CASE("RoPE scaling: partial_rotary_factor gives the rotated dims as transformers' int(head_dim * factor)") {
+    CHECK(attn::core::rotary_dim_for(128, 0.75) == 96);  // Phi-4-mini
+    CHECK(attn::core::rotary_dim_for(80, 0.4) == 32);    // Phi-2
+    CHECK(attn::core::rotary_dim_for(64, 0.5) == 32);
+    CHECK(attn::core::rotary_dim_for(256, 1.0) == 256);
+    CHECK(attn::core::rotary_dim_for(80, 0.25) == 20);  // StableLM
+    CHECK_THROWS_AS(attn::core::rotary_dim_for(64, 0.3), attn::value_error);  // int(19.2) = 19: odd
+    CHECK_THROWS_AS(attn::core::rotary_dim_for(64, 0.0), attn::value_error);
+    CHECK_THROWS_AS(attn::core::rotary_dim_for(64, 1.5), attn::value_error);
+    CHECK_THROWS_AS(attn::core::rotary_dim_for(64, std::nan("")), attn::value_error);
+    CHECK_THROWS_AS(attn::core::rotary_dim_for(2, 0.5), attn::value_error);  // R = 1
+}

@@ -64,6 +64,18 @@ double get_mscale(double scale, double mscale = 1.0) {
 
 }  // namespace
 
+std::size_t rotary_dim_for(std::size_t head_dim, double partial_rotary_factor) {
+    if (!(partial_rotary_factor > 0 && partial_rotary_factor <= 1))
+        throw value_error("partial_rotary_factor", "is not a fraction of the head " +
+                                                       expected_got("in (0, 1]", general_number(partial_rotary_factor)));
+    const auto R = static_cast<std::size_t>(static_cast<double>(head_dim) * partial_rotary_factor);  // Python's int()
+    if (R < 2 || R % 2 != 0)
+        throw value_error("rotary_dim", "int(head_dim " + std::to_string(head_dim) + " · partial_rotary_factor " +
+                                            general_number(partial_rotary_factor) + ") does not pair the rotated dims " +
+                                            expected_got("an even number ≥ 2", std::to_string(R)));
+    return R;
+}
+
 void validate(const rope_scaling& s) {
     positive(s, "rope_theta", s.theta);
     if (s.rotary_dim < 2 || s.rotary_dim % 2 != 0)

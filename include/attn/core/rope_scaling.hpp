@@ -64,6 +64,12 @@ struct rope_scaling {
     std::vector<double> short_factor, long_factor;         ///< longrope: R/2 values each
 };
 
+/// The rotated dims of a head of `head_dim` under transformers' partial_rotary_factor:
+/// R = int(head_dim · partial_rotary_factor), truncated as Python's int() (Phi-4-mini:
+/// 128 · 0.75 = 96; Phi-2: 80 · 0.4 = 32). Throws value_error("partial_rotary_factor", …)
+/// unless the factor is in (0, 1], and value_error("rotary_dim", …) unless R is even ≥ 2.
+std::size_t rotary_dim_for(std::size_t head_dim, double partial_rotary_factor);
+
 /// Checks that `s` can be computed, in its own terms: theta finite > 0; rotary_dim even ≥ 2
 /// (≥ 4 for dynamic, whose exponent is R/(R−2)); the kind's factor finite > 0; its lengths
 /// > 0; yarn's betas finite > 0 and mscales finite ≥ 0; llama3's low_freq_factor > 0 and
