@@ -8,9 +8,11 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "attn/error.hpp"
 #include "attn/model/family.hpp"
+#include "attn/model/registry.hpp"
 
 namespace {
 
@@ -75,7 +77,7 @@ void check(const attn::model::config& c) {
     if (c.hidden == 0 || c.heads == 0 || c.kv_heads == 0 || c.head_dim == 0 || c.layers == 0) __builtin_trap();
     if (c.hidden > attn::model::max_config_count || c.layers > attn::model::max_config_count ||
         c.head_dim > attn::model::max_config_count || c.heads % c.kv_heads != 0 ||
-        (c.family == attn::model::arch::llama && c.sliding.size() != c.layers))
+        (c.family->name() == "llama" && c.sliding.size() != c.layers))
         __builtin_trap();
 }
 
@@ -84,9 +86,9 @@ void check(const attn::model::config& c) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     static const tiny_weights weights;
     const std::string text(reinterpret_cast<const char*>(data), size);
-    for (const std::optional<attn::model::arch> forced :
-         {std::optional<attn::model::arch>{}, std::optional{attn::model::arch::gpt2}, std::optional{attn::model::arch::bert},
-          std::optional{attn::model::arch::llama}}) {
+    std::vector<std::optional<attn::model::arch>> forcings{std::nullopt};
+    for (const attn::model::family_spec* f : attn::model::families()) forcings.emplace_back(attn::model::arch(*f));
+    for (const std::optional<attn::model::arch>& forced : forcings) {
         try {
             const attn::model::config c = attn::model::parse_config(text, "config.json", forced);
             check(c);
@@ -97,9 +99,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         }
     }
     // The stand-in for a missing config.json, with a head count from the input.
-    for (const attn::model::arch a : {attn::model::arch::gpt2, attn::model::arch::bert, attn::model::arch::llama}) {
+    for (const attn::model::family_spec* f : attn::model::families()) {
         try {
-            check(attn::model::config_from_tensors(a, weights, size % 9, size % 3, "fuzz.safetensors"));
+            check(attn::model::config_from_tensors(attn::model::arch(*f), weights, size % 9, size % 3, "fuzz.safetensors"));
         } catch (const attn::error&) {
         }
     }

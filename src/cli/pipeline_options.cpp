@@ -386,7 +386,7 @@ void add_pipeline_options(CLI::App& sub, pipeline_cli& c) {
         ->group("Checkpoint");
     sub.add_option("--arch", c.arch, "Model family of the checkpoint (default: config.json's model_type; llama covers "
                                      "mistral and qwen2)")
-        ->check(CLI::IsMember({"gpt2", "bert", "llama"}))
+        ->check(CLI::IsMember(model::family_names()))
         ->group("Checkpoint");
     sub.add_option("--config", c.config, "The model's config.json (default: the one beside the checkpoint)")
         ->type_name("FILE")

@@ -1,5 +1,6 @@
-// model::family: prefix detection, tensor lookup, and the pieces the three families
-// share (LayerNorm, RMSNorm, activations, projections, embedding lookups).
+// model::family: prefix detection, tensor lookup, the dispatch to the registered family
+// (include/attn/model/registry.hpp) and the pieces families share (LayerNorm, RMSNorm,
+// activations, projections, embedding lookups, the block structures, the q/k norm).
 #include "attn/model/family.hpp"
 
 #include <cmath>
@@ -7,40 +8,34 @@
 #include <nlohmann/json.hpp>
 
 #include "attn/error.hpp"
+#include "attn/model/registry.hpp"
 #include "attn/text.hpp"
-#include "families.hpp"
 
 namespace attn::model {
 
 family::family(config c, const weight_source& weights, std::string source)
     : cfg_(std::move(c)), weights_(&weights), source_(std::move(source)) {
-    const char* probe = cfg_.family == arch::gpt2 ? gpt2::probe : cfg_.family == arch::bert ? bert::probe : llama::probe;
-    const std::vector<std::string>& prefixes = cfg_.family == arch::gpt2   ? gpt2::prefixes
-                                               : cfg_.family == arch::bert ? bert::prefixes
-                                                                           : llama::prefixes;
+    if (!cfg_.family) throw value_error(source_, "the config names no family (expected one from parse_config)");
+    const family_spec& s = spec();
     bool found = false;
-    for (const auto& p : prefixes)
-        if (weights_->shape(p + probe)) {
+    for (const auto& p : s.prefixes)
+        if (weights_->shape(p + s.probe)) {
             prefix_ = p;
             found = true;
             break;
         }
     if (!found) {
         std::string tried;
-        for (const auto& p : prefixes) tried += (tried.empty() ? "" : " or ") + p + probe;
-        throw value_error(source_, std::string("not a ") + arch_name(cfg_.family) + " checkpoint: no tensor " + tried);
+        for (const auto& p : s.prefixes) tried += (tried.empty() ? "" : " or ") + p + s.probe;
+        throw value_error(source_, "not a " + s.name + " checkpoint: no tensor " + tried);
     }
-    switch (cfg_.family) {
-        case arch::gpt2: gpt2::check(*this); break;
-        case arch::bert: bert::check(*this); break;
-        case arch::llama: llama::check(*this); break;
-    }
+    s.check(*this);
 }
 
 array family::need(const std::string& local) const {
     const std::string n = name(local);
     if (!weights_->shape(n))
-        throw value_error(source_, "no tensor " + n + " (the " + arch_name(cfg_.family) + " family needs it)");
+        throw value_error(source_, "no tensor " + n + " (the " + spec().name + " family needs it)");
     return weights_->load(n);
 }
 
@@ -53,7 +48,7 @@ std::optional<array> family::maybe(const std::string& local) const {
 void family::expect_shape(const std::string& local, const shape_t& want, const std::string& because) const {
     const std::string n = name(local);
     const shape_t* s = weights_->shape(n);
-    if (!s) throw value_error(source_, "no tensor " + n + " (the " + arch_name(cfg_.family) + " family needs it)");
+    if (!s) throw value_error(source_, "no tensor " + n + " (the " + spec().name + " family needs it)");
     if (*s != want)
         throw value_error(source_, n + " does not fit the config (" + because + ") " +
                                        expected_got(shape_string(want), shape_string(*s)));
@@ -68,127 +63,67 @@ core::tensor3<T> family::embed(const array& ids) const {
                                                std::to_string(cfg_.vocab) + " tokens " +
                                                expected_got("0 to " + std::to_string(cfg_.vocab - 1), general_number(id, 17)));
     }
-    switch (cfg_.family) {
-        case arch::gpt2: return gpt2::embed<T>(*this, ids);
-        case arch::bert: return bert::embed<T>(*this, ids);
-        case arch::llama: break;
+    core::tensor3<T> x = spec().functions<T>().embed(*this, ids);
+    if (spec().embedding_scale) {
+        // Gemma: hidden_states * torch.tensor(normalizer, dtype=hidden_states.dtype).
+        const T s = static_cast<T>(spec().embedding_scale(cfg_));
+        T* p = x.data();
+        for (std::size_t i = 0; i < x.size(); ++i) p[i] *= s;
     }
-    return llama::embed<T>(*this, ids);
+    return x;
 }
 
 template <class T>
 core::tensor3<T> family::attention_norm(std::size_t layer, const core::tensor3<T>& x) const {
-    switch (cfg_.family) {
-        case arch::gpt2: return gpt2::attention_norm<T>(*this, layer, x);
-        case arch::bert: return bert::attention_norm<T>(*this, layer, x);
-        case arch::llama: break;
-    }
-    return llama::attention_norm<T>(*this, layer, x);
+    if (spec().structure == block_structure::post_norm) return x;
+    return spec().functions<T>().norm(*this, layer, norm_site::attention, x);
 }
 
-layer_attention family::attention(std::size_t layer) const {
-    switch (cfg_.family) {
-        case arch::gpt2: return gpt2::attention(*this, layer);
-        case arch::bert: return bert::attention(*this, layer);
-        case arch::llama: break;
-    }
-    return llama::attention(*this, layer);
-}
+layer_attention family::attention(std::size_t layer) const { return spec().attention(*this, layer); }
 
 template <class T>
 core::tensor3<T> family::finish_block(std::size_t layer, const core::tensor3<T>& x, const core::tensor3<T>& a) const {
-    switch (cfg_.family) {
-        case arch::gpt2: return gpt2::finish_block<T>(*this, layer, x, a);
-        case arch::bert: return bert::finish_block<T>(*this, layer, x, a);
-        case arch::llama: break;
-    }
-    return llama::finish_block<T>(*this, layer, x, a);
-}
-
-namespace {
-
-/// The shape of the first `prefixes` + `local` tensor present, with the prefix found.
-const shape_t* find_shape(const weight_source& w, const std::vector<std::string>& prefixes, const std::string& local,
-                          std::string& prefix) {
-    for (const auto& p : prefixes)
-        if (const shape_t* s = w.shape(p + local)) {
-            prefix = p;
-            return s;
+    const layer_functions<T>& f = spec().functions<T>();
+    switch (spec().structure) {
+        case block_structure::pre_norm: {
+            core::tensor3<T> h = x + a;
+            core::tensor3<T> o = f.mlp(*this, layer, f.norm(*this, layer, norm_site::mlp, h));
+            o += h;
+            return o;
         }
-    return nullptr;
+        case block_structure::post_norm: {
+            core::tensor3<T> sum = a + x;
+            core::tensor3<T> h = f.norm(*this, layer, norm_site::attention, sum);
+            core::tensor3<T> o = f.mlp(*this, layer, h);
+            o += h;
+            return f.norm(*this, layer, norm_site::mlp, o);
+        }
+        case block_structure::parallel: break;
+    }
+    // GPTNeoXLayer: mlp_output + attn_output + hidden_states, the MLP reading the block input.
+    core::tensor3<T> o = f.mlp(*this, layer, f.norm(*this, layer, norm_site::mlp, x));
+    o += a;
+    o += x;
+    return o;
 }
-
-/// `name`'s 2-D shape, or a value_error naming the tensor and the config key it stands in for.
-const shape_t& need_shape(const weight_source& w, const std::string& name, const char* key, const std::string& source) {
-    const shape_t* s = w.shape(name);
-    if (!s) throw value_error(source, std::string(key) + ": no config.json, and no tensor " + name + " to read it from " +
-                                          expected_got("--config FILE, or a checkpoint with " + name, "neither"));
-    if (s->size() != 2) throw value_error(source, name + ": wrong rank " + expected_got("2-D", shape_string(*s)));
-    return *s;
-}
-
-}  // namespace
 
 config config_from_tensors(arch family, const weight_source& weights, std::size_t heads, std::size_t kv_heads,
                            const std::string& source) {
     if (heads == 0)
         throw value_error(source, "num_attention_heads: not in the tensors' shapes, and there is no config.json " +
                                       expected_got("--heads N or --config FILE", "neither"));
-    nlohmann::json j;
-    std::string prefix;
-    const auto count_layers = [&](const char* stem, const std::string& rest) {
-        std::size_t n = 0;
-        while (n <= max_config_count && weights.shape(prefix + layer_key(stem, n, rest))) ++n;
-        return n;
-    };
-    const auto embedding = [&](const std::vector<std::string>& prefixes, const std::string& local) -> const shape_t& {
-        if (!find_shape(weights, prefixes, local, prefix))
-            throw value_error(source, std::string("not a ") + arch_name(family) + " checkpoint: no tensor " + local);
-        return need_shape(weights, prefix + local, "vocab_size", source);
-    };
-    switch (family) {
-        case arch::gpt2: {
-            const shape_t& wte = embedding(gpt2::prefixes, gpt2::probe);
-            j = {{"model_type", "gpt2"}, {"vocab_size", wte[0]}, {"n_embd", wte[1]}, {"n_head", heads}};
-            j["n_positions"] = need_shape(weights, prefix + "wpe.weight", "n_positions", source)[0];
-            j["n_layer"] = count_layers("h.", "attn.c_attn.weight");
-            j["n_inner"] = need_shape(weights, prefix + "h.0.mlp.c_fc.weight", "n_inner", source)[1];
+    const family_spec& s = family.spec();
+    tensor_shapes shapes{weights, "", heads, kv_heads, source};
+    bool found = false;
+    for (const auto& p : s.prefixes)
+        if (weights.shape(p + s.probe)) {
+            shapes.prefix = p;
+            found = true;
             break;
         }
-        case arch::bert: {
-            const shape_t& word = embedding(bert::prefixes, bert::probe);
-            j = {{"model_type", "bert"}, {"vocab_size", word[0]}, {"hidden_size", word[1]}, {"num_attention_heads", heads}};
-            j["max_position_embeddings"] =
-                need_shape(weights, prefix + "embeddings.position_embeddings.weight", "max_position_embeddings", source)[0];
-            j["num_hidden_layers"] = count_layers("encoder.layer.", "attention.self.query.weight");
-            j["intermediate_size"] =
-                need_shape(weights, prefix + "encoder.layer.0.intermediate.dense.weight", "intermediate_size", source)[0];
-            break;
-        }
-        case arch::llama: {
-            const shape_t& emb = embedding(llama::prefixes, llama::probe);
-            j = {{"model_type", "llama"}, {"vocab_size", emb[0]}, {"hidden_size", emb[1]}, {"num_attention_heads", heads}};
-            const std::size_t q = need_shape(weights, prefix + "layers.0.self_attn.q_proj.weight", "head_dim", source)[0];
-            const std::size_t k = need_shape(weights, prefix + "layers.0.self_attn.k_proj.weight", "num_key_value_heads", source)[0];
-            if (q % heads != 0)
-                throw value_error(source, "head_dim: --heads " + std::to_string(heads) + " does not divide " + prefix +
-                                              "layers.0.self_attn.q_proj.weight's " + std::to_string(q) + " rows " +
-                                              expected_got("a divisor of " + std::to_string(q), std::to_string(heads)));
-            const std::size_t d = q / heads;
-            j["head_dim"] = d;
-            j["num_key_value_heads"] = kv_heads ? kv_heads : k / d;
-            j["num_hidden_layers"] = count_layers("layers.", "self_attn.q_proj.weight");
-            j["intermediate_size"] = need_shape(weights, prefix + "layers.0.mlp.gate_proj.weight", "intermediate_size", source)[0];
-            // Biases as the tensors have them: q/k/v without o is Qwen2's layout.
-            if (weights.shape(prefix + "layers.0.self_attn.q_proj.bias")) {
-                if (weights.shape(prefix + "layers.0.self_attn.o_proj.bias")) j["attention_bias"] = true;
-                else j["model_type"] = "qwen2";
-            }
-            j["mlp_bias"] = weights.shape(prefix + "layers.0.mlp.gate_proj.bias") != nullptr;
-            break;
-        }
-    }
-    if (kv_heads && family != arch::llama) j["num_key_value_heads"] = kv_heads;
+    if (!found) throw value_error(source, "not a " + s.name + " checkpoint: no tensor " + s.probe);
+    nlohmann::json j = s.config_from_tensors(shapes);
+    if (kv_heads && !j.contains("num_key_value_heads")) j["num_key_value_heads"] = kv_heads;
     if (j.contains("n_layer") && j["n_layer"] == 0) j["n_layer"] = nullptr;
     if (j.contains("num_hidden_layers") && j["num_hidden_layers"] == 0) j["num_hidden_layers"] = nullptr;
     return parse_config(j.dump(), source, family);
@@ -295,6 +230,52 @@ void activate(core::tensor3<T>& x, activation a) {
     }
 }
 
+template <class T>
+void apply_head_norm(core::tensor3<T>& x, std::size_t heads, const head_norm& n, const std::string& name) {
+    const std::vector<double> g = n.weight.to_vector<double>();
+    const std::size_t D = g.size();
+    if (D == 0 || heads * D != x.shape(2))
+        throw shape_error(name, "the norm's weight does not fit the heads " +
+                                    expected_got("(" + std::to_string(heads ? x.shape(2) / heads : 0) + ",) for " +
+                                                     std::to_string(heads) + " heads of " + std::to_string(x.shape(2)),
+                                                 shape_string(n.weight.shape)));
+    const std::size_t rows = x.size() / D;
+    T* p = x.data();
+    for (std::size_t r = 0; r < rows; ++r, p += D) {
+        double ms = 0;
+        for (std::size_t e = 0; e < D; ++e) ms += static_cast<double>(p[e]) * p[e];
+        const double inv = 1.0 / std::sqrt(ms / static_cast<double>(D) + n.eps);
+        // Qwen3RMSNorm as LlamaRMSNorm: weight · (x·rsqrt(var + eps)).to(input dtype)
+        for (std::size_t e = 0; e < D; ++e) p[e] = static_cast<T>(g[e] * static_cast<T>(p[e] * inv));
+    }
+}
+
+template <class T>
+std::vector<named_array> project_attention_inputs(const layer_attention& la, const core::tensor3<T>& x, bool unbatched) {
+    const auto find = [&](const char* n) -> const array* {
+        for (const auto& w : la.weights)
+            if (w.name == n) return &w.value;
+        return nullptr;
+    };
+    std::vector<named_array> out;
+    const char* parts[3][3] = {{"q", "w_q", "b_q"}, {"k", "w_k", "b_k"}, {"v", "w_v", "b_v"}};
+    for (const auto& part : parts) {
+        const array* w = find(part[1]);
+        if (!w) throw value_error("model", std::string("the layer's attention has no ") + part[1]);
+        std::optional<core::tensor1<T>> b;
+        if (const array* ba = find(part[2])) b = vector_of<T>(*ba, part[2]);
+        core::tensor3<T> y = core::linear(x, matrix_of<T>(*w, part[1]), b, la.layout, part[1]);
+        const std::optional<head_norm>& n = part[0][0] == 'q' ? la.q_norm : part[0][0] == 'k' ? la.k_norm : std::nullopt;
+        if (n) apply_head_norm(y, part[0][0] == 'q' ? la.heads : la.kv_heads, *n, std::string(part[0]) + "_norm");
+        shape_t s{y.shape(0), y.shape(1), y.shape(2)};
+        if (unbatched) s.erase(s.begin());
+        out.push_back({part[0], array::from<T>(std::move(s), y.data())});
+    }
+    for (const auto& w : la.weights)
+        if (w.name == "w_o" || w.name == "b_o") out.push_back(w);
+    return out;
+}
+
 #define ATTN_INSTANTIATE(T)                                                                                         \
     template core::tensor3<T> family::embed<T>(const array&) const;                                                \
     template core::tensor3<T> family::attention_norm<T>(std::size_t, const core::tensor3<T>&) const;              \
@@ -307,7 +288,9 @@ void activate(core::tensor3<T>& x, activation a) {
     template core::tensor3<T> lookup<T>(const family&, const std::string&, const array&);                          \
     template core::tensor3<T> layer_norm<T>(const core::tensor3<T>&, const array&, const array&, double);          \
     template core::tensor3<T> rms_norm<T>(const core::tensor3<T>&, const array&, double);                          \
-    template void activate<T>(core::tensor3<T>&, activation);
+    template void activate<T>(core::tensor3<T>&, activation);                                                      \
+    template void apply_head_norm<T>(core::tensor3<T>&, std::size_t, const head_norm&, const std::string&);        \
+    template std::vector<named_array> project_attention_inputs<T>(const layer_attention&, const core::tensor3<T>&, bool);
 ATTN_INSTANTIATE(float)
 ATTN_INSTANTIATE(double)
 #undef ATTN_INSTANTIATE

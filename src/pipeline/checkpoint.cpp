@@ -18,6 +18,7 @@
 #include "attn/io/vocab.hpp"
 #include "attn/text.hpp"
 #include "attn/model/family.hpp"
+#include "attn/model/registry.hpp"
 #include "attn/pipeline.hpp"
 #include "attn/text.hpp"
 #include "inputs.hpp"
@@ -84,6 +85,25 @@ std::vector<std::string> dump_order(const std::vector<std::string>& dump) {
     return d;
 }
 
+/// The options of one layer's compute(): the run's, with the family's attention settings
+/// (include/attn/model/family.hpp layer_attention: projections' layout, heads, causal,
+/// sliding window, RoPE, score scale) wherever the run's options leave them unset; the
+/// one place a family's settings reach a run.
+pipeline_options layer_options(const pipeline_options& o, const model::layer_attention& la) {
+    pipeline_options lo = o;
+    lo.ids.clear();
+    lo.layout = la.layout;
+    if (!o.heads) lo.heads = la.heads;
+    if (!o.kv_heads) lo.kv_heads = la.kv_heads;
+    lo.causal = o.causal || la.causal;
+    if (o.window_left < 0 && o.window_right < 0) lo.window_left = la.window_left;
+    if (la.rope && !o.rope) lo.rope = core::rope_style::half;
+    if (la.rope && !o.rope_theta_given) lo.rope_theta = la.rope_theta;
+    if (la.rope && !o.rotary_dim) lo.rotary_dim = la.rotary_dim;
+    if (la.scale && !o.scale) lo.scale = la.scale;
+    return lo;
+}
+
 struct run_inputs {
     const array* ids = nullptr;
     const array* x = nullptr;
@@ -122,21 +142,18 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
         const bool propagate = l < last;
         core::tensor3<T> xn = fam.attention_norm<T>(l, x);
         model::layer_attention la = fam.attention(l);
-        std::vector<named_array> inputs = std::move(la.weights);
-        inputs.push_back({"x", array_of(xn, unbatched)});
+        pipeline_options lo = layer_options(o, la);
+        std::vector<named_array> inputs;
+        if (la.q_norm || la.k_norm) {
+            // A q/k norm before RoPE (Qwen3): the family projects and normalises q and k,
+            // compute() rotates them.
+            inputs = model::project_attention_inputs(la, xn, unbatched);
+        } else {
+            inputs = std::move(la.weights);
+            inputs.push_back({"x", array_of(xn, unbatched)});
+        }
         for (const auto& p : in.passed) inputs.push_back(p);
 
-        pipeline_options lo = o;
-        lo.ids.clear();
-        lo.layout = la.layout;
-        if (!o.heads) lo.heads = la.heads;
-        if (!o.kv_heads) lo.kv_heads = la.kv_heads;
-        lo.causal = o.causal || la.causal;
-        if (o.window_left < 0 && o.window_right < 0) lo.window_left = la.window_left;
-        if (la.rope && !o.rope) lo.rope = core::rope_style::half;
-        if (la.rope && !o.rope_theta_given) lo.rope_theta = la.rope_theta;
-        if (la.rope && !o.rotary_dim) lo.rotary_dim = la.rotary_dim;
-        if (la.scale && !o.scale) lo.scale = la.scale;
         lo.dump = dumped ? dump : std::vector<std::string>{};
         lo.planned_layers = last - first_dumped + 1;  // every dumped layer is held, then stacked
         if (propagate && !has(lo.dump, "output")) lo.dump.push_back("output");
@@ -201,7 +218,7 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
         out.tensors = std::move(ordered);
     }
     nlohmann::ordered_json model;
-    model["arch"] = model::arch_name(cfg.family);
+    model["arch"] = cfg.family->name();
     if (!cfg.model_type.empty()) model["model_type"] = cfg.model_type;
     model["checkpoint"] = ck.path;
     if (ck.layer) model["layer"] = *ck.layer;
@@ -329,9 +346,7 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
         throw usage_error("--vocab", "labels token ids " + expected_got("--ids or --token-ids", "--x"));
     }
     // The compute dtype: float64 only for an F64 checkpoint (docs/design.md §1: F16, BF16, F8 in float32).
-    const std::string probe = fam.name(cfg.family == model::arch::gpt2   ? "h.0.attn.c_attn.weight"
-                                       : cfg.family == model::arch::bert ? "encoder.layer.0.attention.self.query.weight"
-                                                                         : "layers.0.self_attn.q_proj.weight");
+    const std::string probe = fam.name(fam.spec().dtype_probe);
     const io::tensor_entry* e = weights.file().find(probe);
     const dtype t = options.compute_type ? *options.compute_type : e && e->dtype == "F64" ? dtype::f8 : dtype::f4;
     io::document doc = t == dtype::f8 ? run<double>(fam, ck, in, tokens, options) : run<float>(fam, ck, in, tokens, options);

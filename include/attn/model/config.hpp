@@ -10,12 +10,27 @@
 
 namespace attn::model {
 
-/// The checkpoint families attn knows. llama covers Mistral and Qwen2 (same layout:
-/// RMSNorm, q/k/v/o projections, RoPE half, GQA, SiLU-gated MLP).
-enum class arch { gpt2, bert, llama };
+struct family_spec;
 
-/// "gpt2", "bert", "llama".
-const char* arch_name(arch a);
+/// A checkpoint family attn knows: one registered family_spec (include/attn/model/registry.hpp,
+/// one file per family in src/model/). llama covers Mistral and Qwen2 (same layout: RMSNorm,
+/// q/k/v/o projections, RoPE half, GQA, SiLU-gated MLP). Compared by identity.
+class arch {
+public:
+    /// The family registered as `spec` (which outlives every arch naming it).
+    explicit arch(const family_spec& spec) : spec_(&spec) {}
+    const family_spec& spec() const { return *spec_; }
+    /// Its --arch value ("gpt2", "bert", "llama").
+    const std::string& name() const;
+    bool operator==(const arch& o) const { return spec_ == o.spec_; }
+    bool operator!=(const arch& o) const { return spec_ != o.spec_; }
+
+private:
+    const family_spec* spec_;
+};
+
+/// The family's --arch value ("gpt2", "bert", "llama").
+const std::string& arch_name(const arch& a);
 
 /// The MLP's activation (HF ACT2FN names): gelu (exact, erf), gelu_new / gelu_pytorch_tanh
 /// / gelu_fast (tanh approximation), silu / swish, relu.
@@ -23,7 +38,7 @@ enum class activation { gelu, gelu_tanh, silu, relu };
 
 /// What a family needs from config.json, HF names in the comments.
 struct config {
-    arch family = arch::llama;
+    std::optional<arch> family;      ///< set by parse_config; every config it returns has one
     std::string model_type;          ///< model_type as written ("mistral", "qwen2", …)
     std::size_t hidden = 0;          ///< hidden_size / n_embd
     std::size_t layers = 0;          ///< num_hidden_layers / n_layer
@@ -56,9 +71,12 @@ struct config {
 inline constexpr std::size_t max_config_count = std::size_t{1} << 24;
 
 /// Parses config.json text. The family comes from `forced` (--arch), else from
-/// model_type: gpt2 → gpt2; bert → bert; llama, mistral, qwen2 → llama.
+/// model_type through the registry (gpt2 → gpt2; bert → bert; llama, mistral, qwen2 →
+/// llama); the family reads its own keys (family_spec::read_config) and refuses the
+/// keys it lists (family_spec::refused).
 /// Throws value_error(source, …) for invalid JSON, an unknown model_type without
-/// --arch ("model_type \"t5\" is not a family attn knows …"), a missing or non-positive
+/// --arch ("model_type \"t5\" is not a family attn knows (expected <every registered
+/// model_type>, or give --arch <every registered name>)"), a missing or non-positive
 /// size or one over max_config_count (named by its key), heads not dividing hidden
 /// without head_dim, kv_heads not dividing heads, an unknown activation, and every key
 /// that changes attention in transformers' modeling code in a way attn does not
@@ -68,7 +86,11 @@ inline constexpr std::size_t max_config_count = std::size_t{1} << 24;
 /// Source: transformers' GPT2Config, BertConfig, LlamaConfig, MistralConfig, Qwen2Config.
 config parse_config(const std::string& json_text, const std::string& source, std::optional<arch> forced);
 
-/// The family named by an --arch value ("gpt2", "bert", "llama"), or nullopt.
+/// The registered family named by an --arch value ("gpt2", "bert", "llama"), or nullopt.
 std::optional<arch> parse_arch(const std::string& name);
+
+/// The registered families' --arch values, in registration order (the --arch choices
+/// and the completion's list).
+std::vector<std::string> family_names();
 
 }  // namespace attn::model

@@ -1,9 +1,9 @@
 #pragma once
 /// \file family.hpp
-/// Checkpoint families (docs/design.md §4.3): the Hugging Face tensor names of GPT-2, BERT and
-/// Llama (with Mistral and Qwen2), their embeddings, norms, attention settings and the
-/// rest of each block (residuals, MLP). One file per family in src/model/. The model
-/// floor reads tensors through `weight_source`, so it knows nothing of file formats.
+/// Checkpoint families (docs/design.md §4.3): a model over one checkpoint, dispatching to
+/// the family registered for its config (include/attn/model/registry.hpp; one file per
+/// family in src/model/: gpt2.cpp, bert.cpp, llama.cpp). The model floor reads tensors
+/// through `weight_source`, so it knows nothing of file formats.
 
 #include <cstddef>
 #include <optional>
@@ -28,6 +28,14 @@ public:
     virtual array load(const std::string& name) const = 0;
 };
 
+/// A norm of every head's q (or k) before RoPE: RMSNorm over each head's D values with
+/// one weight (D,) shared by the heads (transformers Qwen3Attention q_norm / k_norm,
+/// Qwen3RMSNorm(head_dim)). See apply_head_norm.
+struct head_norm {
+    array weight;
+    double eps = 1e-6;
+};
+
 /// What the attention of one layer needs besides its input, for attn::compute: the
 /// projection weights under attn's names (w_q, w_k, w_v, b_q, b_k, b_v, w_o, b_o) and
 /// the settings of the family's attention.
@@ -43,6 +51,9 @@ struct layer_attention {
     /// The score scale when it is not 1/√D (gpt2 scale_attn_weights false, or
     /// scale_attn_by_inverse_layer_idx: 1/(√D·(layer + 1))); nullopt = compute's default.
     std::optional<double> scale;
+    /// q/k norms before RoPE (none in gpt2, bert, llama): when set, the pipeline projects
+    /// q and k itself (project_attention_inputs) and hands compute q, k, v.
+    std::optional<head_norm> q_norm, k_norm;
 };
 
 /// A family over one checkpoint. Construction finds the name prefix the checkpoint
@@ -56,21 +67,26 @@ public:
     family(config c, const weight_source& weights, std::string source);
 
     const config& settings() const { return cfg_; }
+    /// The registered family this model is (its name, hooks and tensor names).
+    const family_spec& spec() const { return cfg_.family->spec(); }
     /// The prefix found ("", "transformer.", "bert.", "model.").
     const std::string& prefix() const { return prefix_; }
 
     /// X (B, T, hidden) = the family's embeddings of token ids (B, T) (integers in
     /// [0, vocab)), positions 0..T−1: gpt2 wte[ids] + wpe[pos]; bert
-    /// LayerNorm(word[ids] + position[pos] + token_type[0]); llama embed_tokens[ids].
+    /// LayerNorm(word[ids] + position[pos] + token_type[0]); llama embed_tokens[ids];
+    /// then times the family's embedding_scale when it has one (Gemma's √hidden, cast
+    /// to T first as transformers does).
     /// Source: GPT2Model.forward, BertEmbeddings.forward, LlamaModel.forward.
     /// Throws value_error("token_ids", …) for ids outside the vocabulary, and for T
     /// beyond the position table (gpt2, bert).
     template <class T>
     core::tensor3<T> embed(const array& ids) const;
 
-    /// The pre-attention norm of layer `layer` (stage x_norm): gpt2 LayerNorm ln_1,
-    /// llama RMSNorm input_layernorm (HF LlamaRMSNorm: x·rsqrt(mean(x²) + eps)·w);
-    /// bert normalises after attention, so x_norm is x.
+    /// The pre-attention norm of layer `layer` (stage x_norm): the family's attention
+    /// norm in a pre-norm or parallel block (gpt2 LayerNorm ln_1, llama RMSNorm
+    /// input_layernorm, HF LlamaRMSNorm: x·rsqrt(mean(x²) + eps)·w); x itself in a
+    /// post-norm block (bert normalises after attention).
     template <class T>
     core::tensor3<T> attention_norm(std::size_t layer, const core::tensor3<T>& x) const;
 
@@ -81,11 +97,12 @@ public:
 
     /// The rest of block `layer` given its input x and the attention's output (after
     /// the output projection), both (B, T, hidden): the next layer's input
-    /// (HF hidden_states[layer + 1] before any final norm).
-    /// gpt2: h = x + a; h + c_proj(gelu_tanh(c_fc(ln_2(h)))).
-    /// bert (post-norm): h = LN(a + x); LN(output.dense(gelu(intermediate.dense(h))) + h).
-    /// llama: h = x + a; h + down_proj(silu(gate_proj(n))·up_proj(n)), n = RMSNorm(h).
-    /// Source: GPT2Block, BertLayer, LlamaDecoderLayer.
+    /// (HF hidden_states[layer + 1] before any final norm), by the family's
+    /// block_structure with its norms N1 (attention), N2 (mlp) and its MLP:
+    /// pre_norm h = x + a; mlp(N2(h)) + h (gpt2: c_proj(gelu_tanh(c_fc(ln_2(h)))); llama:
+    /// down_proj(silu(gate_proj(n))·up_proj(n))); post_norm h = N1(a + x);
+    /// N2(mlp(h) + h) (bert); parallel mlp(N2(x)) + a + x (GPT-NeoX use_parallel_residual).
+    /// Source: GPT2Block, BertLayer, LlamaDecoderLayer, GPTNeoXLayer.
     template <class T>
     core::tensor3<T> finish_block(std::size_t layer, const core::tensor3<T>& x, const core::tensor3<T>& attn_out) const;
 
@@ -129,5 +146,23 @@ core::tensor3<T> rms_norm(const core::tensor3<T>& x, const array& w, double eps)
 /// NewGELUActivation, SiLU).
 template <class T>
 void activate(core::tensor3<T>& x, activation a);
+
+/// A q/k norm before RoPE in place (the hook of docs/design.md §3.1): x (B, T, H·D) is
+/// H heads of D = weight's length, each normalised as RMSNorm over its D values
+/// (x·rsqrt(mean(x²) + eps)·w, accumulated in double) with the one weight (D,).
+/// Source: transformers Qwen3Attention (q_norm / k_norm = Qwen3RMSNorm(head_dim),
+/// applied to q_proj(x).view(…, head_dim) before apply_rotary_pos_emb).
+/// Throws shape_error(name, …) when H·D is not x's last axis.
+template <class T>
+void apply_head_norm(core::tensor3<T>& x, std::size_t heads, const head_norm& n, const std::string& name);
+
+/// The attention inputs of a layer whose family has q/k norms: q = q_norm(x·W_q + b_q),
+/// k = k_norm(x·W_k + b_k), v = x·W_v + b_v (la.layout), each (B, T, H·D) (or (T, H·D)
+/// when `unbatched`) named q, k, v, followed by la's w_o and b_o: what compute() takes
+/// in place of x and the q/k/v projections, so that RoPE follows the norm. Without
+/// q_norm / k_norm it projects the same without the norm.
+/// Throws value_error when a projection weight is missing, shape_error as linear().
+template <class T>
+std::vector<named_array> project_attention_inputs(const layer_attention& la, const core::tensor3<T>& x, bool unbatched);
 
 }  // namespace attn::model

@@ -1,0 +1,212 @@
+#pragma once
+/// \file registry.hpp
+/// The family registry (docs/design.md §3.1): a checkpoint family is one file in
+/// src/model/ that defines a family_spec — its --arch name, the model_types it accepts,
+/// its tensor names, the config keys it reads and refuses, its stand-in config for a
+/// checkpoint without config.json, and its layer (embedding, norms, attention weights
+/// and settings, MLP) with the hooks transformers has: an embedding scale, the block
+/// structure (pre-norm, post-norm, parallel residual), a fused-QKV split
+/// (split_fused_qkv) and a q/k norm before RoPE (layer_attention::q_norm / k_norm).
+/// model::family, parse_config and config_from_tensors dispatch through it; the --arch
+/// choices and the "unknown model_type" message list what it holds.
+
+#include <cstddef>
+#include <initializer_list>
+#include <optional>
+#include <type_traits>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "attn/model/config.hpp"
+#include "attn/model/family.hpp"
+
+namespace attn::model {
+
+/// How a block combines the attention, the MLP, the two norms N1 (site attention) and
+/// N2 (site mlp) and the residuals (see family::finish_block):
+/// pre_norm   x_norm = N1(x); h = x + a; out = mlp(N2(h)) + h        (GPT2Block, LlamaDecoderLayer)
+/// post_norm  x_norm = x; h = N1(a + x); out = N2(mlp(h) + h)       (BertLayer)
+/// parallel   x_norm = N1(x); out = mlp(N2(x)) + a + x              (GPTNeoXLayer use_parallel_residual, GPTJBlock)
+enum class block_structure { pre_norm, post_norm, parallel };
+
+/// Which of a block's two norms: before (or, post-norm, after) the attention, or the MLP's.
+enum class norm_site { attention, mlp };
+
+/// config.json as a family reads it: every accessor names the key in its errors
+/// (value_error(source, …)), as parse_config documents.
+class config_reader {
+public:
+    config_reader(const nlohmann::json& j, const std::string& source) : j_(j), source_(source) {}
+
+    /// A positive integer under the first of `keys` present, at most max_config_count;
+    /// `fallback` when absent (0 = required: "missing <key> …"). `zero_ok` accepts 0.
+    std::size_t size(std::initializer_list<const char*> keys, std::size_t fallback, bool zero_ok = false) const;
+    /// A boolean under `key`; `fallback` when absent or null.
+    bool flag(const char* key, bool fallback) const;
+    /// A finite number > 0 under the first of `keys`; `fallback` when absent.
+    double number(std::initializer_list<const char*> keys, double fallback) const;
+    /// A string under the first of `keys`; `fallback` when absent.
+    std::string text(std::initializer_list<const char*> keys, const std::string& fallback) const;
+    /// The activation named under `key` (HF ACT2FN names, see model::activation).
+    activation act(const char* key, const std::string& fallback) const;
+    /// Refuses `key` when present with a value other than `accepted` (a key that
+    /// changes attention in a way attn does not implement).
+    void refuse_unless(const char* key, const nlohmann::json& accepted, const std::string& why) const;
+    /// `key`'s value when present and not null, else nullptr.
+    const nlohmann::json* find(const char* key) const;
+    /// Whether `key` is written at all (null included).
+    bool contains(const char* key) const { return j_.contains(key); }
+    const std::string& source() const { return source_; }
+
+private:
+    const nlohmann::json& j_;
+    const std::string& source_;
+};
+
+/// A key a family refuses unless it has the accepted value: "<key>: not implemented by
+/// attn, <why> (expected <accepted>, got <value>)".
+struct refused_key {
+    const char* key;
+    nlohmann::json accepted;
+    const char* why;
+};
+
+/// The tensors of a checkpoint without config.json, as config_from_tensors hands them
+/// to a family: the prefix its probe was found under, the --heads / --kv-heads given.
+struct tensor_shapes {
+    const weight_source& weights;
+    std::string prefix;
+    std::size_t heads = 0, kv_heads = 0;
+    const std::string& source;
+
+    /// prefix + `local`'s 2-D shape; value_error naming `key` (the config key it stands
+    /// in for) when the tensor is missing, or its rank when it is not 2-D.
+    const shape_t& need(const std::string& local, const char* key) const;
+    /// Whether prefix + `local` exists.
+    bool has(const std::string& local) const { return weights.shape(prefix + local) != nullptr; }
+    /// The number of blocks: the first n with no prefix + stem + n + "." + rest.
+    std::size_t count_layers(const char* stem, const std::string& rest) const;
+};
+
+/// The functions of a family's layer over one compute type T (float or double).
+template <class T>
+struct layer_functions {
+    /// The embeddings of token ids (B, T) → (B, T, hidden), ids already checked against
+    /// the vocabulary, before embedding_scale.
+    core::tensor3<T> (*embed)(const family&, const array& ids) = nullptr;
+    /// The block's norm at `site` (see block_structure).
+    core::tensor3<T> (*norm)(const family&, std::size_t layer, norm_site site, const core::tensor3<T>& x) = nullptr;
+    /// The MLP of block `layer` (B, T, hidden) → (B, T, hidden), without its residual.
+    core::tensor3<T> (*mlp)(const family&, std::size_t layer, const core::tensor3<T>& x) = nullptr;
+};
+
+/// Both compute types' layer functions from a class template Impl<T> with static
+/// embed, norm and mlp.
+template <template <class> class Impl>
+struct layer_functions_of {
+    static layer_functions<float> f4() { return {&Impl<float>::embed, &Impl<float>::norm, &Impl<float>::mlp}; }
+    static layer_functions<double> f8() { return {&Impl<double>::embed, &Impl<double>::norm, &Impl<double>::mlp}; }
+};
+
+/// One registered family. A family file defines `const family_spec& <name>_family()`
+/// returning its spec and src/model/registry.cpp lists it (README "Adding a family").
+struct family_spec {
+    std::string name;                       ///< its --arch value and meta.model.arch
+    std::vector<std::string> model_types;   ///< config.json model_types it reads
+    std::vector<std::string> prefixes;      ///< name prefixes to try ("", "transformer.")
+    std::string probe;                      ///< the tensor that tells the prefix (the token embedding)
+    std::string dtype_probe;                ///< layer 0's attention weight, whose dtype picks float64
+    /// The keys naming the head count and the hidden size in messages: the first one
+    /// config.json contains, else the first (gpt2 n_head / num_attention_heads).
+    std::vector<std::string> heads_keys{"num_attention_heads"}, hidden_keys{"hidden_size"};
+    bool reads_head_dim = false;            ///< head_dim may be given (else hidden / heads)
+
+    /// Reads the family's keys into c (c.model_type is set): sizes, norm eps,
+    /// activation, attention settings; throws value_error for a bad or refused value.
+    void (*read_config)(const config_reader&, config& c) = nullptr;
+    /// Keys refused after read_config, in this order.
+    std::vector<refused_key> refused;
+    /// The config.json a checkpoint without one stands for (given to parse_config with
+    /// this family forced); num_key_value_heads is added from --kv-heads when unset.
+    nlohmann::json (*config_from_tensors)(const tensor_shapes&) = nullptr;
+    /// Checks the config against the tensors' shapes (family's constructor).
+    void (*check)(const family&) = nullptr;
+    /// Layer `layer`'s attention weights (attn's names) and settings, q/k norms included.
+    layer_attention (*attention)(const family&, std::size_t layer) = nullptr;
+
+    block_structure structure = block_structure::pre_norm;
+    layer_functions<float> f4;
+    layer_functions<double> f8;
+    /// The factor the embeddings are multiplied by (Gemma √hidden_size); null: none.
+    double (*embedding_scale)(const config&) = nullptr;
+
+    template <class T>
+    const layer_functions<T>& functions() const {
+        if constexpr (std::is_same_v<T, float>) return f4;
+        else return f8;
+    }
+};
+
+/// The registered families, in registration order (gpt2, bert, llama, then any
+/// scoped_registration).
+std::vector<const family_spec*> families();
+
+/// The family registered under --arch `name`, or nullptr.
+const family_spec* find_family(const std::string& name);
+
+/// The family that reads config.json's `model_type`, or nullptr.
+const family_spec* family_for_model_type(const std::string& model_type);
+
+/// Registers a family for the registration's lifetime (tests' fake families); throws
+/// usage_error when its name or a model_type is already registered.
+class scoped_registration {
+public:
+    explicit scoped_registration(const family_spec& spec);
+    ~scoped_registration();
+    scoped_registration(const scoped_registration&) = delete;
+    scoped_registration& operator=(const scoped_registration&) = delete;
+
+private:
+    const family_spec* spec_;
+};
+
+// Helpers for family files.
+
+/// A tensor as a compute matrix / vector of T (copied and converted); shape_error(name)
+/// for another rank.
+template <class T>
+core::tensor2<T> matrix_of(const array& a, const std::string& name);
+template <class T>
+core::tensor1<T> vector_of(const array& a, const std::string& name);
+
+/// y = x·Wᵀ + b (out_in) or x·W + b (in_out), with the weight and optional bias ("" =
+/// none; absent = none) loaded from the family by local name.
+template <class T>
+core::tensor3<T> project(const family& f, const core::tensor3<T>& x, const std::string& weight, const std::string& bias,
+                         core::weight_layout layout);
+
+/// The named table's rows picked by ids (B, T) or (T,), as (B, T, E) of T.
+template <class T>
+core::tensor3<T> lookup(const family& f, const std::string& table, const array& ids);
+
+/// "h.3." style layer names: stem + layer + "." + rest.
+inline std::string layer_key(const char* stem, std::size_t layer, const std::string& rest) {
+    return std::string(stem) + std::to_string(layer) + "." + rest;
+}
+
+/// The fused-QKV split hook: a fused projection weight into w_q, w_k, w_v (and its
+/// bias, when given, into b_q, b_k, b_v), appended to `out` in attn's names, dtype kept.
+/// q has `q_width` outputs, k and v `kv_width` each, in that order along the output
+/// axis: columns of an in_out (E, q + 2kv) weight (GPT-2 Conv1D c_attn: query, key,
+/// value = c_attn(x).split(E, dim=2)), rows of an out_in (q + 2kv, E) one (Phi-3
+/// qkv_proj). `weight_name` / `bias_name` are the checkpoint's names, `fits` the config
+/// keys the widths come from, for the messages.
+/// Throws value_error("config", "<name> does not fit <fits> (expected …, got …)") when
+/// the weight is not 2-D with q + 2kv outputs, or the bias has not q + 2kv values.
+void split_fused_qkv(const array& weight, const std::string& weight_name, const std::optional<array>& bias,
+                     const std::string& bias_name, core::weight_layout layout, std::size_t q_width, std::size_t kv_width,
+                     const std::string& fits, std::vector<named_array>& out);
+
+}  // namespace attn::model

@@ -1,0 +1,119 @@
+// The family registry (include/attn/model/registry.hpp, docs/design.md §3.1): the list of
+// families, the lookups by --arch name and model_type, and the helpers family files share
+// (tensor shapes for config_from_tensors, the fused-QKV split).
+#include "attn/model/registry.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "attn/error.hpp"
+#include "attn/text.hpp"
+
+namespace attn::model {
+
+// Each family file (src/model/<name>.cpp) defines one of these. attn_core is a static
+// archive, whose members the linker takes only when something names them, so the
+// families are named here; tests/test_model_registry.cpp checks that every family file
+// in src/model/ is listed.
+const family_spec& gpt2_family();
+const family_spec& bert_family();
+const family_spec& llama_family();
+
+namespace {
+
+std::vector<const family_spec*>& registered() {
+    static std::vector<const family_spec*> list{&gpt2_family(), &bert_family(), &llama_family()};
+    return list;
+}
+
+}  // namespace
+
+std::vector<const family_spec*> families() { return registered(); }
+
+const family_spec* find_family(const std::string& name) {
+    for (const family_spec* f : registered())
+        if (f->name == name) return f;
+    return nullptr;
+}
+
+const family_spec* family_for_model_type(const std::string& model_type) {
+    for (const family_spec* f : registered())
+        if (std::find(f->model_types.begin(), f->model_types.end(), model_type) != f->model_types.end()) return f;
+    return nullptr;
+}
+
+scoped_registration::scoped_registration(const family_spec& spec) : spec_(&spec) {
+    if (find_family(spec.name)) throw usage_error("family registry", "family " + spec.name + " is already registered");
+    for (const auto& t : spec.model_types)
+        if (family_for_model_type(t))
+            throw usage_error("family registry", "model_type " + t + " is already registered");
+    registered().push_back(spec_);
+}
+
+scoped_registration::~scoped_registration() {
+    auto& list = registered();
+    list.erase(std::remove(list.begin(), list.end(), spec_), list.end());
+}
+
+const shape_t& tensor_shapes::need(const std::string& local, const char* key) const {
+    const std::string name = prefix + local;
+    const shape_t* s = weights.shape(name);
+    if (!s) throw value_error(source, std::string(key) + ": no config.json, and no tensor " + name + " to read it from " +
+                                          expected_got("--config FILE, or a checkpoint with " + name, "neither"));
+    if (s->size() != 2) throw value_error(source, name + ": wrong rank " + expected_got("2-D", shape_string(*s)));
+    return *s;
+}
+
+std::size_t tensor_shapes::count_layers(const char* stem, const std::string& rest) const {
+    std::size_t n = 0;
+    while (n <= max_config_count && weights.shape(prefix + layer_key(stem, n, rest))) ++n;
+    return n;
+}
+
+void split_fused_qkv(const array& weight, const std::string& weight_name, const std::optional<array>& bias,
+                     const std::string& bias_name, core::weight_layout layout, std::size_t q_width, std::size_t kv_width,
+                     const std::string& fits, std::vector<named_array>& out) {
+    const std::size_t total = q_width + 2 * kv_width;
+    const bool in_out = layout == core::weight_layout::in_out;
+    const std::size_t inner = weight.rank() == 2 ? weight.shape[in_out ? 0 : 1] : 0;
+    const shape_t want = in_out ? shape_t{inner, total} : shape_t{total, inner};
+    if (weight.rank() != 2 || weight.shape != want)
+        throw value_error("config", weight_name + " does not fit " + fits + " " +
+                                        expected_got(weight.rank() == 2 ? shape_string(want) : "2-D", shape_string(weight.shape)));
+    if (bias && bias->size() != total)
+        throw value_error("config", bias_name + " does not fit " + fits + " " +
+                                        expected_got(shape_string({total}), shape_string(bias->shape)));
+    const std::size_t widths[3] = {q_width, kv_width, kv_width};
+    const std::size_t starts[3] = {0, q_width, q_width + kv_width};
+    const char* wn[3] = {"w_q", "w_k", "w_v"};
+    const std::size_t sz = dtype_size(weight.type);
+    for (std::size_t part = 0; part < 3; ++part) {
+        array p;
+        p.type = weight.type;
+        p.shape = in_out ? shape_t{inner, widths[part]} : shape_t{widths[part], inner};
+        p.data.resize(inner * widths[part] * sz);
+        if (in_out) {
+            // Columns starts[part] … + widths[part] of every row.
+            for (std::size_t r = 0; r < inner; ++r)
+                std::memcpy(p.data.data() + r * widths[part] * sz, weight.data.data() + (r * total + starts[part]) * sz,
+                            widths[part] * sz);
+        } else {
+            std::memcpy(p.data.data(), weight.data.data() + starts[part] * inner * sz, widths[part] * inner * sz);
+        }
+        out.push_back({wn[part], std::move(p)});
+    }
+    if (bias) {
+        const char* bn[3] = {"b_q", "b_k", "b_v"};
+        const std::size_t bs = dtype_size(bias->type);
+        for (std::size_t part = 0; part < 3; ++part) {
+            array p;
+            p.type = bias->type;
+            p.shape = {widths[part]};
+            p.data.resize(widths[part] * bs);
+            std::memcpy(p.data.data(), bias->data.data() + starts[part] * bs, widths[part] * bs);
+            out.push_back({bn[part], std::move(p)});
+        }
+    }
+}
+
+}  // namespace attn::model
