@@ -1,8 +1,11 @@
 # bash completion for attn, installed as share/bash-completion/completions/attn.
 #
 # The options of `attn compute` are listed here, with their values where they are
-# fixed; tests/test_completion.cpp checks that every long option of `attn compute --help`
-# and every subcommand of `attn --help` appears in this file. The other subcommands'
+# fixed, except the stages (--dump, plot --stage) and the formats (--format), which are
+# read from `attn compute --help` and `attn plot --help` (the stage table and the
+# registry of formats print them there); tests/test_completion.cpp checks that every
+# long option of `attn compute --help` and every subcommand of `attn --help` appears in
+# this file. The other subcommands'
 # options are read from their own --help when completing, so they cannot go stale;
 # the values of --max-bytes (compute, plot, inspect, compare, rollout) are completed for all.
 
@@ -18,8 +21,6 @@ _attn_compute_options="--help --q --k --v --x --x-kv --wq --wk --wv --bq --bk --
   --jobs --max-bytes --manifest --sink-k
   --layer --arch --config --vocab"
 
-_attn_stages="x x_norm q_proj k_proj q k v qk scaled scores weights output lse present_key present_value mask stats head_stats rollout"
-
 # Long options defined in `attn SUBCOMMAND --help` (lines "  -o,--output TEXT ...").
 _attn_help_options() {
     "$1" "$2" --help 2>/dev/null | sed -nE 's/^ +(-[a-zA-Z],)?(--[a-z0-9][a-z0-9-]*).*/\2/p'
@@ -28,6 +29,12 @@ _attn_help_options() {
 # The fixed values of option $3 as `attn $2 --help` lists them ("  --style TEXT:{a,b} ...").
 _attn_help_values() {
     "$1" "$2" --help 2>/dev/null | sed -nE "s/^ +(-[a-zA-Z],)?$3 [A-Z]+:\{([^}]*)\}.*/\2/p" | tr ',' ' '
+}
+
+# The stages --dump takes, from `attn compute --help` ("Stages to write, comma-separated:
+# x x_norm ... rollout (..."), which lists the stage table (src/stages.cpp).
+_attn_stages() {
+    "$1" compute --help 2>/dev/null | tr -s ' \n' '  ' | sed -nE 's/.*Stages to write, comma-separated: ([a-z_ ]+) \(.*/\1/p'
 }
 
 # Completes the last item of a comma-separated list.
@@ -64,7 +71,7 @@ _attn() {
     if [[ $sub == compute || $sub == plot || $sub == view ]]; then
         case $prev in
             --mask) _attn_comma_list "none causal padding"; return ;;
-            --dump) _attn_comma_list "$_attn_stages"; return ;;
+            --dump) _attn_comma_list "$(_attn_stages "${words[0]}")"; return ;;
             --causal-align) COMPREPLY=($(compgen -W "top-left bottom-right" -- "$cur")); return ;;
             --masked-rows) COMPREPLY=($(compgen -W "zero nan" -- "$cur")); return ;;
             --kernel) COMPREPLY=($(compgen -W "fast reference" -- "$cur")); return ;;
@@ -73,12 +80,12 @@ _attn() {
             --config | --vocab) _filedir json; return ;;
             --rope) COMPREPLY=($(compgen -W "half interleaved" -- "$cur")); return ;;
             --attn-mask-true) COMPREPLY=($(compgen -W "attend masked" -- "$cur")); return ;;
-            --stage) COMPREPLY=($(compgen -W "qk scaled scores weights" -- "$cur")); return ;;
+            --stage) COMPREPLY=($(compgen -W "$(_attn_help_values "${words[0]}" plot --stage)" -- "$cur")); return ;;
             --weight-layout) COMPREPLY=($(compgen -W "out-in in-out" -- "$cur")); return ;;
             --layout) COMPREPLY=($(compgen -W "bhtd bthd tbe bte" -- "$cur")); return ;;
             --dtype) COMPREPLY=($(compgen -W "float32 float64" -- "$cur")); return ;;
             --posenc) COMPREPLY=($(compgen -W "interleaved concat" -- "$cur")); return ;;
-            --format) COMPREPLY=($(compgen -W "json jsonl csv npy npz table html" -- "$cur")); return ;;
+            --format) COMPREPLY=($(compgen -W "$(_attn_help_values "${words[0]}" compute --format)" -- "$cur")); return ;;
             --mask-fill) COMPREPLY=($(compgen -W "-inf -1e9" -- "$cur")); return ;;
             --lengths | --ids | --window | --prefix-len | --sink-tokens | --cu-seqlens | --rope-theta | \
                 --rotary-dim | --pad-id | --scale | --softcap | --heads | --kv-heads | --posenc-base | --tokens | \

@@ -46,18 +46,7 @@ std::string stem(const std::string& path) {
     return name;
 }
 
-const char* extension(io::format f) {
-    switch (f) {
-        case io::format::json: return ".json";
-        case io::format::jsonl: return ".jsonl";
-        case io::format::csv: return ".csv";
-        case io::format::npy: return ".npy";
-        case io::format::npz: return ".npz";
-        case io::format::table: return ".txt";
-        case io::format::html: return ".html";
-    }
-    return "";
-}
+std::string extension(io::format f) { return "." + f->extensions.front(); }
 
 /// The error text of a failed job, naming its input (stdin as messages name it,
 /// "<stdin>") unless the message already does: one prefix, never two.
@@ -372,9 +361,9 @@ int run_batch(const std::vector<batch_job>& jobs, const batch_output& out, int w
                     if (!plots.empty()) plot_weights(doc, plots[i], job.dump);
                     if (!job.output.empty()) {
                         // The job's own file; the batch's output gets a record saying where.
-                        io::format f = io::format::json;
+                        io::format f = io::output_formats().front();
                         if (!job.format.empty()) f = io::parse_format(job.format);
-                        else if (auto g = io::format_from_path(job.output)) f = *g;
+                        else if (const io::format g = io::format_from_path(job.output)) f = g;
                         io::atomic_file file(job.output);
                         io::write_document(file.stream(), doc, f, job.style, false);
                         file.commit();
@@ -389,7 +378,7 @@ int run_batch(const std::vector<batch_job>& jobs, const batch_output& out, int w
                     } else {
                         doc.input = job.echo;
                         std::ostringstream line;
-                        io::write_document(line, doc, io::format::jsonl, out.style, false);
+                        io::write_document(line, doc, io::parse_format("jsonl"), out.style, false);
                         record = line.str();
                     }
                 } catch (const error& e) {

@@ -30,7 +30,7 @@ struct batch_job {
 /// Where batch results go: JSON Lines on stdout or into one file (`file`), or one file
 /// per input under `dir` in `format`.
 struct batch_output {
-    io::format format = io::format::jsonl;
+    io::format format = io::parse_format("jsonl");
     io::text_style style;
     std::string file;
     std::string dir;

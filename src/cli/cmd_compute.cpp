@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "attn/pipeline.hpp"
+#include "attn/stages.hpp"
 #include "attn/error.hpp"
 #include "attn/io/input.hpp"
 #include "attn/io/output.hpp"
@@ -32,12 +33,12 @@ namespace {
 
 
 void emit(io::document& doc, io::format f, const compute_options& c) {
-    if (f == io::format::html) add_rollout(doc);  // the page of a checkpoint's layers shows their rollout, as attn view's
+    if (f == io::parse_format("html")) add_rollout(doc);  // the page of a checkpoint's layers shows their rollout, as attn view's
     io::text_style style;
     style.precision = c.precision;
     style.compact = c.compact;
     style.full = c.full;
-    const bool color = is_stdout(c.output) && f == io::format::table && isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR");
+    const bool color = is_stdout(c.output) && f == io::parse_format("table") && isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR");
     write_output(c.output, io::is_binary(f), [&](std::ostream& out) { io::write_document(out, doc, f, style, color); });
 }
 
@@ -71,10 +72,10 @@ int run_several(const compute_options& c, const attn::pipeline_options& settings
     if (!c.plot.empty()) out.plot_dir = c.plot;  // a batch takes --plot DIR/ only (run_compute)
     if (directory_target(c.output)) {
         out.dir = c.output;
-        out.format = c.format.empty() ? io::format::json : io::parse_format(c.format);
+        out.format = c.format.empty() ? io::output_formats().front() : io::parse_format(c.format);
     } else {
         const io::format f = output_format(c.format, c.output);
-        if (f != io::format::jsonl && f != io::format::json)
+        if (f != io::parse_format("jsonl") && f != io::parse_format("json"))
             throw usage_error("--format", "several inputs are written as JSON Lines, or one file each with -o DIR/ " +
                                               expected_got("jsonl", c.format.empty() ? c.output : c.format));
         out.file = c.output;
@@ -103,8 +104,8 @@ int run_compute(const compute_options& c) {
     if (!c.plot.empty() && !is_stdout(c.output) && same_output(c.plot, c.output))
         throw usage_error("--plot", "names the same file as -o " + expected_got("two different files", c.plot));
     std::vector<std::string> dump = c.plot.empty() ? c.dump : with_plot_stages(c.dump);
-    if (c.format == "html" || (c.format.empty() && io::format_from_path(c.output) == io::format::html))
-        for (const char* s : {"weights", "scores", "mask", "head_stats"})  // what the page shows (attn view)
+    if (c.format == "html" || (c.format.empty() && io::format_from_path(c.output) == io::parse_format("html")))
+        for (const std::string& s : view_stages())  // what the page shows (attn view)
             if (std::find(dump.begin(), dump.end(), s) == dump.end()) dump.push_back(s);
     const attn::pipeline_options settings = pipeline_settings(c.pipeline, dump);
     if (c.inputs.size() > 1 || !c.manifest.empty() || directory_target(c.output) || plot_dir) return run_several(c, settings);
@@ -173,8 +174,7 @@ int run_compute(const compute_options& c) {
 void add_job_options(CLI::App& sub, compute_options& c) {
     add_pipeline_options(sub, c.pipeline);
     sub.add_option("--dump", c.dump,
-                    "Stages to write, comma-separated: x x_norm q_proj k_proj q k v qk scaled scores weights output lse "
-                    "present_key present_value mask stats head_stats rollout (mask: the combined mask, bool, True = "
+                    "Stages to write, comma-separated: " + stage_list(" ") + " (mask: the combined mask, bool, True = "
                     "attend; x_norm: a checkpoint's layer input after its norm; head_stats: per-head entropy, max "
                     "weight, distance, sink mass, small share; rollout: of a checkpoint's layers)")
         ->delimiter(',')
@@ -187,10 +187,10 @@ void add_job_options(CLI::App& sub, compute_options& c) {
         ->capture_default_str()
         ->type_name("K")
         ->group("Output");
-    sub.add_option("--format", c.format,
-                    "json (default), jsonl, csv, npy, npz, table or html (the page of attn view); default from -o's "
-                    "extension")
-        ->check(CLI::IsMember({"json", "jsonl", "csv", "npy", "npz", "table", "html"}))
+    std::vector<std::string> formats;
+    for (const io::format f : io::output_formats()) formats.push_back(f->name);
+    sub.add_option("--format", c.format, io::format_help() + "; default from -o's extension")
+        ->check(CLI::IsMember(formats))
         ->group("Output");
     sub.add_option("-o,--output", c.output,
                     "Write to PATH (atomically) instead of stdout. With several inputs or a manifest, a PATH "

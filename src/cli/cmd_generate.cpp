@@ -28,11 +28,8 @@ struct generate_cli {
 std::string output_format(const generate_cli& c) {
     if (!c.format.empty()) return c.format;
     if (is_stdout(c.output)) return "json";
-    if (const auto f = io::format_from_path(c.output)) {
-        if (*f == io::format::npz) return "npz";
-        if (*f == io::format::npy) return "npy";
-        if (*f == io::format::json) return "json";
-    }
+    if (const io::format f = io::format_from_path(c.output))
+        if (f->name == "npz" || f->name == "npy" || f->name == "json") return f->name;
     const std::size_t dot = c.output.rfind('.');
     const std::string ext = dot == std::string::npos || c.output.find('/', dot) != std::string::npos ? "" : c.output.substr(dot);
     throw usage_error("-o", "cannot tell the format from the extension " +

@@ -17,6 +17,7 @@
 
 #include "diagnostics.hpp"
 #include "attn/pipeline.hpp"
+#include "attn/stages.hpp"
 #include "attn/error.hpp"
 #include "attn/text.hpp"
 #include "attn/io/input.hpp"
@@ -37,7 +38,7 @@ struct plot_options {
     std::string input;
     pipeline_cli pipeline;
     std::vector<const CLI::Option*> compute_only;  // pipeline options that make no sense for attn output
-    std::string stage = "weights";
+    std::string stage = stage_name(attn::stage::weights);
     std::size_t batch = 0, head = 0;
     bool grid = false;
     std::string output;
@@ -58,10 +59,11 @@ struct plot_options {
     CLI::Option* decimals_opt = nullptr;
 };
 
-/// Stages only attn writes (q, k, v are also input names, so they prove nothing).
+/// Stages only attn writes (q, k, v are also input names, so they prove nothing): the
+/// stage table's proves_output column.
 bool is_output_stage(const std::string& name) {
-    for (const char* s : {"qk", "scaled", "scores", "weights", "output", "lse", "present_key", "present_value"})
-        if (name == s) return true;
+    for (const attn::stage_info& s : attn::stage_table())
+        if (s.proves_output && name == s.name) return true;
     return false;
 }
 
@@ -111,9 +113,7 @@ bool is_checkpoint_path(const std::string& path) {
 }
 
 /// The stages that may carry a leading layer axis (`compute CHECKPOINT --layer all`).
-bool is_layered_stage(const std::string& name) {
-    return name == "qk" || name == "scaled" || name == "scores" || name == "weights" || name == "mask";
-}
+bool is_layered_stage(const std::string& name) { return attn::is_matrix(attn::tensor_kind(name)); }
 
 /// --layer's text as an index from the front: N, or "last" / -K counted from the end
 /// of L layers. Throws usage_error when out of range.
@@ -137,7 +137,7 @@ void select_layer(io::document& doc, const std::string& layer, const std::string
     const bool has_meta = doc.meta.is_object();
     const io::named_array* first = nullptr;
     for (const auto& t : doc.tensors)
-        if (is_layered_stage(t.name) && t.name != "mask" && !first) first = &t;
+        if (is_layered_stage(t.name) && attn::tensor_kind(t.name) != attn::stage_kind::mask && !first) first = &t;
     if (!first) return;  // heatmap_from_document names the missing stage
     const std::size_t rank = first->value.rank();
     // A layer axis: meta says --layer all, or rank 5 (L, B, H, Tq, Tk), or an .npz
@@ -348,8 +348,8 @@ int run_plot(const plot_options& c) {
     const bool pick_layer = !pipeline.layer.empty() && pipeline.arch.empty() && !is_checkpoint_path(c.input);
     if (pick_layer) pipeline.layer.clear();
     const attn::pipeline_options settings =
-        pipeline_settings(pipeline, c.stage == "weights" ? std::vector<std::string>{"weights", "scores"}
-                                                         : std::vector<std::string>{c.stage});
+        pipeline_settings(pipeline, attn::tensor_kind(c.stage) == attn::stage_kind::weights ? with_plot_stages({})
+                                                                                             : std::vector<std::string>{c.stage});
     io::document doc;
     loaded in;
     const bool checkpoint = checkpoint_run(pipeline);
@@ -401,7 +401,7 @@ int run_plot(const plot_options& c) {
             // array with --layer: one layer of it, picked as from attn output.
             if (in.lone.value.rank() == 5 || pick_layer) {
                 io::document layers;
-                layers.tensors.push_back({"weights", std::move(in.lone.value)});
+                layers.tensors.push_back({stage_name(attn::stage::weights), std::move(in.lone.value)});
                 select_layer(layers, c.layer_text == "all" ? "" : c.layer_text, c.input);
                 in.lone.value = std::move(layers.tensors.front().value);
                 if (in.lone.value.rank() == 3) in.lone.value.shape.insert(in.lone.value.shape.begin(), 1);  // (H, rows, cols)
@@ -447,8 +447,8 @@ int run_plot(const plot_options& c) {
 }  // namespace
 
 std::vector<std::string> with_plot_stages(std::vector<std::string> dump) {
-    for (const char* s : {"weights", "scores"})
-        if (std::find(dump.begin(), dump.end(), s) == dump.end()) dump.push_back(s);
+    for (const attn::stage s : {attn::stage::weights, attn::stage::scores})  // the weights, and the scores that say which are masked
+        if (std::find(dump.begin(), dump.end(), stage_name(s)) == dump.end()) dump.push_back(stage_name(s));
     return dump;
 }
 
@@ -514,8 +514,10 @@ void setup_plot(CLI::App& app, int& exit_status) {
     c->layer_opt->type_name("N|-K|last|all");
 
     sub->add_option("-o,--output", c->output, "Image to write (atomically): .png, .svg or .pdf")->required()->group("Plot");
-    c->stage_opt = sub->add_option("--stage", c->stage, "Stage to draw: qk, scaled, scores or weights (colour range 0..1)")
-        ->check(CLI::IsMember({"qk", "scaled", "scores", "weights"}))
+    std::string stages;
+    for (const std::string& s : attn::plot_stages()) stages += (stages.empty() ? "" : s == attn::plot_stages().back() ? " or " : ", ") + s;
+    c->stage_opt = sub->add_option("--stage", c->stage, "Stage to draw: " + stages + " (colour range 0..1)")
+        ->check(CLI::IsMember(attn::plot_stages()))
         ->capture_default_str()
         ->group("Plot");
     sub->add_option("--batch", c->batch, "Batch item to draw")->capture_default_str()->group("Plot");

@@ -6,6 +6,7 @@
 #include "attn/core/analysis.hpp"
 #include "attn/error.hpp"
 #include "attn/io/writers.hpp"
+#include "attn/stages.hpp"
 #include "commands.hpp"
 #include "output_target.hpp"
 #include "pipeline_options.hpp"
@@ -64,11 +65,11 @@ int run_rollout(const rollout_cli& c) {
         r = core::rollout(w.to_vector<double>().data(), L, B, H, Tq, Tk);
     shape_t out_shape{B, Tq, Tk};
     if (s.size() == 4) out_shape.erase(out_shape.begin());
-    doc.tensors.push_back({"rollout", array::from<double>(out_shape, r.data())});
+    doc.tensors.push_back({stage_name(stage::rollout), array::from<double>(out_shape, r.data())});
     doc.meta["attn_version"] = ATTN_VERSION;
     doc.meta["layers"] = L;
     doc.meta["heads"] = H;
-    doc.meta["shapes"] = {{"rollout", out_shape}};
+    doc.meta["shapes"] = {{stage_name(stage::rollout), out_shape}};
     write_document_to(c.output, doc, f, c.precision);
     return exit_ok;
 }
@@ -77,8 +78,7 @@ int run_rollout(const rollout_cli& c) {
 
 void setup_rollout(CLI::App& app, int& exit_status) {
     auto c = std::make_shared<rollout_cli>();
-    CLI::App* sub = app.add_subcommand(
-        "rollout",
+    CLI::App* sub = app.add_subcommand(stage_name(stage::rollout),  // named after the stage it writes
         "Attention rollout (Abnar & Zuidema 2020) of weights from several layers, (L, B, H, T, T) or (L, H, T, T) "
         "(Hugging Face output_attentions stacked: np.save('att.npy', torch.stack(out.attentions).numpy())): per layer A' = 0.5*mean_h(A) + 0.5*I with rows "
         "renormalised to sum 1, then R = A'_L ... A'_1. Writes 'rollout', (B, T, T) or (T, T), in float64.");

@@ -5,6 +5,7 @@
 #include "attn/io/output.hpp"
 #include "attn/io/writers.hpp"
 #include "attn/pipeline.hpp"
+#include "attn/stages.hpp"
 #include "commands.hpp"
 #include "output_target.hpp"
 #include "pipeline_options.hpp"
@@ -25,14 +26,14 @@ struct rope_cli {
 int run_rope(const rope_cli& c) {
     const io::format f = output_format(c.format, c.output);
     io::bundle b = gather_inputs(c.input, c.pipeline);
-    pipeline_options o = pipeline_settings(c.pipeline, {"output"});
+    pipeline_options o = pipeline_settings(c.pipeline, {stage_name(stage::output)});
     if (c.dtype == "float32") o.compute_type = dtype::f4;
     if (c.dtype == "float64") o.compute_type = dtype::f8;
     io::document doc;
-    doc.tensors.push_back({"output", rotate(std::move(b.arrays), o)});
+    doc.tensors.push_back({stage_name(stage::output), rotate(std::move(b.arrays), o)});
     doc.meta["attn_version"] = ATTN_VERSION;
     doc.meta["rope"] = core::rope_style_name(o.rope.value_or(core::rope_style::half));
-    doc.meta["shapes"] = {{"output", doc.tensors.front().value.shape}};
+    doc.meta["shapes"] = {{stage_name(stage::output), doc.tensors.front().value.shape}};
     write_document_to(c.output, doc, f, c.precision);
     return exit_ok;
 }

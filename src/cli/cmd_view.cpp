@@ -13,6 +13,7 @@
 #include "attn/io/limits.hpp"
 #include "attn/io/writers.hpp"
 #include "attn/pipeline.hpp"
+#include "attn/stages.hpp"
 #include "cmd_plot.hpp"
 #include "cmd_view.hpp"
 #include "commands.hpp"
@@ -35,15 +36,15 @@ struct view_options {
 void add_head_stats(io::document& doc) {
     const named_array* w = nullptr;
     for (const auto& t : doc.tensors) {
-        if (t.name.rfind("head_stats.", 0) == 0) return;
-        if (t.name == "weights") w = &t;
+        if (tensor_kind(t.name) == stage_kind::per_head) return;
+        if (tensor_kind(t.name) == stage_kind::weights) w = &t;
     }
     if (!w || w->value.rank() < 2) return;
     const array& a = w->value;
     const std::size_t tq = a.shape[a.rank() - 2], tk = a.shape.back();
     if (tq == 0 || tk == 0) return;
     const std::size_t blocks = a.size() / (tq * tk);
-    const std::vector<char> masked = io::masked_weights(doc, a);
+    const std::vector<char> masked = io::masked_cells(doc, *w);
     std::vector<unsigned char> visible(masked.size());
     for (std::size_t i = 0; i < masked.size(); ++i) visible[i] = masked[i] ? 0 : 1;
     const std::vector<double> values = a.to_vector<double>();
@@ -55,15 +56,16 @@ void add_head_stats(io::document& doc) {
                                                                           {"distance", &s.distance},
                                                                           {"sink_mass", &s.sink_mass},
                                                                           {"small_share", &s.small_share}};
-    for (const auto& [name, v] : parts) doc.tensors.push_back({std::string("head_stats.") + name, array::from<double>(shape, v->data())});
+    for (const auto& [name, v] : parts)
+        doc.tensors.push_back({stage_name(stage::head_stats) + "." + name, array::from<double>(shape, v->data())});
 }
 
 /// --tokens / --tokens-kv that do not fit the viewed stage: a usage error, with the
 /// message and exit code of compute and plot (the page would label the wrong cells).
 void check_token_options(const io::document& doc, const attn::pipeline_options& settings) {
-    for (const char* const* name = io::view_stages(); *name; ++name)
+    for (const std::string& name : drawn_stages())
         for (const auto& t : doc.tensors) {
-            if (t.name != *name || t.value.rank() < 2) continue;
+            if (t.name != name || t.value.rank() < 2) continue;
             const std::size_t tq = t.value.shape[t.value.rank() - 2], tk = t.value.shape.back();
             if (!settings.tokens.empty() && settings.tokens.size() != tq)
                 throw usage_error("--tokens", "one token per query " + expected_got(std::to_string(tq), std::to_string(settings.tokens.size())));
@@ -85,11 +87,11 @@ void check_view_plan(const io::document& doc, const std::string& source) {
     double cells = 0;
     std::string sizes;
     for (const auto& t : doc.tensors) {
-        if (t.name.rfind("head_stats.", 0) == 0) head_stats = true;
-        if (t.name == "rollout") rollout = true;
-        if (t.name == "weights") weights = &t;
-        for (const char* const* v = io::view_stages(); *v; ++v)
-            if (t.name == *v) {
+        if (tensor_kind(t.name) == stage_kind::per_head) head_stats = true;
+        if (tensor_kind(t.name) == stage_kind::rollout) rollout = true;
+        if (tensor_kind(t.name) == stage_kind::weights) weights = &t;
+        for (const std::string& v : drawn_stages())
+            if (t.name == v) {
                 cells += static_cast<double>(t.value.size());
                 sizes += (sizes.empty() ? "" : ", ") + t.name + " " + shape_string(t.value.shape) + " " +
                          std::string(dtype_name(t.value.type));
@@ -102,9 +104,9 @@ void check_view_plan(const io::document& doc, const std::string& source) {
 }
 
 int run_view(const view_options& c) {
-    if (!is_stdout(c.output) && !extension_of(c.output).empty() && io::format_from_path(c.output) != io::format::html)
+    if (!is_stdout(c.output) && !extension_of(c.output).empty() && io::format_from_path(c.output) != io::parse_format("html"))
         throw usage_error("-o", "a view is an HTML page " + expected_got("a .html file", "'" + extension_of(c.output) + "'"));
-    const attn::pipeline_options settings = pipeline_settings(c.pipeline, {"weights", "scores", "mask", "head_stats"});
+    const attn::pipeline_options settings = pipeline_settings(c.pipeline, view_stages());
     io::document doc;
     const bool checkpoint = checkpoint_run(c.pipeline);
     loaded in;
@@ -123,7 +125,7 @@ int run_view(const view_options& c) {
         // One array of rank 3 is (H, Tq, Tk): one sequence's heads (README, attn view).
         if (in.lone.value.rank() == 3 && (!doc.meta.is_object() || !doc.meta.contains("heads")))
             doc.meta["heads"] = in.lone.value.shape[0];
-        doc.tensors.push_back({"weights", std::move(in.lone.value)});
+        doc.tensors.push_back({stage_name(stage::weights), std::move(in.lone.value)});
     } else if (in.is_output) {
         doc = std::move(in.doc);
     } else {
@@ -150,8 +152,8 @@ int run_view(const view_options& c) {
 void add_rollout(io::document& doc) {
     const named_array* w = nullptr;
     for (const auto& t : doc.tensors) {
-        if (t.name == "rollout") return;
-        if (t.name == "weights") w = &t;
+        if (tensor_kind(t.name) == stage_kind::rollout) return;
+        if (tensor_kind(t.name) == stage_kind::weights) w = &t;
     }
     if (!w) return;
     const array& a = w->value;
@@ -173,7 +175,7 @@ void add_rollout(io::document& doc) {
                                            : core::rollout(a.to_vector<double>().data(), L, B, H, T, T);
     shape_t shape{B, T, T};
     if (!batched) shape.erase(shape.begin());
-    doc.tensors.push_back({"rollout", array::from<double>(shape, rolled.data())});
+    doc.tensors.push_back({stage_name(stage::rollout), array::from<double>(shape, rolled.data())});
 }
 
 void setup_view(CLI::App& app, int& exit_status) {

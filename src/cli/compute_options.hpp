@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "attn/stages.hpp"
 #include "pipeline_options.hpp"
 
 namespace attn::cli {
@@ -14,7 +15,7 @@ namespace attn::cli {
 struct compute_options {
     std::vector<std::string> inputs;
     pipeline_cli pipeline;
-    std::vector<std::string> dump{"scores", "weights", "output"};
+    std::vector<std::string> dump = default_dump();
     std::string format;
     std::string output;
     int precision = 0;

@@ -86,21 +86,21 @@ inline std::string extension_of(const std::string& path) {
 /// used to be written as whatever --format said, or as JSON.
 inline io::format output_format(const std::string& format, const std::string& output) {
     const bool to_file = !output.empty() && !is_stdout(output);
-    const std::optional<io::format> from_path = to_file ? io::format_from_path(output) : std::nullopt;
+    const io::format from_path = to_file ? io::format_from_path(output) : nullptr;
     if (!format.empty()) {
         const io::format f = io::parse_format(format);
-        const auto json_like = [](io::format g) { return g == io::format::json || g == io::format::jsonl; };
-        if (from_path && *from_path != f && !(json_like(*from_path) && json_like(f)))
+        const auto json_like = [](io::format g) { return g == io::parse_format("json") || g == io::parse_format("jsonl"); };
+        if (from_path && from_path != f && !(json_like(from_path) && json_like(f)))
             throw usage_error("--format", format + " contradicts -o's extension " +
                                               expected_got("a format that fits " + extension_of(output), format));
         return f;
     }
-    if (from_path) return *from_path;
+    if (from_path) return from_path;
     const std::string ext = to_file ? extension_of(output) : "";
     if (!ext.empty())
         throw usage_error("-o", "cannot tell the format from the extension " +
-                                    expected_got(".json, .jsonl, .csv, .npy, .npz, .txt, .html or --format", "'" + ext + "'"));
-    return io::format::json;
+                                    expected_got(io::format_extensions() + " or --format", "'" + ext + "'"));
+    return io::output_formats().front();
 }
 
 /// -o (or --plot) names a directory: ends with '/' (created if missing) or is one already.

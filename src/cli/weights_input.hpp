@@ -6,6 +6,7 @@
 #include "attn/error.hpp"
 #include "attn/io/input.hpp"
 #include "attn/io/listing.hpp"
+#include "attn/stages.hpp"
 #include "attn/text.hpp"
 
 namespace attn::cli {
@@ -20,7 +21,7 @@ inline array load_weights(const std::string& spec) {
     if (all.size() == 1) return std::move(all.front().value);
     std::string names;
     for (auto& a : all) {
-        if (lower(a.name) == "weights") return std::move(a.value);
+        if (lower(a.name) == stage_name(stage::weights)) return std::move(a.value);
         names += (names.empty() ? "" : ", ") + a.name;
     }
     throw value_error(spec, "no weights array " + expected_got("one array, one named weights, or FILE:NAME",

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "attn/error.hpp"
+#include "attn/stages.hpp"
 #include "blas.hpp"
 
 namespace attn::core {
@@ -34,9 +35,9 @@ struct mean_of {
 template <class T>
 head_statistics head_stats(const T* weights, const unsigned char* visible, std::size_t n_heads, std::size_t tq,
                            std::size_t tk, std::size_t sink_k) {
-    if (sink_k == 0) throw value_error("head_stats", "sink_k counts keys " + expected_got("1 to Tk", "0"));
+    if (sink_k == 0) throw value_error(stage_name(stage::head_stats), "sink_k counts keys " + expected_got("1 to Tk", "0"));
     if (sink_k > tk && tk > 0)
-        throw value_error("head_stats", "sink_k counts keys " + expected_got("1 to Tk = " + count(tk), count(sink_k)));
+        throw value_error(stage_name(stage::head_stats), "sink_k counts keys " + expected_got("1 to Tk = " + count(tk), count(sink_k)));
     head_statistics s;
     s.entropy.resize(n_heads);
     s.max_weight.resize(n_heads);
@@ -92,9 +93,9 @@ template <class T>
 std::vector<double> rollout(const T* weights, std::size_t layers, std::size_t batch, std::size_t heads,
                             std::size_t tq, std::size_t tk) {
     if (tq != tk)
-        throw value_error("rollout", "needs Tq = Tk " + expected_got("square weights", "Tq = " + count(tq) + ", Tk = " + count(tk)));
-    if (layers < 2) throw value_error("rollout", "needs several layers " + expected_got("L ≥ 2", "L = " + count(layers)));
-    if (heads == 0) throw value_error("rollout", "needs heads to average " + expected_got("H ≥ 1", "H = 0"));
+        throw value_error(stage_name(stage::rollout), "needs Tq = Tk " + expected_got("square weights", "Tq = " + count(tq) + ", Tk = " + count(tk)));
+    if (layers < 2) throw value_error(stage_name(stage::rollout), "needs several layers " + expected_got("L ≥ 2", "L = " + count(layers)));
+    if (heads == 0) throw value_error(stage_name(stage::rollout), "needs heads to average " + expected_got("H ≥ 1", "H = 0"));
     const std::size_t n = tq, TT = n * n;
     std::vector<double> result(batch * TT);
     std::vector<double> a(TT), product(TT), next(TT);

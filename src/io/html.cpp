@@ -55,9 +55,9 @@ stage_dims dims_of(const document& doc, const named_array& t) {
 
 std::vector<const named_array*> viewed(const document& doc) {
     std::vector<const named_array*> out;
-    for (const char* const* name = view_stages(); *name; ++name)
+    for (const std::string& name : drawn_stages())
         for (const auto& t : doc.tensors)
-            if (t.name == *name) out.push_back(&t);
+            if (t.name == name) out.push_back(&t);
     return out;
 }
 
@@ -91,19 +91,6 @@ std::vector<unsigned char> deflate(const std::vector<unsigned char>& raw) {
         throw io_error("view", "cannot compress the page's data (zlib)");
     out.resize(size);
     return out;
-}
-
-/// A stage's cells that are masked: weights by masked_weights (the mask stage, else −∞
-/// scores), scores equal to --mask-fill; non-finite values are masked in every stage.
-std::vector<char> masked_cells(const document& doc, const named_array& t) {
-    const array& a = t.value;
-    if (t.name == "weights") return masked_weights(doc, a);
-    std::vector<char> masked(a.size(), 0);
-    if (t.name == "scores" && doc.meta.is_object() && doc.meta.contains("mask_fill") && doc.meta["mask_fill"].is_number()) {
-        const double fill = doc.meta["mask_fill"].get<double>();
-        for (std::size_t i = 0; i < a.size(); ++i) masked[i] = a.value(i) == fill;
-    }
-    return masked;
 }
 
 /// One array quantised: codes 0 … top−1 over [lo, hi] (over [0, 1] when `unit_range`, as
@@ -152,7 +139,7 @@ nlohmann::ordered_json encode(const std::string& name, const array& a, const sta
 }
 
 nlohmann::ordered_json encode_stage(const document& doc, const named_array& t, int bits) {
-    return encode(t.name, t.value, dims_of(doc, t), masked_cells(doc, t), t.name == "weights", bits);
+    return encode(t.name, t.value, dims_of(doc, t), masked_cells(doc, t), tensor_kind(t.name) == stage_kind::weights, bits);
 }
 
 /// The `rollout` tensor ((T, T) or (B, T, T), docs/design.md §4.4) shown as one more layer of the
@@ -161,8 +148,8 @@ const named_array* shown_rollout(const document& doc, const std::vector<const na
                                  stage_dims* dims = nullptr) {
     const named_array* r = nullptr;
     for (const auto& t : doc.tensors)
-        if (t.name == "rollout") r = &t;
-    if (!r || stages.empty() || stages.front()->name != "weights" || r->value.rank() < 2 || r->value.rank() > 3)
+        if (tensor_kind(t.name) == stage_kind::rollout) r = &t;
+    if (!r || stages.empty() || tensor_kind(stages.front()->name) != stage_kind::weights || r->value.rank() < 2 || r->value.rank() > 3)
         return nullptr;
     const stage_dims w = dims_of(doc, *stages.front());
     stage_dims d;
@@ -176,12 +163,12 @@ const named_array* shown_rollout(const document& doc, const std::vector<const na
 
 /// head_stats.* tensors (([L,]B,H) or ([L,]H)) as table rows [layer, batch, head, …].
 nlohmann::ordered_json head_stat_rows(const document& doc) {
-    static const char* const names[] = {"entropy", "max_weight", "distance", "sink_mass", "small_share"};
+    const stage_info& head_stats = stage_row(stage::head_stats);
     std::vector<const array*> cols;
-    for (const char* n : names)
+    for (const std::string& n : head_stats.parts)
         for (const auto& t : doc.tensors)
-            if (t.name == std::string("head_stats.") + n) cols.push_back(&t.value);
-    if (cols.size() != 5) return nullptr;
+            if (t.name == head_stats.name + "." + n) cols.push_back(&t.value);
+    if (cols.size() != head_stats.parts.size()) return nullptr;
     const shape_t& s = cols[0]->shape;
     // ([L,]B,H) or ([L,]H); rank 3 is always (L, B, H).
     const std::size_t layers = s.size() == 3 ? 1 : std::min(layer_axes(doc), s.size() - 1);
@@ -263,11 +250,6 @@ std::string meta_html(const nlohmann::ordered_json& meta) {
 
 }  // namespace
 
-const char* const* view_stages() {
-    static const char* const names[] = {"weights", "scores", "scaled", "qk", nullptr};
-    return names;
-}
-
 int view_bits(std::size_t cells) { return cells <= (std::size_t{16} << 20) ? 16 : 8; }
 
 std::size_t view_data_bytes(const document& doc, const std::string& source) {
@@ -275,7 +257,11 @@ std::size_t view_data_bytes(const document& doc, const std::string& source) {
     if (stages.empty()) {
         std::string found;
         for (const auto& t : doc.tensors) found += (found.empty() ? "" : ", ") + t.name;
-        throw value_error(source, "no Tq×Tk stage to view (expected weights, scores, scaled or qk; found " +
+        const std::vector<std::string> drawn = drawn_stages();
+        std::string expected;
+        for (std::size_t i = 0; i < drawn.size(); ++i)
+            expected += (i == 0 ? "" : i + 1 == drawn.size() ? " or " : ", ") + drawn[i];
+        throw value_error(source, "no Tq×Tk stage to view (expected " + expected + "; found " +
                                       (found.empty() ? std::string("none") : found) + ")");
     }
     std::size_t cells = 0;
@@ -310,10 +296,10 @@ void write_html(std::ostream& out, const document& doc, const std::string& sourc
     if (rollout) {
         std::vector<char> unreached(rollout->value.size());
         for (std::size_t i = 0; i < unreached.size(); ++i) unreached[i] = rollout->value.value(i) == 0;
-        rolled = encode("rollout", rollout->value, rollout_dims, std::move(unreached), true, bits);
+        rolled = encode(rollout->name, rollout->value, rollout_dims, std::move(unreached), true, bits);
     }
-    data["rollout"] = rolled;
-    data["head_stats"] = head_stat_rows(doc);
+    data[stage_name(stage::rollout)] = rolled;  // the page's keys are the stage names
+    data[stage_name(stage::head_stats)] = head_stat_rows(doc);
     nlohmann::ordered_json lut = nlohmann::ordered_json::array();
     for (int k = 0; k < 256; ++k) {
         const rgb8 c = colormap(k / 255.0);

@@ -237,7 +237,7 @@ void write_json(std::ostream& out, const document& doc, const text_style& style)
         b.put(']');
     }
     // A dotted name is a member of an object: every "stats.<member>" tensor goes into
-    // one object "stats" written where the first of them is (one level: the name is
+    // one object, stats, written where the first of them is (one level: the name is
     // split at its first dot), so that `jq .stats.var_qk` works.
     const auto group_of = [](const std::string& name) {
         const std::size_t dot = name.find('.');

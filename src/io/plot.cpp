@@ -18,6 +18,7 @@
 #include "attn/error.hpp"
 #include "attn/text.hpp"
 #include "attn/io/output.hpp"
+#include "attn/io/writers.hpp"
 
 namespace attn::io {
 
@@ -774,8 +775,6 @@ heatmap_layout layout_heatmap(const heatmap_spec& spec) { return make_plan(spec)
 
 namespace {
 
-constexpr const char* matrix_stages[] = {"qk", "scaled", "scores", "weights"};
-
 const named_array* find_tensor(const document& doc, const std::string& name) {
     for (const auto& t : doc.tensors)
         if (t.name == name) return &t;
@@ -847,12 +846,13 @@ heatmap_spec heatmap_from_document(const document& doc, const heatmap_view& view
     const nlohmann::ordered_json& meta = doc.meta;
     const bool has_meta = meta.is_object();
     const named_array* t = find_tensor(doc, view.stage);
-    if (!t || std::find(std::begin(matrix_stages), std::end(matrix_stages), view.stage) == std::end(matrix_stages)) {
+    const std::vector<std::string> plotted = plot_stages();
+    if (!t || std::find(plotted.begin(), plotted.end(), view.stage) == plotted.end()) {
         std::vector<std::string> present;
-        for (const char* m : matrix_stages)
+        for (const std::string& m : plotted)
             if (find_tensor(doc, m)) present.push_back(m);
         throw value_error("--stage", "not in the input " +
-                                         expected_got(present.empty() ? "a qk, scaled, scores or weights tensor" : or_list(present),
+                                         expected_got(present.empty() ? "a " + or_list(plotted) + " tensor" : or_list(present),
                                                       view.stage));
     }
 
@@ -872,26 +872,18 @@ heatmap_spec heatmap_from_document(const document& doc, const heatmap_view& view
     const std::size_t B = spec.values.shape[0], H = spec.values.shape[1], Tq = spec.values.shape[2], Tk = spec.values.shape[3];
 
     const std::size_t n = spec.values.size();
-    const bool is_weights = view.stage == "weights";
-    if (is_weights || view.stage == "scores") {
-        const named_array* scores = find_tensor(doc, "scores");
-        if (scores && scores->value.shape == sh) {
-            std::optional<double> fill;
-            if (has_meta && meta.contains("mask_fill") && meta["mask_fill"].is_number()) fill = meta["mask_fill"].get<double>();
-            spec.masked.assign(n, 0);
-            for (std::size_t i = 0; i < n; ++i) {
-                const double sc = scores->value.value(i);
-                bool m = sc == -std::numeric_limits<double>::infinity() || (fill && sc == *fill);
-                if (m && is_weights) {
+    // The masked cells by the writers' one rule (masked_cells); a weight is drawn grey only
+    // when it is 0 or NaN, so that a fully masked row under a finite fill keeps its colours.
+    const bool is_weights = tensor_kind(view.stage) == stage_kind::weights;
+    if (is_weights || tensor_kind(view.stage) == stage_kind::scores) {
+        const std::vector<char> masked = masked_cells(doc, *t);
+        spec.masked.assign(masked.begin(), masked.end());
+        if (is_weights)
+            for (std::size_t i = 0; i < n; ++i)
+                if (spec.masked[i]) {
                     const double w = spec.values.value(i);
-                    m = w == 0 || std::isnan(w);
+                    spec.masked[i] = w == 0 || std::isnan(w);
                 }
-                spec.masked[i] = m;
-            }
-        } else if (is_weights) {
-            spec.masked.assign(n, 0);
-            for (std::size_t i = 0; i < n; ++i) spec.masked[i] = spec.values.value(i) == 0;
-        }
     }
 
     // A checkpoint run over a batch of ids that differ labels each item in meta.model.tokens

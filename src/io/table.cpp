@@ -217,7 +217,7 @@ void put_tensor(text_buffer& b, const document& doc, const named_array& t, int p
     }
 
     const bool summarise = !options.full && a.size() > options.threshold;
-    const std::vector<char> masked = t.name == "weights" ? masked_weights(doc, a) : std::vector<char>();
+    const std::vector<char> masked = tensor_kind(t.name) == stage_kind::weights ? masked_cells(doc, t) : std::vector<char>();
     matrix_text m;
     m.precision = precision;
     m.values = &x;
@@ -261,7 +261,7 @@ void put_tensor(text_buffer& b, const document& doc, const named_array& t, int p
     };
     for_each_block(shown_lead, strides, idx, 0, 0, measure);
 
-    const bool shade = options.color && t.name == "weights";
+    const bool shade = options.color && tensor_kind(t.name) == stage_kind::weights;
     const bool heads_first = leading_axis_is_heads(doc, t);
     bool first = true;
     auto put = [&](std::size_t offset, const std::vector<std::size_t>& index) {

@@ -80,8 +80,8 @@ bool has(const std::vector<std::string>& list, const char* name) {
 std::vector<std::string> dump_order(const std::vector<std::string>& dump) {
     std::vector<std::string> d;
     for (const auto& s : dump)
-        if (s != "rollout") d.push_back(s);
-    if (!has(d, "weights")) d.push_back("weights");
+        if (s != stage_name(stage::rollout)) d.push_back(s);
+    if (!has(d, stage_name(stage::weights).c_str())) d.push_back(stage_name(stage::weights));
     return d;
 }
 
@@ -126,15 +126,15 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
     // The stages compute() makes; x and x_norm are the model's own.
     std::vector<std::string> dump;
     for (const auto& s : o.dump)
-        if (s != "x" && s != "x_norm" && s != "rollout") dump.push_back(s);
-    const bool want_output = has(o.dump, "output");
+        if (s != stage_name(stage::x) && s != stage_name(stage::x_norm) && s != stage_name(stage::rollout)) dump.push_back(s);
+    const bool want_output = has(o.dump, stage_name(stage::output).c_str());
     // Rollout (docs/design.md §4.4) multiplies every layer's head-averaged weights.
-    const bool rollout = has(o.dump, "rollout");
+    const bool rollout = has(o.dump, stage_name(stage::rollout).c_str());
     if (rollout && ck.layer)
         throw usage_error("--dump", "rollout needs several layers " + expected_got("--layer all", "--layer " + std::to_string(*ck.layer)));
     if (rollout && o.average_heads)
         throw usage_error("--dump", "rollout averages the heads itself " + expected_got("no --average-heads", "--average-heads"));
-    if (rollout && !has(dump, "weights")) dump.push_back("weights");
+    if (rollout && !has(dump, stage_name(stage::weights).c_str())) dump.push_back(stage_name(stage::weights));
 
     std::vector<io::document> docs;
     for (std::size_t l = start; l <= last; ++l) {
@@ -156,13 +156,13 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
 
         lo.dump = dumped ? dump : std::vector<std::string>{};
         lo.planned_layers = last - first_dumped + 1;  // every dumped layer is held, then stacked
-        if (propagate && !has(lo.dump, "output")) lo.dump.push_back("output");
-        if (lo.dump.empty()) lo.dump.push_back("output");
+        if (propagate && !has(lo.dump, stage_name(stage::output).c_str())) lo.dump.push_back(stage_name(stage::output));
+        if (lo.dump.empty()) lo.dump.push_back(stage_name(stage::output));
         io::document doc = compute(std::move(inputs), tokens, lo);
 
         core::tensor3<T> next;
         if (propagate) {
-            auto it = std::find_if(doc.tensors.begin(), doc.tensors.end(), [](const named_array& a) { return a.name == "output"; });
+            auto it = std::find_if(doc.tensors.begin(), doc.tensors.end(), [](const named_array& a) { return a.name == stage_name(stage::output); });
             next = fam.finish_block<T>(l, x, tensor_of<T>(it->value));
             if (!want_output) doc.tensors.erase(it);
         }
@@ -170,8 +170,8 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
             // x and x_norm first, as in pipeline order; then compute's stages in --dump order.
             std::vector<named_array> ordered;
             for (const auto& s : rollout ? dump_order(o.dump) : o.dump) {
-                if (s == "x") ordered.push_back({"x", array_of(x, unbatched)});
-                else if (s == "x_norm") ordered.push_back({"x_norm", array_of(xn, unbatched)});
+                if (s == stage_name(stage::x)) ordered.push_back({stage_name(stage::x), array_of(x, unbatched)});
+                else if (s == stage_name(stage::x_norm)) ordered.push_back({stage_name(stage::x_norm), array_of(xn, unbatched)});
                 else
                     for (auto& t : doc.tensors)
                         if (t.name == s || t.name.rfind(s + ".", 0) == 0) ordered.push_back(std::move(t));
@@ -195,7 +195,7 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
     }
     if (rollout) {
         // weights (L, H, T, T) or (L, B, H, T, T) → R (T, T) or (B, T, T), in double.
-        auto w = std::find_if(out.tensors.begin(), out.tensors.end(), [](const named_array& a) { return a.name == "weights"; });
+        auto w = std::find_if(out.tensors.begin(), out.tensors.end(), [](const named_array& a) { return a.name == stage_name(stage::weights); });
         const array& a = w->value;
         const std::size_t Lc = a.shape[0], Bc = unbatched ? 1 : a.shape[1], H = a.shape[a.rank() - 3];
         const std::size_t Tq = a.shape[a.rank() - 2], Tk = a.shape.back();
@@ -204,12 +204,12 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
         shape_t shape{Bc, Tq, Tk};
         if (unbatched) shape.erase(shape.begin());
         array ra = array::from<double>(shape, r.data());
-        if (!has(o.dump, "weights")) out.tensors.erase(w);
+        if (!has(o.dump, stage_name(stage::weights).c_str())) out.tensors.erase(w);
         // In --dump order: rollout where it was asked for.
         std::vector<named_array> ordered;
         for (const auto& s : o.dump) {
-            if (s == "rollout") {
-                ordered.push_back({"rollout", ra});
+            if (s == stage_name(stage::rollout)) {
+                ordered.push_back({stage_name(stage::rollout), ra});
                 continue;
             }
             for (auto& t : out.tensors)

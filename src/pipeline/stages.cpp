@@ -35,32 +35,7 @@ std::string limit_text(std::size_t bytes) {
 }
 
 
-const std::vector<std::pair<stage, std::string>>& stage_table() {
-    static const std::vector<std::pair<stage, std::string>> table{
-        {stage::x, "x"},           {stage::x_norm, "x_norm"}, {stage::q_proj, "q_proj"}, {stage::k_proj, "k_proj"},
-        {stage::q, "q"},           {stage::k, "k"},         {stage::v, "v"},
-        {stage::qk, "qk"},         {stage::scaled, "scaled"}, {stage::scores, "scores"},
-        {stage::weights, "weights"}, {stage::output, "output"}, {stage::lse, "lse"},
-        {stage::present_key, "present_key"}, {stage::present_value, "present_value"}, {stage::mask, "mask"},
-        {stage::stats, "stats"}, {stage::head_stats, "head_stats"}, {stage::rollout, "rollout"}};
-    return table;
-}
-
 }  // namespace
-
-const std::string& stage_name(stage s) {
-    for (const auto& [st, name] : stage_table())
-        if (st == s) return name;
-    throw std::logic_error("stage_name: not a stage");
-}
-
-stage parse_stage(const std::string& name) {
-    for (const auto& [st, n] : stage_table())
-        if (n == name) return st;
-    throw usage_error("--dump", "unknown stage '" + name +
-                                    "' (expected x, x_norm, q_proj, k_proj, q, k, v, qk, scaled, scores, weights, output, lse, present_key, "
-                                    "present_value, mask, stats, head_stats or rollout)");
-}
 
 /// Mean over the head axis: (B, H, R, C) → (B, 1, R, C).
 template <class T>

@@ -9,21 +9,17 @@
 
 #include "attn/core/attention.hpp"
 #include "attn/io/document.hpp"
+#include "attn/stages.hpp"
 #include "attn/tensor.hpp"
 
 namespace attn::pipeline {
 
 using namespace attn::core;
 
-/// The stages `--dump` accepts, in pipeline order; their names are stage_names().
-enum class stage { x, x_norm, q_proj, k_proj, q, k, v, qk, scaled, scores, weights, output, lse, present_key, present_value, mask, stats,
-                   head_stats, rollout };
-
-/// The name of a stage ("present_key"), as --dump and the documents spell it.
-const std::string& stage_name(stage s);
-
-/// The stage called `name`. Throws usage_error("--dump", "unknown stage '…' (expected …)").
-stage parse_stage(const std::string& name);
+// The stages, their names and parse_stage are the stage table's (attn/stages.hpp).
+using attn::parse_stage;
+using attn::stage;
+using attn::stage_name;
 
 /// Mean over the head axis: (B, H, R, C) → (B, 1, R, C).
 template <class T>

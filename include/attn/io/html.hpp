@@ -14,9 +14,6 @@
 
 namespace attn::io {
 
-/// The Tq×Tk stages a view shows, in this order when present: weights, scores, scaled, qk.
-const char* const* view_stages();
-
 /// Bits per value the page stores (its rollout too) for `cells` Tq×Tk stage values in all:
 /// 16 up to 16 Mi cells, else 8 (so a 12-layer × 12-head T=512 view stays small).
 int view_bits(std::size_t cells);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "attn/io/document.hpp"
+#include "attn/stages.hpp"
 #include "attn/tensor.hpp"
 
 namespace attn::io {
@@ -209,7 +210,7 @@ heatmap_layout write_heatmap(const std::string& path, const heatmap_spec& spec);
 
 /// Which stage of a document to plot, and which part of it.
 struct heatmap_view {
-    std::string stage = "weights";  ///< qk, scaled, scores or weights
+    std::string stage = stage_of_kind(stage_kind::weights);  ///< qk, scaled, scores or weights (plot_stages)
     std::size_t batch = 0, head = 0;
     bool grid = false;
     /// The document's tokens came from --tokens / --tokens-kv: a count that does not fit
@@ -222,10 +223,9 @@ struct heatmap_view {
 /// - shape: rank 4 is (B, H, Tq, Tk), rank 2 (Tq, Tk); rank 3 is (H, Tq, Tk) when meta
 ///   says heads > 1 without average_heads (a rank-2 input split into heads), else
 ///   (B, Tq, Tk);
-/// - masked cells: scores of −∞ (or equal to a finite meta.mask_fill) from the "scores"
-///   tensor; for weights, only those that are also exactly 0 or NaN (so an average over
-///   heads is not hidden). Weights without scores: exact zeros, which softmax gives only
-///   for −∞ scores or complete underflow;
+/// - masked cells: the writers' one rule, masked_cells (writers.hpp: the mask stage, else
+///   −∞ or meta.mask_fill scores, else exact zeros); for weights, only those that are
+///   also exactly 0 or NaN (so an average over heads is not hidden);
 /// - labels: the document's tokens label the rows; the columns too when Tk = past
 ///   length + Tq (past keys get their index), otherwise indices;
 /// - colour range 0..1 for weights, else from the data; title "stage · mask: … · scale:

@@ -37,11 +37,9 @@ inline constexpr const char* masked_cell = "\xC2\xB7";
 /// index; column headers likewise with the columns. Numbers have style.precision
 /// significant digits (4 when it is 0), non-finite values print as nan, inf, -inf.
 /// Masked weights print as `·` (masked_cell), so that they stand apart from a true 0.
-/// Which cells of "weights" are masked is judged as attn plot does
-/// (heatmap_from_document): those whose score is −∞, or equals a finite
-/// meta.mask_fill, in the document's "scores" tensor of the same shape; without such a
-/// tensor, every weight of exactly 0 (softmax gives 0 only for masked keys or complete
-/// underflow). A masked weight prints as `·` when it is 0; one that is NaN
+/// Which cells of the weights are masked is the writers' one rule, masked_cells
+/// (writers.hpp): the mask stage's False, else a −∞ (or a finite meta.mask_fill) score of
+/// the same shape, else every weight of exactly 0. A masked weight prints as `·` when it is 0; one that is NaN
 /// (--masked-rows nan) prints as nan, and a fully masked row under a finite fill keeps
 /// its uniform numbers.
 /// Large tensors are elided as NumPy prints them: unless `options.full`, a tensor of
@@ -52,7 +50,7 @@ inline constexpr const char* masked_cell = "\xC2\xB7";
 /// cells shown.
 /// Control characters in tokens and names (C0, DEL and C1: U+0080–U+009F) are shown as
 /// \xHH, HH the code point, so that they cannot move the cursor or inject escape codes.
-/// With options.color, cells of a tensor named "weights" get a 24-bit ANSI background
+/// With options.color, cells of the weights (stage kind weights) get a 24-bit ANSI background
 /// (ESC[48;2;R;G;Bm … ESC[0m) shading from white (0) to blue (1), values clamped to
 /// [0, 1], NaN and masked cells left plain; without it no escape code is written at all.
 /// Throws io_error if `out` fails.

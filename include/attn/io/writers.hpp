@@ -1,34 +1,23 @@
 #pragma once
 /// \file writers.hpp
-/// One entry point for every output format of `attn compute` (docs/design.md §2 Outputs).
+/// One entry point for every output format of `attn compute` (docs/design.md §2 Outputs);
+/// the formats themselves are the registry of formats.hpp.
 
 #include <iosfwd>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "attn/io/document.hpp"
+#include "attn/io/formats.hpp"
 #include "attn/io/table.hpp"
+#include "attn/stages.hpp"
 
 namespace attn::io {
 
-/// The output formats of docs/design.md §2.
-enum class format { json, jsonl, csv, npy, npz, table, html };
-
-/// "json", "jsonl", "csv", "npy", "npz", "table", "html" → format. Throws usage_error.
-format parse_format(const std::string& name);
-
-/// The format a path's extension names (.json, .jsonl, .csv, .npy, .npz, .txt → table,
-/// .html and .htm → html, the page of io/html.hpp),
-/// or nullopt for any other extension.
-std::optional<format> format_from_path(const std::string& path);
-
-/// True for formats whose bytes are not text (npy, npz).
-bool is_binary(format f);
-
-/// Writes `doc` in `f`. npy needs exactly one tensor (usage_error otherwise, naming
-/// --dump); npz holds every tensor by stage name; table is laid out per `table`
-/// (colour, elision of large tensors; see write_table). Throws io_error if `out` fails.
+/// Writes `doc` in `f` (a format of the registry, formats.hpp), with its writer. npy needs
+/// exactly one tensor (usage_error otherwise, naming --dump); npz holds every tensor by
+/// stage name; table is laid out per `table` (colour, elision of large tensors; see
+/// write_table). Throws io_error if `out` fails.
 void write_document(std::ostream& out, const document& doc, format f, const text_style& style,
                     const table_options& table);
 
@@ -37,7 +26,7 @@ void write_document(std::ostream& out, const document& doc, format f, const text
 void write_document(std::ostream& out, const document& doc, format f, const text_style& style, bool color);
 
 /// True when the first axis of tensor `t` of `doc` holds heads rather than batch items:
-/// a rank-3 Tq×Tk stage (qk, scaled, scores, weights, mask), or a rank-2 per-row stage
+/// a rank-3 Tq×Tk stage (is_matrix of the stage table: qk, scaled, scores, weights, mask), or a rank-2 per-row stage
 /// (is_row_stage), of a rank-2 input split into several heads, which is (H, Tq, Tk) or
 /// (H, Tq) as in unbatched nn.MultiheadAttention. The
 /// document says so in its meta: "heads" > 1 and "average_heads" false (README "Shapes
@@ -47,11 +36,17 @@ void write_document(std::ostream& out, const document& doc, format f, const text
 /// layer axis on each tensor, before the axes described here.
 bool leading_axis_is_heads(const document& doc, const named_array& t);
 
-/// Which cells of `weights` (a tensor of `doc`) are masked, one flag per element: the
-/// `mask` stage's False when `doc` holds one of the same shape; else a −∞ (or a finite
-/// meta.mask_fill) in the "scores" of the same shape; else every exact 0. Tables print
-/// them as "·", the HTML view draws them grey, as heatmap_from_document (plot.hpp) does.
-std::vector<char> masked_weights(const document& doc, const array& weights);
+/// The one rule of which cells of tensor `t` of `doc` are masked, one flag per element,
+/// for every writer (tables, CSV, plots, the HTML view) and the view's statistics; the
+/// tensor's kind comes from the stage table (attn/stages.hpp):
+/// - weights: the `mask` stage's False when `doc` holds one of the same shape; else a −∞
+///   (or a finite meta.mask_fill) in the scores of the same shape; else every exact 0
+///   (softmax gives 0 only for masked keys or complete underflow);
+/// - scores: a −∞ or a finite meta.mask_fill;
+/// - any other tensor: none.
+/// How a masked cell is shown is the writer's: tables print a masked 0 as "·", plots and
+/// the view draw masked cells grey (plots only those whose weight is 0 or NaN).
+std::vector<char> masked_cells(const document& doc, const named_array& t);
 
 /// 1 when every tensor of `doc` has a leading layer axis (a checkpoint computed with
 /// `--layer all`: meta.model.layer is "all"), else 0. CSV gives it a `layer` column,
@@ -59,7 +54,8 @@ std::vector<char> masked_weights(const document& doc, const array& weights);
 std::size_t layer_axes(const document& doc);
 
 /// True for the stages with one value per query row (the scores' shape without the key
-/// axis): lse and the row statistics stats.entropy, max_weight, argmax, row_sum.
+/// axis): lse and the row statistics stats.entropy, max_weight, argmax, row_sum (kind
+/// per_row of the stage table).
 bool is_row_stage(const std::string& name);
 
 /// True for the stages with one value per batch item and head (docs/design.md §4.4): the

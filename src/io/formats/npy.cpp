@@ -1,0 +1,25 @@
+// The npy output format (include/attn/io/formats.hpp): the one tensor of a document (io/npy.hpp).
+#include "attn/io/formats.hpp"
+
+#include "attn/error.hpp"
+#include "attn/io/npy.hpp"
+#include "attn/text.hpp"
+
+namespace attn::io {
+
+namespace {
+void write(std::ostream& out, const document& doc, const text_style& style, const table_options& table) {
+    (void)style, (void)table;
+    if (doc.tensors.size() != 1)
+        throw usage_error("--format", "npy holds one tensor; pick one stage with --dump " +
+                                          expected_got("1 stage", std::to_string(doc.tensors.size())));
+    write_npy(out, doc.tensors.front().value);
+}
+}  // namespace
+
+const output_format& npy_format() {
+    static const output_format f{"npy", {"npy"}, true, "", write};
+    return f;
+}
+
+}  // namespace attn::io

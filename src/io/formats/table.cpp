@@ -1,0 +1,19 @@
+// The table output format (include/attn/io/formats.hpp): aligned matrices for a terminal (io/table.hpp).
+#include "attn/io/formats.hpp"
+
+#include "attn/io/table.hpp"
+
+namespace attn::io {
+
+namespace {
+void write(std::ostream& out, const document& doc, const text_style& style, const table_options& table) {
+    write_table(out, doc, style, table);
+}
+}  // namespace
+
+const output_format& table_format() {
+    static const output_format f{"table", {"txt"}, false, "", write};
+    return f;
+}
+
+}  // namespace attn::io
