@@ -24,6 +24,8 @@ below follow it line by line, sharing nothing with attn):
   gated_mlp   models/gemma/modeling_gemma.py, GemmaMLP.forward: down(gelu_tanh(gate x) * up x)
   fused_mlp   models/phi3/modeling_phi3.py, Phi3MLP.forward: gate, up = gate_up_proj(x).chunk(2)
               ([gate | up] along the output rows), down(up * silu(gate))
+  neox_mlp    models/gpt_neox/modeling_gpt_neox.py, GPTNeoXMLP.forward: dense_4h_to_h(gelu(
+              dense_h_to_4h(x))), both with biases, hidden_act gelu (exact, erf) as Pythia
 
 transformers versions: the MoE blocks follow the per-expert loop of the 4.5x modeling files
 (mixtral, qwen2_moe, qwen3_moe; v5's fused MixtralExperts computes the same numbers) and
@@ -232,7 +234,11 @@ def norm_mlp_case(name, seed, N, H, I):
     gate_up = torch.cat([gate, up], dim=0)                                         # Phi3 gate_up_proj
     gs, us = F.linear(x, gate_up).chunk(2, dim=-1)
     fused = F.linear(us * F.silu(gs), down)                                        # Phi3MLP
-    arrays = {"x": x, "norm_weight": w, "eps": torch.tensor(eps, dtype=DT),
+    w_in, b_in = rand(g, I, H, scale=0.3), rand(g, I, scale=0.3)
+    w_out, b_out = rand(g, H, I, scale=0.3), rand(g, H, scale=0.3)
+    neox = F.linear(F.gelu(F.linear(x, w_in, b_in)), w_out, b_out)                # GPTNeoXMLP
+    arrays = {"w_in": w_in, "b_in": b_in, "w_out": w_out, "b_out": b_out, "neox_mlp_gelu": neox,
+              "x": x, "norm_weight": w, "eps": torch.tensor(eps, dtype=DT),
               "gemma_norm": gemma_rms_norm(x, w, eps), "gate": gate, "up": up, "down": down,
               "gated_mlp_gelu_tanh": gated, "gate_up": gate_up, "fused_mlp_silu": fused}
     write_npz(os.path.join(ROOT, name + ".npz"), {n: np_(v) for n, v in arrays.items()})

@@ -1,6 +1,6 @@
 /// \file blocks.cpp
 /// Gemma's RMSNorm and the gated MLPs (include/attn/model/blocks.hpp), transcribed from
-/// transformers' GemmaRMSNorm, GemmaMLP, LlamaMLP and Phi3MLP.
+/// transformers' GemmaRMSNorm, GemmaMLP, LlamaMLP, Phi3MLP and GPTNeoXMLP.
 
 #include "attn/model/blocks.hpp"
 
@@ -14,14 +14,14 @@ namespace attn::model {
 
 namespace {
 
-double act_value(double v, gate_activation a) {
+double act_value(double v, mlp_activation a) {
     switch (a) {
-        case gate_activation::silu: return v / (1.0 + std::exp(-v));
-        case gate_activation::gelu_tanh: {
+        case mlp_activation::silu: return v / (1.0 + std::exp(-v));
+        case mlp_activation::gelu_tanh: {
             const double c = std::sqrt(2.0 / M_PI);
             return 0.5 * v * (1.0 + std::tanh(c * (v + 0.044715 * v * v * v)));
         }
-        case gate_activation::gelu: return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+        case mlp_activation::gelu: return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
     }
     return v;
 }
@@ -35,7 +35,7 @@ void expect_matrix(const array& w, std::size_t rows, std::size_t cols, const cha
 // wg + i·H, up rows at wu + i·H, down (H, I).
 template <class T>
 core::tensor3<T> gated(const core::tensor3<T>& x, const std::vector<double>& wg, const std::vector<double>& wu,
-                       const std::vector<double>& wd, std::size_t I, gate_activation act) {
+                       const std::vector<double>& wd, std::size_t I, mlp_activation act) {
     const std::size_t H = x.shape(2), rows = x.shape(0) * x.shape(1);
     core::tensor3<T> y = core::tensor3<T>::from_shape({x.shape(0), x.shape(1), H});
     std::vector<T> h(I);
@@ -84,7 +84,7 @@ core::tensor3<T> gemma_rms_norm(const core::tensor3<T>& x, const array& w, doubl
 
 template <class T>
 core::tensor3<T> gated_mlp(const core::tensor3<T>& x, const array& gate, const array& up, const array& down,
-                           gate_activation act) {
+                           mlp_activation act) {
     const std::size_t H = x.shape(2);
     if (gate.rank() != 2) throw shape_error("gated_mlp", "gate_proj must be (I, hidden), got " + shape_string(gate.shape));
     const std::size_t I = gate.shape[0];
@@ -95,7 +95,7 @@ core::tensor3<T> gated_mlp(const core::tensor3<T>& x, const array& gate, const a
 }
 
 template <class T>
-core::tensor3<T> fused_gated_mlp(const core::tensor3<T>& x, const array& gate_up, const array& down, gate_activation act) {
+core::tensor3<T> fused_gated_mlp(const core::tensor3<T>& x, const array& gate_up, const array& down, mlp_activation act) {
     const std::size_t H = x.shape(2);
     if (gate_up.rank() != 2 || gate_up.shape[0] % 2 != 0)
         throw shape_error("fused_gated_mlp", "gate_up_proj must be (2I, hidden), gate rows then up rows " +
@@ -109,10 +109,43 @@ core::tensor3<T> fused_gated_mlp(const core::tensor3<T>& x, const array& gate_up
     return gated(x, wg, wu, down.to_vector<double>(), I, act);
 }
 
+template <class T>
+core::tensor3<T> biased_mlp(const core::tensor3<T>& x, const array& w_in, const array& b_in, const array& w_out,
+                            const array& b_out, mlp_activation act) {
+    const std::size_t H = x.shape(2), rows = x.shape(0) * x.shape(1);
+    if (w_in.rank() != 2) throw shape_error("mlp", "the input projection must be (I, hidden), got " + shape_string(w_in.shape));
+    const std::size_t I = w_in.shape[0];
+    expect_matrix(w_in, I, H, "mlp", "input projection (I, hidden)");
+    expect_matrix(w_out, H, I, "mlp", "output projection (hidden, I)");
+    if (b_in.shape != shape_t{I}) throw shape_error("mlp", "input bias does not fit " + expected_got(shape_string({I}), shape_string(b_in.shape)));
+    if (b_out.shape != shape_t{H})
+        throw shape_error("mlp", "output bias does not fit " + expected_got(shape_string({H}), shape_string(b_out.shape)));
+    const std::vector<double> wi = w_in.to_vector<double>(), bi = b_in.to_vector<double>(), wo = w_out.to_vector<double>(),
+                              bo = b_out.to_vector<double>();
+    core::tensor3<T> y = core::tensor3<T>::from_shape({x.shape(0), x.shape(1), H});
+    std::vector<T> h(I);
+    for (std::size_t r = 0; r < rows; ++r) {
+        const T* in = x.data() + r * H;
+        for (std::size_t i = 0; i < I; ++i) {
+            double s = 0;
+            for (std::size_t e = 0; e < H; ++e) s += wi[i * H + e] * in[e];
+            h[i] = static_cast<T>(act_value(static_cast<T>(static_cast<T>(s) + static_cast<T>(bi[i])), act));
+        }
+        for (std::size_t o = 0; o < H; ++o) {
+            double s = 0;
+            for (std::size_t i = 0; i < I; ++i) s += wo[o * I + i] * h[i];
+            y.data()[r * H + o] = static_cast<T>(static_cast<T>(s) + static_cast<T>(bo[o]));
+        }
+    }
+    return y;
+}
+
 #define ATTN_INSTANTIATE(T)                                                                                              \
     template core::tensor3<T> gemma_rms_norm<T>(const core::tensor3<T>&, const array&, double);                         \
-    template core::tensor3<T> gated_mlp<T>(const core::tensor3<T>&, const array&, const array&, const array&, gate_activation); \
-    template core::tensor3<T> fused_gated_mlp<T>(const core::tensor3<T>&, const array&, const array&, gate_activation);
+    template core::tensor3<T> gated_mlp<T>(const core::tensor3<T>&, const array&, const array&, const array&, mlp_activation); \
+    template core::tensor3<T> fused_gated_mlp<T>(const core::tensor3<T>&, const array&, const array&, mlp_activation); \
+    template core::tensor3<T> biased_mlp<T>(const core::tensor3<T>&, const array&, const array&, const array&, const array&, \
+                                            mlp_activation);
 ATTN_INSTANTIATE(float)
 ATTN_INSTANTIATE(double)
 #undef ATTN_INSTANTIATE

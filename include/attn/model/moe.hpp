@@ -40,7 +40,9 @@ template <class T>
 struct moe_weights {
     core::tensor2<T> router;        ///< (E, hidden): the gate / router nn.Linear weight
     core::tensor1<T> router_bias;   ///< (E) or empty (gpt-oss has one)
-    // swiglu experts, nn.Linear (out, in) layout per expert:
+    // swiglu experts, nn.Linear (out, in) layout per expert: checkpoints' experts.N.w1 / w3 /
+    // w2 (mixtral) or gate_proj / up_proj / down_proj (qwen); transformers v5's fused
+    // MixtralExperts.gate_up_proj (E, 2I, hidden) is [gate | up] (.chunk(2) of its output).
     core::tensor3<T> gate;          ///< (E, I, hidden)
     core::tensor3<T> up;            ///< (E, I, hidden)
     core::tensor3<T> down;          ///< (E, hidden, I); gpt_oss: (E, I, hidden), (in, out)
@@ -77,7 +79,8 @@ struct moe_result {
 /// The sparse MoE MLP on x (N, hidden): router logits x·routerᵀ (+ bias), routing per
 /// `s.routing`, the weighted sum of the chosen experts' outputs, plus qwen2_moe's shared
 /// expert σ(x·shared_expert_gateᵀ) · down(silu(gate x) · up x) when its weights are given.
-/// Dot products accumulate in double; the routing is computed in double. Throws
+/// Dot products accumulate in double; the routing is computed in double (transformers
+/// takes the softmax in float32 whatever the model dtype: MixtralTopKRouter). Throws
 /// shape_error("moe", …) for weights that do not fit x or each other, value_error("moe",
 /// …) for top_k 0 or above E. Sources: MixtralSparseMoeBlock, Qwen2MoeSparseMoeBlock
 /// (shared_expert, shared_expert_gate), Qwen3MoeSparseMoeBlock, GptOssMLP
