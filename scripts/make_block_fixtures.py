@@ -27,10 +27,14 @@ below follow it line by line, sharing nothing with attn):
   neox_mlp    models/gpt_neox/modeling_gpt_neox.py, GPTNeoXMLP.forward: dense_4h_to_h(gelu(
               dense_h_to_4h(x))), both with biases, hidden_act gelu (exact, erf) as Pythia
 
-transformers versions: the MoE blocks follow the per-expert loop of the 4.5x modeling files
-(mixtral, qwen2_moe, qwen3_moe; v5's fused MixtralExperts computes the same numbers) and
-gpt-oss's eval path of modeling_gpt_oss.py; convert_moe_packed_tensors is as in
-integrations/mxfp4.py of 4.55 to 4.57 (unchanged between them).
+transformers versions: gpt-oss and MXFP4 follow the files as read at transformers commits
+00d4b3d (models/gpt_oss/modeling_gpt_oss.py, GptOssExperts' eval path, with limit 7.0
+fixed there; Mxfp4GptOssExperts takes it from config.swiglu_limit, default 7.0) and 0189b1d (integrations/mxfp4.py, v5
+development with Mxfp4Quantize; convert_moe_packed_tensors is the function the gpt-oss
+release shipped). The SwiGLU MoE blocks follow the per-expert loop of the 4.x modeling files
+(mixtral, qwen2_moe, qwen3_moe); v5's MixtralTopKRouter + MixtralExperts (fused gate_up_proj,
+[gate | up]) compute the same numbers. transformers takes the router softmax in float32;
+here it is float64 like the rest.
 
 torch.topk's choice between equal values is not specified; on the CPU it is what ATen's
 topk_impl_loop (aten/src/ATen/native/TopKImpl.h) gets from std::nth_element (or

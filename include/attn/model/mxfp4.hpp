@@ -2,7 +2,8 @@
 /// \file mxfp4.hpp
 /// MXFP4 weights (gpt-oss experts, docs/design.md §5.1): `*_blocks` of packed FP4 E2M1
 /// nibbles and `*_scales` of E8M0 exponents, dequantised as transformers does
-/// (integrations/mxfp4.py, FP4_VALUES and convert_moe_packed_tensors, transformers 4.55–4.57).
+/// (integrations/mxfp4.py, FP4_VALUES and convert_moe_packed_tensors, as read at transformers
+/// commit 0189b1d).
 
 #include <cstdint>
 #include <string>
