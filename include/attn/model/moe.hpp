@@ -1,0 +1,102 @@
+#pragma once
+/// \file moe.hpp
+/// Sparse mixture-of-experts MLPs as transformers computes them (docs/design.md §5.2: mixtral,
+/// qwen2_moe, qwen3_moe, gpt_oss), on tokens (N, hidden), family-agnostic: the weights come
+/// in as plain tensors, not from a checkpoint.
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "attn/core/heads.hpp"
+
+namespace attn::model {
+
+/// How router logits become the weights of the chosen experts.
+enum class moe_routing {
+    /// softmax over all experts, then top-k of the probabilities, renormalised to sum 1
+    /// when `renormalize` (mixtral always; qwen2_moe/qwen3_moe per norm_topk_prob).
+    /// Source: MixtralSparseMoeBlock.forward (models/mixtral/modeling_mixtral.py),
+    /// Qwen2MoeSparseMoeBlock.forward, Qwen3MoeSparseMoeBlock.forward.
+    softmax_then_topk,
+    /// top-k of the logits, then softmax over the k chosen.
+    /// Source: GptOssTopKRouter.forward (models/gpt_oss/modeling_gpt_oss.py).
+    topk_then_softmax,
+};
+
+/// What one expert computes.
+enum class moe_expert {
+    /// down(silu(gate x) · up x), no biases: MixtralBlockSparseTop2MLP (w1 = gate, w3 = up,
+    /// w2 = down), Qwen2MoeMLP, Qwen3MoeMLP.
+    swiglu,
+    /// gpt-oss: gu = x · gate_up[e] + gate_up_bias[e]; gate = gu[0::2] clamped above at
+    /// `limit`, up = gu[1::2] clamped to [−limit, limit]; h = (up + 1) · gate · σ(alpha ·
+    /// gate); out = h · down[e] + down_bias[e]. Source: GptOssExperts.forward.
+    gpt_oss,
+};
+
+/// The expert weights, as transformers' modules hold them (one leading axis E).
+template <class T>
+struct moe_weights {
+    core::tensor2<T> router;        ///< (E, hidden): the gate / router nn.Linear weight
+    core::tensor1<T> router_bias;   ///< (E) or empty (gpt-oss has one)
+    // swiglu experts, nn.Linear (out, in) layout per expert: checkpoints' experts.N.w1 / w3 /
+    // w2 (mixtral) or gate_proj / up_proj / down_proj (qwen); transformers v5's fused
+    // MixtralExperts.gate_up_proj (E, 2I, hidden) is [gate | up] (.chunk(2) of its output).
+    core::tensor3<T> gate;          ///< (E, I, hidden)
+    core::tensor3<T> up;            ///< (E, I, hidden)
+    core::tensor3<T> down;          ///< (E, hidden, I); gpt_oss: (E, I, hidden), (in, out)
+    // gpt_oss experts, (in, out) layout (GptOssExperts.gate_up_proj / down_proj):
+    core::tensor3<T> gate_up;       ///< (E, hidden, 2I), gate and up interleaved in columns
+    core::tensor2<T> gate_up_bias;  ///< (E, 2I)
+    core::tensor2<T> down_bias;     ///< (E, hidden)
+    // qwen2_moe's shared expert (empty when none), nn.Linear layout:
+    core::tensor2<T> shared_gate;         ///< (Is, hidden)
+    core::tensor2<T> shared_up;           ///< (Is, hidden)
+    core::tensor2<T> shared_down;         ///< (hidden, Is)
+    core::tensor2<T> shared_expert_gate;  ///< (1, hidden): output scaled by σ(x · this)
+};
+
+/// The settings of a sparse MoE block.
+struct moe_settings {
+    std::size_t top_k = 2;            ///< num_experts_per_tok
+    moe_routing routing = moe_routing::softmax_then_topk;
+    bool renormalize = true;          ///< softmax_then_topk only: mixtral true, qwen norm_topk_prob
+    moe_expert expert = moe_expert::swiglu;
+    double alpha = 1.702;             ///< gpt_oss: GptOssExperts.alpha
+    double limit = 7.0;               ///< gpt_oss: config swiglu_limit
+};
+
+/// A sparse MoE block's result for N tokens.
+template <class T>
+struct moe_result {
+    core::tensor2<T> output;                 ///< (N, hidden)
+    core::tensor2<T> router_logits;          ///< (N, E), with the router bias
+    std::vector<std::int64_t> selected;      ///< (N, k) C-order: chosen experts, torch.topk's order
+    core::tensor2<T> routing_weights;        ///< (N, k): the weight of each chosen expert
+};
+
+/// The sparse MoE MLP on x (N, hidden): router logits x·routerᵀ (+ bias), routing per
+/// `s.routing`, the weighted sum of the chosen experts' outputs, plus qwen2_moe's shared
+/// expert σ(x·shared_expert_gateᵀ) · down(silu(gate x) · up x) when its weights are given.
+/// Dot products accumulate in double; the routing is computed in double (transformers
+/// takes the softmax in float32 whatever the model dtype: MixtralTopKRouter). Throws
+/// shape_error("moe", …) for weights that do not fit x or each other, value_error("moe",
+/// …) for top_k 0 or above E. Sources: MixtralSparseMoeBlock, Qwen2MoeSparseMoeBlock
+/// (shared_expert, shared_expert_gate), Qwen3MoeSparseMoeBlock, GptOssMLP
+/// (GptOssTopKRouter + GptOssExperts) in transformers' models/*/modeling_*.py.
+template <class T>
+moe_result<T> sparse_moe(const core::tensor2<T>& x, const moe_weights<T>& w, const moe_settings& s);
+
+/// The indices of the k largest of v[0, n) in the order torch.topk(largest=True,
+/// sorted=True) returns them on the CPU, ties included: ATen's topk_impl_loop
+/// (aten/src/ATen/native/TopKImpl.h) runs std::partial_sort when 64·k <= n, else
+/// std::nth_element then std::sort of the first k − 1, over (value, index) pairs
+/// compared by value only (NaN largest); this runs the same libstdc++ algorithms the
+/// same way, so equal values resolve as torch resolves them (not always to the lower
+/// index). torch's CUDA kernel may order ties differently. Throws value_error("top_k",
+/// …) when k is 0 or above n.
+template <class T>
+std::vector<std::int64_t> torch_topk_indices(const T* v, std::size_t n, std::size_t k);
+
+}  // namespace attn::model

@@ -1,0 +1,200 @@
+/// \file moe.cpp
+/// Sparse MoE blocks (include/attn/model/moe.hpp), transcribed from transformers'
+/// MixtralSparseMoeBlock, Qwen2MoeSparseMoeBlock, Qwen3MoeSparseMoeBlock and GptOssMLP.
+
+#include "attn/model/moe.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "attn/error.hpp"
+#include "attn/tensor.hpp"
+
+namespace attn::model {
+
+namespace {
+
+template <class C>
+std::string dims_of(const C& t) {
+    return shape_string(shape_t(t.shape().begin(), t.shape().end()));
+}
+
+template <class C>
+void expect(const C& t, std::initializer_list<std::size_t> want, const char* what) {
+    const shape_t w(want);
+    if (shape_t(t.shape().begin(), t.shape().end()) != w)
+        throw shape_error("moe", std::string(what) + " does not fit " + expected_got(shape_string(w), dims_of(t)));
+}
+
+double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
+double silu(double v) { return v * sigmoid(v); }
+
+// Σ_i a[i]·b[i] over n, accumulated in double.
+template <class T>
+double dot(const T* a, const T* b, std::size_t n) {
+    double s = 0;
+    for (std::size_t i = 0; i < n; ++i) s += static_cast<double>(a[i]) * b[i];
+    return s;
+}
+
+// down(silu(gate x) · up x) with nn.Linear (out, in) weights gate/up (I, H), down (H, I),
+// added times `scale` into out[H].
+template <class T>
+void swiglu_expert(const T* x, const T* gate, const T* up, const T* down, std::size_t H, std::size_t I, double scale,
+                   std::vector<double>& h, double* out) {
+    h.resize(I);
+    for (std::size_t i = 0; i < I; ++i)
+        h[i] = static_cast<double>(static_cast<T>(silu(dot(x, gate + i * H, H)))) * static_cast<T>(dot(x, up + i * H, H));
+    for (std::size_t o = 0; o < H; ++o) {
+        double s = 0;
+        for (std::size_t i = 0; i < I; ++i) s += static_cast<double>(down[o * I + i]) * static_cast<T>(h[i]);
+        out[o] += scale * static_cast<T>(s);
+    }
+}
+
+}  // namespace
+
+template <class T>
+std::vector<std::int64_t> torch_topk_indices(const T* v, std::size_t n, std::size_t k) {
+    if (k == 0 || k > n)
+        throw value_error("top_k", "must be in [1, " + std::to_string(n) + "] " +
+                                       expected_got("at most the number of values", std::to_string(k)));
+    // aten/src/ATen/native/TopKImpl.h, topk_impl_loop (largest = true, sorted = true)
+    using elem_t = std::pair<T, std::int64_t>;
+    std::vector<elem_t> queue(n);
+    for (std::size_t j = 0; j < n; ++j) queue[j] = {v[j], static_cast<std::int64_t>(j)};
+    const auto greater = [](const elem_t& x, const elem_t& y) -> bool {
+        return (std::isnan(x.first) && !std::isnan(y.first)) || (x.first > y.first);
+    };
+    if (k * 64 <= n) {
+        std::partial_sort(queue.begin(), queue.begin() + static_cast<std::ptrdiff_t>(k), queue.end(), greater);
+    } else {
+        std::nth_element(queue.begin(), queue.begin() + static_cast<std::ptrdiff_t>(k) - 1, queue.end(), greater);
+        std::sort(queue.begin(), queue.begin() + static_cast<std::ptrdiff_t>(k) - 1, greater);
+    }
+    std::vector<std::int64_t> out(k);
+    for (std::size_t j = 0; j < k; ++j) out[j] = queue[j].second;
+    return out;
+}
+
+template <class T>
+moe_result<T> sparse_moe(const core::tensor2<T>& x, const moe_weights<T>& w, const moe_settings& s) {
+    const std::size_t N = x.shape(0), H = x.shape(1), E = w.router.shape(0), k = s.top_k;
+    expect(w.router, {E, H}, "router weight (E, hidden)");
+    if (w.router_bias.size() != 0) expect(w.router_bias, {E}, "router bias (E)");
+    if (k == 0 || k > E)
+        throw value_error("moe", "top_k must be in [1, E] " + expected_got("at most " + std::to_string(E), std::to_string(k)));
+    std::size_t I = 0;
+    if (s.expert == moe_expert::swiglu) {
+        I = w.gate.shape(1);
+        expect(w.gate, {E, I, H}, "expert gate (E, I, hidden)");
+        expect(w.up, {E, I, H}, "expert up (E, I, hidden)");
+        expect(w.down, {E, H, I}, "expert down (E, hidden, I)");
+    } else {
+        if (w.gate_up.shape(2) % 2 != 0)
+            throw shape_error("moe", "gate_up's last axis must be even (gate and up interleaved), got " + dims_of(w.gate_up));
+        I = w.gate_up.shape(2) / 2;
+        expect(w.gate_up, {E, H, 2 * I}, "expert gate_up (E, hidden, 2I)");
+        expect(w.gate_up_bias, {E, 2 * I}, "expert gate_up bias (E, 2I)");
+        expect(w.down, {E, I, H}, "expert down (E, I, hidden)");
+        expect(w.down_bias, {E, H}, "expert down bias (E, hidden)");
+    }
+    const bool shared = w.shared_gate.size() != 0;
+    std::size_t Is = 0;
+    if (shared) {
+        Is = w.shared_gate.shape(0);
+        expect(w.shared_gate, {Is, H}, "shared expert gate (Is, hidden)");
+        expect(w.shared_up, {Is, H}, "shared expert up (Is, hidden)");
+        expect(w.shared_down, {H, Is}, "shared expert down (hidden, Is)");
+        expect(w.shared_expert_gate, {1, H}, "shared_expert_gate (1, hidden)");
+    }
+
+    moe_result<T> r;
+    r.output = core::tensor2<T>::from_shape({N, H});
+    r.router_logits = core::tensor2<T>::from_shape({N, E});
+    r.routing_weights = core::tensor2<T>::from_shape({N, k});
+    r.selected.resize(N * k);
+    std::vector<double> acc(H), h, logits(E), g(2 * I);
+    std::vector<T> ranked(E);
+    for (std::size_t t = 0; t < N; ++t) {
+        const T* xt = x.data() + t * H;
+        for (std::size_t e = 0; e < E; ++e) {
+            logits[e] = dot(xt, w.router.data() + e * H, H) + (w.router_bias.size() ? static_cast<double>(w.router_bias(e)) : 0.0);
+            r.router_logits(t, e) = static_cast<T>(logits[e]);
+        }
+        // what torch.topk ranks: the probabilities (softmax first) or the logits, in T
+        std::vector<double> prob(E);
+        if (s.routing == moe_routing::softmax_then_topk) {
+            const double m = *std::max_element(logits.begin(), logits.end());
+            double z = 0;
+            for (std::size_t e = 0; e < E; ++e) z += prob[e] = std::exp(logits[e] - m);
+            for (std::size_t e = 0; e < E; ++e) ranked[e] = static_cast<T>(prob[e] /= z);
+        } else {
+            for (std::size_t e = 0; e < E; ++e) ranked[e] = r.router_logits(t, e);
+        }
+        const std::vector<std::int64_t> sel = torch_topk_indices(ranked.data(), E, k);
+        std::vector<double> rw(k);
+        if (s.routing == moe_routing::softmax_then_topk) {
+            double sum = 0;
+            for (std::size_t j = 0; j < k; ++j) sum += rw[j] = ranked[sel[j]];
+            if (s.renormalize)
+                for (auto& v : rw) v /= sum;
+        } else {
+            // softmax over the k chosen logits
+            double m = -INFINITY, z = 0;
+            for (std::size_t j = 0; j < k; ++j) m = std::max(m, static_cast<double>(ranked[sel[j]]));
+            for (std::size_t j = 0; j < k; ++j) z += rw[j] = std::exp(ranked[sel[j]] - m);
+            for (auto& v : rw) v /= z;
+        }
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (std::size_t j = 0; j < k; ++j) {
+            const auto e = static_cast<std::size_t>(sel[j]);
+            r.selected[t * k + j] = sel[j];
+            r.routing_weights(t, j) = static_cast<T>(rw[j]);
+            const double weight = static_cast<T>(rw[j]);
+            if (s.expert == moe_expert::swiglu) {
+                swiglu_expert(xt, w.gate.data() + e * I * H, w.up.data() + e * I * H, w.down.data() + e * H * I, H, I, weight, h,
+                              acc.data());
+                continue;
+            }
+            // GptOssExperts.forward: gate_up (in, out) with gate at even, up at odd columns
+            const T* gu = w.gate_up.data() + e * H * 2 * I;
+            for (std::size_t c = 0; c < 2 * I; ++c) {
+                double v = w.gate_up_bias(e, c);
+                double d = 0;
+                for (std::size_t i = 0; i < H; ++i) d += static_cast<double>(xt[i]) * gu[i * 2 * I + c];
+                g[c] = static_cast<T>(static_cast<T>(d) + v);
+            }
+            h.resize(I);
+            for (std::size_t i = 0; i < I; ++i) {
+                const double gate = std::min(g[2 * i], s.limit);
+                const double up = std::clamp(g[2 * i + 1], -s.limit, s.limit);
+                const double glu = static_cast<T>(gate * static_cast<T>(sigmoid(static_cast<T>(gate * s.alpha))));
+                h[i] = static_cast<T>(static_cast<T>(up + 1.0) * glu);
+            }
+            const T* dn = w.down.data() + e * I * H;
+            for (std::size_t o = 0; o < H; ++o) {
+                double d = 0;
+                for (std::size_t i = 0; i < I; ++i) d += h[i] * dn[i * H + o];
+                acc[o] += weight * static_cast<T>(static_cast<T>(d) + w.down_bias(e, o));
+            }
+        }
+        if (shared) {
+            const double gate = static_cast<T>(sigmoid(dot(xt, w.shared_expert_gate.data(), H)));
+            swiglu_expert(xt, w.shared_gate.data(), w.shared_up.data(), w.shared_down.data(), H, Is, gate, h, acc.data());
+        }
+        for (std::size_t o = 0; o < H; ++o) r.output(t, o) = static_cast<T>(acc[o]);
+    }
+    return r;
+}
+
+#define ATTN_INSTANTIATE(T)                                                                                   \
+    template std::vector<std::int64_t> torch_topk_indices<T>(const T*, std::size_t, std::size_t);           \
+    template moe_result<T> sparse_moe<T>(const core::tensor2<T>&, const moe_weights<T>&, const moe_settings&);
+ATTN_INSTANTIATE(float)
+ATTN_INSTANTIATE(double)
+#undef ATTN_INSTANTIATE
+
+}  // namespace attn::model
