@@ -1,6 +1,8 @@
 # Checks that every #include in src/ and include/attn/ runs down the floors, never up or
-# sideways (docs/design.md §3): the build runs this script before it compiles attn_core,
-# so a wrong-way include fails the build.
+# sideways (docs/design.md §3): the build runs this script before it compiles any floor
+# (target attn_floors, CMakeLists.txt), so a wrong-way include fails the build. The floors'
+# link checks (cmake/floors.cmake) catch what an include cannot show: a function declared
+# by hand and called across floors.
 #
 #   cmake -DROOT=<source dir> [-DSTAMP=<file to touch on success>] -P check_floors.cmake
 #
@@ -10,8 +12,12 @@
 #   io        include/attn/io/, src/io/                            base io
 #   model     include/attn/model/, src/model/                      base core model
 #   tokenizer include/attn/tokenizer/, src/tokenizer/              base tokenizer
-#   pipeline  include/attn/pipeline.hpp, src/pipeline/             base core io model tokenizer pipeline
+#   pipeline  include/attn/pipeline.hpp, include/attn/pipeline/,   base core io model tokenizer pipeline
+#             src/pipeline/
 #   cli       src/cli/, src/main.cpp                               every floor
+# Inside cli, a subcommand file (src/cli/cmd_<name>.cpp/.hpp) includes no other
+# subcommand's header: what two subcommands share lives in a cli file of its own
+# (plot_input, pipeline_options, …), wired by app.cpp and main.cpp.
 cmake_minimum_required(VERSION 3.22)
 if(NOT ROOT)
   message(FATAL_ERROR "check_floors.cmake: -DROOT=<source dir> is required")
@@ -29,7 +35,7 @@ set(allowed_cli base core io model tokenizer pipeline cli)
 # third-party header, an included data file).
 function(floor_of rel out)
   set(f "")
-  if(rel MATCHES "^include/attn/pipeline\\.hpp$" OR rel MATCHES "^src/pipeline/")
+  if(rel MATCHES "^include/attn/pipeline(\\.hpp$|/)" OR rel MATCHES "^src/pipeline/")
     set(f pipeline)
   elseif(rel MATCHES "^include/attn/(core|io|model|tokenizer)/")
     set(f ${CMAKE_MATCH_1})
@@ -73,6 +79,12 @@ foreach(rel ${files})
     list(FIND allowed_${from} ${to} ok)
     if(ok EQUAL -1)
       string(APPEND violations "\n  ${rel} (${from}) includes ${target_rel} (${to})")
+    endif()
+    if(rel MATCHES "^src/cli/cmd_([A-Za-z0-9_]+)\\.[ch]pp$")
+      set(from_cmd ${CMAKE_MATCH_1})
+      if(target_rel MATCHES "^src/cli/cmd_([A-Za-z0-9_]+)\\.hpp$" AND NOT CMAKE_MATCH_1 STREQUAL from_cmd)
+        string(APPEND violations "\n  ${rel} (subcommand ${from_cmd}) includes ${target_rel} (subcommand ${CMAKE_MATCH_1})")
+      endif()
     endif()
   endforeach()
 endforeach()

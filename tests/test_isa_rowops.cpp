@@ -187,8 +187,11 @@ TEST_CASE_TEMPLATE("the exp of every path is within one ulp of expl over the sof
     }
 }
 
-TEST_CASE("the float32 exp2 of every path is within one ulp of exp2l, and avx2 equals avx512 bit for bit") {
-    // Every 97th float in [−150, 129] (both signs; subnormal results and overflow included).
+namespace {
+
+/// Every 97th float in [−150, 129] (both signs; subnormal results and overflow included),
+/// then 11 special values.
+std::vector<float> exp2_sweep() {
     std::vector<float> x;
     for (std::uint32_t bits = 0; bits < 0xFF800000u; bits += 97) {
         float f;
@@ -196,6 +199,13 @@ TEST_CASE("the float32 exp2 of every path is within one ulp of exp2l, and avx2 e
         if (f >= -150.0f && f <= 129.0f) x.push_back(f);
     }
     x.insert(x.end(), {0.0f, -0.0f, -INFINITY, INFINITY, NAN, 128.0f, -149.0f, -150.0f, -150.5f, 1.0f, -1.0f});
+    return x;
+}
+
+}  // namespace
+
+TEST_CASE("the float32 exp2 of every path is within one ulp of exp2l") {
+    const std::vector<float> x = exp2_sweep();
     CHECK(x.size() > 4000000u);
     std::vector<std::vector<float>> results;
     for (isa p : cpu_paths()) {
@@ -229,11 +239,21 @@ TEST_CASE("the float32 exp2 of every path is within one ulp of exp2l, and avx2 e
         CHECK(same_bits(y[n - 4], 0.0f));             // 2^-150 rounds to even: 0
         CHECK(same_bits(y[n - 3], 0.0f));
     }
-    if (cpu_has_both_vector_paths())
-        CHECK(std::memcmp(results[1].data(), results[2].data(), n * sizeof(float)) == 0);
 }
 
-TEST_CASE("softmax in base 2 (float32): close to the natural softmax of s, avx2 equals avx512 bit for bit") {
+TEST_CASE("the float32 exp2: avx2 equals avx512 bit for bit") {
+    if (!cpu_has_both_vector_paths()) {
+        ATTN_SKIP("this CPU lacks " + missing_features(isa::avx512) + ": only one vector path to compare");
+    }
+    const std::vector<float> x = exp2_sweep();
+    const std::size_t n = x.size();
+    std::vector<float> a(n), b(n);
+    row_ops<float>(isa::avx2).exp2(x.data(), a.data(), n);
+    row_ops<float>(isa::avx512).exp2(x.data(), b.data(), n);
+    CHECK(std::memcmp(a.data(), b.data(), n * sizeof(float)) == 0);
+}
+
+TEST_CASE("softmax in base 2 (float32): close to the natural softmax of s") {
     const float log2e = 1.44269504f;
     for (const auto& row : random_rows<float>(9)) {
         const std::size_t n = row.size();
@@ -264,10 +284,26 @@ TEST_CASE("softmax in base 2 (float32): close to the natural softmax of s, avx2 
             CHECK(std::fabs(lse.back() - (m + logl(sum))) <= 1e-5 * (std::fabs(m) + 1));
             weights.push_back(w);
         }
-        if (cpu_has_both_vector_paths()) {
-            CHECK(weights[1] == weights[2]);
-            CHECK(same_bits(lse[1], lse[2]));
-        }
+    }
+}
+
+TEST_CASE("softmax in base 2 (float32): avx2 equals avx512 bit for bit") {
+    if (!cpu_has_both_vector_paths()) {
+        ATTN_SKIP("this CPU lacks " + missing_features(isa::avx512) + ": only one vector path to compare");
+    }
+    const float log2e = 1.44269504f;
+    for (const auto& row : random_rows<float>(9)) {
+        const std::size_t n = row.size();
+        CAPTURE(n);
+        std::vector<float> row2(n);
+        for (std::size_t j = 0; j < n; ++j) row2[j] = row[j] * log2e;
+        const float sink = n % 2 ? 1.5f : -INFINITY;
+        std::vector<float> w2(n), w512(n);
+        const float lse2 = row_ops<float>(isa::avx2).softmax_values_base2(row2.data(), w2.data(), n, nullptr, sink * log2e);
+        const float lse512 =
+            row_ops<float>(isa::avx512).softmax_values_base2(row2.data(), w512.data(), n, nullptr, sink * log2e);
+        CHECK(w2 == w512);
+        CHECK(same_bits(lse2, lse512));
     }
 }
 
@@ -290,8 +326,7 @@ TEST_CASE_TEMPLATE("avx2 and avx512 compute the same exp bits for every input of
     CHECK(std::memcmp(a.data(), b.data(), x.size() * sizeof(T)) == 0);
 }
 
-TEST_CASE_TEMPLATE("softmax rows: avx2 and avx512 agree bit for bit, every path close to long double", T, float,
-                   double) {
+TEST_CASE_TEMPLATE("softmax rows: every path close to long double", T, float, double) {
     // Per element: the rounding of x − m, which exp turns into a relative error of up to
     // |x − m|·eps/2 (NumPy's exp(s − max) has it too), exp within 1 ulp, the rounding of
     // a sum of up to 2049 terms (n/16 additions per accumulator, then 15), the correctly
@@ -326,15 +361,27 @@ TEST_CASE_TEMPLATE("softmax rows: avx2 and avx512 agree bit for bit, every path 
             CHECK(std::fabs(static_cast<long double>(lse.back()) - (m + logl(sum))) <= tol * (std::fabs(m) + 1));
             weights.push_back(w);
         }
-        if (cpu_has_both_vector_paths()) {  // paths: generic, avx2, avx512
-            CHECK(weights[1] == weights[2]);
-            CHECK(same_bits(lse[1], lse[2]));
-            std::vector<T> e1(n), e2(n);
-            const T s1 = row_ops<T>(isa::avx2).exp_sum(row.data(), e1.data(), n, T(0.5), nullptr);
-            const T s2 = row_ops<T>(isa::avx512).exp_sum(row.data(), e2.data(), n, T(0.5), nullptr);
-            CHECK(same_bits(s1, s2));
-            CHECK(e1 == e2);
-        }
+    }
+}
+
+TEST_CASE_TEMPLATE("softmax rows and exp_sum: avx2 and avx512 agree bit for bit", T, float, double) {
+    if (!cpu_has_both_vector_paths()) {
+        ATTN_SKIP("this CPU lacks " + missing_features(isa::avx512) + ": only one vector path to compare");
+    }
+    for (const auto& row : random_rows<T>(7)) {
+        const std::size_t n = row.size();
+        CAPTURE(n);
+        const T sink = n % 2 ? T(1.5) : -std::numeric_limits<T>::infinity();
+        std::vector<T> w1(n), w2(n);
+        const T lse1 = row_ops<T>(isa::avx2).softmax_values(row.data(), w1.data(), n, nullptr, sink);
+        const T lse2 = row_ops<T>(isa::avx512).softmax_values(row.data(), w2.data(), n, nullptr, sink);
+        CHECK(w1 == w2);
+        CHECK(same_bits(lse1, lse2));
+        std::vector<T> e1(n), e2(n);
+        const T s1 = row_ops<T>(isa::avx2).exp_sum(row.data(), e1.data(), n, T(0.5), nullptr);
+        const T s2 = row_ops<T>(isa::avx512).exp_sum(row.data(), e2.data(), n, T(0.5), nullptr);
+        CHECK(same_bits(s1, s2));
+        CHECK(e1 == e2);
     }
 }
 

@@ -27,10 +27,10 @@
 #include "attn/io/output.hpp"
 #include "attn/threads.hpp"
 #include "commands.hpp"
-#include "cmd_plot.hpp"
 #include "compute_options.hpp"
 #include "diagnostics.hpp"
 #include "output_target.hpp"
+#include "plot_input.hpp"
 
 namespace attn::cli {
 

@@ -15,17 +15,17 @@
 
 #include "attn/pipeline.hpp"
 #include "attn/stages.hpp"
+#include "attn/pipeline/analysis.hpp"
 #include "attn/error.hpp"
 #include "attn/io/input.hpp"
 #include "attn/io/output.hpp"
 #include "attn/io/writers.hpp"
 #include "batch.hpp"
-#include "cmd_plot.hpp"
-#include "cmd_view.hpp"
 #include "commands.hpp"
 #include "compute_options.hpp"
 #include "output_target.hpp"
 #include "pipeline_options.hpp"
+#include "plot_input.hpp"
 
 namespace attn::cli {
 

@@ -1,12 +1,13 @@
 // attn rollout: attention rollout (Abnar & Zuidema 2020) of weights from several layers.
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "attn/core/analysis.hpp"
 #include "attn/error.hpp"
 #include "attn/io/writers.hpp"
 #include "attn/stages.hpp"
+#include "attn/pipeline/analysis.hpp"
 #include "commands.hpp"
 #include "output_target.hpp"
 #include "pipeline_options.hpp"
@@ -42,30 +43,15 @@ std::vector<std::string> words_of(const std::string& text) {
 int run_rollout(const rollout_cli& c) {
     const io::format f = output_format(c.format, c.output);
     const array w = load_weights(c.weights);
-    const shape_t& s = w.shape;
-    const std::string shape = shape_string(s);
-    // The array is (L, B, H, Tq, Tk) or (L, H, Tq, Tk); each refusal names the file and shape.
-    if (s.size() < 4 || s.size() > 5)
-        throw shape_error(c.weights, "rollout needs (L, B, H, T, T) or (L, H, T, T) weights " +
-                                         expected_got("rank 4 or 5", shape));
-    const std::size_t L = s[0], B = s.size() == 5 ? s[1] : 1, H = s[s.size() - 3], Tq = s[s.size() - 2],
-                      Tk = s.back();
-    if (Tq != Tk) throw shape_error(c.weights, "rollout needs Tq = Tk " + expected_got("(…, T, T)", shape));
-    if (L < 2)
-        throw shape_error(c.weights, "rollout needs several layers " + expected_got("L ≥ 2 on the first axis", shape));
-    if (H == 0) throw shape_error(c.weights, "rollout needs at least one head " + expected_got("H ≥ 1", shape));
+    // Checks the shape, (L, B, H, T, T) or (L, H, T, T), naming the file, and computes.
+    array rolled = rollout_of_weights(w, c.weights);
+    const std::size_t L = w.shape[0], H = w.shape[w.shape.size() - 3], T = rolled.shape.back();
+    const shape_t out_shape = rolled.shape;
     io::document doc;
     doc.tokens = words_of(c.tokens);
-    if (!doc.tokens.empty() && doc.tokens.size() != Tq)
-        throw usage_error("--tokens", "one token per position " + expected_got(std::to_string(Tq), std::to_string(doc.tokens.size())));
-    std::vector<double> r;
-    if (w.type == dtype::f4 && !w.data.empty())
-        r = core::rollout(reinterpret_cast<const float*>(w.data.data()), L, B, H, Tq, Tk);
-    else
-        r = core::rollout(w.to_vector<double>().data(), L, B, H, Tq, Tk);
-    shape_t out_shape{B, Tq, Tk};
-    if (s.size() == 4) out_shape.erase(out_shape.begin());
-    doc.tensors.push_back({stage_name(stage::rollout), array::from<double>(out_shape, r.data())});
+    if (!doc.tokens.empty() && doc.tokens.size() != T)
+        throw usage_error("--tokens", "one token per position " + expected_got(std::to_string(T), std::to_string(doc.tokens.size())));
+    doc.tensors.push_back({stage_name(stage::rollout), std::move(rolled)});
     doc.meta["attn_version"] = ATTN_VERSION;
     doc.meta["layers"] = L;
     doc.meta["heads"] = H;

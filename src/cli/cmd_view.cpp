@@ -7,18 +7,17 @@
 #include <string>
 #include <vector>
 
-#include "attn/core/analysis.hpp"
 #include "attn/error.hpp"
 #include "attn/io/html.hpp"
 #include "attn/io/limits.hpp"
 #include "attn/io/writers.hpp"
 #include "attn/pipeline.hpp"
 #include "attn/stages.hpp"
-#include "cmd_plot.hpp"
-#include "cmd_view.hpp"
+#include "attn/pipeline/analysis.hpp"
 #include "commands.hpp"
 #include "output_target.hpp"
 #include "pipeline_options.hpp"
+#include "plot_input.hpp"
 
 namespace attn::cli {
 
@@ -30,35 +29,6 @@ struct view_options {
     std::string output;
     std::vector<const CLI::Option*> compute_only;
 };
-
-/// head_stats of the weights when the document has weights but no head_stats (attn
-/// output written without them, or weights from elsewhere): per (L·)B·H block.
-void add_head_stats(io::document& doc) {
-    const named_array* w = nullptr;
-    for (const auto& t : doc.tensors) {
-        if (tensor_kind(t.name) == stage_kind::per_head) return;
-        if (tensor_kind(t.name) == stage_kind::weights) w = &t;
-    }
-    if (!w || w->value.rank() < 2) return;
-    const array& a = w->value;
-    const std::size_t tq = a.shape[a.rank() - 2], tk = a.shape.back();
-    if (tq == 0 || tk == 0) return;
-    const std::size_t blocks = a.size() / (tq * tk);
-    const std::vector<char> masked = io::masked_cells(doc, *w);
-    std::vector<unsigned char> visible(masked.size());
-    for (std::size_t i = 0; i < masked.size(); ++i) visible[i] = masked[i] ? 0 : 1;
-    const std::vector<double> values = a.to_vector<double>();
-    const core::head_statistics s = core::head_stats(values.data(), visible.data(), blocks, tq, tk, 1);
-    shape_t shape(a.shape.begin(), a.shape.end() - 2);
-    if (shape.empty()) shape = {1};
-    const std::pair<const char*, const std::vector<double>*> parts[] = {{"entropy", &s.entropy},
-                                                                          {"max_weight", &s.max_weight},
-                                                                          {"distance", &s.distance},
-                                                                          {"sink_mass", &s.sink_mass},
-                                                                          {"small_share", &s.small_share}};
-    for (const auto& [name, v] : parts)
-        doc.tensors.push_back({stage_name(stage::head_stats) + "." + name, array::from<double>(shape, v->data())});
-}
 
 /// --tokens / --tokens-kv that do not fit the viewed stage: a usage error, with the
 /// message and exit code of compute and plot (the page would label the wrong cells).
@@ -147,36 +117,6 @@ int run_view(const view_options& c) {
 }
 
 }  // namespace
-
-// cmd_view.hpp; the stage that `--dump rollout` gives a checkpoint run, for any layered weights.
-void add_rollout(io::document& doc) {
-    const named_array* w = nullptr;
-    for (const auto& t : doc.tensors) {
-        if (tensor_kind(t.name) == stage_kind::rollout) return;
-        if (tensor_kind(t.name) == stage_kind::weights) w = &t;
-    }
-    if (!w) return;
-    const array& a = w->value;
-    const bool layered = a.rank() == 5 || (io::layer_axes(doc) == 1 && a.rank() >= 3 && a.rank() <= 5);
-    if (!layered) return;
-    const std::size_t L = a.shape[0], T = a.shape[a.rank() - 2], r = a.rank() - 1;
-    if (L < 2 || T == 0 || a.shape.back() != T) return;
-    std::size_t B = 1, H = 1;
-    bool batched = r == 4;
-    if (r == 3) {
-        batched = !io::leading_axis_is_heads(doc, *w);
-        (batched ? B : H) = a.shape[1];
-    }
-    if (r == 4) B = a.shape[1], H = a.shape[2];
-    if (B == 0 || H == 0) return;
-    // float32 weights (what attn computes) are read in place, as attn rollout reads them.
-    const std::vector<double> rolled = a.type == dtype::f4 && !a.data.empty()
-                                           ? core::rollout(reinterpret_cast<const float*>(a.data.data()), L, B, H, T, T)
-                                           : core::rollout(a.to_vector<double>().data(), L, B, H, T, T);
-    shape_t shape{B, T, T};
-    if (!batched) shape.erase(shape.begin());
-    doc.tensors.push_back({stage_name(stage::rollout), array::from<double>(shape, rolled.data())});
-}
 
 void setup_view(CLI::App& app, int& exit_status) {
     auto c = std::make_shared<view_options>();

@@ -1,5 +1,6 @@
 #pragma once
-// What `attn compute --plot FILE` and `attn view` borrow from `attn plot` (cmd_plot.cpp).
+// What `attn plot`, `attn view` and `attn compute --plot FILE` share (plot_input.cpp): no
+// subcommand file includes another's header.
 
 #include <string>
 #include <vector>
@@ -52,5 +53,13 @@ loaded load_input(const std::string& path);
 
 /// Per-tensor options (--q, --x, …) replace a bundle's array of the same name, as in compute.
 void add_tensor_options(io::bundle& b, const pipeline_cli& c);
+
+/// The file name of `path` without its folders, the name a lone array is drawn under;
+/// "array" for stdin ("-").
+std::string base_name(const std::string& path);
+
+/// A checkpoint, which --layer computes over, rather than attn output, from which --layer
+/// picks a layer: .safetensors or its .index.json (what checkpoint runs read).
+bool is_checkpoint_path(const std::string& path);
 
 }  // namespace attn::cli

@@ -1,0 +1,52 @@
+# The floors as CMake libraries (docs/design.md §3): one object library per floor, each
+# linking only the floors below it, and one link check per floor that fails the build when
+# a floor's code calls a function of a floor it may not use.
+#
+# CMakeLists.txt defines, before including this file, attn_floor_settings (what every floor
+# compiles and links with: the public headers, the version, the third-party headers and
+# libraries) and attn_floors (the include check).
+#
+#   attn_floor(<target> DIR <dir under src/> [FLAT] [EXCLUDE <files...>] [BELOW <floor targets...>])
+#     An OBJECT library of DIR's *.cpp files, found again at every build
+#     (CONFIGURE_DEPENDS), in subdirectories too unless FLAT: a new file, or a new folder
+#     such as src/core/masks/, needs no edit here; EXCLUDE (paths under the source
+#     directory) leaves files out. Links attn_floor_settings and the floor
+#     targets BELOW (their usage requirements; objects join only where a floor is linked
+#     directly: attn_core, the link checks). The include check (attn_floors,
+#     cmake/check_floors.cmake) runs before any of it compiles.
+#
+#   attn_floor_link_check(<name> FLOORS <floor targets...> [SOURCES <extra .cpp...>])
+#     An executable attn_floor_link_<name> made of a stub main, the SOURCES and every
+#     object of FLOORS, and nothing else of attn: the floors' code must call only what
+#     those floors define (or third-party libraries). A core file calling an io function
+#     leaves an undefined reference and the link fails.
+
+# The stub main of the link checks.
+set(ATTN_FLOOR_LINK_MAIN ${CMAKE_CURRENT_LIST_DIR}/floor_link_main.cpp)
+
+function(attn_floor target)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "FLAT" "DIR" "BELOW;EXCLUDE")
+  if(arg_FLAT)
+    file(GLOB sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${arg_DIR}/*.cpp)
+  else()
+    file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${arg_DIR}/*.cpp)
+  endif()
+  foreach(file ${arg_EXCLUDE})
+    list(REMOVE_ITEM sources ${PROJECT_SOURCE_DIR}/${file})
+  endforeach()
+  add_library(${target} OBJECT ${sources})
+  add_dependencies(${target} attn_floors)
+  target_link_libraries(${target} PUBLIC attn_floor_settings ${arg_BELOW})
+endfunction()
+
+function(attn_floor_link_check name)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "FLOORS;SOURCES")
+  set(exe attn_floor_link_${name})
+  add_executable(${exe} ${ATTN_FLOOR_LINK_MAIN} ${arg_SOURCES})
+  # Linked directly, an object library gives the executable all of its objects.
+  target_link_libraries(${exe} PRIVATE ${arg_FLOORS})
+  if(ATTN_FUZZ)
+    # The floors' objects call libFuzzer's coverage hooks; only fuzz/ targets link its main.
+    target_link_options(${exe} PRIVATE -fsanitize=fuzzer-no-link)
+  endif()
+endfunction()
