@@ -30,6 +30,7 @@
 #include "cmd_plot.hpp"
 #include "compute_options.hpp"
 #include "diagnostics.hpp"
+#include "flag_terms.hpp"
 #include "output_target.hpp"
 
 namespace attn::cli {
@@ -61,8 +62,9 @@ const char* extension(io::format f) {
 
 /// The error text of a failed job, naming its input (stdin as messages name it,
 /// "<stdin>") unless the message already does: one prefix, never two.
-std::string job_error(const std::string& input, const std::string& what) {
+std::string job_error(const std::string& input, const std::string& core_what) {
     const std::string name = input == "-" ? "<stdin>" : input;
+    const std::string what = in_flag_terms(core_what);
     return what.rfind(name + ":", 0) == 0 ? what : name + ": " + what;
 }
 

@@ -153,7 +153,7 @@ std::vector<std::uint8_t> per_key(const array& a, std::size_t B, std::size_t Tk,
 
 std::vector<std::size_t> valid_lengths(const mask_spec& spec) {
     std::vector<std::size_t> lengths = spec.lengths;
-    const char* source = "--lengths";
+    const char* source = "`lengths`";
     if (lengths.empty() && spec.lengths_array) {
         const array* la = spec.lengths_array;
         source = "lengths";
@@ -186,7 +186,7 @@ std::vector<std::int64_t> documents_from_cu_seqlens(const std::vector<std::size_
     if (!ok) {
         std::string got;
         for (auto c : cu) got += (got.empty() ? "" : ",") + std::to_string(c);
-        throw usage_error("--cu-seqlens", "not cumulative lengths " + expected_got("0 then increasing, e.g. 0,3,7", got));
+        throw usage_error("`cu_seqlens`", "not cumulative lengths " + expected_got("0 then increasing, e.g. 0,3,7", got));
     }
     std::vector<std::int64_t> ids(cu.back());
     for (std::size_t k = 0; k + 1 < cu.size(); ++k)
@@ -195,7 +195,7 @@ std::vector<std::int64_t> documents_from_cu_seqlens(const std::vector<std::size_
 }
 
 std::vector<double> alibi_slopes(std::size_t heads) {
-    if (heads == 0) throw value_error("--alibi", "needs heads " + expected_got("≥ 1", "0"));
+    if (heads == 0) throw value_error("`alibi`", "needs heads " + expected_got("≥ 1", "0"));
     const auto power_of_two = [](std::size_t n) {
         std::vector<double> s(n);
         const double start = std::exp2(-8.0 / static_cast<double>(n));
@@ -311,7 +311,7 @@ mask<T> build_mask(const mask_spec& spec, std::vector<std::string>& used) {
             for (std::size_t i = 0; i < allowed.size(); ++i) m.key_allowed[i] &= allowed[i];
     }
     if (spec.pad_id) {
-        if (!spec.token_ids) throw usage_error("--pad-id", "needs token ids " + expected_got("a token_ids array", "none"));
+        if (!spec.token_ids) throw usage_error("`pad_id`", "needs token ids " + expected_got("a token_ids array", "none"));
         padding = true;
         auto allowed = token_ids_allowed(*spec.token_ids, *spec.pad_id, B, Tk);
         if (m.key_allowed.empty())
@@ -320,13 +320,13 @@ mask<T> build_mask(const mask_spec& spec, std::vector<std::string>& used) {
             for (std::size_t i = 0; i < allowed.size(); ++i) m.key_allowed[i] &= allowed[i];
     }
     if (spec.padding_refused && padding)
-        throw usage_error("--mask", "none contradicts the padding sources given " +
-                                        expected_got("no lengths, key_padding_mask, attention_mask or --pad-id", "some"));
+        throw usage_error("`mask`", "none contradicts the padding sources given " +
+                                        expected_got("no lengths, key_padding_mask, attention_mask or `pad_id`", "some"));
     if (spec.padding_required && !padding)
-        throw usage_error("--mask", "padding needs a source " +
-                                        expected_got("--lengths, a key_padding_mask, an attention_mask or token_ids with --pad-id", "none"));
+        throw usage_error("`mask`", "padding needs a source " +
+                                        expected_got("`lengths`, a key_padding_mask, an attention_mask or token_ids with `pad_id`", "none"));
     if (spec.window_left < -1 || spec.window_right < -1)
-        throw usage_error("--window", "each side is -1 (unbounded) or ≥ 0 " +
+        throw usage_error("`window`", "each side is -1 (unbounded) or ≥ 0 " +
                                           expected_got("LEFT[,RIGHT] ≥ -1", std::to_string(spec.window_left) + "," +
                                                                                 std::to_string(spec.window_right)));
     const bool window = spec.window_left >= 0 || spec.window_right >= 0;
@@ -343,20 +343,20 @@ mask<T> build_mask(const mask_spec& spec, std::vector<std::string>& used) {
     }
     if (!spec.prefix.empty()) {
         if (!spec.causal)
-            throw usage_error("--prefix-len", "widens the causal mask " + expected_got("--mask causal", "no causal mask"));
+            throw usage_error("`prefix_len`", "widens the causal mask " + expected_got("`causal`", "no causal mask"));
         if (spec.prefix.size() != 1 && spec.prefix.size() != B)
-            throw usage_error("--prefix-len", "one length, or one per batch item " +
+            throw usage_error("`prefix_len`", "one length, or one per batch item " +
                                                   expected_got(B == 1 ? "1 value" : "1 or " + num(B) + " values", num(spec.prefix.size())));
         m.prefix.assign(B, spec.prefix[0]);
         if (spec.prefix.size() == B) m.prefix = spec.prefix;
         for (const std::size_t n : m.prefix)
-            if (n > Tk) throw usage_error("--prefix-len", "longer than the keys " + expected_got("≤ " + num(Tk), num(n)));
+            if (n > Tk) throw usage_error("`prefix_len`", "longer than the keys " + expected_got("≤ " + num(Tk), num(n)));
         used.push_back("prefix");
     }
     if (spec.sink_tokens > 0) {
         if (spec.window_left < 0)
-            throw usage_error("--sink-tokens", "keeps keys visible through a left window " +
-                                                   expected_got("--window LEFT", "no left window"));
+            throw usage_error("`sink_tokens`", "keeps keys visible through a left window " +
+                                                   expected_got("`window` LEFT", "no left window"));
         m.sink_tokens = spec.sink_tokens;
         used.push_back("sink_tokens");
     }
@@ -370,7 +370,7 @@ mask<T> build_mask(const mask_spec& spec, std::vector<std::string>& used) {
         const bool fits = (docs->rank() == 2 && docs->shape[0] == B && docs->shape[1] == Tk) ||
                           (docs->rank() == 1 && docs->shape[0] == Tk);
         if (!fits && spec.documents_from_cu_seqlens)
-            throw usage_error("--cu-seqlens", "does not end at the sequence length " +
+            throw usage_error("`cu_seqlens`", "does not end at the sequence length " +
                                                   expected_got("a last value of " + num(Tk), num(docs->size())));
         if (!fits)
             throw shape_error("document_ids", "wrong shape " + expected_got(shape_string({B, Tk}) + " or " +
@@ -401,12 +401,12 @@ mask<T> build_mask(const mask_spec& spec, std::vector<std::string>& used) {
             m.document = std::move(ids);
         }
         if (spec.sink_tokens > 0)
-            throw usage_error("--sink-tokens", "would cross documents " + expected_got("documents or sink tokens", "both"));
+            throw usage_error("`sink_tokens`", "would cross documents " + expected_got("documents or sink tokens", "both"));
         used.push_back("documents");
     }
     if (alibi) {
         if (spec.alibi && spec.alibi_slopes)
-            throw usage_error("--alibi", "slopes given twice " + expected_got("--alibi or --alibi-slopes", "both"));
+            throw usage_error("`alibi`", "slopes given twice " + expected_got("`alibi` or `alibi_slopes`", "both"));
         m.alibi_slopes.resize(B * spec.Hq);
         if (const array* s = spec.alibi_slopes) {
             const bool per_item = s->rank() == 2 && s->shape[0] == B && s->shape[1] == spec.Hq;
