@@ -14,7 +14,7 @@ namespace attn::cli {
 struct compute_options {
     std::vector<std::string> inputs;
     pipeline_cli pipeline;
-    std::vector<std::string> dump{"scores", "weights", "output"};
+    std::vector<std::string> dump = attn::pipeline_options{}.dump;  // the library's default, declared there once
     std::string format;
     std::string output;
     int precision = 0;
