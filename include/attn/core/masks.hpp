@@ -17,7 +17,10 @@
 ///  - key_allowed (B, Tk): from a key_padding_mask (True = padding, nn.MultiheadAttention)
 ///    or token ids ≠ pad id;
 ///  - bool attn_mask: True = attend (PyTorch SDPA, ONNX); float attn_mask: added as is.
-/// Masks combine: a key must be allowed by all of them.
+/// Masks combine: a key must be allowed by all of them. Each convention is a term in its
+/// own file under src/core/masks/ (term.hpp), listed once in src/core/masks.cpp. Errors
+/// name settings in core's terms, between backquotes (`window`, `prefix_len`); the
+/// command line says its flags (src/cli/flag_terms.hpp).
 
 #include <array>
 #include <cstddef>
