@@ -10,11 +10,13 @@
 #include <string>
 #include <sys/resource.h>
 #include <vector>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
 
+#include "attn/io/npy.hpp"
 #include "cli_util.hpp"
 #include "scratch_dir.hpp"
 
@@ -433,6 +435,24 @@ TEST_CASE("every compute option works in a manifest line: each job equals the sa
     REQUIRE(run_attn("generate --len 5 --dk 4 --seed 4 -o '" + d + "/one.npz'").code == 0);
     REQUIRE(run_attn("generate --len 5 --dk 4 --batch 2 --seed 5 -o '" + d + "/btd.npz'").code == 0);
     REQUIRE(run_attn("generate --len 5 --embed 8 --heads 2 --weights --seed 6 -o '" + d + "/w.npz'").code == 0);
+    // The per-array mask, position and sink inputs, as files a line names.
+    const auto write = [&](const std::string& name, attn::dtype t, attn::shape_t shape, const auto& v) {
+        attn::array a;
+        a.type = t;
+        a.shape = std::move(shape);
+        a.data.resize(v.size() * sizeof(v[0]));
+        std::memcpy(a.data.data(), v.data(), a.data.size());
+        std::ofstream out(d + "/" + name, std::ios::binary);
+        attn::io::write_npy(out, a);
+    };
+    write("am.npy", attn::dtype::b1, {5, 5}, std::vector<std::uint8_t>{0, 1, 1, 0, 1, 1, 0, 0, 1, 1, 1, 1, 0, 1, 0, 0, 1, 1, 1, 0, 1, 0, 1, 1, 0});
+    write("kpm.npy", attn::dtype::b1, {2, 5}, std::vector<std::uint8_t>{0, 0, 1, 0, 0, 0, 0, 0, 0, 1});
+    write("slopes.npy", attn::dtype::f8, {2}, std::vector<double>{0.5, 0.125});
+    write("sinks.npy", attn::dtype::f8, {2}, std::vector<double>{0.3, -1.0});
+    write("pos.npy", attn::dtype::i8, {5}, std::vector<std::int64_t>{3, 4, 5, 6, 7});
+    write("docs.npy", attn::dtype::i8, {5}, std::vector<std::int64_t>{7, 7, 2, 2, 2});
+    write("ids.npy", attn::dtype::i8, {5}, std::vector<std::int64_t>{4, 0, 9, 9, 0});
+    const auto file = [&](const std::string& name) { return "'" + d + "/" + name + "'"; };
     struct job {
         std::string line;  // the manifest line, relative to the manifest's folder
         std::string args;  // the same job on the command line, run from the source directory
@@ -461,6 +481,13 @@ TEST_CASE("every compute option works in a manifest line: each job equals the sa
          "--q '" + d + "/g.npz:q' --k '" + d + "/g.npz:k' --v '" + d + "/g.npz:v' --mask causal"},
         {R"({"x": "w.npz:x", "wq": "w.npz:w_q", "wk": "w.npz:w_k", "wv": "w.npz:w_v", "heads": 2, "kv_heads": 2, "mask": "causal"})",
          "--x '" + d + "/w.npz:x' --wq '" + d + "/w.npz:w_q' --wk '" + d + "/w.npz:w_k' --wv '" + d + "/w.npz:w_v' --heads 2 --kv-heads 2 --mask causal"},
+        {R"({"input": "g.npz", "attn_mask": "am.npy", "attn_mask_true": "masked", "key_padding_mask": "kpm.npy", "alibi_slopes": "slopes.npy", "sinks": "sinks.npy", "mask_fill": -1e9, "dump": "scores,weights"})",
+         g + " --attn-mask " + file("am.npy") + " --attn-mask-true masked --key-padding-mask " + file("kpm.npy") +
+             " --alibi-slopes " + file("slopes.npy") + " --sinks " + file("sinks.npy") + " --mask-fill -1e9 --dump scores,weights"},
+        {R"({"input": "g.npz", "rope": "half", "position_ids": "pos.npy", "document_ids": "docs.npy", "dump": "q,weights"})",
+         g + " --rope half --position-ids " + file("pos.npy") + " --document-ids " + file("docs.npy") + " --dump q,weights"},
+        {R"({"input": "one.npz", "token_ids": "ids.npy", "pad_id": 0, "mask": "padding", "dump": "mask,weights"})",
+         one + " --token-ids " + file("ids.npy") + " --pad-id 0 --mask padding --dump mask,weights"},
     };
     std::string manifest;
     for (const auto& j : jobs) manifest += j.line + "\n";
