@@ -10,11 +10,13 @@
 #include <string>
 #include <sys/resource.h>
 #include <vector>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
 
+#include "attn/io/npy.hpp"
 #include "cli_util.hpp"
 #include "scratch_dir.hpp"
 
@@ -263,14 +265,15 @@ TEST_CASE("a manifest line refused as a job names its line once") {
     const attn_test::scratch_dir tmp;
     const std::string m = tmp.path + "/jobs.jsonl";
     spit(m,
-         "{\"q\": \"a.npy\", \"k\": \"a.npy\", \"v\": \"a.npy\", \"mask\": \"causal\"}\n"
+         "{\"mask\": \"causal\", \"scale\": 0.5}\n"
          "[1, 2]\n"
          "{\"input\": 3}\n"
          "{\"input\": \"x.npy\", \"mask_fill\": null}\n");
     const auto r = run_attn("compute --manifest '" + m + "'");
     CHECK(r.code == 1);
     const std::vector<std::string> want{
-        m + ":1: bad job (expected an object with \"input\": \"FILE\", got no \"input\")",
+        m + ":1: bad job (expected an object with \"input\": \"FILE\" or array files such as \"q\", \"k\", \"v\", got "
+            "no \"input\")",
         m + ":2: bad job (expected an object with \"input\": \"FILE\", got array)",
         m + ":3: input: wrong type (expected a file name, got number)",
         m + ":4: mask_fill: wrong type (expected a string, a number or a list of them, got null)"};
@@ -411,4 +414,159 @@ TEST_CASE("a batch input from stdin that fails is named once, as <stdin>") {
     CHECK(recs[0] == json{{"input", "-"}, {"error", what}});
     CHECK(recs[1]["weights"].size() == 4);
     CHECK(r.err == error_line(what));
+}
+
+namespace {
+
+/// A record or a document without its "input" key: what a manifest job and the same
+/// options on the command line must both produce.
+json without_input(json j) {
+    j.erase("input");
+    return j;
+}
+
+}  // namespace
+
+TEST_CASE("every compute option works in a manifest line: each job equals the same options on the command line") {
+    const attn_test::scratch_dir tmp;
+    const std::string& d = tmp.path;
+    // q, k, v (B, H, T, D) = (2, 2, 5, 4); one item (T, D); (B, T, D) for --seq-first; x and weights.
+    REQUIRE(run_attn("generate --len 5 --dk 4 --batch 2 --heads 2 --seed 3 -o '" + d + "/g.npz'").code == 0);
+    REQUIRE(run_attn("generate --len 5 --dk 4 --seed 4 -o '" + d + "/one.npz'").code == 0);
+    REQUIRE(run_attn("generate --len 5 --dk 4 --batch 2 --seed 5 -o '" + d + "/btd.npz'").code == 0);
+    REQUIRE(run_attn("generate --len 5 --embed 8 --heads 2 --weights --seed 6 -o '" + d + "/w.npz'").code == 0);
+    // The per-array mask, position and sink inputs, as files a line names.
+    const auto write = [&](const std::string& name, attn::dtype t, attn::shape_t shape, const auto& v) {
+        attn::array a;
+        a.type = t;
+        a.shape = std::move(shape);
+        a.data.resize(v.size() * sizeof(v[0]));
+        std::memcpy(a.data.data(), v.data(), a.data.size());
+        std::ofstream out(d + "/" + name, std::ios::binary);
+        attn::io::write_npy(out, a);
+    };
+    write("am.npy", attn::dtype::b1, {5, 5}, std::vector<std::uint8_t>{0, 1, 1, 0, 1, 1, 0, 0, 1, 1, 1, 1, 0, 1, 0, 0, 1, 1, 1, 0, 1, 0, 1, 1, 0});
+    write("kpm.npy", attn::dtype::b1, {2, 5}, std::vector<std::uint8_t>{0, 0, 1, 0, 0, 0, 0, 0, 0, 1});
+    write("slopes.npy", attn::dtype::f8, {2}, std::vector<double>{0.5, 0.125});
+    write("sinks.npy", attn::dtype::f8, {2}, std::vector<double>{0.3, -1.0});
+    write("pos.npy", attn::dtype::i8, {5}, std::vector<std::int64_t>{3, 4, 5, 6, 7});
+    write("docs.npy", attn::dtype::i8, {5}, std::vector<std::int64_t>{7, 7, 2, 2, 2});
+    write("ids.npy", attn::dtype::i8, {5}, std::vector<std::int64_t>{4, 0, 9, 9, 0});
+    const auto file = [&](const std::string& name) { return "'" + d + "/" + name + "'"; };
+    struct job {
+        std::string line;  // the manifest line, relative to the manifest's folder
+        std::string args;  // the same job on the command line, run from the source directory
+    };
+    const std::string g = "'" + d + "/g.npz'", one = "'" + d + "/one.npz'";
+    const std::vector<job> jobs{
+        {R"({"input": "g.npz", "mask": "causal", "causal_align": "bottom-right", "window": [2, 0], "sink_tokens": 1, "dump": ["scores", "weights"]})",
+         g + " --mask causal --causal-align bottom-right --window 2,0 --sink-tokens 1 --dump scores,weights"},
+        {R"({"input": "g.npz", "causal": true, "prefix_len": [2, 3], "alibi": true, "softcap": 5, "scale": 0.3})",
+         g + " --causal --prefix-len 2,3 --alibi --softcap 5 --scale 0.3"},
+        {R"({"input": "g.npz", "lengths": [3, 5], "mask": "padding", "mask_fill": "-1e9", "masked_rows": "nan", "dtype": "float64", "dump": "mask,lse,stats,head_stats", "sink_k": 2})",
+         g + " --lengths 3,5 --mask padding --mask-fill -1e9 --masked-rows nan --dtype float64 --dump mask,lse,stats,head_stats --sink-k 2"},
+        {R"({"input": "g.npz", "cu_seqlens": [0, 2, 5], "kernel": "reference", "average_heads": true})",
+         g + " --cu-seqlens 0,2,5 --kernel reference --average-heads"},
+        {R"({"input": "g.npz", "rope": "interleaved", "rope_theta": 500, "rotary_dim": 2, "dump": ["q_proj", "k_proj", "q", "k"]})",
+         g + " --rope interleaved --rope-theta 500 --rotary-dim 2 --dump q_proj,k_proj,q,k"},
+        {R"({"input": "w.npz", "heads": 2, "weight_layout": "out-in", "posenc": "interleaved", "posenc_base": 100, "tokens": "a b c d e", "dump": "x,q,output"})",
+         "'" + d + "/w.npz' --heads 2 --weight-layout out-in --posenc interleaved --posenc-base 100 --tokens 'a b c d e' --dump x,q,output"},
+        {R"({"input": "g.npz", "layout": "bhtd", "tokens_kv": "p q r s t", "mask": "none"})",
+         g + " --layout bhtd --tokens-kv 'p q r s t' --mask none"},
+        {R"({"input": "btd.npz", "seq_first": true, "dump": "weights,output"})",
+         "'" + d + "/btd.npz' --seq-first --dump weights,output"},
+        {R"({"input": "one.npz", "ids": "1,0,2,0,3", "pad_id": 0, "dump": "mask,weights"})",
+         one + " --pad-id 0 --dump mask,weights --ids 1,0,2,0,3"},
+        {R"({"q": "g.npz:q", "k": "g.npz:k", "v": "g.npz:v", "mask": "causal"})",
+         "--q '" + d + "/g.npz:q' --k '" + d + "/g.npz:k' --v '" + d + "/g.npz:v' --mask causal"},
+        {R"({"x": "w.npz:x", "wq": "w.npz:w_q", "wk": "w.npz:w_k", "wv": "w.npz:w_v", "heads": 2, "kv_heads": 2, "mask": "causal"})",
+         "--x '" + d + "/w.npz:x' --wq '" + d + "/w.npz:w_q' --wk '" + d + "/w.npz:w_k' --wv '" + d + "/w.npz:w_v' --heads 2 --kv-heads 2 --mask causal"},
+        {R"({"input": "g.npz", "attn_mask": "am.npy", "attn_mask_true": "masked", "key_padding_mask": "kpm.npy", "alibi_slopes": "slopes.npy", "sinks": "sinks.npy", "mask_fill": -1e9, "dump": "scores,weights"})",
+         g + " --attn-mask " + file("am.npy") + " --attn-mask-true masked --key-padding-mask " + file("kpm.npy") +
+             " --alibi-slopes " + file("slopes.npy") + " --sinks " + file("sinks.npy") + " --mask-fill -1e9 --dump scores,weights"},
+        {R"({"input": "g.npz", "rope": "half", "position_ids": "pos.npy", "document_ids": "docs.npy", "dump": "q,weights"})",
+         g + " --rope half --position-ids " + file("pos.npy") + " --document-ids " + file("docs.npy") + " --dump q,weights"},
+        {R"({"input": "one.npz", "token_ids": "ids.npy", "pad_id": 0, "mask": "padding", "dump": "mask,weights"})",
+         one + " --token-ids " + file("ids.npy") + " --pad-id 0 --mask padding --dump mask,weights"},
+    };
+    std::string manifest;
+    for (const auto& j : jobs) manifest += j.line + "\n";
+    spit(d + "/jobs.jsonl", manifest);
+    const auto r = run_attn("compute --manifest '" + d + "/jobs.jsonl'");
+    INFO(r.err);
+    CHECK(r.code == 0);
+    CHECK(r.err.empty());
+    const auto recs = lines(r.out);
+    REQUIRE(recs.size() == jobs.size());
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+        CAPTURE(jobs[i].line);
+        CHECK_FALSE(recs[i].contains("error"));
+        const auto alone = run_attn("compute " + jobs[i].args);
+        INFO(alone.err);
+        REQUIRE(alone.code == 0);
+        CHECK(without_input(recs[i]) == without_input(json::parse(alone.out)));
+    }
+    // The job without "input" is echoed by its line, as a refused one is.
+    CHECK(recs[9]["input"] == d + "/jobs.jsonl:10");
+    CHECK(recs[9]["meta"]["mask"] == json::array({"causal"}));
+}
+
+TEST_CASE("a job of per-array files and no input: written under -o DIR/ by its manifest's stem and line") {
+    const attn_test::scratch_dir tmp;
+    const std::string& d = tmp.path;
+    REQUIRE(run_attn("generate --len 3 --dk 2 --seed 1 -o '" + d + "/a.npz'").code == 0);
+    spit(d + "/m.jsonl", "{\"input\": \"a.npz\"}\n{\"q\": \"a.npz:q\", \"k\": \"a.npz:k\", \"v\": \"a.npz:v\", \"mask\": \"causal\"}\n");
+    const auto r = run_attn("compute --manifest '" + d + "/m.jsonl' --dump weights -o '" + d + "/out/'");
+    INFO(r.err);
+    CHECK(r.code == 0);
+    CHECK(std::filesystem::exists(d + "/out/a.json"));
+    REQUIRE(std::filesystem::exists(d + "/out/m-2.json"));
+    const json w = json::parse(slurp(d + "/out/m-2.json"));
+    CHECK(w["weights"][0] == json::array({1, 0, 0}));
+}
+
+TEST_CASE("a hostile manifest of bad values, missing files, core errors and lines without input: one record each, one prefix, exit 1") {
+    const attn_test::scratch_dir tmp;
+    const std::string& d = tmp.path;
+    REQUIRE(run_attn("generate --len 4 --dk 2 --seed 2 -o '" + d + "/a.npz'").code == 0);
+    const std::string m = d + "/jobs.jsonl";
+    spit(m,
+         "{\"input\": \"a.npz\", \"mask\": \"causal\"}\n"                       // 1 good
+         "{\"input\": \"a.npz\", \"prefix_len\": 2}\n"                           // 2 core: needs causal
+         "{\"input\": \"a.npz\", \"window\": \"wide\"}\n"                        // 3 bad value
+         "{\"q\": \"a.npz:q\", \"k\": \"a.npz:k\", \"v\": \"missing.npy\"}\n"    // 4 missing file
+         "{\"mask\": \"causal\"}\n"                                             // 5 no input, no arrays
+         "{\"input\": \"a.npz\", \"colour\": \"red\"}\n"                         // 6 unknown key
+         "{\"input\": \"a.npz\", \"lengths\": [9]}\n"                            // 7 core: length > Tk
+         "{\"input\": \"a.npz\", \"cu_seqlens\": [0, 3, 3, 4]}\n"                // 8 core: not cumulative
+         "{\"q\": \"a.npz:q\", \"k\": \"a.npz:k\", \"v\": \"a.npz:v\", \"alibi\": true}\n");  // 9 good
+    const auto r = run_attn("compute --manifest '" + m + "' --dump weights");
+    CHECK(r.code == 1);
+    const auto recs = lines(r.out);
+    REQUIRE(recs.size() == 9);
+    const std::vector<std::size_t> good{0, 8};
+    for (std::size_t i = 0; i < recs.size(); ++i) {
+        CAPTURE(i);
+        const bool ok = std::find(good.begin(), good.end(), i) != good.end();
+        CHECK(recs[i].contains("error") != ok);
+        if (ok) {
+            CHECK(recs[i]["weights"].size() == 4);
+            continue;
+        }
+        const std::string err = recs[i]["error"];
+        // One source prefix: the job's line (or its input file), said once.
+        const std::string line = m + ":" + std::to_string(i + 1);
+        const std::string prefix = err.rfind(line + ": ", 0) == 0 ? line : d + "/a.npz";
+        CHECK(err.rfind(prefix + ": ", 0) == 0);
+        CHECK(err.find(prefix + ": ", prefix.size()) == std::string::npos);
+        CHECK(err.find('`') == std::string::npos);  // core's setting names said as flags
+        CHECK(r.err.find("attn: error: " + err + "\n") != std::string::npos);
+    }
+    CHECK(recs[1]["error"] == d + "/a.npz: --prefix-len: widens the causal mask (expected --mask causal, got no causal mask)");
+    CHECK(recs[4]["error"] == m + ":5: bad job (expected an object with \"input\": \"FILE\" or array files such as \"q\", "
+                                   "\"k\", \"v\", got no \"input\")");
+    CHECK(recs[6]["error"] == d + "/a.npz: --lengths: length exceeds the number of keys (expected ≤ 4, got 9)");
+    CHECK(recs[7]["error"] ==
+          d + "/a.npz: --cu-seqlens: not cumulative lengths (expected 0 then increasing, e.g. 0,3,7, got 0,3,3,4)");
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 7);
 }

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -357,9 +359,42 @@ TEST_CASE("--kernel reference agrees with the fast kernel on every stage, NaN an
     REQUIRE(run_attn("generate --len 6 --embed 8 --heads 2 --weights --seed 4 -o '" + dir.path + "/w.npz'").code == 0);
     const std::vector<std::string> inputs = {"data/notebook.npz", "data/x.npy", "data/notebook.json",
                                              "'" + dir.path + "/g.npz'", "'" + dir.path + "/w.npz' --heads 2"};
+    // Mask arrays for g.npz (B = 2, Hq = 4, Tq = 5, Tk = 7); on the other inputs both
+    // kernels refuse them alike.
+    const auto write = [&](const std::string& name, attn::array a) {
+        std::ofstream out(dir.path + "/" + name, std::ios::binary);
+        attn::io::write_npy(out, a);
+        return "'" + dir.path + "/" + name + "'";
+    };
+    const auto bytes = [](attn::dtype t, attn::shape_t shape, const auto& v) {
+        attn::array a;
+        a.type = t;
+        a.shape = std::move(shape);
+        a.data.resize(v.size() * sizeof(v[0]));
+        std::memcpy(a.data.data(), v.data(), a.data.size());
+        return a;
+    };
+    const std::vector<std::uint8_t> attend{1, 0, 1, 1, 0, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 0, 1, 0, 1, 1, 1, 1, 0, 1, 1, 0, 1, 1, 0};
+    const std::string bool_mask = write("am.npy", bytes(attn::dtype::b1, {5, 7}, attend));
+    std::vector<double> added(5 * 7);
+    for (std::size_t i = 0; i < added.size(); ++i) added[i] = i % 4 == 3 ? -std::numeric_limits<double>::infinity() : -0.3 * static_cast<double>(i % 5);
+    const std::string float_mask = write("fm.npy", bytes(attn::dtype::f8, {5, 7}, added));
+    const std::string kpm = write("kpm.npy", bytes(attn::dtype::b1, {2, 7}, std::vector<std::uint8_t>{0, 0, 1, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 1}));
+    const std::string hf = write("hf.npy", bytes(attn::dtype::i8, {2, 7}, std::vector<std::int64_t>{1, 1, 1, 1, 0, 0, 0, 1, 1, 1, 1, 1, 1, 0}));
+    const std::string ids = write("ids.npy", bytes(attn::dtype::i8, {7}, std::vector<std::int64_t>{5, 0, 7, 0, 0, 9, 2}));
+    const std::string slopes = write("slopes.npy", bytes(attn::dtype::f8, {4}, std::vector<double>{0.5, -0.25, 1.5, 0.0}));
     const std::vector<std::string> options = {"", "--mask causal", "--mask causal --causal-align bottom-right",
                                               "--lengths 2", "--softcap 2 --mask causal", "--mask-fill -1e9 --lengths 1",
-                                              "--lengths 0 --masked-rows nan", "--lengths 0", "--scale 0.7"};
+                                              "--lengths 0 --masked-rows nan", "--lengths 0", "--scale 0.7",
+                                              // every other mask convention (docs/design.md §1.4, §4.2)
+                                              "--mask causal --window 2", "--window 1,1", "--window -1,0 --causal-align bottom-right",
+                                              "--mask causal --prefix-len 3", "--mask causal --prefix-len 2,4",
+                                              "--mask causal --window 1 --sink-tokens 2", "--alibi", "--mask causal --alibi",
+                                              "--alibi-slopes " + slopes, "--cu-seqlens 0,2,5", "--cu-seqlens 0,1,4,6 --mask causal",
+                                              "--attn-mask " + bool_mask, "--attn-mask " + bool_mask + " --attn-mask-true masked",
+                                              "--attn-mask " + float_mask + " --mask causal", "--key-padding-mask " + kpm,
+                                              "--attention-mask " + hf + " --mask padding", "--token-ids " + ids + " --pad-id 0",
+                                              "--mask-fill -1e9 --attn-mask " + bool_mask + " --window 1,2"};
     std::size_t compared = 0;
     for (const auto& in : inputs)
         for (const auto& opt : options)
@@ -386,7 +421,7 @@ TEST_CASE("--kernel reference agrees with the fast kernel on every stage, NaN an
                 }
                 ++compared;
             }
-    CHECK(compared >= 60);
+    CHECK(compared >= 60 + 100);
 }
 
 TEST_CASE("np.savez(x=x, **mha.state_dict()): the state_dict names are read, out_proj included") {

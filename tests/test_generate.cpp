@@ -10,6 +10,7 @@
 
 #include "attn/core/generate.hpp"
 #include "attn/error.hpp"
+#include "cli_terms.hpp"
 #include "attn/io/npy.hpp"
 #include "attn/io/npz.hpp"
 #include "cli_util.hpp"
@@ -152,21 +153,21 @@ TEST_CASE("generated weights are N(0, 1/E): the projections keep unit variance")
 TEST_CASE("generate_inputs errors") {
     generate_options o;
     o.len = 4;
-    CHECK_THROWS_WITH_AS(generate_inputs(o), "--dk: is required without --embed (expected --dk D, got none)",
+    CHECK_THROWS_WITH_AS(in_cli_terms([&] { (void)generate_inputs(o); }), "--dk: is required without --embed (expected --dk D, got none)",
                          attn::usage_error);
     o.dk = 4;
     o.weights = true;
-    CHECK_THROWS_WITH_AS(generate_inputs(o), "--weights: needs --embed (expected --embed E, got none)", attn::usage_error);
+    CHECK_THROWS_WITH_AS(in_cli_terms([&] { (void)generate_inputs(o); }), "--weights: needs --embed (expected --embed E, got none)", attn::usage_error);
     o.weights = false;
     o.embed = 8;
-    CHECK_THROWS_WITH_AS(generate_inputs(o),
+    CHECK_THROWS_WITH_AS(in_cli_terms([&] { (void)generate_inputs(o); }),
                          "--dk: shapes the projection weights, which need --weights (expected --embed E --weights, got "
                          "--embed without --weights)",
                          attn::usage_error);
     o.dk = 0;
     o.weights = true;
     o.heads = 3;
-    CHECK_THROWS_WITH_AS(generate_inputs(o),
+    CHECK_THROWS_WITH_AS(in_cli_terms([&] { (void)generate_inputs(o); }),
                          "--heads: does not divide --embed, so --dk has no default (expected E % H == 0 or --dk, got 8 % 3)",
                          attn::usage_error);
     generate_options big;

@@ -10,6 +10,7 @@
 
 #include "attn/core/masks.hpp"
 #include "attn/error.hpp"
+#include "cli_terms.hpp"
 
 using namespace attn::core;
 
@@ -194,7 +195,7 @@ TEST_CASE("convention: lengths are valid keys per item (ONNX nonpad_kv_seqlen), 
     CHECK(row_of(m, 0, 0, 0) == std::vector<double>{0, 0, ninf, ninf});
     CHECK(row_of(m, 1, 0, 0) == std::vector<double>{0, 0, 0, 0});
     s.lengths = {5, 1};
-    CHECK_THROWS_WITH_AS(valid_lengths(s), "--lengths: length exceeds the number of keys (expected ≤ 4, got 5)",
+    CHECK_THROWS_WITH_AS(in_cli_terms([&] { (void)valid_lengths(s); }), "--lengths: length exceeds the number of keys (expected ≤ 4, got 5)",
                          attn::usage_error);  // the option does not fit the inputs
     s.lengths = {};
     const attn::array la = ints({2}, {3, -1});
@@ -202,7 +203,7 @@ TEST_CASE("convention: lengths are valid keys per item (ONNX nonpad_kv_seqlen), 
     CHECK_THROWS_WITH_AS(valid_lengths(s), "lengths: negative length (expected ≥ 0, got -1)", attn::value_error);
     s.lengths_array = nullptr;
     s.padding_required = true;
-    CHECK_THROWS_WITH_AS(build_mask<double>(s, used),
+    CHECK_THROWS_WITH_AS(in_cli_terms([&] { (void)build_mask<double>(s, used); }),
                          "--mask: padding needs a source (expected --lengths, a key_padding_mask, an attention_mask or token_ids with "
                          "--pad-id, got none)",
                          attn::usage_error);

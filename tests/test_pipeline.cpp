@@ -12,6 +12,7 @@
 
 #include "attn/pipeline.hpp"
 #include "attn/error.hpp"
+#include "cli_terms.hpp"
 #include "reference.hpp"
 
 using attn::array;
@@ -507,7 +508,7 @@ TEST_CASE("documents against the oracle: cu_seqlens runs and scattered ids, with
     // The errors: not self-attention, and cu_seqlens that do not accumulate.
     pipeline_options o;
     o.cu_seqlens = {0, 3, 3, 7};
-    CHECK_THROWS_WITH_AS(compute({{"x", f64({7, 2}, ref::random_normal(14, 1))}}, {}, o),
+    CHECK_THROWS_WITH_AS(in_cli_terms([&] { (void)compute({{"x", f64({7, 2}, ref::random_normal(14, 1))}}, {}, o); }),
                          "--cu-seqlens: not cumulative lengths (expected 0 then increasing, e.g. 0,3,7, got 0,3,3,7)",
                          attn::usage_error);
 }

@@ -9,6 +9,7 @@
 #include "attn/pipeline.hpp"
 #include "attn/core/posenc.hpp"
 #include "attn/error.hpp"
+#include "cli_terms.hpp"
 #include "attn/io/npy.hpp"
 #include "cli_util.hpp"
 #include "scratch_dir.hpp"
@@ -88,7 +89,7 @@ TEST_CASE("posenc errors") {
                          attn::value_error);
     CHECK_THROWS_WITH_AS(positional_encoding(4, 8, posenc_style::concat, 0.0),
                          "posenc: the base must be a finite number > 0 (expected > 0, got 0)", attn::value_error);
-    CHECK_THROWS_WITH_AS(parse_posenc_style("rotary"),
+    CHECK_THROWS_WITH_AS(in_cli_terms([&] { (void)parse_posenc_style("rotary"); }),
                          "--posenc: unknown style (expected interleaved or concat, got 'rotary')", attn::usage_error);
     CHECK(parse_posenc_style("concat") == posenc_style::concat);
     CHECK(std::string(posenc_style_name(posenc_style::interleaved)) == "interleaved");

@@ -17,6 +17,7 @@
 #include "attn/core/softmax.hpp"
 #include "attn/io/document.hpp"
 #include "attn/model/config.hpp"
+#include "attn/stages.hpp"
 
 namespace attn {
 
@@ -42,7 +43,7 @@ struct pipeline_options {
     std::optional<double> mask_fill;         ///< default −∞
     core::masked_rows rows = core::masked_rows::zero;
     std::optional<dtype> compute_type;       ///< f4 or f8; default from the inputs
-    std::vector<std::string> dump{"scores", "weights", "output"};
+    std::vector<std::string> dump = default_dump();  ///< the stage table's default (attn/stages.hpp)
     bool average_heads = false;
     std::vector<std::string> tokens;         ///< overrides a bundle's tokens
     std::vector<std::string> tokens_kv;      ///< labels of the keys (cross-attention), past keys included

@@ -29,6 +29,7 @@
 #include "commands.hpp"
 #include "compute_options.hpp"
 #include "diagnostics.hpp"
+#include "flag_terms.hpp"
 #include "output_target.hpp"
 #include "plot_input.hpp"
 
@@ -46,12 +47,26 @@ std::string stem(const std::string& path) {
     return name;
 }
 
+/// What a job's messages are prefixed with: its input file, or, for a manifest job that
+/// reads only per-array files (`{"q": …, "k": …, "v": …}`), its line ("jobs.jsonl:3").
+const std::string& job_name(const batch_job& job) { return job.input.empty() ? job.source : job.input; }
+
+/// The stem of a job's file under -o DIR/: its input's, or for a job without one its
+/// manifest's and line number ("jobs.jsonl:3" → "jobs-3").
+std::string job_stem(const batch_job& job) {
+    if (!job.input.empty()) return stem(job.input);
+    const std::size_t colon = job.source.find_last_of(':');
+    if (colon == std::string::npos) return stem(job.source);
+    return stem(job.source.substr(0, colon)) + "-" + job.source.substr(colon + 1);
+}
+
 std::string extension(io::format f) { return "." + f->extensions.front(); }
 
 /// The error text of a failed job, naming its input (stdin as messages name it,
 /// "<stdin>") unless the message already does: one prefix, never two.
-std::string job_error(const std::string& input, const std::string& what) {
+std::string job_error(const std::string& input, const std::string& core_what) {
     const std::string name = input == "-" ? "<stdin>" : input;
+    const std::string what = in_flag_terms(core_what);
     return what.rfind(name + ":", 0) == 0 ? what : name + ": " + what;
 }
 
@@ -61,12 +76,12 @@ std::string job_error(const std::string& input, const std::string& what) {
 /// (`a-2.npy a.npy a.npy` → a-2, a, a-2-2).
 std::vector<std::string> output_paths(const std::vector<batch_job>& jobs, std::string dir, const std::string& ext) {
     std::set<std::string> own;  // every input's stem: reserved for its first owner
-    for (const auto& job : jobs) own.insert(stem(job.input));
+    for (const auto& job : jobs) own.insert(job_stem(job));
     std::vector<std::string> paths;
     std::set<std::string> used;
     if (!dir.empty() && dir.back() != '/') dir += '/';
     for (std::size_t i = 0; i < jobs.size(); ++i) {
-        const std::string base = stem(jobs[i].input);
+        const std::string base = job_stem(jobs[i]);
         std::string name = base;
         if (used.count(name)) {
             name = base + "-" + std::to_string(i);
@@ -149,12 +164,14 @@ batch_job parse_job(const std::string& line, const std::string& source, const st
         const auto j = nlohmann::json::parse(line);
         if (!j.is_object())
             throw value_error(source, "bad job " + expected_got("an object with \"input\": \"FILE\"", j.type_name()));
-        if (!j.contains("input"))
-            throw value_error(source, "bad job " + expected_got("an object with \"input\": \"FILE\"", "no \"input\""));
-        if (!j["input"].is_string())
-            throw value_error(source, "input: wrong type " + expected_got("a file name", j["input"].type_name()));
-        job.echo = j["input"].get<std::string>();
-        job.input = from_dir(dir, job.echo);
+        // No "input": the job's arrays are all per-array files ("q", "k", "v", "x", …).
+        const bool has_input = j.contains("input");
+        if (has_input) {
+            if (!j["input"].is_string())
+                throw value_error(source, "input: wrong type " + expected_got("a file name", j["input"].type_name()));
+            job.echo = j["input"].get<std::string>();
+            job.input = from_dir(dir, job.echo);
+        }
         if (j.contains("output")) {
             if (!j["output"].is_string())
                 throw value_error(source, "output: wrong type " + expected_got("a file name", j["output"].type_name()));
@@ -164,6 +181,10 @@ batch_job parse_job(const std::string& line, const std::string& source, const st
         std::vector<std::string> words = job_words(j, dir);
         std::reverse(words.begin(), words.end());  // CLI11 takes them last to first
         app.parse(words);
+        if (!has_input && c.pipeline.tensor_files.empty())
+            throw value_error(source, "bad job " + expected_got("an object with \"input\": \"FILE\" or array files such as "
+                                                                "\"q\", \"k\", \"v\"",
+                                                                "no \"input\""));
         job.cli = c.pipeline;
         job.dump = c.dump;
         job.settings = pipeline_settings(c.pipeline, directory_target(c.plot) ? with_plot_stages(c.dump) : c.dump);
@@ -187,7 +208,7 @@ batch_job parse_job(const std::string& line, const std::string& source, const st
         job.error = job_error(source, e.what());
     }
     if (job.echo.empty()) job.echo = source;
-    if (job.input.empty()) job.input = source;
+    if (job.input.empty() && !job.error.empty()) job.input = source;
     return job;
 }
 
@@ -382,13 +403,13 @@ int run_batch(const std::vector<batch_job>& jobs, const batch_output& out, int w
                         record = line.str();
                     }
                 } catch (const error& e) {
-                    err = job_error(job.input, e.what());
+                    err = job_error(job_name(job), e.what());
                 } catch (const std::bad_alloc&) {
-                    err = job_error(job.input, "out of memory");
+                    err = job_error(job_name(job), "out of memory");
                 } catch (const std::exception& e) {
                     // Nothing may escape a worker thread (std::terminate): e.g. nlohmann's
                     // type_error for a file name that is not UTF-8.
-                    err = job_error(job.input, e.what());
+                    err = job_error(job_name(job), e.what());
                 }
             }
             // File names need not be UTF-8: invalid bytes become U+FFFD in the record.

@@ -86,10 +86,11 @@ int run_several(const compute_options& c, const attn::pipeline_options& settings
 
 /// The file an error about an array came from, for "FILE: NAME: …": the array's own
 /// option (--position-ids FILE) or else the INPUT; "" when the message is an option's
-/// own ("--rope-theta: …"), names no array, or names its file already.
+/// own ("--rope-theta: …", or core's "`rope_theta`: …", src/cli/flag_terms.hpp), names no
+/// array, or names its file already.
 std::string file_of_array(const std::string& what, const compute_options& c) {
     const std::size_t colon = what.find(": ");
-    if (what.empty() || what[0] == '-' || colon == std::string::npos) return "";
+    if (what.empty() || what[0] == '-' || what[0] == '`' || colon == std::string::npos) return "";
     const std::string name = what.substr(0, colon);
     if (const auto it = c.pipeline.tensor_files.find(name); it != c.pipeline.tensor_files.end()) return it->second;
     if (c.inputs.empty() || name == "inputs") return "";

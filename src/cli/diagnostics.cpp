@@ -1,9 +1,13 @@
 #include "diagnostics.hpp"
+#include "flag_terms.hpp"
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <iostream>
+#include <utility>
+#include <vector>
 
 #include "attn/io/output.hpp"
 
@@ -117,7 +121,7 @@ void print_line(const char* kind, std::string_view what, bool clear_line) {
     if (io::stop_requested()) return;
     std::string line = clear_line ? "\r\x1b[K" : "";
     line += kind;
-    line += what.empty() ? std::string("(no message)") : printable(what);
+    line += what.empty() ? std::string("(no message)") : printable(in_flag_terms(what));
     line += '\n';
     std::cerr.write(line.data(), static_cast<std::streamsize>(line.size()));
     std::cerr.flush();

@@ -28,7 +28,7 @@ std::string shortened(std::string_view text);
 /// std::bad_alloc.
 std::string printable(std::string_view text);
 
-/// Prints "attn: error: <printable(what)>" as one line on stderr in one write, so lines
+/// Prints "attn: error: <printable(in_flag_terms(what))>" as one line on stderr in one write, so lines
 /// of parallel workers do not interleave; `clear_line` first erases a progress line on
 /// a terminal. Prints nothing once a terminating signal has been caught (the handler
 /// prints the one line of an interrupted run). An empty `what` is said as such.

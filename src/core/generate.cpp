@@ -62,9 +62,9 @@ void require_positive(std::size_t v, const char* option) {
 }  // namespace
 
 std::vector<named_array> generate_inputs(const generate_options& o) {
-    require_positive(o.len, "--len");
+    require_positive(o.len, "`len`");
     if (o.type != dtype::f4 && o.type != dtype::f8)
-        throw usage_error("--dtype", "unsupported " + expected_got("float32 or float64", std::string(dtype_name(o.type))));
+        throw usage_error("`dtype`", "unsupported " + expected_got("float32 or float64", std::string(dtype_name(o.type))));
     const std::size_t L = o.len, S = o.len_kv ? o.len_kv : o.len;
     const std::size_t H = o.heads ? o.heads : 1;
 
@@ -72,8 +72,8 @@ std::vector<named_array> generate_inputs(const generate_options& o) {
     std::vector<std::pair<std::string, shape_t>> plan;
     std::vector<double> factors;
     if (o.embed == 0) {
-        if (o.dk == 0) throw usage_error("--dk", "is required without --embed " + expected_got("--dk D", "none"));
-        if (o.weights) throw usage_error("--weights", "needs --embed " + expected_got("--embed E", "none"));
+        if (o.dk == 0) throw usage_error("`dk`", "is required without `embed` " + expected_got("`dk` D", "none"));
+        if (o.weights) throw usage_error("`weights`", "needs `embed` " + expected_got("`embed` E", "none"));
         const std::size_t dk = o.dk, dv = o.dv ? o.dv : o.dk;
         const auto shape = [&](std::size_t t, std::size_t d) -> shape_t {
             if (o.heads) return {o.batch ? o.batch : 1, H, t, d};
@@ -95,8 +95,8 @@ std::vector<named_array> generate_inputs(const generate_options& o) {
             std::size_t dk = o.dk;
             if (dk == 0) {
                 if (E % H != 0)
-                    throw usage_error("--heads", "does not divide --embed, so --dk has no default " +
-                                                     expected_got("E % H == 0 or --dk", std::to_string(E) + " % " +
+                    throw usage_error("`heads`", "does not divide `embed`, so `dk` has no default " +
+                                                     expected_got("E % H == 0 or `dk`", std::to_string(E) + " % " +
                                                                                             std::to_string(H)));
                 dk = E / H;
             }
@@ -107,10 +107,10 @@ std::vector<named_array> generate_inputs(const generate_options& o) {
             plan.push_back({"w_v", {H * dv, E}});
             factors.insert(factors.end(), 3, scale);
         } else {
-            for (auto [given, option] : {std::pair{o.heads, "--heads"}, {o.dk, "--dk"}, {o.dv, "--dv"}})
+            for (auto [given, option] : {std::pair{o.heads, "`heads`"}, {o.dk, "`dk`"}, {o.dv, "`dv`"}})
                 if (given)
-                    throw usage_error(option, "shapes the projection weights, which need --weights " +
-                                                  expected_got("--embed E --weights", "--embed without --weights"));
+                    throw usage_error(option, "shapes the projection weights, which need `weights` " +
+                                                  expected_got("`embed` E `weights`", "`embed` without `weights`"));
         }
     }
     std::size_t total = 0;

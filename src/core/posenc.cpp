@@ -11,7 +11,7 @@ namespace attn::core {
 posenc_style parse_posenc_style(const std::string& name) {
     if (name == "interleaved") return posenc_style::interleaved;
     if (name == "concat") return posenc_style::concat;
-    throw usage_error("--posenc", "unknown style " + expected_got("interleaved or concat", "'" + name + "'"));
+    throw usage_error("`posenc`", "unknown style " + expected_got("interleaved or concat", "'" + name + "'"));
 }
 
 const char* posenc_style_name(posenc_style style) {

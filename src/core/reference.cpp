@@ -4,6 +4,7 @@
 #include "kernel_result.hpp"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -11,6 +12,55 @@
 #include "attn/error.hpp"
 
 namespace attn::core {
+
+namespace {
+
+/// One cell of the mask, as the reference reads it: masked by a boolean source (causal,
+/// window, prefix, sinks, documents, lengths, key flags, bool attn_masks), and the sum
+/// of what is added to it (ALiBi on a visible cell, float masks; −∞ possible).
+struct cell {
+    bool masked = false;
+    double bias = 0;
+};
+
+/// Entry (b, h, i, j) of a mask broadcast against (B, H, Tq, Tk) (ONNX: a last axis
+/// shorter than Tk and longer than 1 is padded with `pad`).
+template <class E>
+double broadcast_at(const broadcast_mask<E>& bm, std::size_t b, std::size_t h, std::size_t i, std::size_t j, double pad) {
+    const auto& s = bm.shape;
+    const std::size_t jj = s[3] == 1 ? 0 : j;
+    if (jj >= s[3]) return pad;
+    const std::size_t at = (((s[0] == 1 ? 0 : b) * s[1] + (s[1] == 1 ? 0 : h)) * s[2] + (s[2] == 1 ? 0 : i)) * s[3] + jj;
+    return static_cast<double>(bm.data[at]);
+}
+
+/// The conventions of docs/design.md §1.4 and §4.2, cell by cell from m's data, with
+/// p = i + offset[b]: causal j ≤ p or j < prefix[b]; window p − left ≤ j (or j <
+/// sink_tokens) and j ≤ p + right; documents: the query's run or id; lengths j <
+/// lengths[b]; the key flags; each bool attn_mask; ALiBi −slope·|p − j| on a visible
+/// cell; the float masks added.
+template <class T>
+cell reference_cell(const mask<T>& m, std::size_t b, std::size_t h, std::size_t i, std::size_t j) {
+    cell c;
+    const long long p = m.position_offset.empty() ? 0 : static_cast<long long>(i) + m.position_offset[b];
+    const long long key = static_cast<long long>(j);
+    bool visible = true;
+    if (m.causal) visible = visible && (key <= p || (!m.prefix.empty() && j < m.prefix[b]));
+    if (m.window_left >= 0) visible = visible && (key >= p - m.window_left || j < m.sink_tokens);
+    if (m.window_right >= 0) visible = visible && key <= p + m.window_right;
+    if (!m.doc_end.empty()) visible = visible && j >= m.doc_begin[b * m.Tk + i] && j < m.doc_end[b * m.Tk + i];
+    if (!m.document.empty()) visible = visible && m.document[b * m.Tk + j] == m.document[b * m.Tk + i];
+    if (!m.lengths.empty()) visible = visible && j < m.lengths[b];
+    if (!m.key_allowed.empty()) visible = visible && m.key_allowed[b * m.Tk + j] != 0;
+    for (const auto& a : m.allowed) visible = visible && broadcast_at(a, b, h, i, j, 0.0) != 0.0;
+    c.masked = !visible;
+    if (visible && !m.alibi_slopes.empty())
+        c.bias -= static_cast<double>(m.alibi_slopes[b * m.H + h]) * static_cast<double>(std::llabs(p - key));
+    for (const auto& f : m.bias) c.bias += broadcast_at(f, b, h, i, j, -std::numeric_limits<double>::infinity());
+    return c;
+}
+
+}  // namespace
 
 template <class T>
 attention_result<T> attention_reference(const tensor4<T>& q, const tensor4<T>& k, const tensor4<T>& v,
@@ -24,19 +74,17 @@ attention_result<T> attention_reference(const tensor4<T>& q, const tensor4<T>& k
     const double nan = std::numeric_limits<double>::quiet_NaN();
 
 
-    // The mask of a row, read through the one implementation of the conventions: the
-    // cells a zero row and a row of ones come back from apply_range as. A cell the mask
-    // replaces (finite --mask-fill) comes back the same both times; any other is the
-    // score plus its bias (0, a float attn_mask's value, or −∞).
-    std::vector<T> zeros(Tk, T(0)), ones(Tk, T(1)), bias0(Tk), bias1(Tk);
+    // The mask of a row, read cell by cell from the mask's data (reference_cell): a
+    // reading of the conventions of its own, sharing no code with mask<T>'s row and
+    // range paths, so that the two kernels cross-check the masks as well.
     std::vector<double> qk(Tk), scaled(Tk), scores(Tk), weights(Tk);
     std::vector<std::uint8_t> masked(Tk);
+    const bool inf_fill = std::isinf(m.fill) && m.fill < 0;
     for (std::size_t b = 0; b < B; ++b)
         for (std::size_t h = 0; h < Hq; ++h) {
             const std::size_t hk = h / group;
             for (std::size_t i = 0; i < Tq; ++i) {
-                const bool full = Tk == 0 || m.apply_range(b, h, i, zeros.data(), bias0.data(), 0, Tk);
-                m.apply_range(b, h, i, ones.data(), bias1.data(), 0, Tk);
+                bool full = true;  // every cell −∞ from some source (ONNX's fully-masked rule)
                 for (std::size_t j = 0; j < Tk; ++j) {
                     double dot = 0;
                     for (std::size_t e = 0; e < Dk; ++e)
@@ -45,14 +93,14 @@ attention_result<T> attention_reference(const tensor4<T>& q, const tensor4<T>& k
                     double s = o.scale * dot;
                     if (o.softcap > 0) s = o.softcap * std::tanh(s / o.softcap);
                     scaled[j] = s;
-                    const bool replaced = std::isfinite(bias0[j]) && bias0[j] == bias1[j];
+                    const cell c = reference_cell(m, b, h, i, j);
                     // A cell masked with −∞ stays −∞ whatever its score (NaN, +∞): masked
                     // cells are never contaminated (README, Conventions: NaN and ±∞).
-                    masked[j] = bias0[j] == -inf;
-                    scores[j] = replaced    ? static_cast<double>(bias0[j])
-                                : masked[j] ? -inf
-                                            : s + static_cast<double>(bias0[j]);
+                    masked[j] = (c.masked && inf_fill) || c.bias == -inf;
+                    if (!masked[j]) full = false;
+                    scores[j] = masked[j] ? -inf : c.masked ? static_cast<double>(m.fill) + c.bias : s + c.bias;
                 }
+                if (Tk > 0 && !inf_fill && m.bias.empty()) full = false;  // a finite fill leaves no row empty
                 double lse = -inf;
                 if (full) {
                     std::fill(weights.begin(), weights.end(), o.rows == masked_rows::nan ? nan : 0.0);

@@ -12,7 +12,7 @@ namespace attn::core {
 rope_style parse_rope_style(const std::string& name) {
     if (name == "half") return rope_style::half;
     if (name == "interleaved") return rope_style::interleaved;
-    throw usage_error("--rope", "unknown style " + expected_got("half or interleaved", name));
+    throw usage_error("`rope`", "unknown style " + expected_got("half or interleaved", name));
 }
 
 const char* rope_style_name(rope_style style) { return style == rope_style::half ? "half" : "interleaved"; }
@@ -21,7 +21,7 @@ namespace {
 
 void check_dim(std::size_t R) {
     if (R < 2 || R % 2 != 0)
-        throw usage_error("--rotary-dim", "rotates pairs of dims " + expected_got("an even number ≥ 2", std::to_string(R)));
+        throw usage_error("`rotary_dim`", "rotates pairs of dims " + expected_got("an even number ≥ 2", std::to_string(R)));
 }
 
 }  // namespace
@@ -30,7 +30,7 @@ rope_tables rope_from_theta(const std::vector<std::int64_t>& positions, std::siz
                             double theta) {
     check_dim(R);
     if (!(theta > 0) || !std::isfinite(theta))
-        throw value_error("--rope-theta", "not a finite number > 0 " + expected_got("e.g. 10000", general_number(theta)));
+        throw value_error("`rope_theta`", "not a finite number > 0 " + expected_got("e.g. 10000", general_number(theta)));
     rope_tables t;
     t.B = B, t.T = T, t.half = R / 2;
     t.cos.resize(B * T * t.half);
@@ -90,7 +90,7 @@ void apply_rope(tensor4<T>& x, const rope_tables& tables, rope_style style) {
         throw shape_error("rope", "positions do not match the tokens " +
                                       expected_got(shape_string({tables.B, tables.T}), shape_string({B, Tn})));
     if (2 * half > D)
-        throw shape_error("--rotary-dim", "larger than the head width " +
+        throw shape_error("`rotary_dim`", "larger than the head width " +
                                               expected_got("≤ " + std::to_string(D), std::to_string(2 * half)));
     for (std::size_t b = 0; b < B; ++b)
         for (std::size_t h = 0; h < H; ++h)

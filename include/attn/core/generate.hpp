@@ -55,7 +55,7 @@ struct generate_options {
 ///   as N(0, 1/E) (standard normals times 1/√E, LeCun initialisation) so that the
 ///   projections have variance ≈ 1 like X — the premise of the 1/√Dk scale.
 /// Values are computed in double and rounded to `type`.
-/// Throws usage_error (source: the option, e.g. "--len") for a zero length or width,
+/// Throws usage_error (source: the option, e.g. "`len`") for a zero length or width,
 /// --heads/--dk/--dv with embed but without weights, E not divisible by H when Dk is
 /// left to default, or more than 2^31 elements in all.
 std::vector<named_array> generate_inputs(const generate_options& options);

@@ -17,7 +17,10 @@
 ///  - key_allowed (B, Tk): from a key_padding_mask (True = padding, nn.MultiheadAttention)
 ///    or token ids ≠ pad id;
 ///  - bool attn_mask: True = attend (PyTorch SDPA, ONNX); float attn_mask: added as is.
-/// Masks combine: a key must be allowed by all of them.
+/// Masks combine: a key must be allowed by all of them. Each convention is a term in its
+/// own file under src/core/masks/ (term.hpp), listed once in src/core/masks.cpp. Errors
+/// name settings in core's terms, between backquotes (`window`, `prefix_len`); the
+/// command line says its flags (src/cli/flag_terms.hpp).
 
 #include <array>
 #include <cstddef>
@@ -128,14 +131,14 @@ struct mask_spec {
     std::size_t past = 0;                        ///< past length (KV cache)
     bool causal = false;
     causal_align align = causal_align::top_left;
-    long long window_left = -1, window_right = -1;  ///< --window LEFT,RIGHT; −1 = that side unbounded
-    std::vector<std::size_t> prefix;             ///< --prefix-len: one value for all items, or one per item
-    std::size_t sink_tokens = 0;                 ///< --sink-tokens K
-    bool alibi = false;                          ///< --alibi: the paper's slopes for Hq heads
-    const array* alibi_slopes = nullptr;         ///< --alibi-slopes: (Hq,) or (B, Hq)
+    long long window_left = -1, window_right = -1;  ///< the window's sides; −1 = that side unbounded
+    std::vector<std::size_t> prefix;             ///< prefix LM: one value for all items, or one per item
+    std::size_t sink_tokens = 0;                 ///< StreamingLLM's sink keys
+    bool alibi = false;                          ///< ALiBi with the paper's slopes for Hq heads
+    const array* alibi_slopes = nullptr;         ///< given ALiBi slopes: (Hq,) or (B, Hq)
     const array* document_ids = nullptr;         ///< (B, T) or (T,) integer document of each position (Tq = Tk)
-    bool documents_from_cu_seqlens = false;      ///< document_ids came from --cu-seqlens (a usage error if it does not fit)
-    std::vector<std::size_t> lengths;            ///< valid keys per item (--lengths), or empty
+    bool documents_from_cu_seqlens = false;      ///< document_ids came from cu_seqlens (a usage error if it does not fit)
+    std::vector<std::size_t> lengths;            ///< valid keys per item (a setting), or empty
     const array* lengths_array = nullptr;        ///< a bundle's `lengths`, used when `lengths` is empty
     const array* key_padding_mask = nullptr;     ///< (B, Tk) or (Tk,): True/non-zero = padding; float: added
     const array* token_ids = nullptr;            ///< (B, Tk) or (Tk,), with pad_id
@@ -143,26 +146,26 @@ struct mask_spec {
     const array* attn_mask = nullptr;            ///< bool: True = attend; float: added
     bool attn_mask_true_masks = false;           ///< bool attn_mask: True = masked (nn.MultiheadAttention)
     const array* attention_mask = nullptr;       ///< HF (B, Tk) or (Tk,): 1/True = real token, 0 = padding
-    bool padding_required = false;               ///< `--mask padding`: some padding source must be given
-    bool padding_refused = false;                ///< `--mask none`: no padding source may be given
+    bool padding_required = false;               ///< padding asked for: some padding source must be given
+    bool padding_refused = false;                ///< no mask asked for: no padding source may be given
     bool rank3_masks = false;                    ///< inputs of rank 3: a rank-3 attn_mask is (B, Tq, Tk)
     std::optional<double> fill;                  ///< masked-cell value; default −∞
 };
 
 /// The valid keys per batch item (ONNX nonpad_kv_seqlen): spec.lengths, else the
 /// bundle's `lengths` array (1-D integers ≥ 0), else empty. Throws value_error (source
-/// "--lengths" or "lengths") for a count other than B, a length over Tk, or a bad array.
+/// "`lengths`" or "lengths") for a count other than B, a length over Tk, or a bad array.
 std::vector<std::size_t> valid_lengths(const mask_spec& spec);
 
 /// Document ids (T,) from FlashAttention's cu_seqlens of one packed row: 0 = c0 < c1 < …
 /// < cn = T gives position t the document d with c_d ≤ t < c_{d+1}. Throws
-/// usage_error("--cu-seqlens", …) unless the list starts at 0 and increases.
+/// usage_error("`cu_seqlens`", …) unless the list starts at 0 and increases.
 std::vector<std::int64_t> documents_from_cu_seqlens(const std::vector<std::size_t>& cu_seqlens);
 
 /// ALiBi's head slopes for `heads` heads (Press et al. 2022, the paper's get_slopes):
 /// for a power of two n, m_h = 2^(−8(h+1)/n); otherwise the slopes of the closest power
 /// of two below, then every other slope of twice that, until there are `heads`.
-/// Throws value_error("--alibi", …) for 0 heads.
+/// Throws value_error("`alibi`", …) for 0 heads.
 std::vector<double> alibi_slopes(std::size_t heads);
 
 /// The position offset of each batch item, p = i + offset, for the causal mask (key j is
@@ -211,8 +214,10 @@ broadcast_mask<T> float_mask(const array& values, const std::array<std::size_t, 
 
 /// Every convention of `spec` combined (a key must be allowed by all of them), for
 /// compute type T. `used` receives the names of the masks applied ("causal", "padding",
-/// "attn_mask"), for meta. Throws usage_error when --mask padding has no source, --mask
-/// none has one, or --pad-id no token ids, and the errors of the functions above.
+/// "attn_mask"), for meta. Throws usage_error (sources in core's terms, `mask`, `pad_id`,
+/// `window`, …: the command line names them as its flags) when padding is asked for with
+/// no source, refused with one, or pad_id has no token ids, and the errors of the
+/// functions above.
 template <class T>
 mask<T> build_mask(const mask_spec& spec, std::vector<std::string>& used);
 

@@ -17,7 +17,7 @@ namespace attn::core {
 /// In both, ωᵢ = base^(−2i/D).
 enum class posenc_style { interleaved, concat };
 
-/// "interleaved" or "concat" → style. Throws usage_error (source "--posenc") otherwise.
+/// "interleaved" or "concat" → style. Throws usage_error (source "`posenc`") otherwise.
 posenc_style parse_posenc_style(const std::string& name);
 
 /// "interleaved" or "concat".

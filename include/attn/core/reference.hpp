@@ -15,8 +15,9 @@ namespace attn::core {
 /// Hq % Hkv == 0, and a mask sized (B, Hq, Tq, Tk):
 ///   qk[b,h,i,j]     = Σ_e q[b,h,i,e]·k[b,h/(Hq/Hkv),j,e]
 ///   scaled          = scale·qk, then softcap c·tanh(scaled/c) if c > 0
-///   scores          = scaled with the mask applied (mask<T>::apply_range, the one home
-///                     of the mask conventions)
+///   scores          = scaled with the mask applied, read cell by cell from the mask's
+///                     data by a reading of the conventions of its own (no call to
+///                     mask<T>'s range paths), so that the kernels cross-check the masks
 ///   weights[b,h,i,:] = softmax(scores[b,h,i,:]), max subtracted; a fully masked row is 0
 ///                     (NaN with masked_rows::nan), as is its output row
 ///   lse             = max + log Σ exp(scores − max)

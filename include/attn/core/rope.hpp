@@ -19,7 +19,7 @@ namespace attn::core {
 /// How the rotated dims are paired.
 enum class rope_style { half, interleaved };
 
-/// "half" or "interleaved" → style. Throws usage_error("--rope", …) otherwise.
+/// "half" or "interleaved" → style. Throws usage_error("`rope`", …) otherwise.
 rope_style parse_rope_style(const std::string& name);
 
 /// "half" or "interleaved".
@@ -33,8 +33,8 @@ struct rope_tables {
 
 /// The tables of positions (B, T) (C order) for theta: angle[b,t,k] = pos[b,t]·θ^(−2k/R)
 /// (HF `inv_freq = 1 / θ^(arange(0, R, 2) / R)`), computed in double.
-/// Throws value_error("--rope-theta", …) unless θ is finite and > 0, and
-/// usage_error("--rotary-dim", …) unless R is even and ≥ 2.
+/// Throws value_error("`rope_theta`", …) unless θ is finite and > 0, and
+/// usage_error("`rotary_dim`", …) unless R is even and ≥ 2.
 rope_tables rope_from_theta(const std::vector<std::int64_t>& positions, std::size_t B, std::size_t T, std::size_t R,
                             double theta);
 

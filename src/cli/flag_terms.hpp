@@ -1,0 +1,59 @@
+#pragma once
+// The one table from the settings core names in its errors to the flags that set them.
+// core knows nothing of the command line (docs/design.md §3): it names a setting by its
+// own name between backquotes (`window`, `prefix_len`, `causal`); the command line says
+// the flag. Header-only so that the tests of core's messages can read them as a user does.
+
+#include <algorithm>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace attn::cli {
+
+/// Setting name (as core writes it between backquotes) → what the command line calls it.
+inline const std::vector<std::pair<std::string, std::string>>& setting_flags() {
+    static const std::vector<std::pair<std::string, std::string>> table{
+        {"causal", "--mask causal"},      {"mask", "--mask"},
+        {"lengths", "--lengths"},         {"pad_id", "--pad-id"},
+        {"window", "--window"},           {"prefix_len", "--prefix-len"},
+        {"sink_tokens", "--sink-tokens"}, {"cu_seqlens", "--cu-seqlens"},
+        {"alibi", "--alibi"},             {"alibi_slopes", "--alibi-slopes"},
+        {"rope", "--rope"},               {"rotary_dim", "--rotary-dim"},
+        {"rope_theta", "--rope-theta"},   {"posenc", "--posenc"},
+        {"len", "--len"},                 {"len_kv", "--len-kv"},
+        {"dtype", "--dtype"},             {"dk", "--dk"},
+        {"dv", "--dv"},                   {"heads", "--heads"},
+        {"embed", "--embed"},             {"weights", "--weights"}};
+    return table;
+}
+
+/// `what` (an error's what()) in the command line's terms: every `name` of
+/// setting_flags() replaced by its flag ("`window`: …" → "--window: …"); a backquoted
+/// word that is no setting is kept as is. Throws nothing but std::bad_alloc.
+inline std::string in_flag_terms(std::string_view what) {
+    const auto& table = setting_flags();
+    std::string out;
+    out.reserve(what.size());
+    std::size_t i = 0;
+    for (std::size_t open; (open = what.find('`', i)) != std::string_view::npos;) {
+        const std::size_t close = what.find('`', open + 1);
+        if (close == std::string_view::npos) break;
+        const std::string_view name = what.substr(open + 1, close - open - 1);
+        const auto it = std::find_if(table.begin(), table.end(), [&](const auto& e) { return e.first == name; });
+        if (it == table.end()) {
+            // Not a setting: kept, the search going on from its closing quote.
+            out.append(what.substr(i, close - i));
+            i = close;
+            continue;
+        }
+        out.append(what.substr(i, open - i));
+        out += it->second;
+        i = close + 1;
+    }
+    out.append(what.substr(i));
+    return out;
+}
+
+}  // namespace attn::cli

@@ -1,0 +1,54 @@
+#pragma once
+// attn_mask (PyTorch SDPA, ONNX Attention), broadcast right-aligned against (B, Hq, Tq, Tk):
+// bool True = attend (or True = masked, nn.MultiheadAttention's bool attn_mask), marked
+// cell by cell; float: added to the scores as is (mask<T>::bias).
+#include "broadcast.hpp"
+#include "term.hpp"
+
+namespace attn::core {
+
+broadcast_mask<std::uint8_t> bool_attn_mask(const array& attn_mask, const std::array<std::size_t, 4>& full,
+                                            bool batch_first, bool true_masks) {
+    broadcast_mask<std::uint8_t> bm;
+    bm.shape = broadcast_shape(attn_mask, full, "attn_mask", batch_first);
+    bm.data.resize(attn_mask.size());
+    for (std::size_t i = 0; i < attn_mask.size(); ++i) bm.data[i] = (attn_mask.value(i) != 0.0) != true_masks;
+    return bm;
+}
+
+namespace masks {
+
+struct attn_mask_term : term_base {
+    template <class T>
+    static void build(build_context<T>& c) {
+        const mask_spec& spec = c.spec;
+        const array* am = spec.attn_mask;
+        if (!am) return;
+        const std::array<std::size_t, 4> full{spec.B, spec.Hq, spec.Tq, spec.Tk};
+        if (is_float(am->type))
+            c.m.bias.push_back(float_mask<T>(*am, full, "attn_mask", spec.rank3_masks));
+        else
+            c.m.allowed.push_back(bool_attn_mask(*am, full, spec.rank3_masks, spec.attn_mask_true_masks));
+        c.used.push_back("attn_mask");
+    }
+    template <class T>
+    static bool marks(const mask<T>& m, std::size_t, std::size_t, std::size_t) {
+        return !m.allowed.empty();
+    }
+    template <class T>
+    static void mark(const mask<T>& m, std::size_t b, std::size_t h, std::size_t i, std::size_t j0, std::size_t n,
+                     std::uint8_t* masked) {
+        for (const auto& a : m.allowed) {
+            const std::uint8_t* r = a.row(b, h, i);
+            const std::size_t len = a.shape[3];
+            if (len == 1) {
+                if (!r[0]) std::fill(masked, masked + n, 1);
+            } else {
+                for (std::size_t j = 0; j < n; ++j) masked[j] |= j0 + j < len ? !r[j0 + j] : 1;
+            }
+        }
+    }
+};
+
+}  // namespace masks
+}  // namespace attn::core
