@@ -25,7 +25,7 @@ inline const std::vector<std::pair<std::string, std::string>>& setting_flags() {
         {"len", "--len"},                 {"len_kv", "--len-kv"},
         {"dtype", "--dtype"},             {"dk", "--dk"},
         {"dv", "--dv"},                   {"heads", "--heads"},
-        {"embed", "--embed"},             {"weights", "--weights"}};
+        {"embed", "--embed"},             {"projection_weights", "--weights"}};
     return table;
 }
 

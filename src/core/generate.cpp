@@ -73,7 +73,7 @@ std::vector<named_array> generate_inputs(const generate_options& o) {
     std::vector<double> factors;
     if (o.embed == 0) {
         if (o.dk == 0) throw usage_error("`dk`", "is required without `embed` " + expected_got("`dk` D", "none"));
-        if (o.weights) throw usage_error("`weights`", "needs `embed` " + expected_got("`embed` E", "none"));
+        if (o.weights) throw usage_error("`projection_weights`", "needs `embed` " + expected_got("`embed` E", "none"));
         const std::size_t dk = o.dk, dv = o.dv ? o.dv : o.dk;
         const auto shape = [&](std::size_t t, std::size_t d) -> shape_t {
             if (o.heads) return {o.batch ? o.batch : 1, H, t, d};
@@ -109,8 +109,8 @@ std::vector<named_array> generate_inputs(const generate_options& o) {
         } else {
             for (auto [given, option] : {std::pair{o.heads, "`heads`"}, {o.dk, "`dk`"}, {o.dv, "`dv`"}})
                 if (given)
-                    throw usage_error(option, "shapes the projection weights, which need `weights` " +
-                                                  expected_got("`embed` E `weights`", "`embed` without `weights`"));
+                    throw usage_error(option, "shapes the projection weights, which need `projection_weights` " +
+                                                  expected_got("`embed` E `projection_weights`", "`embed` without `projection_weights`"));
         }
     }
     std::size_t total = 0;
