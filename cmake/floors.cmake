@@ -24,6 +24,14 @@
 # The stub main of the link checks.
 set(ATTN_FLOOR_LINK_MAIN ${CMAKE_CURRENT_LIST_DIR}/floor_link_main.cpp)
 
+#   attn_registry(<floor target> DIR <dir under src/> DEFINES <type> OUT <name>.inc)
+#     Writes <build>/registries/<name>.inc, one line ATTN_REGISTERED(<function>) for every
+#     `const <type>& <function>() {` that begins a line of a DIR/*.cpp file, and gives the
+#     floor that folder: the registry's .cpp includes it to name each definition, so that
+#     the static archive keeps every one (its linker takes only the objects something
+#     names) and a new family or format is one new file. Found again when a file is added
+#     or removed (CONFIGURE_DEPENDS); the file is rewritten only when the list changes.
+
 function(attn_floor target)
   cmake_parse_arguments(PARSE_ARGV 1 arg "FLAT" "DIR" "BELOW;EXCLUDE")
   if(arg_FLAT)
@@ -49,4 +57,20 @@ function(attn_floor_link_check name)
     # The floors' objects call libFuzzer's coverage hooks; only fuzz/ targets link its main.
     target_link_options(${exe} PRIVATE -fsanitize=fuzzer-no-link)
   endif()
+endfunction()
+
+function(attn_registry target)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "DIR;DEFINES;OUT" "")
+  file(GLOB files CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${arg_DIR}/*.cpp)
+  list(SORT files)
+  set(lines "// Written by the build (attn_registry, cmake/floors.cmake) from ${arg_DIR}/*.cpp.\n")
+  foreach(file ${files})
+    file(STRINGS ${file} definitions REGEX "^const ${arg_DEFINES}& [a-z0-9_]+\\(\\) {")
+    foreach(definition ${definitions})
+      string(REGEX REPLACE "^const ${arg_DEFINES}& ([a-z0-9_]+)\\(\\) {.*" "\\1" function "${definition}")
+      string(APPEND lines "ATTN_REGISTERED(${function})\n")
+    endforeach()
+  endforeach()
+  file(CONFIGURE OUTPUT ${PROJECT_BINARY_DIR}/registries/${arg_OUT} CONTENT "${lines}")
+  target_include_directories(${target} PRIVATE ${PROJECT_BINARY_DIR}/registries)
 endfunction()

@@ -191,8 +191,8 @@ TEST_CASE("family registry: the completion's --arch list is the registered names
 }
 
 TEST_CASE("family registry: every family file in src/model/ is registered") {
-    // A file defining `const family_spec& <name>_family()` that registry.cpp does not list
-    // would compile and never be found.
+    // A file defining `const family_spec& <name>_family()` that the build's list
+    // (attn_registry) missed would compile and never be found.
     const std::regex def(R"(const family_spec& ([a-z0-9_]+)_family\(\) \{)");
     int files = 0;
     for (const auto& e : std::filesystem::directory_iterator(std::string(ATTN_SOURCE_DIR) + "/src/model")) {

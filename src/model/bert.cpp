@@ -121,6 +121,7 @@ const family_spec& bert_family() {
     static const family_spec spec = [] {
         family_spec s;
         s.name = "bert";
+        s.order = 1;
         s.model_types = {"bert"};
         s.prefixes = {"", "bert."};
         s.probe = "embeddings.word_embeddings.weight";

@@ -115,6 +115,7 @@ const family_spec& gpt2_family() {
     static const family_spec spec = [] {
         family_spec s;
         s.name = "gpt2";
+        s.order = 0;
         s.model_types = {"gpt2"};
         s.prefixes = {"", "transformer."};
         s.probe = "wte.weight";

@@ -205,6 +205,7 @@ const family_spec& llama_family() {
     static const family_spec spec = [] {
         family_spec s;
         s.name = "llama";
+        s.order = 2;
         s.model_types = {"llama", "mistral", "qwen2"};
         s.prefixes = {"", "model."};
         s.probe = "embed_tokens.weight";

@@ -5,24 +5,36 @@
 
 #include <algorithm>
 #include <cstring>
+#include <tuple>
 
 #include "attn/error.hpp"
 #include "attn/text.hpp"
 
 namespace attn::model {
 
-// Each family file (src/model/<name>.cpp) defines one of these. attn_core is a static
-// archive, whose members the linker takes only when something names them, so the
-// families are named here; tests/test_model_registry.cpp checks that every family file
-// in src/model/ is listed.
-const family_spec& gpt2_family();
-const family_spec& bert_family();
-const family_spec& llama_family();
+// Every `const family_spec& <name>_family()` defined in a file of this folder, as the build
+// lists them (families.inc, attn_registry in cmake/floors.cmake): naming each one here makes
+// the static archive keep its object (the linker takes only what something names), so a new
+// family is its file (and its test) alone.
+#define ATTN_REGISTERED(function) const family_spec& function();
+#include "families.inc"
+#undef ATTN_REGISTERED
 
 namespace {
 
 std::vector<const family_spec*>& registered() {
-    static std::vector<const family_spec*> list{&gpt2_family(), &bert_family(), &llama_family()};
+    static std::vector<const family_spec*> list = [] {
+        std::vector<const family_spec*> v{
+#define ATTN_REGISTERED(function) &function(),
+#include "families.inc"
+#undef ATTN_REGISTERED
+        };
+        // The order users read: each family's place, then its name.
+        std::sort(v.begin(), v.end(), [](const family_spec* a, const family_spec* b) {
+            return std::tie(a->order, a->name) < std::tie(b->order, b->name);
+        });
+        return v;
+    }();
     return list;
 }
 

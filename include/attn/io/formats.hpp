@@ -1,8 +1,9 @@
 #pragma once
 /// \file formats.hpp
 /// The registry of output formats (docs/design.md §2 Outputs): each format is one file
-/// src/io/formats/<name>.cpp giving its name, its file extensions and its writer, listed
-/// once in src/io/formats/registry.cpp. `--format`'s choices, the format an `-o` path's
+/// src/io/formats/<name>.cpp defining `const output_format& <name>_format()` — its name, file
+/// extensions, writer and place in the list — which the build finds and registers
+/// (attn_registry, cmake/floors.cmake). `--format`'s choices, the format an `-o` path's
 /// extension names, the folder outputs' extensions and the messages that list them are
 /// read from here.
 
@@ -25,6 +26,9 @@ struct output_format {
     std::string note;                     ///< what --help says after the name, or ""
     /// Writes a document; throws as the format's writer does (usage_error, io_error).
     void (*write)(std::ostream& out, const document& doc, const text_style& style, const table_options& table) = nullptr;
+    /// Its place in `--format`'s help and in messages, lowest first; the first is the
+    /// default (json, 0).
+    int order = 100;
 };
 
 /// A format of the registry; never null where a function here returns one, except

@@ -110,8 +110,9 @@ struct layer_functions_of {
     static layer_functions<double> f8() { return {&Impl<double>::embed, &Impl<double>::norm, &Impl<double>::mlp}; }
 };
 
-/// One registered family. A family file defines `const family_spec& <name>_family()`
-/// returning its spec and src/model/registry.cpp lists it (README "Adding a family").
+/// One registered family. A family file src/model/<name>.cpp defines
+/// `const family_spec& <name>_family()` returning its spec; the build finds the definition
+/// and registers it (attn_registry, cmake/floors.cmake; README "Adding a family").
 struct family_spec {
     std::string name;                       ///< its --arch value and meta.model.arch
     std::vector<std::string> model_types;   ///< config.json model_types it reads
@@ -141,6 +142,8 @@ struct family_spec {
     layer_functions<double> f8;
     /// The factor the embeddings are multiplied by (Gemma √hidden_size); null: none.
     double (*embedding_scale)(const config&) = nullptr;
+    /// Its place in `--arch`'s list and in messages, lowest first (gpt2 0, bert 1, llama 2).
+    int order = 100;
 
     template <class T>
     const layer_functions<T>& functions() const {

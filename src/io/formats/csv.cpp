@@ -13,7 +13,7 @@ void write(std::ostream& out, const document& doc, const text_style& style, cons
 }  // namespace
 
 const output_format& csv_format() {
-    static const output_format f{"csv", {"csv"}, false, "", write};
+    static const output_format f{"csv", {"csv"}, false, "", write, 2};
     return f;
 }
 

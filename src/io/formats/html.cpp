@@ -13,7 +13,7 @@ void write(std::ostream& out, const document& doc, const text_style& style, cons
 }  // namespace
 
 const output_format& html_format() {
-    static const output_format f{"html", {"html", "htm"}, false, "the page of attn view", write};
+    static const output_format f{"html", {"html", "htm"}, false, "the page of attn view", write, 6};
     return f;
 }
 

@@ -13,7 +13,7 @@ void write(std::ostream& out, const document& doc, const text_style& style, cons
 }  // namespace
 
 const output_format& json_format() {
-    static const output_format f{"json", {"json"}, false, "", write};
+    static const output_format f{"json", {"json"}, false, "", write, 0};
     return f;
 }
 

@@ -13,7 +13,7 @@ void write(std::ostream& out, const document& doc, const text_style& style, cons
 }  // namespace
 
 const output_format& jsonl_format() {
-    static const output_format f{"jsonl", {"jsonl"}, false, "", write};
+    static const output_format f{"jsonl", {"jsonl"}, false, "", write, 1};
     return f;
 }
 

@@ -18,7 +18,7 @@ void write(std::ostream& out, const document& doc, const text_style& style, cons
 }  // namespace
 
 const output_format& npy_format() {
-    static const output_format f{"npy", {"npy"}, true, "", write};
+    static const output_format f{"npy", {"npy"}, true, "", write, 3};
     return f;
 }
 

@@ -13,7 +13,7 @@ void write(std::ostream& out, const document& doc, const text_style& style, cons
 }  // namespace
 
 const output_format& npz_format() {
-    static const output_format f{"npz", {"npz"}, true, "", write};
+    static const output_format f{"npz", {"npz"}, true, "", write, 4};
     return f;
 }
 

@@ -1,25 +1,33 @@
 // The registry of output formats (include/attn/io/formats.hpp).
 #include "attn/io/formats.hpp"
 
+#include <algorithm>
+#include <tuple>
+
 #include "attn/error.hpp"
 #include "attn/text.hpp"
 
 namespace attn::io {
 
-// One line per format, defined in its own file of this folder. A list rather than
-// self-registering objects: attn_core is a static library, whose linker keeps only the
-// objects something refers to, and the order here is the order users read.
-const output_format& json_format();
-const output_format& jsonl_format();
-const output_format& csv_format();
-const output_format& npy_format();
-const output_format& npz_format();
-const output_format& table_format();
-const output_format& html_format();
+// Every `const output_format& <name>_format()` defined in a file of this folder, as the
+// build lists them (formats.inc, attn_registry in cmake/floors.cmake): naming each one here
+// makes the static archive keep its object (the linker takes only what something names), so
+// a new format is its file alone.
+#define ATTN_REGISTERED(function) const output_format& function();
+#include "formats.inc"
+#undef ATTN_REGISTERED
 
 const std::vector<format>& output_formats() {
-    static const std::vector<format> all{&json_format(), &jsonl_format(), &csv_format(),  &npy_format(),
-                                         &npz_format(),  &table_format(), &html_format()};
+    static const std::vector<format> all = [] {
+        std::vector<format> v{
+#define ATTN_REGISTERED(function) &function(),
+#include "formats.inc"
+#undef ATTN_REGISTERED
+        };
+        // The order users read: each format's place (json first, the default), then its name.
+        std::sort(v.begin(), v.end(), [](format a, format b) { return std::tie(a->order, a->name) < std::tie(b->order, b->name); });
+        return v;
+    }();
     return all;
 }
 

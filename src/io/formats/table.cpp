@@ -12,7 +12,7 @@ void write(std::ostream& out, const document& doc, const text_style& style, cons
 }  // namespace
 
 const output_format& table_format() {
-    static const output_format f{"table", {"txt"}, false, "", write};
+    static const output_format f{"table", {"txt"}, false, "", write, 5};
     return f;
 }
 
