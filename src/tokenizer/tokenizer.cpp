@@ -1320,6 +1320,8 @@ std::string tokenizer::token_label(std::uint32_t id) const {
     return out;
 }
 
+std::size_t invalid_utf8_at(std::string_view text) { return detail::invalid_utf8_at(text); }
+
 tokenizer from_json(const json& j) {
     if (!j.is_object()) bad("the document is not an object");
     auto impl = std::make_shared<tokenizer_impl>();
