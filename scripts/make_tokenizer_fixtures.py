@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the tokenizer's test fixtures (tests/fixtures/tokenizer/):
 
-- conformance/corpus.jsonl: a few hundred strings (one JSON string per line): prose, code,
+- conformance/corpus.jsonl: about a thousand strings (one JSON string per line): prose, code,
   digits, URLs, emoji and ZWJ sequences, CJK, Arabic, Hindi, Thai, NFC/NFD pairs,
   whitespace runs (\\r\\n, U+3000), special tokens written in the text, a very long word.
 - small tokenizer.json files (byte-level BPE, BPE with byte fallback, WordPiece, added-token
@@ -71,6 +71,131 @@ def corpus():
             parts.append(w)
             parts.append(rng.choice([" ", " ", " ", ", ", ". ", "", "  ", "\n"]))
         texts.append("".join(parts).rstrip(" ") if rng.random() < 0.7 else "".join(parts))
+    return texts + more_corpus()
+
+
+def more_corpus():
+    """Strings 301 on, by category (the first 300 stay as they were): prose in several
+    languages, code, digits, URLs, emoji and ZWJ sequences, CJK, right-to-left and Indic
+    scripts, NFC/NFD pairs, whitespace runs, every model's special tokens written in the
+    text, very long words, control characters, and random mixtures of all of them."""
+    rng = random.Random(20261127)
+    texts = [
+        # Prose.
+        "It was the best of times, it was the worst of times, it was the age of wisdom.",
+        "Call me Ishmael. Some years ago—never mind how long precisely—having little or no money in my purse...",
+        "The mitochondria is the powerhouse of the cell; ATP synthase makes ATP from ADP and Pi.",
+        "She said, \"Don't go there!\" — but he'd already left (at 5 o'clock).",
+        "Q: What's 2+2?\nA: It's 4.", "Mr. Smith & Mrs. Jones vs. Dr. Who, Ph.D., et al.",
+        "Le cœur a ses raisons que la raison ne connaît point.", "Übermäßige Größe führt zu Ärger über Öl.",
+        "¿Dónde está la biblioteca? ¡Allí está!", "Ça va? Très bien, merci. À bientôt!",
+        "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt.",
+        "Съешь же ещё этих мягких французских булок, да выпей чаю.", "Pchnąć w tę łódź jeża lub ośm skrzyń fig.",
+        "Árvíztűrő tükörfúrógép", "Høj bølge på fjorden, æble og øl.", "Tiếng Việt có dấu: Người ơi, đừng đi.",
+        "Türkçe: çağdaş, ığdır, şişe, öğrenci, üzüm.", "Ελευθερία ή θάνατος· ο λόγος του ανθρώπου.",
+        "Kiswahili ni lugha ya Afrika Mashariki.", "Ein Satz mit\u00a0geschütztem Leerzeichen und ‚Anführungszeichen‘.",
+        # Code.
+        "import numpy as np\nx = np.zeros((3, 4), dtype=np.float32)\nprint(x.shape)",
+        "#include <vector>\nint main() { std::vector<int> v{1, 2, 3}; return v.size(); }",
+        "fn main() {\n    let v: Vec<u8> = vec![0xFF; 16];\n    println!(\"{:?}\", v);\n}",
+        "const f = async (x) => { await fetch(`/api/${x}`); return x?.y ?? null; };",
+        "{\"name\": \"attn\", \"version\": [1, 2, 3], \"ok\": true, \"none\": null}",
+        "<div id=\"main\"><p>Hello &amp; welcome</p><br/></div>", "SELECT a.id, COUNT(*) FROM a JOIN b ON a.id=b.aid GROUP BY 1;",
+        "for i in $(seq 1 10); do echo \"$i\"; done 2>&1 | tee log.txt", "x = [i**2 for i in range(10) if i % 2 == 0]",
+        "\\begin{equation} E = mc^2 \\end{equation}", "$$\\int_0^\\infty e^{-x^2} dx = \\frac{\\sqrt{\\pi}}{2}$$",
+        "# Title\n\n- item one\n- item two\n\n```python\nprint('hi')\n```\n", "^(?:[a-z0-9!#$%&'*+/=?^_`{|}~-]+)@\\w+\\.com$",
+        "if (a && b || !c) { x <<= 2; y >>= 1; z ^= ~w; }", "def __init__(self, *args, **kwargs):\n\tsuper().__init__()",
+        "    indented\n        more\n            most", "a==b!=c<=d>=e->f=>g::h", "0xDEADBEEF 0o755 0b1101 1_000_000",
+        "key: value\nlist:\n  - a\n  - b\n", "<?xml version=\"1.0\" encoding=\"UTF-8\"?>",
+        # URLs and addresses.
+        "https://en.wikipedia.org/wiki/Attention_(machine_learning)", "http://localhost:8080/api/v1/users?id=42&sort=desc",
+        "ftp://files.example.net/pub/file-1.2.3.tar.gz", "git@github.com:owner/repo.git", "user.name+tag@sub.domain.co.jp",
+        "https://例え.jp/パス?q=検索", "https://xn--r8jz45g.jp/", "file:///home/user/My%20Documents/a.txt",
+        "192.168.0.1:443 and [2001:db8::1]:80", "www.example.com/index.html#section-2.3",
+        # Emoji and ZWJ sequences.
+        "👩\u200d💻 coding", "🏳\ufe0f\u200d🌈 pride", "🧑🏾\u200d🚀 astronaut", "1\ufe0f\u20e3 2\ufe0f\u20e3 #\ufe0f\u20e3 keycaps",
+        "🏴\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f Scotland", "👨\u200d❤\ufe0f\u200d💋\u200d👨", "🇺🇳🇪🇺🇬🇧🇩🇪",
+        "☺︎ vs ☺️", "🫠🫡🫢🫣🫤🥹", "👋🏻👋🏼👋🏽👋🏾👋🏿", "text😀text😀text", "emoji at end 🎉", "🎉 emoji at start",
+        "🧔\u200d♀\ufe0f 👁\ufe0f\u200d🗨\ufe0f", "♥♦♣♠ ★☆ ✓✗ ☐☑",
+        # CJK.
+        "我爱自然语言处理。", "今日はいい天気ですね。散歩に行きましょう！", "東京都渋谷区神南1-2-3", "한국어와 日本語와 中文",
+        "𠀀𠀁𠀂 (CJK Extension B)", "龍龘齉", "「引用」『二重』【括弧】〈山〉《书名》", "ｱｲｳｴｵ ｶﾞｷﾞｸﾞ",
+        "ひらがな カタカナ 漢字 ー〜", "中文，全角标点；还有：问号？感叹号！", "繁體中文與简体中文", "第1章 第２章 第三章",
+        # Right-to-left and Indic scripts.
+        "السلام عليكم ورحمة الله وبركاته", "كِتَابٌ مُشَكَّلٌ بِالْحَرَكَاتِ", "عدد ١٢٣ و ۴۵۶", "שָׁלוֹם עֲלֵיכֶם", "mixed עברית and English",
+        "क्षत्रिय ज्ञान श्री", "বাংলা ভাষা", "தமிழ் மொழி", "తెలుగు", "ਪੰਜਾਬੀ", "ગુજરાતી", "ಕನ್ನಡ", "മലയാളം",
+        "ภาษาไทย ๑๒๓", "ພາສາລາວ", "ខ្មែរ", "မြန်မာ", "ᠮᠣᠩᠭᠣᠯ", "ትግርኛ አማርኛ", "Հայերեն", "ქართული",
+    ]
+    # NFC/NFD pairs (and NFKC-sensitive forms).
+    for w in ["café", "naïve", "résumé", "Ångström", "jalapeño", "façade", "crème brûlée", "Zürich", "São Paulo",
+              "Dvořák", "Łódź", "Ελλάδα", "Ἀθῆναι", "Việt Nam", "Đà Nẵng", "한국어", "가나다", "がぎぐげご", "パピプペポ",
+              "ñandú", "Ærøskøbing", "İzmir", "Kraków", "Žluťoučký kůň", "ŞİŞLİ", "ǅemal", "Ǖǖ", "ḱṃ",
+              "e\u0301\u0301", "a\u0300\u0301\u0302"]:
+        texts.append(unicodedata.normalize("NFC", w))
+        texts.append(unicodedata.normalize("NFD", w))
+        texts.append(unicodedata.normalize("NFC", w) + " " + unicodedata.normalize("NFD", w))
+    for w in ["ﬁ ﬂ ﬃ", "Ⅻ ⅻ", "㎏ ㎞ ㏄", "①⑩⑳", "¹²³⁴", "Ｈｅｌｌｏ", "ℌℑℜ", "µ vs μ", "Ω vs Ω", "㍻ ㋿"]:
+        texts.append(w)
+        texts.append(unicodedata.normalize("NFKC", w))
+    # Digits.
+    for n in range(1, 25):
+        texts.append("".join(rng.choice("0123456789") for _ in range(n)))
+    texts += ["3.14", "-0.5e+10", "$1,234.56", "€99,99", "¥1000", "100%", "1/2 3/4", "12:34:56.789", "2024-02-29T23:59:59Z",
+              "+1 (555) 123-4567", "v1.2.3-beta.4+build.5", "ISBN 978-3-16-148410-0", "1st 2nd 3rd 4th 21st",
+              "１２３４５", "٠١٢٣٤٥٦٧٨٩", "०१२३४५६७८९", "໑໒໓", "Ⅰ Ⅱ Ⅲ Ⅳ", "x1 y22 z333 w4444", "1234567890" * 5]
+    # Whitespace runs.
+    spaces = [" ", "  ", "   ", "\t", "\n", "\r\n", "\r", "\u3000", "\u00a0", "\u2028", "\u0085", "\u200b", "\ufeff",
+              "\u2003", "\u202f", "\n\n", "\r\n\r\n", " \n ", "\t\t", "\u3000\u3000"]
+    for _ in range(70):
+        run = "".join(rng.choice(spaces) for _ in range(rng.randint(1, 6)))
+        a, b = rng.choice(["word", "日本", "café", "x", "42", "😀", "ไทย", ""]), rng.choice(["next", "中文", "é", "y", "7", "!", ""])
+        texts.append(rng.choice(["", run]) + a + run + b + rng.choice(["", run]))
+    texts += [" " * n for n in (3, 4, 5, 8, 16, 17, 33)] + ["\n" * n for n in (2, 3, 7)] + ["\r\n" * 4, "\u3000" * 5, "\t" * 9]
+    # Special tokens of every model written in the text, alone, adjacent, spaced, broken.
+    specials = ["<|endoftext|>", "[CLS]", "[SEP]", "[MASK]", "[PAD]", "[UNK]", "<|begin_of_text|>", "<|end_of_text|>",
+                "<|eot_id|>", "<|start_header_id|>", "<|end_header_id|>", "<|reserved_special_token_5|>", "<|im_start|>",
+                "<|im_end|>", "<|vision_start|>", "<think>", "</think>", "<tool_call>", "<s>", "</s>", "<unk>", "<bos>", "<eos>",
+                "<pad>", "<mask>", "<start_of_turn>", "<end_of_turn>", "<start_of_image>", "<unused0>", "<|startoftext|>",
+                "<|return|>", "<|channel|>", "<|message|>", "<|call|>", "<|constrain|>"]
+    for s in specials:
+        texts.append(s)
+        texts.append("before " + s + " after")
+        texts.append("x" + s + "y")
+    for _ in range(60):
+        parts = []
+        for _ in range(rng.randint(2, 6)):
+            parts.append(rng.choice(specials) if rng.random() < 0.5 else rng.choice(["hi", " ", "  ", "\n", "text ", " word", "日本", "é"]))
+        texts.append("".join(parts))
+    texts += ["<|endoftext", "endoftext|>", "<|im_start", "[CLS", "CLS]", "<s", "s>", "< s >", "<|eot_id|", "<<s>>", "[[SEP]]",
+              "<|<|im_end|>|>", "<|end_of_text|><|end_of_text|><|end_of_text|>", "[SEP][SEP]", "<S>", "[cls]", "<BOS>"]
+    # Very long words.
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    for n in (101, 150, 200, 500, 1000):
+        texts.append("".join(rng.choice(letters) for _ in range(n)))
+    texts += ["Pneumonoultramicroscopicsilicovolcanoconiosis", "Rindfleischetikettierungsüberwachungsaufgabenübertragungsgesetz",
+              "Llanfairpwllgwyngyllgogerychwyrndrobwllllantysiliogogogoch", "ab" * 200, "é" * 300, "日本" * 100, "😀" * 100,
+              "ไทย" * 100, "e\u0301" * 150, "9" * 400, "_" * 200, "." * 300, "Ab1" * 150, "a-b" * 100]
+    # Control characters (BertNormalizer's clean_text removes them) and odd code points.
+    texts += ["nul\x00byte", "bell\x07 and\x1b[31mred\x1b[0m", "del\x7f", "form\x0cfeed\x0bvtab", "\ufffd replacement",
+              "soft\u00adhyphen", "rtl\u202emark\u202c", "word\u2060joiner", "\U0001d400\U0001d401 math bold",
+              "private \ue000\uf8ff", "noncharacter \ufdd0", "variation \ufe0e\ufe0f", "\U0010fffd end of planes",
+              "combining alone \u0301\u0308", "\u200d zwj alone \u200c"]
+    # Random mixtures of all of the above.
+    pool = ([w for w in texts if len(w) < 40] + ["the", "of", "and", "is", "attention", "token", "Hello", "world", " ", ", ",
+                                                 ". ", "\n"])
+    blocks = [(0x20, 0x7e), (0xa0, 0x17f), (0x370, 0x3ff), (0x400, 0x4ff), (0x590, 0x5ff), (0x600, 0x6ff), (0x900, 0x97f),
+              (0xe00, 0xe7f), (0x3040, 0x30ff), (0x4e00, 0x9fff), (0xac00, 0xd7a3), (0x1f300, 0x1f64f), (0x2000, 0x206f),
+              (0x300, 0x36f)]
+    while len(texts) < 760:
+        parts = []
+        for _ in range(rng.randint(1, 10)):
+            if rng.random() < 0.7:
+                parts.append(rng.choice(pool))
+            else:
+                lo, hi = rng.choice(blocks)
+                parts.append("".join(chr(rng.randint(lo, hi)) for _ in range(rng.randint(1, 8))))
+            parts.append(rng.choice(["", " ", " ", "  ", "\n", ", "]))
+        texts.append("".join(parts))
     return texts
 
 

@@ -116,3 +116,65 @@ TEST_CASE("attn tokenize: invalid UTF-8, an unsupported tokenizer and no text ar
     CHECK(r.err == "attn: error: TEXT: nothing to tokenize (expected TEXT or --text-file, got neither)\n");
     CHECK(r.out == "");
 }
+
+TEST_CASE("attn tokenize: TEXT... CHECKPOINT_DIR reads the directory's tokenizer.json, as --tokenizer DIR does") {
+    const attn_test::scratch_dir scratch;
+    const std::string dir = scratch.path + "/checkpoint";
+    std::filesystem::create_directory(dir);
+    std::filesystem::copy_file(fixture("word_piece.tokenizer.json"), dir + "/tokenizer.json");
+    const auto r = attn_test::run_attn("tokenize 'unaffable dog!' dog '" + dir + "' --format jsonl");
+    REQUIRE(r.code == 0);
+    CHECK(r.err == "");
+    std::istringstream lines(r.out);
+    std::string first, second, third;
+    REQUIRE(std::getline(lines, first));
+    REQUIRE(std::getline(lines, second));
+    CHECK_FALSE(std::getline(lines, third));
+    // Reference: HF tokenizers with this WordPiece vocabulary (ids 2 [CLS], 22 un, 23 ##aff,
+    // 24 ##able, 14 dog, 17 !, 3 [SEP]).
+    CHECK(nlohmann::json::parse(first).at("ids") == nlohmann::json({2, 22, 23, 24, 14, 17, 3}));
+    CHECK(nlohmann::json::parse(second).at("text") == "dog");
+    CHECK(nlohmann::json::parse(second).at("ids") == nlohmann::json({2, 14, 3}));
+    const auto same = attn_test::run_attn("tokenize 'unaffable dog!' dog --tokenizer '" + dir + "' --format jsonl");
+    REQUIRE(same.code == 0);
+    CHECK(same.out == r.out);
+
+    // --text-file and the directory: the file's lines, then nothing else.
+    attn_test::spit(scratch.path + "/texts.txt", "unaffable dog!\ndog\n");
+    const auto f = attn_test::run_attn("tokenize --text-file '" + scratch.path + "/texts.txt' '" + dir + "' --format jsonl");
+    REQUIRE(f.code == 0);
+    CHECK(f.out == r.out);
+}
+
+TEST_CASE("attn tokenize: no tokenizer, a directory without tokenizer.json and invalid UTF-8 in a text file are refused") {
+    const attn_test::scratch_dir scratch;
+    // The last argument is a text, not a directory.
+    auto r = attn_test::run_attn("tokenize hello world");
+    CHECK(r.code == 2);
+    CHECK(r.err == "attn: error: --tokenizer: no tokenizer (expected --tokenizer FILE or a checkpoint directory as the "
+                   "last argument, got no directory)\n");
+    CHECK(r.out == "");
+    r = attn_test::run_attn("tokenize");
+    CHECK(r.code == 2);
+    CHECK(r.err == "attn: error: --tokenizer: no tokenizer (expected --tokenizer FILE or a checkpoint directory as the "
+                   "last argument, got neither)\n");
+    // A directory alone: no text.
+    std::filesystem::copy_file(fixture("word_piece.tokenizer.json"), scratch.path + "/tokenizer.json");
+    r = attn_test::run_attn("tokenize '" + scratch.path + "'");
+    CHECK(r.code == 2);
+    CHECK(r.err == "attn: error: TEXT: nothing to tokenize (expected TEXT or --text-file, got neither)\n");
+
+    const std::string empty = scratch.path + "/empty";
+    std::filesystem::create_directory(empty);
+    r = attn_test::run_attn("tokenize hello '" + empty + "'");
+    CHECK(r.code == 1);
+    CHECK(r.err.rfind("attn: error: " + empty + "/tokenizer.json: ", 0) == 0);
+    CHECK(r.out == "");
+
+    // The byte is counted in the file: "ok\n" is 3 bytes, then 'a', then the bad byte.
+    attn_test::spit(scratch.path + "/texts.txt", "ok\na\377b\n");
+    r = attn_test::run_attn("tokenize --text-file '" + scratch.path + "/texts.txt' '" + scratch.path + "'");
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: " + scratch.path + "/texts.txt: invalid UTF-8 at byte 4 (line 2)\n");
+    CHECK(r.out == "");
+}

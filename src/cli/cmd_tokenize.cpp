@@ -1,6 +1,7 @@
 // attn tokenize: texts through a Hugging Face tokenizer.json, as the Rust `tokenizers`
 // library encodes them (attn/tokenizer/tokenizer.hpp): ids, tokens, labels, offsets in code
 // points and bytes, word ids, special tokens mask.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -38,6 +39,11 @@ std::vector<std::string> read_lines(const std::string& path) {
     all << in.rdbuf();
     if (in.bad()) throw io_error(path, "cannot read the text file");
     const std::string s = all.str();
+    // Named by its byte in the file (and line), not in the line: the file is what to fix.
+    if (const auto bad = tokenizer::invalid_utf8_at(s); bad != std::string::npos) {
+        const auto line = 1 + static_cast<std::size_t>(std::count(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(bad), '\n'));
+        throw value_error(path, "invalid UTF-8 at byte " + std::to_string(bad) + " (line " + std::to_string(line) + ")");
+    }
     std::vector<std::string> lines;
     std::size_t start = 0;
     while (start < s.size()) {
@@ -92,6 +98,11 @@ void write_all(std::ostream& out, const tokenize_cli& c, const std::vector<std::
         out << dump(all, 1) << '\n';
     } else if (c.format == "jsonl") {
         for (std::size_t i = 0; i < texts.size(); ++i) out << dump(to_json(texts[i], encodings[i], tok), -1) << '\n';
+    } else if (c.format == "ids") {
+        for (const auto& e : encodings) {
+            for (std::size_t k = 0; k < e.ids.size(); ++k) out << (k ? " " : "") << e.ids[k];
+            out << '\n';
+        }
     } else {
         const bool csv = c.format == "csv";
         if (csv) out << "text,position,id,token,label,start,end,byte_start,byte_end,word_id,special\n";
@@ -123,13 +134,23 @@ void write_all(std::ostream& out, const tokenize_cli& c, const std::vector<std::
 
 int run_tokenize(const tokenize_cli& c) {
     std::vector<std::string> texts = c.texts;
+    std::string path = c.tokenizer_path;
+    std::error_code ec;
+    if (path.empty()) {
+        // `attn tokenize TEXT... CHECKPOINT_DIR`: the last argument is the checkpoint
+        // directory, whose tokenizer.json is the model's own.
+        if (texts.empty() || !std::filesystem::is_directory(texts.back(), ec))
+            throw usage_error("--tokenizer", "no tokenizer " +
+                                                 expected_got("--tokenizer FILE or a checkpoint directory as the last argument",
+                                                              texts.empty() ? "neither" : "no directory"));
+        path = texts.back();
+        texts.pop_back();
+    }
     if (!c.text_file.empty()) {
         const auto more = read_lines(c.text_file);
         texts.insert(texts.end(), more.begin(), more.end());
     }
     if (texts.empty()) throw usage_error("TEXT", "nothing to tokenize " + expected_got("TEXT or --text-file", "neither"));
-    std::string path = c.tokenizer_path;
-    std::error_code ec;
     if (std::filesystem::is_directory(path, ec)) path = (std::filesystem::path(path) / "tokenizer.json").string();
     // Read as every side file is: bounded in size and nesting (docs/design.md §2, Hostile input).
     const auto tok = tokenizer::from_text(io::read_side_json(path, io::side_json::tokenizer), path);
@@ -163,16 +184,19 @@ void setup_tokenize(CLI::App& app, int& exit_status) {
         "Texts through a Hugging Face tokenizer.json, as the Rust tokenizers library encodes them: ids, "
         "tokens, labels (each token decoded alone), offsets in code points and bytes, word ids, special "
         "tokens mask. Tokens a post-processor adds have offsets 0-0 and no word.");
-    sub->add_option("TEXT", c->texts, "Texts to tokenize (UTF-8)");
-    sub->add_option("--tokenizer", c->tokenizer_path, "tokenizer.json, or a directory holding one")->required();
+    sub->add_option("TEXT", c->texts,
+                    "Texts to tokenize (UTF-8); without --tokenizer, the last is a checkpoint directory holding "
+                    "tokenizer.json");
+    sub->add_option("--tokenizer", c->tokenizer_path, "tokenizer.json, or a directory holding one");
     sub->add_option("--text-file", c->text_file, "More texts, one per line");
     sub->add_flag("--no-special-tokens", c->no_special_tokens, "add_special_tokens=False: no BOS, [CLS], [SEP]...");
-    sub->add_option("--format", c->format, "json (default), jsonl, csv or table")
-        ->check(CLI::IsMember({"json", "jsonl", "csv", "table"}));
+    sub->add_option("--format", c->format, "json (default), jsonl, csv, table, or ids (one line per text: its ids)")
+        ->check(CLI::IsMember({"json", "jsonl", "csv", "table", "ids"}));
     sub->add_option("-o,--output", c->output, "Write to FILE (atomically) instead of stdout");
     sub->footer(
         "Examples:\n"
         "  attn tokenize \"Hello world\" --tokenizer tokenizer.json --format table\n"
+        "  attn tokenize \"Hello world\" \"Goodbye\" checkpoints/gpt2\n"
         "  attn tokenize --text-file texts.txt --tokenizer model_dir --format jsonl");
     sub->callback([c, &exit_status]() { exit_status = run_tokenize(*c); });
 }

@@ -90,9 +90,11 @@ bool is_numeric(char32_t c) {
 }
 
 bool is_other(char32_t c) {
+    // Not Cn: tokenizers' unicode_categories builds its tables from UnicodeData.txt, which
+    // lists no unassigned code point, so an unassigned one (U+0E00, U+FDD0) is never "other".
     const auto k = category(c);
-    return k == UTF8PROC_CATEGORY_CC || k == UTF8PROC_CATEGORY_CF || k == UTF8PROC_CATEGORY_CN ||
-           k == UTF8PROC_CATEGORY_CO || k == UTF8PROC_CATEGORY_CS;
+    return k == UTF8PROC_CATEGORY_CC || k == UTF8PROC_CATEGORY_CF || k == UTF8PROC_CATEGORY_CO ||
+           k == UTF8PROC_CATEGORY_CS;
 }
 
 bool is_mark_nonspacing(char32_t c) { return category(c) == UTF8PROC_CATEGORY_MN; }
@@ -355,6 +357,21 @@ static std::vector<char32_t> normalize_segment(const std::vector<char32_t>& seg,
             break;
         }
     }
+    // Canonical ordering (Unicode §3.11, D109): every run of marks (combining class ≠ 0)
+    // stably sorted by class. utf8proc_decompose does this; decompose_char and
+    // normalize_utf32 do not.
+    const auto ccc = [](utf8proc_int32_t c) { return utf8proc_get_property(c)->combining_class; };
+    for (std::size_t k = 1; k < used; ++k) {
+        const auto c = out[k];
+        const auto cc = ccc(c);
+        if (cc == 0) continue;
+        std::size_t m = k;
+        while (m > 0 && ccc(out[m - 1]) > cc) {
+            out[m] = out[m - 1];
+            --m;
+        }
+        out[m] = c;
+    }
     const auto len = utf8proc_normalize_utf32(out.data(), static_cast<utf8proc_ssize_t>(used),
                                               static_cast<utf8proc_option_t>(options));
     if (len < 0) return seg;
@@ -381,9 +398,12 @@ void normalized::normalize_unicode(norm_form form) {
         std::vector<char32_t> seg(chars.begin() + static_cast<std::ptrdiff_t>(i),
                                   chars.begin() + static_cast<std::ptrdiff_t>(j));
         const auto out = normalize_segment(seg, form);
+        // A composition (fewer outputs) puts the removals on the first output, the starter
+        // the marks composed into: tokenizers aligns "e\u0301\u0301" → "é\u0301" as é ← "e",
+        // U+0301 ← the second U+0301 (unicode-normalization-alignments' recomposition).
         for (std::size_t k = 0; k < out.size(); ++k) {
             int change = k < seg.size() ? 0 : 1;
-            if (k + 1 == out.size() && out.size() < seg.size()) change = -static_cast<int>(seg.size() - out.size());
+            if (k == 0 && out.size() < seg.size()) change = -static_cast<int>(seg.size() - out.size());
             dest.push_back({out[k], change});
         }
         i = j;

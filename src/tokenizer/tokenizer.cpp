@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <queue>
+#include <shared_mutex>
 #include <sstream>
 #include <unordered_map>
 
@@ -379,6 +381,27 @@ struct model {
     std::optional<std::uint32_t> text_valued_id;
     virtual ~model() = default;
     virtual token_list tokenize(const std::string& s) const = 0;
+
+    // tokenize through a cache of the words seen, as tokenizers' BPE and Unigram keep one
+    // (models/bpe/model.rs: up to 10 000 words, none evicted; pieces of 256 bytes and more
+    // are not cached): tokenize is a function of the piece alone, so the cache changes
+    // nothing but time. Shared between threads (encode is const and thread-safe).
+    token_list tokenize_cached(const std::string& s) const {
+        if (s.size() >= max_cached_length) return tokenize(s);
+        {
+            std::shared_lock lock(cache_mutex_);
+            if (auto it = cache_.find(s); it != cache_.end()) return it->second;
+        }
+        token_list out = tokenize(s);
+        std::unique_lock lock(cache_mutex_);
+        if (cache_.size() < cache_capacity) cache_.emplace(s, out);
+        return out;
+    }
+
+private:
+    static constexpr std::size_t cache_capacity = 10000, max_cached_length = 256;
+    mutable std::shared_mutex cache_mutex_;
+    mutable std::unordered_map<std::string, token_list> cache_;
 };
 using model_ptr = std::unique_ptr<model>;
 
@@ -1265,7 +1288,7 @@ struct tokenizer_impl {
         std::vector<piece> pieces;
         for (std::size_t w = 0; w < pt.size(); ++w) {
             auto& s = pt[w];
-            const token_list toks = s.tokens ? *s.tokens : mdl->tokenize(s.n.text);
+            const token_list toks = s.tokens ? *s.tokens : mdl->tokenize_cached(s.n.text);
             for (const auto& [id, r] : toks) {
                 const auto o = s.n.original_range(r);
                 const bool named_by_text = s.tokens || (mdl->text_valued_id && id == *mdl->text_valued_id);
@@ -1319,6 +1342,8 @@ std::string tokenizer::token_label(std::uint32_t id) const {
     for (const auto& s : impl_->dec->decode_chain({*token})) out += s;
     return out;
 }
+
+std::size_t invalid_utf8_at(std::string_view text) { return detail::invalid_utf8_at(text); }
 
 tokenizer from_json(const json& j) {
     if (!j.is_object()) bad("the document is not an object");

@@ -70,6 +70,12 @@ private:
     std::shared_ptr<const tokenizer_impl> impl_;
 };
 
+/// The byte offset of the first ill-formed UTF-8 sequence in `text` (an overlong form, a
+/// surrogate, a code point above U+10FFFF, a stray or missing continuation byte), or
+/// std::string_view::npos when `text` is valid UTF-8 (utf8proc_iterate decides). encode
+/// refuses the same texts. Throws nothing.
+std::size_t invalid_utf8_at(std::string_view text);
+
 /// Builds a tokenizer from a parsed tokenizer.json. Throws format_error with source
 /// "tokenizer.json" for a missing or ill-typed field, an unsupported component
 /// ("unsupported pre_tokenizer type 'FooBar'"), a merge naming tokens absent from the
