@@ -425,4 +425,34 @@ TEST_CASE("rope_scaling from config.json: recorded in meta.model, and it changes
     const auto jp = nlohmann::json::parse(p.out);
     CHECK(!jp["meta"]["model"].contains("rope_scaling"));
     CHECK(jp["weights"] != j["weights"]);
+    // transformers' defaults: "su" is longrope, whose factor is max_position_embeddings /
+    // original_max_position_embeddings (64 / 16) when absent, original read at the top
+    // level as Phi-3 writes it; yarn's original defaults to max_position_embeddings.
+    const auto meta_of = [&](const std::string& key, const std::string& value, const std::string& extra_key = "",
+                             const std::string& extra = "") {
+        auto c = nlohmann::ordered_json::parse(attn_test::slurp(std::string(ATTN_SOURCE_DIR) + "/data/llama-tiny/config.json"));
+        c[key] = nlohmann::ordered_json::parse(value);
+        if (!extra_key.empty()) c[extra_key] = nlohmann::ordered_json::parse(extra);
+        attn_test::spit(dir.path + "/c.json", c.dump(2));
+        const auto q = attn_test::run_attn("compute " + llama + " --layer 0 --ids 1,2 --dump weights --config '" + dir.path + "/c.json'");
+        REQUIRE_MESSAGE(q.code == 0, q.err);
+        return nlohmann::json::parse(q.out)["meta"]["model"]["rope_scaling"];
+    };
+    const auto su = meta_of("rope_scaling", "{\"type\": \"su\", \"short_factor\": [1, 1, 1, 1], \"long_factor\": [1, 2, 3, 4]}",
+                            "original_max_position_embeddings", "16");
+    CHECK(su["rope_type"] == "longrope");
+    CHECK(su["factor"] == 4.0);
+    CHECK(su["original_max_position_embeddings"] == 16);
+    const auto yarn = meta_of("rope_parameters", "{\"rope_type\": \"yarn\", \"rope_theta\": 500.0, \"factor\": 2.0}");
+    CHECK(yarn["rope_type"] == "yarn");
+    CHECK(yarn["original_max_position_embeddings"] == 64);
+    const auto dynamic = meta_of("rope_scaling", "{\"rope_type\": \"dynamic\", \"factor\": 2.0}");
+    CHECK(dynamic["max_position_embeddings"] == 64);
+    // A longrope factor list of the wrong length is core's shape error.
+    auto bad = nlohmann::ordered_json::parse(attn_test::slurp(std::string(ATTN_SOURCE_DIR) + "/data/llama-tiny/config.json"));
+    bad["rope_scaling"] = nlohmann::ordered_json::parse("{\"rope_type\": \"longrope\", \"short_factor\": [1], \"long_factor\": [1]}");
+    attn_test::spit(dir.path + "/bad.json", bad.dump(2));
+    const auto b = attn_test::run_attn("compute " + llama + " --layer 0 --ids 1,2 --config '" + dir.path + "/bad.json'");
+    CHECK(b.code == 1);
+    CHECK(b.err.rfind("attn: error: rope_scaling: ", 0) == 0);
 }
