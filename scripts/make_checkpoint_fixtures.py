@@ -43,6 +43,7 @@ import struct
 
 import numpy as np
 from fixture_npz import write_npz
+import make_rope_scaling_fixtures as rope_utils
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -251,17 +252,34 @@ def rotate_half(x):
     return torch.cat((-x2, x1), dim=-1)
 
 
-def llama_reference(w, cfg, prefix, ids, sliding_layers=(), window=None):
+def rope_inv_freq(cfg, R, T):
+    """inv_freq and the attention factor of cfg's RoPE for a pass of T positions, by
+    make_rope_scaling_fixtures.py's transcription of transformers' modeling_rope_utils.py
+    (config keys read as transformers does: rope_scaling with rope_type or type, "su" as
+    longrope, or v5's rope_parameters carrying rope_theta)."""
+    rs = cfg.get("rope_scaling") or cfg.get("rope_parameters") or {}
+    kind = rs.get("rope_type", rs.get("type", "default"))
+    kind = "longrope" if kind == "su" else kind
+    p = dict(rs, theta=cfg.get("rope_theta", rs.get("rope_theta", 10000.0)), dim=R,
+             max_position_embeddings=cfg["max_position_embeddings"])
+    return rope_utils.ROPE_INIT_FUNCTIONS[kind](p, T, DT)
+
+
+def llama_reference(w, cfg, prefix, ids, sliding_layers=(), window=None, qk=None):
     W = {k: v.to(DT) for k, v in w.items()}
     E, L, eps = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["rms_norm_eps"]
     H, Hkv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
     D = cfg.get("head_dim", E // H)
     R = int(D * cfg.get("partial_rotary_factor", 1.0))
     T = len(ids)
-    inv_freq = 1.0 / (cfg.get("rope_theta", 10000.0) ** (torch.arange(0, R, 2, dtype=torch.int64).to(DT) / R))
+    if cfg.get("rope_scaling") or cfg.get("rope_parameters"):
+        inv_freq, factor = rope_inv_freq(cfg, R, T)
+    else:
+        inv_freq = 1.0 / (cfg.get("rope_theta", 10000.0) ** (torch.arange(0, R, 2, dtype=torch.int64).to(DT) / R))
+        factor = 1.0
     freqs = torch.arange(T, dtype=DT)[:, None] * inv_freq[None, :]
     emb = torch.cat((freqs, freqs), dim=-1)
-    cos, sin = emb.cos(), emb.sin()
+    cos, sin = emb.cos() * factor, emb.sin() * factor  # LlamaRotaryEmbedding: times attention_scaling
     lin = lambda x, n: torch.nn.functional.linear(x, W[n + ".weight"], W.get(n + ".bias"))
     qi, ki = torch.arange(T)[:, None], torch.arange(T)[None, :]
     x = W[prefix + "embed_tokens.weight"][ids]
@@ -275,6 +293,8 @@ def llama_reference(w, cfg, prefix, ids, sliding_layers=(), window=None):
         # apply_rotary_pos_emb on the first R dims (partial rotary: the rest passes through)
         q = torch.cat((q[..., :R] * cos + rotate_half(q[..., :R]) * sin, q[..., R:]), dim=-1)
         k = torch.cat((k[..., :R] * cos + rotate_half(k[..., :R]) * sin, k[..., R:]), dim=-1)
+        if qk is not None:
+            qk.append((q, k))
         k, v = k.repeat_interleave(H // Hkv, dim=0), v.repeat_interleave(H // Hkv, dim=0)  # repeat_kv
         allowed = ki <= qi
         if l in sliding_layers:
@@ -469,6 +489,29 @@ def main():
     write(os.path.join(d, "model.safetensors"), safetensors_bytes(w))
     write_json(os.path.join(d, "config.json"), bias_cfg)
     write_npz(os.path.join(d, "expected.npz"), expected(llama_ids, llama_reference(w, bias_cfg, "model.", llama_ids)))
+
+    # RoPE scalings from config.json (a generator of their own): Llama 3's llama3, Qwen2.5's
+    # yarn (written with "type"), and transformers v5's rope_parameters (linear, carrying
+    # rope_theta). original_max_position_embeddings 8 < T = 12 positions, so that llama3
+    # smooths one frequency and divides the others and yarn ramps between them. Each case
+    # also keeps q and k after RoPE, (L, T, H·D) and (L, T, Hkv·D).
+    g = torch.Generator().manual_seed(17)
+    long_ids = [1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]
+    plain = {k: v for k, v in llama_cfg.items() if k not in ("rope_scaling", "rope_theta")}
+    for name, cfg in (("llama3-rope-tiny", dict(llama_cfg, rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                                                              "high_freq_factor": 4.0, "original_max_position_embeddings": 8})),
+                      ("yarn-rope-tiny", dict(llama_cfg, rope_scaling={"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 8})),
+                      ("linear-rope-parameters-tiny", dict(plain, rope_parameters={"rope_type": "linear", "rope_theta": 500.0, "factor": 2.0}))):
+        w = llama_weights(g, cfg, "model.")
+        d = os.path.join(FIX, name)
+        write(os.path.join(d, "model.safetensors"), safetensors_bytes(w))
+        write_json(os.path.join(d, "config.json"), cfg)
+        qk = []
+        e = expected(long_ids, llama_reference(w, cfg, "model.", long_ids, qk=qk))
+        # In the input's layout, as attn dumps q and k: (T, heads·D) per layer.
+        e["q"] = torch.stack([q.transpose(0, 1).reshape(len(long_ids), -1) for q, _ in qk]).numpy()
+        e["k"] = torch.stack([k.transpose(0, 1).reshape(len(long_ids), -1) for _, k in qk]).numpy()
+        write_npz(os.path.join(d, "expected.npz"), e)
 
 
 if __name__ == "__main__":

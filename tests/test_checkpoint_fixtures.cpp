@@ -4,7 +4,8 @@
 // rotary factor), plus a BF16 copy and a sharded copy of the Llama checkpoint. Each
 // case runs through the binary: every layer from the ids (x, x_norm, weights, output
 // with a leading layer axis) in float64 and in float32, one layer from its residual
-// stream (--x), and the output alone (the streaming path) with both kernels.
+// stream (--x), and the output alone (the streaming path) with both kernels. The RoPE
+// scaling cases (llama3, yarn, v5 rope_parameters) also check q and k after RoPE.
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -50,7 +51,19 @@ std::vector<checkpoint_case> cases() {
          fixtures + "gpt2-layer-scaled-tiny/expected.npz", ""},
         {"llama attention_bias and mlp_bias", fixtures + "llama-bias-tiny/model.safetensors",
          fixtures + "llama-bias-tiny/expected.npz", ""},
+        {"llama rope_scaling llama3 (Llama 3.x)", fixtures + "llama3-rope-tiny/model.safetensors",
+         fixtures + "llama3-rope-tiny/expected.npz", ""},
+        {"llama rope_scaling yarn written with type (Qwen2.5)", fixtures + "yarn-rope-tiny/model.safetensors",
+         fixtures + "yarn-rope-tiny/expected.npz", ""},
+        {"llama rope_parameters linear with its rope_theta (transformers v5)",
+         fixtures + "linear-rope-parameters-tiny/model.safetensors", fixtures + "linear-rope-parameters-tiny/expected.npz", ""},
     };
+}
+
+const attn::array* find_member(const std::vector<attn::named_array>& npz, const std::string& name) {
+    for (const auto& a : npz)
+        if (a.name == name) return &a.value;
+    return nullptr;
 }
 
 const attn::array& member(const std::vector<attn::named_array>& npz, const std::string& name) {
@@ -102,7 +115,14 @@ TEST_CASE("checkpoints: every family's attention and blocks match PyTorch re-imp
         const std::string ids = " --token-ids " + c.expected + ":ids";
         for (const auto& [dtype, tol] : {std::pair<std::string, double>{"float64", 1e-9}, {"float32", 2e-4}}) {
             CAPTURE(dtype);
-            const auto got = run(c.checkpoint + ids + c.options + " --layer all --dump x,x_norm,weights,output --dtype " + dtype, out);
+            // q and k after RoPE where the reference keeps them (the RoPE scaling cases).
+            const bool qk = find_member(want, "q") != nullptr;
+            const auto got = run(c.checkpoint + ids + c.options + " --layer all --dump x,x_norm," + (qk ? "q,k," : "") +
+                                     "weights,output --dtype " + dtype, out);
+            if (qk) {
+                check(member(got, "q"), member(want, "q"), tol, "q");
+                check(member(got, "k"), member(want, "k"), tol, "k");
+            }
             check(member(got, "x"), leading(hidden, 0, L), tol, "x");
             check(member(got, "x_norm"), member(want, "x_norm"), tol, "x_norm");
             check(member(got, "weights"), member(want, "weights"), tol, "weights");

@@ -139,11 +139,11 @@ TEST_CASE("checkpoint refusals: one line, exit 1 for data and 2 for options, not
             dir.path + "/t5.json: model_type \"t5\" is not a family attn knows (expected gpt2, bert, llama, mistral or qwen2, "
                        "or give --arch gpt2|bert|llama)");
     std::string yarn = attn_test::slurp(std::string(ATTN_SOURCE_DIR) + "/data/llama-tiny/config.json");
-    yarn.replace(yarn.find("\"rope_scaling\": null"), 20, "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0}");
+    yarn.replace(yarn.find("\"rope_scaling\": null"), 20, "\"rope_scaling\": {\"rope_type\": \"mrope\", \"factor\": 4.0}");
     attn_test::spit(dir.path + "/yarn.json", yarn);
     refused(llama + " --layer 0 --ids 1 --config '" + dir.path + "/yarn.json'", 1,
-            dir.path + "/yarn.json: rope_scaling \"yarn\" is not implemented by attn (expected null or \"default\"; "
-                       "positions would be rotated wrongly)");
+            dir.path + "/yarn.json: rope_scaling \"mrope\" is not implemented by attn (expected \"default\", \"linear\", "
+                       "\"dynamic\", \"yarn\", \"llama3\" or \"longrope\"; positions would be rotated wrongly)");
     std::filesystem::copy(std::string(ATTN_SOURCE_DIR) + "/" + gpt2, dir.path + "/lone.safetensors");
     refused("'" + dir.path + "/lone.safetensors' --layer 0 --ids 1", 1,
             dir.path + "/lone.safetensors: no config.json beside the checkpoint (expected " + dir.path +
@@ -206,9 +206,13 @@ TEST_CASE("config keys that change attention in transformers are honoured or ref
                  "(expected \"absolute\", got \"relative_key\")");
     refused_with("bert", "is_decoder", "true",
                  "is_decoder: not implemented by attn, a decoder BERT is causal and may cross-attend (expected false, got true)");
-    refused_with("llama", "rope_scaling", "{\"rope_type\": \"linear\", \"factor\": 2.0}",
-                 "rope_scaling \"linear\" is not implemented by attn (expected null or \"default\"; positions would be "
-                 "rotated wrongly)");
+    refused_with("llama", "rope_parameters", "{\"rope_type\": \"dynamic_alpha\", \"rope_theta\": 500.0}",
+                 "rope_parameters \"dynamic_alpha\" is not implemented by attn (expected \"default\", \"linear\", "
+                 "\"dynamic\", \"yarn\", \"llama3\" or \"longrope\"; positions would be rotated wrongly)");
+    refused_with("llama", "rope_scaling", "{\"rope_type\": \"llama3\", \"factor\": 8.0}",
+                 "rope_scaling: llama3 without original_max_position_embeddings (expected an integer, got none)");
+    refused_with("llama", "rope_scaling", "{\"rope_type\": \"linear\", \"factor\": \"two\"}",
+                 "rope_scaling.factor: not a number (expected a number, got \"two\")");
     // A number beyond double is invalid JSON, not a crash.
     attn_test::spit(dir.path + "/huge.json", "{\"model_type\": \"llama\", \"rope_theta\": 1e999}");
     refused(llama + " --layer 0 --ids 1 --config '" + dir.path + "/huge.json'", 1,
@@ -364,4 +368,91 @@ TEST_CASE("batched token ids are labelled per item through --vocab") {
     j = nlohmann::json::parse(r.out);
     CHECK(j.at("tokens") == nlohmann::json{"Hello", ",", " world"});
     CHECK(j.at("meta").at("model").at("tokens") == nlohmann::json{{"Hello", ",", " world"}, {"Hello", ",", " world"}});
+}
+
+TEST_CASE("a model directory as INPUT: its model.safetensors or index and config.json, as from_pretrained") {
+    attn_test::scratch_dir dir;
+    const std::string src = std::string(ATTN_SOURCE_DIR) + "/data/llama-tiny";
+    const std::string model = dir.path + "/llama-tiny";
+    std::filesystem::create_directory(model);
+    for (const char* f : {"model.safetensors", "config.json", "tokenizer.json"})
+        std::filesystem::copy(src + "/" + f, model + "/" + f);
+    const std::string args = " --layer all --ids 1,3,4 --dump weights --format json";
+    const auto want = attn_test::run_attn("compute " + llama + args);
+    REQUIRE_MESSAGE(want.code == 0, want.err);
+    const auto got = attn_test::run_attn("compute '" + model + "'" + args);
+    REQUIRE_MESSAGE(got.code == 0, got.err);
+    const auto jw = nlohmann::json::parse(want.out), jg = nlohmann::json::parse(got.out);
+    CHECK(jg["weights"] == jw["weights"]);
+    CHECK(jg["meta"]["model"]["checkpoint"] == model + "/model.safetensors");
+    CHECK(jg.at("tokens") == jw.at("tokens"));
+    // A trailing slash, and a sharded directory (its index).
+    const auto slash = attn_test::run_attn("compute '" + model + "/'" + args);
+    CHECK_MESSAGE(slash.code == 0, slash.err);
+    const std::string sharded = dir.path + "/sharded";
+    std::filesystem::copy(std::string(ATTN_SOURCE_DIR) + "/" + fixtures + "llama-tiny-sharded", sharded);
+    const auto shards = attn_test::run_attn("compute '" + sharded + "'" + args);
+    REQUIRE_MESSAGE(shards.code == 0, shards.err);
+    CHECK(nlohmann::json::parse(shards.out)["weights"] == jw["weights"]);
+    // A directory without weights is refused, naming what it looked for.
+    const std::string empty = dir.path + "/empty";
+    std::filesystem::create_directory(empty);
+    std::filesystem::copy(src + "/config.json", empty + "/config.json");
+    refused("'" + empty + "' --layer 0 --ids 1", 1,
+            empty + ": a directory without a checkpoint (expected model.safetensors or model.safetensors.index.json in it)");
+}
+
+TEST_CASE("rope_scaling from config.json: recorded in meta.model, and it changes the weights") {
+    attn_test::scratch_dir dir;
+    const std::string ck = fixtures + "llama3-rope-tiny/model.safetensors";
+    const auto r = attn_test::run_attn("compute " + ck + " --layer 0 --ids 1,3,4,5,6,7,8,9,10,11,12,13 --dump weights --format json");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    const auto j = nlohmann::json::parse(r.out);
+    const auto& rs = j["meta"]["model"]["rope_scaling"];
+    CHECK(rs["rope_type"] == "llama3");
+    CHECK(rs["factor"] == 8.0);
+    CHECK(rs["original_max_position_embeddings"] == 8);
+    CHECK(rs["low_freq_factor"] == 1.0);
+    CHECK(rs["high_freq_factor"] == 4.0);
+    CHECK(rs["rope_theta"] == 500.0);
+    // The same checkpoint with rope_scaling null computes other weights.
+    auto cfg = nlohmann::ordered_json::parse(attn_test::slurp(std::string(ATTN_SOURCE_DIR) + "/" + fixtures + "llama3-rope-tiny/config.json"));
+    cfg["rope_scaling"] = nullptr;
+    attn_test::spit(dir.path + "/plain.json", cfg.dump(2));
+    const auto p = attn_test::run_attn("compute " + ck + " --layer 0 --ids 1,3,4,5,6,7,8,9,10,11,12,13 --dump weights --format json "
+                                       "--config '" + dir.path + "/plain.json'");
+    REQUIRE_MESSAGE(p.code == 0, p.err);
+    const auto jp = nlohmann::json::parse(p.out);
+    CHECK(!jp["meta"]["model"].contains("rope_scaling"));
+    CHECK(jp["weights"] != j["weights"]);
+    // transformers' defaults: "su" is longrope, whose factor is max_position_embeddings /
+    // original_max_position_embeddings (64 / 16) when absent, original read at the top
+    // level as Phi-3 writes it; yarn's original defaults to max_position_embeddings.
+    const auto meta_of = [&](const std::string& key, const std::string& value, const std::string& extra_key = "",
+                             const std::string& extra = "") {
+        auto c = nlohmann::ordered_json::parse(attn_test::slurp(std::string(ATTN_SOURCE_DIR) + "/data/llama-tiny/config.json"));
+        c[key] = nlohmann::ordered_json::parse(value);
+        if (!extra_key.empty()) c[extra_key] = nlohmann::ordered_json::parse(extra);
+        attn_test::spit(dir.path + "/c.json", c.dump(2));
+        const auto q = attn_test::run_attn("compute " + llama + " --layer 0 --ids 1,2 --dump weights --config '" + dir.path + "/c.json'");
+        REQUIRE_MESSAGE(q.code == 0, q.err);
+        return nlohmann::json::parse(q.out)["meta"]["model"]["rope_scaling"];
+    };
+    const auto su = meta_of("rope_scaling", "{\"type\": \"su\", \"short_factor\": [1, 1, 1, 1], \"long_factor\": [1, 2, 3, 4]}",
+                            "original_max_position_embeddings", "16");
+    CHECK(su["rope_type"] == "longrope");
+    CHECK(su["factor"] == 4.0);
+    CHECK(su["original_max_position_embeddings"] == 16);
+    const auto yarn = meta_of("rope_parameters", "{\"rope_type\": \"yarn\", \"rope_theta\": 500.0, \"factor\": 2.0}");
+    CHECK(yarn["rope_type"] == "yarn");
+    CHECK(yarn["original_max_position_embeddings"] == 64);
+    const auto dynamic = meta_of("rope_scaling", "{\"rope_type\": \"dynamic\", \"factor\": 2.0}");
+    CHECK(dynamic["max_position_embeddings"] == 64);
+    // A longrope factor list of the wrong length is core's shape error.
+    auto bad = nlohmann::ordered_json::parse(attn_test::slurp(std::string(ATTN_SOURCE_DIR) + "/data/llama-tiny/config.json"));
+    bad["rope_scaling"] = nlohmann::ordered_json::parse("{\"rope_type\": \"longrope\", \"short_factor\": [1], \"long_factor\": [1]}");
+    attn_test::spit(dir.path + "/bad.json", bad.dump(2));
+    const auto b = attn_test::run_attn("compute " + llama + " --layer 0 --ids 1,2 --config '" + dir.path + "/bad.json'");
+    CHECK(b.code == 1);
+    CHECK(b.err.rfind("attn: error: rope_scaling: ", 0) == 0);
 }

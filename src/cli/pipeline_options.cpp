@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <limits>
 #include <iostream>
 #include <sstream>
@@ -494,12 +495,27 @@ std::vector<const CLI::Option*> compute_only_options(const CLI::App& sub, std::s
 
 bool checkpoint_run(const pipeline_cli& c) { return !c.layer.empty() || !c.arch.empty(); }
 
+/// A model directory as transformers' from_pretrained takes it: its model.safetensors,
+/// else its model.safetensors.index.json (config.json and tokenizer.json are then found
+/// beside it). Any other path is returned as given. Throws io_error(dir, …) for a
+/// directory with neither.
+std::string checkpoint_in(const std::string& path) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(path, ec)) return path;
+    for (const char* name : {"model.safetensors", "model.safetensors.index.json"}) {
+        const std::filesystem::path p = std::filesystem::path(path) / name;
+        if (std::filesystem::exists(p, ec)) return p.string();
+    }
+    throw io_error(path, "a directory without a checkpoint (expected model.safetensors or "
+                         "model.safetensors.index.json in it)");
+}
+
 attn::checkpoint_options checkpoint_settings(const std::string& path, const pipeline_cli& c) {
     attn::checkpoint_options ck;
     if (path.empty() || path == "-")
         throw usage_error("--layer", "needs a checkpoint file " +
                                          expected_got("INPUT model.safetensors or its .index.json", path.empty() ? "none" : "-"));
-    ck.path = path;
+    ck.path = checkpoint_in(path);
     ck.config = c.config;
     ck.arch = model::parse_arch(c.arch);
     if (c.layer.empty())

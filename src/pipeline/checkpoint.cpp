@@ -3,12 +3,14 @@
 // embeddings → blocks 0..N−1 → layer N's attention through compute(), with the stages
 // x and x_norm added, or every layer with a leading layer axis.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <string>
 
 #include "attn/core/analysis.hpp"
 #include "attn/core/heads.hpp"
+#include "attn/core/rope_scaling.hpp"
 #include "attn/error.hpp"
 #include "attn/io/input.hpp"
 #include "attn/io/json.hpp"
@@ -104,6 +106,33 @@ pipeline_options layer_options(const pipeline_options& o, const model::layer_att
     return lo;
 }
 
+/// The family's scaled RoPE as compute() takes it (docs/design.md §4.1): rope_cos and
+/// rope_sin (M, R/2) tables in double, indexed by position, for positions 0..M−1 where M
+/// is the pass's length (max(position_ids) + 1, else T), which dynamic and longrope
+/// read as transformers' seq_len. Theta and R are the layer's (the run's when given).
+/// Empty when the layer has no RoPE scaling or the run brings its own tables.
+std::vector<named_array> scaled_rope_tables(const model::layer_attention& la, const pipeline_options& lo,
+                                            const std::vector<named_array>& passed, std::size_t T) {
+    if (!la.rope || la.rope_scaling.kind == core::rope_scaling_kind::none) return {};
+    std::size_t M = T;
+    for (const auto& p : passed) {
+        if (p.name == "rope_cos" || p.name == "rope_sin") return {};
+        if (p.name == "position_ids" && is_integer(p.value.type)) {
+            std::int64_t top = -1;
+            for (std::int64_t v : p.value.to_vector<std::int64_t>()) top = std::max(top, v);
+            M = static_cast<std::size_t>(top + 1);
+        }
+    }
+    core::rope_scaling s = la.rope_scaling;
+    s.theta = lo.rope_theta;
+    if (lo.rotary_dim) s.rotary_dim = lo.rotary_dim;
+    std::vector<std::int64_t> positions(M);
+    for (std::size_t m = 0; m < M; ++m) positions[m] = static_cast<std::int64_t>(m);
+    const core::rope_tables t = core::rope_scaled_tables(s, positions, 1, M);
+    const shape_t shape{M, t.half};
+    return {{"rope_cos", array::from<double>(shape, t.cos.data())}, {"rope_sin", array::from<double>(shape, t.sin.data())}};
+}
+
 struct run_inputs {
     const array* ids = nullptr;
     const array* x = nullptr;
@@ -153,6 +182,7 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
             inputs.push_back({"x", array_of(xn, unbatched)});
         }
         for (const auto& p : in.passed) inputs.push_back(p);
+        for (auto& t : scaled_rope_tables(la, lo, in.passed, x.shape(1))) inputs.push_back(std::move(t));
 
         lo.dump = dumped ? dump : std::vector<std::string>{};
         lo.planned_layers = last - first_dumped + 1;  // every dumped layer is held, then stacked
@@ -231,6 +261,28 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
             if (cfg.sliding[l]) sliding.push_back(l);
         model["sliding_window"] = *cfg.sliding_window;
         model["sliding_layers"] = sliding;
+    }
+    if (cfg.rope_scaling.kind != core::rope_scaling_kind::none) {
+        const core::rope_scaling& s = cfg.rope_scaling;
+        nlohmann::ordered_json rs;
+        rs["rope_type"] = core::rope_scaling_kind_name(s.kind);
+        rs["factor"] = s.factor;
+        rs["original_max_position_embeddings"] = s.original_max_position_embeddings;
+        if (s.kind == core::rope_scaling_kind::dynamic) rs["max_position_embeddings"] = s.max_position_embeddings;
+        if (s.kind == core::rope_scaling_kind::llama3) {
+            rs["low_freq_factor"] = s.low_freq_factor;
+            rs["high_freq_factor"] = s.high_freq_factor;
+        }
+        if (s.kind == core::rope_scaling_kind::yarn) {
+            rs["beta_fast"] = s.beta_fast;
+            rs["beta_slow"] = s.beta_slow;
+            if (s.mscale) rs["mscale"] = s.mscale;
+            if (s.mscale_all_dim) rs["mscale_all_dim"] = s.mscale_all_dim;
+            rs["truncate"] = s.truncate;
+        }
+        if (s.attention_factor) rs["attention_factor"] = *s.attention_factor;
+        rs["rope_theta"] = cfg.rope_theta;
+        model["rope_scaling"] = rs;
     }
     out.meta["model"] = model;
     pipeline::record_shapes(out);

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "attn/core/rope_scaling.hpp"
+
 namespace attn::model {
 
 struct family_spec;
@@ -52,6 +54,9 @@ struct config {
     activation act = activation::gelu;  ///< activation_function (gpt2), hidden_act (bert, llama)
     double rope_theta = 10000.0;     ///< rope_theta (llama)
     double partial_rotary_factor = 1.0;  ///< partial_rotary_factor: rotary_dim = head_dim · factor
+    /// rope_scaling / rope_parameters (llama family): kind none when absent or "default".
+    /// theta and rotary_dim are left to the layer (rope_theta, partial_rotary_factor).
+    core::rope_scaling rope_scaling;
     /// sliding_window W (keys including the query's own), per layer: sliding[l] tells
     /// whether layer l uses it (use_sliding_window, max_window_layers, layer_types).
     std::optional<std::size_t> sliding_window;

@@ -12,6 +12,7 @@
 
 #include "attn/core/heads.hpp"
 #include "attn/core/projection.hpp"
+#include "attn/core/rope_scaling.hpp"
 #include "attn/model/config.hpp"
 #include "attn/tensor.hpp"
 
@@ -48,6 +49,9 @@ struct layer_attention {
     bool rope = false;            ///< RoPE half (llama)
     double rope_theta = 10000.0;
     std::size_t rotary_dim = 0;   ///< head_dim · partial_rotary_factor
+    /// The config's RoPE scaling (theta = rope_theta, rotary_dim as above); kind none:
+    /// plain RoPE from rope_theta. Otherwise the run hands compute its cos/sin tables.
+    core::rope_scaling rope_scaling;
     /// The score scale when it is not 1/√D (gpt2 scale_attn_weights false, or
     /// scale_attn_by_inverse_layer_idx: 1/(√D·(layer + 1))); nullopt = compute's default.
     std::optional<double> scale;
