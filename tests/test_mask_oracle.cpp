@@ -18,6 +18,7 @@
 #include "attn/core/attention.hpp"
 #include "attn/core/masks.hpp"
 #include "attn/core/reference.hpp"
+#include "mask_arrays.hpp"
 #include "reference.hpp"
 
 using namespace attn::core;
@@ -30,23 +31,8 @@ tensor4<double> to4(const std::vector<double>& v, std::size_t a, std::size_t b, 
     return t;
 }
 
-attn::array ints(attn::shape_t shape, const std::vector<std::int64_t>& v) {
-    attn::array a;
-    a.type = attn::dtype::i8;
-    a.shape = std::move(shape);
-    a.data.resize(v.size() * sizeof(std::int64_t));
-    std::memcpy(a.data.data(), v.data(), a.data.size());
-    return a;
-}
-
-attn::array bools(attn::shape_t shape, const std::vector<std::uint8_t>& v) {
-    attn::array a;
-    a.type = attn::dtype::b1;
-    a.shape = std::move(shape);
-    a.data.resize(v.size());
-    std::memcpy(a.data.data(), v.data(), v.size());
-    return a;
-}
+using attn_test::ints;
+using attn_test::bools;
 
 /// True when every stage of `r` is within 1e-12 of the oracle's.
 bool agrees(const attention_result<double>& r, const ref::result& want) {

@@ -1,6 +1,8 @@
 // core::mask: visible ranges, cell masking, broadcasting, padding and the fully-masked test.
 #include <doctest/doctest.h>
 
+#include "mask_arrays.hpp"
+
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -96,23 +98,8 @@ TEST_CASE("key_allowed and broadcast bool masks select rows by batch, head and q
 
 namespace {
 
-attn::array ints(attn::shape_t shape, const std::vector<std::int64_t>& v) {
-    attn::array a;
-    a.type = attn::dtype::i8;
-    a.shape = std::move(shape);
-    a.data.resize(v.size() * 8);
-    std::memcpy(a.data.data(), v.data(), a.data.size());
-    return a;
-}
-
-attn::array bools(attn::shape_t shape, const std::vector<std::uint8_t>& v) {
-    attn::array a;
-    a.type = attn::dtype::b1;
-    a.shape = std::move(shape);
-    a.data.resize(v.size());
-    std::memcpy(a.data.data(), v.data(), v.size());
-    return a;
-}
+using attn_test::ints;
+using attn_test::bools;
 
 /// Row (b, h, i) of the scores a mask gives a row of zeros: 0 visible, −∞ masked, or the bias.
 std::vector<double> row_of(const mask<double>& m, std::size_t b, std::size_t h, std::size_t i) {
