@@ -905,7 +905,8 @@ array checkpoint::load(const std::string& name) const {
         a.data = byte_buffer::view(std::shared_ptr<const void>(shard.bytes, shard.bytes.get()), p, stored);
     } else {
         std::vector<std::byte> out(stored);
-        read_guarded(mapped, [&] { std::memcpy(out.data(), p, stored); });
+        // An empty tensor has no bytes to copy (and a null vector data(), which memcpy may not take).
+        if (stored > 0) read_guarded(mapped, [&] { std::memcpy(out.data(), p, stored); });
         a.data = byte_buffer(std::move(out));
     }
     return a;
