@@ -106,7 +106,7 @@ TEST_CASE("bombs: an .npz member declaring (4, 8) that inflates to 256 MiB is re
     CHECK(r.code == 1);
     CHECK(r.err == "attn: error: " + bomb + ":q: member larger than its array (expected " +
                        std::to_string(header.size() + 256) + " bytes, got " + std::to_string(member_size) + ")\n");
-    CHECK(children_peak_mb() < 112);  // ~15 MB in a release build, ~75 MB under ASan
+    CHECK(children_peak_mb() < attn_test::peak_bound_mb(112));  // ~15 MB in a release build, ~75 MB under ASan
     CHECK_FALSE(std::filesystem::exists(dir.path + "/out.json"));
 }
 
@@ -120,7 +120,7 @@ TEST_CASE("bombs: arrays attn does not use are not read, and those it reads are 
     auto r = run_attn("compute --max-bytes 64M --dump weights --compact '" + many + "'");
     CHECK(r.code == 0);
     CHECK(r.out.find("\"weights\":[[0.25,0.25,0.25,0.25]") != std::string::npos);
-    CHECK(children_peak_mb() < 160);  // 24 × 16 MiB = 384 MiB were inflated before
+    CHECK(children_peak_mb() < attn_test::peak_bound_mb(160));  // 24 × 16 MiB = 384 MiB were inflated before
 
     // q, k and v of 24 MiB each pass one by one under 64M, not together.
     const std::string three = dir.path + "/three.npz";
@@ -147,10 +147,10 @@ TEST_CASE("bombs: a JSON text whose parse would take more than 8 x --max-bytes i
     CHECK(r.code == 1);
     CHECK(r.err == "attn: error: " + path + ": JSON too large to parse within --max-bytes (expected at most 134217728 "
                                             "bytes, got about 192000048)\n");
-    CHECK(children_peak_mb() < 112);  // ~15 MB in a release build, ~75 MB under ASan
+    CHECK(children_peak_mb() < attn_test::peak_bound_mb(112));  // ~15 MB in a release build, ~75 MB under ASan
     const auto inspect = run_attn("inspect --max-bytes 16M '" + path + "'");
     CHECK(inspect.code == 1);
-    CHECK(children_peak_mb() < 112);  // ~15 MB in a release build, ~75 MB under ASan
+    CHECK(children_peak_mb() < attn_test::peak_bound_mb(112));  // ~15 MB in a release build, ~75 MB under ASan
 }
 
 TEST_CASE("bombs: JSON objects nested 30 000 deep (180 KB) are refused by inspect, compare and compute") {
@@ -170,7 +170,7 @@ TEST_CASE("bombs: JSON objects nested 30 000 deep (180 KB) are refused by inspec
         CHECK(r.code == 1);
         CHECK(r.err == message);
     }
-    CHECK(children_peak_mb() < 112);  // 1.26 GB before (the dotted names of every level, quadratic)
+    CHECK(children_peak_mb() < attn_test::peak_bound_mb(112));  // 1.26 GB before (the dotted names of every level, quadratic)
     CHECK_FALSE(std::filesystem::exists(dir.path + "/out.json"));
 }
 
@@ -201,7 +201,7 @@ TEST_CASE("bombs: a tokenizer.json id beyond the number of tokens is refused, ne
     r = label_with(dir, vocab);
     CHECK(r.code == 1);
     CHECK(r.err == "attn: error: " + vocab + ": token id out of range (expected ids below 1, the number of tokens, got 67108863)\n");
-    CHECK(children_peak_mb() < 112);
+    CHECK(children_peak_mb() < attn_test::peak_bound_mb(112));
     CHECK_FALSE(std::filesystem::exists(dir.path + "/out.json"));
     // Added tokens count: three tokens may use ids 0 to 2.
     attn_test::spit(vocab, R"({"model":{"vocab":{"a":0,"b":1}},"added_tokens":[{"id":2,"content":"<s>"}]})");
@@ -221,7 +221,7 @@ TEST_CASE("bombs: a tokenizer.json decoder nested 100 000 deep (200 KB) is refus
     CHECK(r.code == 1);
     CHECK(r.err == "attn: error: " + vocab + ": JSON nested too deep (expected at most 256 levels, got more at byte " +
                        std::to_string(at + 255) + ")\n");  // the top object is level 1
-    CHECK(children_peak_mb() < 112);
+    CHECK(children_peak_mb() < attn_test::peak_bound_mb(112));
     CHECK_FALSE(std::filesystem::exists(dir.path + "/out.json"));
 }
 
@@ -260,7 +260,7 @@ TEST_CASE("bombs: side JSON files have limits of their own, whatever --max-bytes
     r = run_attn("inspect --max-bytes 100G '" + index + "'");
     CHECK(r.code == 1);
     CHECK(r.err == "attn: error: " + index + ": safetensors index too large (expected at most 16777216 bytes, got 16777217)\n");
-    CHECK(children_peak_mb() < 112);
+    CHECK(children_peak_mb() < attn_test::peak_bound_mb(112));
     CHECK_FALSE(std::filesystem::exists(dir.path + "/out.json"));
 }
 
@@ -281,7 +281,7 @@ TEST_CASE("bombs: a config.json of 15 MB of numbers is refused before it is pars
     // and '['; 7 499 999 commas here) and the bytes of strings after their opening quote.
     CHECK(r.err == "attn: error: " + config + ": config.json too large to parse (expected at most 67108864 bytes, got about " +
                        std::to_string((1 + 7'499'999 + 2) * 48 + 2) + ")\n");
-    CHECK(children_peak_mb() < 112);
+    CHECK(children_peak_mb() < attn_test::peak_bound_mb(112));
     CHECK_FALSE(std::filesystem::exists(dir.path + "/out.json"));
 }
 
@@ -333,7 +333,7 @@ TEST_CASE("bombs: a character device is read in bounded blocks and refused as so
     CHECK(r.err == "attn: error: " + zero + ": file too large for --max-bytes (expected at most " +
                        std::to_string(150 * 1024 * 1024 + (1 << 20)) + " bytes, got more)\n");
     // 151 MiB held; a string grown by doubling held 128 + 256 MiB while it reallocated.
-    CHECK(children_peak_mb() < 200);
+    CHECK(children_peak_mb() < attn_test::peak_bound_mb(200));
     CHECK_FALSE(std::filesystem::exists(dir.path + "/out.json"));
 }
 
@@ -380,7 +380,7 @@ TEST_CASE("bombs: --max-bytes bounds the Tq×Tk stages a run plans, before they 
     CHECK(r.code == 1);
     CHECK(r.err == "attn: error: this run needs about 268.4 MB for its Tq×Tk stages (B=1, H=1, Tq=Tk=8192, float32) "
                    "(expected at most --max-bytes 64 MiB; raise --max-bytes or dump fewer stages)\n");
-    CHECK(peak < 64);
+    CHECK(peak < attn_test::peak_bound_mb(64));
     CHECK_FALSE(std::filesystem::exists(out));
 
     // Every kept stage counts: scores and weights, and the mask stage at a byte a cell (9 bytes a cell).
@@ -392,7 +392,7 @@ TEST_CASE("bombs: --max-bytes bounds the Tq×Tk stages a run plans, before they 
     // No Tq×Tk stage: the streaming kernel holds one tile per thread, whatever T.
     std::tie(r, peak) = run_measured(dir, "compute --max-bytes 64M --dump output '" + x + "' -o '" + out + "'");
     CHECK_MESSAGE(r.code == 0, r.err);
-    CHECK(peak < 64);
+    CHECK(peak < attn_test::peak_bound_mb(64));
     CHECK(std::filesystem::exists(out));
 }
 
@@ -405,7 +405,7 @@ TEST_CASE("bombs: attn view plans its stages against --max-bytes, computed or re
     CHECK(r.code == 1);
     CHECK(r.err == "attn: error: this run needs about 151.0 MB for its Tq×Tk stages (B=1, H=1, Tq=Tk=4096, float32) "
                    "(expected at most --max-bytes 80 MiB; raise --max-bytes or dump fewer stages)\n");
-    CHECK(peak < 64);
+    CHECK(peak < attn_test::peak_bound_mb(64));
     CHECK_FALSE(std::filesystem::exists(page));
 
     // 48 MiB of weights pass the reader under 80M; the page would need their double copy
@@ -416,7 +416,7 @@ TEST_CASE("bombs: attn view plans its stages against --max-bytes, computed or re
     CHECK(r.code == 1);
     CHECK(r.err == "attn: error: this view needs about 264.2 MB for its Tq×Tk stages (weights (3, 2048, 2048) float32) "
                    "(expected at most --max-bytes 80 MiB; raise --max-bytes or view fewer stages, layers or heads)\n");
-    CHECK(peak < 128);  // the file and its array, 48 MiB each
+    CHECK(peak < attn_test::peak_bound_mb(128));  // the file and its array, 48 MiB each
     CHECK_FALSE(std::filesystem::exists(page));
 }
 
@@ -428,7 +428,7 @@ TEST_CASE("bombs: attn plot --head of a lone weights array copies out only the h
     CHECK_MESSAGE(r.code == 0, r.err);
     CHECK(std::filesystem::exists(png));
     // One head (4 MiB) is read; reading the file and then its array took 128 MiB and more.
-    CHECK(peak < 64);
+    CHECK(peak < attn_test::peak_bound_mb(64));
 
     // The head read in place is the head drawn: the same image as from the same array in
     // an .npz, which is read whole (its member named as the .npy, which names the colour
