@@ -22,8 +22,8 @@ dynamic and longrope scalings read is max(position_ids) + 1, as the dynamic_rope
 decorator (modeling_rope_utils.py) computes it on a model's first forward pass.
 
 Where transformers versions differ, the current one is followed: yarn uses the configured
-`factor` (transformers issue 38224, fixed by pull request 40320; before it, a config with
-original_max_position_embeddings had factor replaced by max_position_embeddings / original),
+`factor`, as current transformers does (older releases replaced it by
+max_position_embeddings / original_max_position_embeddings whenever the config had the latter),
 and `truncate` (default true; gpt-oss sets false) decides whether the correction range is
 floored/ceiled.
 

@@ -92,8 +92,9 @@ struct rope_frequencies {
 /// long_factor when seq_len > original_max_position_embeddings, short_factor otherwise.
 /// Stateless: transformers' dynamic module keeps the largest length it has seen until a
 /// pass shorter than max_position_embeddings resets it; this is its first pass. yarn uses
-/// `factor` as given (transformers ≥ the fix of its issue 38224; before, a config with
-/// original_max_position_embeddings had factor replaced by max/original). Throws as validate.
+/// `factor` as given, as current transformers does (older releases replaced it by
+/// max_position_embeddings / original_max_position_embeddings whenever the config had the
+/// latter, which turns Qwen2.5's yarn off). Throws as validate.
 rope_frequencies rope_scaled_frequencies(const rope_scaling& s, std::size_t seq_len);
 
 /// Tables of positions (B, T) (C order) for given frequencies, as transformers'
