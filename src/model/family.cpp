@@ -75,7 +75,7 @@ core::tensor3<T> family::embed(const array& ids) const {
 
 template <class T>
 core::tensor3<T> family::attention_norm(std::size_t layer, const core::tensor3<T>& x) const {
-    if (spec().structure == block_structure::post_norm) return x;
+    if (spec().structure == block_structure::post_norm || spec().structure == block_structure::sublayer_norm) return x;
     return spec().functions<T>().norm(*this, layer, norm_site::attention, x);
 }
 
@@ -97,6 +97,15 @@ core::tensor3<T> family::finish_block(std::size_t layer, const core::tensor3<T>&
             core::tensor3<T> o = f.mlp(*this, layer, h);
             o += h;
             return f.norm(*this, layer, norm_site::mlp, o);
+        }
+        case block_structure::sandwich:
+        case block_structure::sublayer_norm: {
+            core::tensor3<T> h = x + f.norm(*this, layer, norm_site::attention_out, a);
+            const bool sandwich = spec().structure == block_structure::sandwich;
+            core::tensor3<T> o = f.norm(*this, layer, norm_site::mlp_out,
+                                        f.mlp(*this, layer, sandwich ? f.norm(*this, layer, norm_site::mlp, h) : h));
+            o += h;
+            return o;
         }
         case block_structure::parallel: break;
     }

@@ -89,7 +89,7 @@ std::vector<std::string> dump_order(const std::vector<std::string>& dump) {
 
 /// The options of one layer's compute(): the run's, with the family's attention settings
 /// (include/attn/model/family.hpp layer_attention: projections' layout, heads, causal,
-/// sliding window, RoPE, score scale) wherever the run's options leave them unset; the
+/// sliding window, RoPE, score scale, softcap; sinks join the layer's inputs) wherever the run's options leave them unset; the
 /// one place a family's settings reach a run.
 pipeline_options layer_options(const pipeline_options& o, const model::layer_attention& la) {
     pipeline_options lo = o;
@@ -103,6 +103,7 @@ pipeline_options layer_options(const pipeline_options& o, const model::layer_att
     if (la.rope && !o.rope_theta_given) lo.rope_theta = la.rope_theta;
     if (la.rope && !o.rotary_dim) lo.rotary_dim = la.rotary_dim;
     if (la.scale && !o.scale) lo.scale = la.scale;
+    if (la.softcap > 0 && !(o.softcap > 0)) lo.softcap = la.softcap;
     return lo;
 }
 
@@ -182,6 +183,8 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
             inputs.push_back({"x", array_of(xn, unbatched)});
         }
         for (const auto& p : in.passed) inputs.push_back(p);
+        if (!la.sinks.empty() && std::none_of(in.passed.begin(), in.passed.end(), [](const named_array& p) { return p.name == "sinks"; }))
+            inputs.push_back({"sinks", array::from<double>(shape_t{la.sinks.size()}, la.sinks.data())});
         for (auto& t : scaled_rope_tables(la, lo, in.passed, x.shape(1))) inputs.push_back(std::move(t));
 
         lo.dump = dumped ? dump : std::vector<std::string>{};

@@ -55,6 +55,12 @@ struct layer_attention {
     /// The score scale when it is not 1/√D (gpt2 scale_attn_weights false, or
     /// scale_attn_by_inverse_layer_idx: 1/(√D·(layer + 1))); nullopt = compute's default.
     std::optional<double> scale;
+    /// Logit softcapping c·tanh(scores/c) before the masks (Gemma 2/3
+    /// attn_logit_softcapping); 0 = none.
+    double softcap = 0.0;
+    /// Attention sinks (Hq,): one learned logit per query head joining each row's softmax
+    /// denominator (gpt-oss `sinks`, transformers eager_attention_forward); empty = none.
+    std::vector<double> sinks;
     /// q/k norms before RoPE (none in gpt2, bert, llama): when set, the pipeline projects
     /// q and k itself (project_attention_inputs) and hands compute q, k, v.
     std::optional<head_norm> q_norm, k_norm;
@@ -90,7 +96,8 @@ public:
     /// The pre-attention norm of layer `layer` (stage x_norm): the family's attention
     /// norm in a pre-norm or parallel block (gpt2 LayerNorm ln_1, llama RMSNorm
     /// input_layernorm, HF LlamaRMSNorm: x·rsqrt(mean(x²) + eps)·w); x itself in a
-    /// post-norm block (bert normalises after attention).
+    /// post-norm or sublayer_norm block (bert normalises after attention, OLMo 2 the
+    /// attention's output).
     template <class T>
     core::tensor3<T> attention_norm(std::size_t layer, const core::tensor3<T>& x) const;
 
@@ -105,8 +112,10 @@ public:
     /// block_structure with its norms N1 (attention), N2 (mlp) and its MLP:
     /// pre_norm h = x + a; mlp(N2(h)) + h (gpt2: c_proj(gelu_tanh(c_fc(ln_2(h)))); llama:
     /// down_proj(silu(gate_proj(n))·up_proj(n))); post_norm h = N1(a + x);
-    /// N2(mlp(h) + h) (bert); parallel mlp(N2(x)) + a + x (GPT-NeoX use_parallel_residual).
-    /// Source: GPT2Block, BertLayer, LlamaDecoderLayer, GPTNeoXLayer.
+    /// N2(mlp(h) + h) (bert); parallel mlp(N2(x)) + a + x (GPT-NeoX use_parallel_residual);
+    /// sandwich h = x + N3(a); h + N4(mlp(N2(h))) (Gemma 2/3); sublayer_norm h = x + N3(a);
+    /// h + N4(mlp(h)) (OLMo 2).
+    /// Source: GPT2Block, BertLayer, LlamaDecoderLayer, GPTNeoXLayer, Gemma2DecoderLayer, Olmo2DecoderLayer.
     template <class T>
     core::tensor3<T> finish_block(std::size_t layer, const core::tensor3<T>& x, const core::tensor3<T>& attn_out) const;
 

@@ -24,15 +24,19 @@
 
 namespace attn::model {
 
-/// How a block combines the attention, the MLP, the two norms N1 (site attention) and
-/// N2 (site mlp) and the residuals (see family::finish_block):
-/// pre_norm   x_norm = N1(x); h = x + a; out = mlp(N2(h)) + h        (GPT2Block, LlamaDecoderLayer)
-/// post_norm  x_norm = x; h = N1(a + x); out = N2(mlp(h) + h)       (BertLayer)
-/// parallel   x_norm = N1(x); out = mlp(N2(x)) + a + x              (GPTNeoXLayer use_parallel_residual, GPTJBlock)
-enum class block_structure { pre_norm, post_norm, parallel };
+/// How a block combines the attention, the MLP, its norms N1 (site attention), N2 (site
+/// mlp), N3 (site attention_out), N4 (site mlp_out) and the residuals (see
+/// family::finish_block):
+/// pre_norm      x_norm = N1(x); h = x + a; out = mlp(N2(h)) + h           (GPT2Block, LlamaDecoderLayer)
+/// post_norm     x_norm = x; h = N1(a + x); out = N2(mlp(h) + h)          (BertLayer)
+/// parallel      x_norm = N1(x); out = mlp(N2(x)) + a + x                 (GPTNeoXLayer use_parallel_residual, GPTJBlock)
+/// sandwich      x_norm = N1(x); h = x + N3(a); out = h + N4(mlp(N2(h)))  (Gemma2DecoderLayer, Gemma3DecoderLayer)
+/// sublayer_norm x_norm = x; h = x + N3(a); out = h + N4(mlp(h))          (Olmo2DecoderLayer: norms on the sublayers' outputs)
+enum class block_structure { pre_norm, post_norm, parallel, sandwich, sublayer_norm };
 
-/// Which of a block's two norms: before (or, post-norm, after) the attention, or the MLP's.
-enum class norm_site { attention, mlp };
+/// Which of a block's norms: before (or, post-norm, after) the attention, the MLP's, and
+/// (sandwich, sublayer_norm) those on the attention's and the MLP's outputs.
+enum class norm_site { attention, mlp, attention_out, mlp_out };
 
 /// config.json as a family reads it: every accessor names the key in its errors
 /// (value_error(source, …)), as parse_config documents.
