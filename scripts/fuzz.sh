@@ -4,7 +4,7 @@
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET ...] [-FLAG=VALUE ...]
 #       SECONDS per target (default 60); TARGETs among npy npz json cli safetensors
-#       config tokenizer manifest (default all); -FLAGs go to libFuzzer after the defaults, so they win
+#       config tokenizer manifest encode (default all); -FLAGs go to libFuzzer after the defaults, so they win
 #       (`scripts/fuzz.sh cli -timeout=2`).
 #
 # Crashing inputs are saved as build-fuzz/artifacts/<target>/crash-* (or leak-, timeout-,
@@ -24,7 +24,7 @@ for arg in "$@"; do
     *) seconds=$arg ;;
   esac
 done
-((${#targets[@]})) || targets=(npy npz json cli safetensors config tokenizer manifest)
+((${#targets[@]})) || targets=(npy npz json cli safetensors config tokenizer manifest encode)
 build=${ATTN_FUZZ_BUILD_DIR:-build-fuzz}
 case "$build" in /*) ;; *) build="$root/$build" ;; esac
 
