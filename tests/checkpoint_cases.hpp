@@ -17,6 +17,7 @@
 #include "array_compare.hpp"
 #include "attn/io/npz.hpp"
 #include "cli_util.hpp"
+#include "npz_members.hpp"
 #include "scratch_dir.hpp"
 
 namespace attn_test {
@@ -30,19 +31,6 @@ struct checkpoint_case {
 };
 
 inline const std::string checkpoint_fixtures = "tests/fixtures/checkpoints/";
-
-inline const attn::array* find_member(const std::vector<attn::named_array>& npz, const std::string& name) {
-    for (const auto& a : npz)
-        if (a.name == name) return &a.value;
-    return nullptr;
-}
-
-inline const attn::array& member(const std::vector<attn::named_array>& npz, const std::string& name) {
-    for (const auto& a : npz)
-        if (a.name == name) return a.value;
-    FAIL("no member " << name);
-    throw;
-}
 
 /// The first `n` entries of the leading axis.
 inline attn::array leading(const attn::array& a, std::size_t first, std::size_t n) {
@@ -64,7 +52,7 @@ inline attn::array at(const attn::array& a, std::size_t i) {
 inline std::vector<attn::named_array> run(const std::string& args, const std::string& out) {
     const auto r = run_attn("compute " + args + " --format npz -o '" + out + "'");
     REQUIRE_MESSAGE(r.code == 0, r.err);
-    return attn::io::read_npz(slurp(out), out);
+    return read_npz_file(out);
 }
 
 inline void check(const attn::array& got, const attn::array& want, double tol, const char* what) {
@@ -78,14 +66,14 @@ inline void check_checkpoint_case(const checkpoint_case& c) {
     CAPTURE(c.name);
     scratch_dir dir;
     const std::string out = dir.path + "/out.npz";
-    const auto want = attn::io::read_npz(slurp(std::string(ATTN_SOURCE_DIR) + "/" + c.expected), c.expected);
+    const auto want = read_npz_file(std::string(ATTN_SOURCE_DIR) + "/" + c.expected);
     const attn::array& hidden = member(want, "hidden_states");
     const std::size_t L = hidden.shape[0] - 1;
     const std::string ids = " --token-ids " + c.expected + ":ids";
     for (const auto& [dtype, tol] : {std::pair<std::string, double>{"float64", 1e-9}, {"float32", 2e-4}}) {
         CAPTURE(dtype);
         // q and k after RoPE where the reference keeps them (the RoPE scaling cases).
-        const bool qk = find_member(want, "q") != nullptr;
+        const bool qk = find_array(want, "q") != nullptr;
         const auto got = run(c.checkpoint + ids + c.options + " --layer all --dump x,x_norm," + (qk ? "q,k," : "") +
                                  "weights,output --dtype " + dtype, out);
         if (qk) {

@@ -13,6 +13,7 @@
 #include "attn/io/npy.hpp"
 #include "attn/io/npz.hpp"
 #include "cli_util.hpp"
+#include "npz_members.hpp"
 
 namespace {
 
@@ -24,12 +25,7 @@ std::vector<attn::named_array> load_npz(const std::string& name) {
     return attn::io::read_npz(attn_test::slurp(fixtures + name), name);
 }
 
-const attn::array& member(const std::vector<attn::named_array>& all, const std::string& name) {
-    for (const auto& a : all)
-        if (a.name == name) return a.value;
-    FAIL("no array " << name);
-    throw std::logic_error("unreachable");
-}
+using attn_test::member;
 
 /// Equal within atol + rtol·|want|, NaN facing NaN and ∞ facing the same ∞.
 void check_close(const std::vector<double>& got, const std::vector<double>& want, double atol, double rtol) {

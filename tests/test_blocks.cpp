@@ -14,6 +14,7 @@
 #include "attn/io/npz.hpp"
 #include "attn/model/blocks.hpp"
 #include "cli_util.hpp"
+#include "npz_members.hpp"
 
 namespace {
 
@@ -22,10 +23,7 @@ using attn::model::mlp_activation;
 struct fixture {
     std::vector<attn::named_array> arrays;
     const attn::array& at(const std::string& n) const {
-        for (const auto& a : arrays)
-            if (a.name == n) return a.value;
-        FAIL("no " << n << " in norm_mlp.npz");
-        throw;
+        return attn_test::member(arrays, n);
     }
 };
 

@@ -17,6 +17,7 @@
 #include "attn/io/npz.hpp"
 #include "cli_util.hpp"
 #include "scratch_dir.hpp"
+#include "npz_members.hpp"
 
 namespace {
 
@@ -25,16 +26,9 @@ using nlohmann::json;
 const std::string fixtures = std::string(ATTN_SOURCE_DIR) + "/tests/fixtures/analysis/";
 const char* const statistics[] = {"entropy", "max_weight", "distance", "sink_mass", "small_share"};
 
-std::vector<attn::named_array> read_npz_file(const std::string& path) {
-    return attn::io::read_npz(attn_test::slurp(path), path);
-}
+using attn_test::read_npz_file;
 
-const attn::array& member(const std::vector<attn::named_array>& all, const std::string& name) {
-    for (const auto& a : all)
-        if (a.name == name) return a.value;
-    FAIL("no array " << name);
-    throw std::logic_error("unreachable");
-}
+using attn_test::member;
 
 void write_npy_file(const std::string& path, const attn::shape_t& shape, double fill = 0.25) {
     const std::vector<double> v(attn::element_count(shape), fill);

@@ -12,14 +12,11 @@
 #include "attn/tensor.hpp"
 #include "cli_util.hpp"
 #include "scratch_dir.hpp"
+#include "npz_members.hpp"
 
 namespace {
 
-const attn::array* find_array(const std::vector<attn::io::named_array>& arrays, const std::string& name) {
-    for (const auto& a : arrays)
-        if (a.name == name) return &a.value;
-    return nullptr;
-}
+using attn_test::find_array;
 
 }  // namespace
 

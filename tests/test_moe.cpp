@@ -16,6 +16,7 @@
 #include "attn/io/npz.hpp"
 #include "attn/model/moe.hpp"
 #include "cli_util.hpp"
+#include "npz_members.hpp"
 
 namespace {
 
@@ -28,16 +29,9 @@ struct fixture {
     std::string name;
     std::vector<attn::named_array> arrays;
     const attn::array& at(const std::string& n) const {
-        for (const auto& a : arrays)
-            if (a.name == n) return a.value;
-        FAIL("no " << n << " in " << name);
-        throw;
+        return attn_test::member(arrays, n);
     }
-    bool has(const std::string& n) const {
-        for (const auto& a : arrays)
-            if (a.name == n) return true;
-        return false;
-    }
+    bool has(const std::string& n) const { return attn_test::find_array(arrays, n) != nullptr; }
 };
 
 fixture load(const std::string& name) {

@@ -14,6 +14,7 @@
 #include "attn/io/npz.hpp"
 #include "attn/model/mxfp4.hpp"
 #include "cli_util.hpp"
+#include "npz_members.hpp"
 
 namespace {
 
@@ -23,10 +24,7 @@ std::vector<attn::named_array> load() {
 }
 
 const attn::array& at(const std::vector<attn::named_array>& arrays, const std::string& n) {
-    for (const auto& a : arrays)
-        if (a.name == n) return a.value;
-    FAIL("no " << n << " in mxfp4.npz");
-    throw;
+    return attn_test::member(arrays, n);
 }
 
 attn::array u8(attn::shape_t shape, const std::vector<std::uint8_t>& v) {

@@ -38,6 +38,7 @@
 #include "attn/tensor.hpp"
 #include "array_compare.hpp"
 #include "cli_util.hpp"
+#include "npz_members.hpp"
 
 namespace {
 
@@ -154,11 +155,7 @@ onnx_run plan_case(const std::string& dir, const json& meta) {
     return run;
 }
 
-const attn::array* find_array(const std::vector<attn::io::named_array>& arrays, const std::string& name) {
-    for (const auto& a : arrays)
-        if (a.name == name) return &a.value;
-    return nullptr;
-}
+using attn_test::find_array;
 
 }  // namespace
 

@@ -18,6 +18,7 @@
 #include "attn/error.hpp"
 #include "attn/io/npz.hpp"
 #include "cli_util.hpp"
+#include "npz_members.hpp"
 
 namespace {
 
@@ -35,10 +36,7 @@ struct fixture_case {
     std::vector<attn::named_array> arrays;
 
     const attn::array& at(const std::string& n) const {
-        for (const auto& a : arrays)
-            if (a.name == n) return a.value;
-        FAIL("no " << n << " in " << name);
-        throw;
+        return attn_test::member(arrays, n);
     }
 };
 

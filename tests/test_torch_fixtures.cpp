@@ -23,6 +23,7 @@
 #include "attn/tensor.hpp"
 #include "array_compare.hpp"
 #include "cli_util.hpp"
+#include "npz_members.hpp"
 
 namespace {
 
@@ -35,11 +36,7 @@ std::string torch_fixture_dir() { return std::string(ATTN_SOURCE_DIR) + "/tests/
 std::string quoted(const std::string& s) { return "'" + s + "'"; }
 
 
-const attn::array* find_array(const std::vector<attn::io::named_array>& arrays, const std::string& name) {
-    for (const auto& a : arrays)
-        if (a.name == name) return &a.value;
-    return nullptr;
-}
+using attn_test::find_array;
 
 json torch_cases() {
     return json::parse(attn_test::slurp(torch_fixture_dir() + "/cases.json")).at("cases");

@@ -1,0 +1,34 @@
+#pragma once
+// Looking up the arrays of an .npz (or any list of named arrays) in tests: one lookup for
+// every test file that compares members against a reference.
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "attn/io/npz.hpp"
+#include "cli_util.hpp"
+
+namespace attn_test {
+
+/// The array called `name` in `arrays`, or nullptr when there is none.
+inline const attn::array* find_array(const std::vector<attn::named_array>& arrays, const std::string& name) {
+    for (const auto& a : arrays)
+        if (a.name == name) return &a.value;
+    return nullptr;
+}
+
+/// The array called `name` in `arrays`; a failed test naming it when there is none.
+inline const attn::array& member(const std::vector<attn::named_array>& arrays, const std::string& name) {
+    if (const attn::array* a = find_array(arrays, name)) return *a;
+    FAIL("no array " << name);
+    throw std::logic_error("unreachable");
+}
+
+/// The arrays of the .npz file at `path`.
+inline std::vector<attn::named_array> read_npz_file(const std::string& path) {
+    return attn::io::read_npz(slurp(path), path);
+}
+
+}  // namespace attn_test
