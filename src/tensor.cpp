@@ -3,6 +3,7 @@
 #include "attn/error.hpp"
 #include "attn/text.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -69,6 +70,35 @@ float half_to_float(std::uint16_t h) {
     else
         v = std::ldexp(static_cast<float>(mantissa | 0x400), exponent - 25);
     return sign ? -v : v;
+}
+
+std::uint16_t float_to_half(double v) {
+    const std::uint16_t sign = std::signbit(v) ? 0x8000 : 0;
+    if (std::isnan(v)) return sign | 0x7e00;
+    const double a = std::fabs(v);
+    if (a >= 65520.0) return sign | 0x7c00;  // 65504 rounds up to 65536 from here: overflow
+    // The spacing of binary16 values around a: 2^-24 below 2^-14 (subnormals), else
+    // 2^(e - 10) for a in [2^e, 2^(e+1)). a / q is exact (q is a power of two), and
+    // nearbyint rounds it to even in the default rounding mode.
+    int e = 0;
+    std::frexp(a, &e);  // a = f·2^e, f in [0.5, 1): a in [2^(e-1), 2^e)
+    const int exponent = std::max(e - 1, -14);
+    const double q = std::ldexp(1.0, exponent - 10);
+    const double r = std::nearbyint(a / q);  // 0 ..= 2048
+    if (exponent == -14 && r < 1024) return sign | static_cast<std::uint16_t>(r);  // subnormal (or zero)
+    // r = 2048 carried into the next binade: exponent + 1, mantissa 0.
+    const int biased = exponent + 15 + (r >= 2048 ? 1 : 0);
+    const auto mantissa = static_cast<std::uint16_t>(r >= 2048 ? 0 : static_cast<int>(r) - 1024);
+    return sign | static_cast<std::uint16_t>(biased << 10) | mantissa;
+}
+
+std::uint16_t float_to_bfloat16(double v) {
+    const float f = static_cast<float>(v);
+    std::uint32_t u;
+    std::memcpy(&u, &f, sizeof u);
+    if (std::isnan(f)) return static_cast<std::uint16_t>((u >> 16) | 0x40);
+    u += 0x7fff + ((u >> 16) & 1);  // round to nearest, ties to even (c10::BFloat16's round_to_nearest_even)
+    return static_cast<std::uint16_t>(u >> 16);
 }
 
 namespace {

@@ -122,6 +122,14 @@ struct checkpoint_options {
     std::optional<model::arch> arch;    ///< --arch; default from config.json's model_type
     std::optional<std::size_t> layer;   ///< --layer N; nullopt = all layers (--layer all)
     std::string vocab;                  ///< tokenizer.json labelling the tokens ("" = none)
+    /// tokenizer.json that encodes `texts` and labels the tokens by its decoder (include/
+    /// attn/pipeline/text.hpp); "" = the tokenizer.json beside the checkpoint when texts
+    /// are given.
+    std::string tokenizer;
+    /// Texts in (docs/design.md §5.3): encoded into token_ids (one text: (T,); several:
+    /// (B, T) right-padded, with the attention_mask the padding implies).
+    std::vector<std::string> texts;
+    bool add_special_tokens = true;     ///< as `tokenizer(text)` (add_special_tokens=True)
 };
 
 /// Attention of a checkpoint's layer (or of every layer), docs/design.md §4.3. Inputs: either
@@ -135,7 +143,11 @@ struct checkpoint_options {
 /// a leading layer axis L. meta gains "model": {arch, model_type, layers, checkpoint}.
 /// Throws value_error / format_error / io_error for the checkpoint, its config or the
 /// inputs, usage_error for options that do not fit it (--layer out of range, x with
-/// --layer all, ids and x both given).
+/// --layer all, ids and x both given, texts with ids or x).
+/// With texts, the ids and the padding mask come from the tokenizer (encode_texts), the
+/// token labels from its decoder, and meta.model gains "text": {add_special_tokens,
+/// lengths, pad_id, tokenizer}; a missing tokenizer is an io_error naming where it was
+/// looked for.
 io::document compute_checkpoint(const checkpoint_options& checkpoint, std::vector<named_array> inputs,
                                 const std::vector<std::string>& bundle_tokens, const pipeline_options& options);
 

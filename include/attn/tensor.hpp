@@ -43,6 +43,16 @@ std::string shape_string(const shape_t& shape);
 /// Decodes an IEEE 754 binary16 bit pattern to float, exactly (subnormals, ±inf, NaN).
 float half_to_float(std::uint16_t bits);
 
+/// The IEEE 754 binary16 bit pattern nearest `v` (ties to even), rounded once from the
+/// double as NumPy's `astype(np.float16)` rounds it: subnormals kept, magnitudes from
+/// 65520 up (and ±inf) give ±inf, NaN a quiet NaN of the same sign, −0 stays −0.
+std::uint16_t float_to_half(double v);
+
+/// The bfloat16 bit pattern (the upper 16 bits of a float32) of `v` as PyTorch's
+/// `Tensor.to(torch.bfloat16)` gives it: `v` rounded to float32, then to the nearest
+/// bfloat16 (ties to even); NaN stays a quiet NaN of the same sign.
+std::uint16_t float_to_bfloat16(double v);
+
 /// The dtype tag of a C++ element type (float → f4, double → f8).
 template <class T>
 constexpr dtype dtype_of();

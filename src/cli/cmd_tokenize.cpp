@@ -14,7 +14,9 @@
 
 #include "attn/error.hpp"
 #include "attn/io/json.hpp"
+#include "attn/io/limits.hpp"
 #include "attn/io/output.hpp"
+#include "attn/pipeline/text.hpp"
 #include "attn/tokenizer/tokenizer.hpp"
 #include "commands.hpp"
 
@@ -31,32 +33,6 @@ struct tokenize_cli {
     std::string output;
 };
 
-// Texts of --text-file: one per line ("\n"; a final newline ends the last line).
-std::vector<std::string> read_lines(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw io_error(path, "cannot open the text file");
-    std::ostringstream all;
-    all << in.rdbuf();
-    if (in.bad()) throw io_error(path, "cannot read the text file");
-    const std::string s = all.str();
-    // Named by its byte in the file (and line), not in the line: the file is what to fix.
-    if (const auto bad = tokenizer::invalid_utf8_at(s); bad != std::string::npos) {
-        const auto line = 1 + static_cast<std::size_t>(std::count(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(bad), '\n'));
-        throw value_error(path, "invalid UTF-8 at byte " + std::to_string(bad) + " (line " + std::to_string(line) + ")");
-    }
-    std::vector<std::string> lines;
-    std::size_t start = 0;
-    while (start < s.size()) {
-        const auto end = s.find('\n', start);
-        if (end == std::string::npos) {
-            lines.push_back(s.substr(start));
-            break;
-        }
-        lines.push_back(s.substr(start, end - start));
-        start = end + 1;
-    }
-    return lines;
-}
 
 std::string csv_field(const std::string& s) {
     if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
@@ -147,13 +123,13 @@ int run_tokenize(const tokenize_cli& c) {
         texts.pop_back();
     }
     if (!c.text_file.empty()) {
-        const auto more = read_lines(c.text_file);
+        const auto more = read_texts(c.text_file, io::max_array_bytes());
         texts.insert(texts.end(), more.begin(), more.end());
     }
     if (texts.empty()) throw usage_error("TEXT", "nothing to tokenize " + expected_got("TEXT or --text-file", "neither"));
     if (std::filesystem::is_directory(path, ec)) path = (std::filesystem::path(path) / "tokenizer.json").string();
     // Read as every side file is: bounded in size and nesting (docs/design.md §2, Hostile input).
-    const auto tok = tokenizer::from_text(io::read_side_json(path, io::side_json::tokenizer), path);
+    const auto tok = load_tokenizer(path);
     std::vector<tokenizer::encoding> encodings;
     for (std::size_t i = 0; i < texts.size(); ++i) {
         try {

@@ -18,6 +18,7 @@
 #include "attn/io/npz.hpp"
 #include "attn/io/safetensors.hpp"
 #include "attn/io/vocab.hpp"
+#include "attn/pipeline/text.hpp"
 #include "attn/text.hpp"
 #include "attn/model/family.hpp"
 #include "attn/model/registry.hpp"
@@ -292,6 +293,13 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
     return out;
 }
 
+/// The tokenizer.json of a run: --tokenizer, else the one beside the checkpoint.
+std::string tokenizer_path(const checkpoint_options& ck) {
+    if (!ck.tokenizer.empty()) return ck.tokenizer;
+    const std::filesystem::path p(ck.path);
+    return (p.has_parent_path() ? p.parent_path() / "tokenizer.json" : std::filesystem::path("tokenizer.json")).string();
+}
+
 std::string config_path(const checkpoint_options& ck) {
     if (!ck.config.empty()) return ck.config;
     const std::filesystem::path p(ck.path);
@@ -325,6 +333,28 @@ void check_checkpoint_format(const std::string& path) {
 io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_array> inputs,
                                 const std::vector<std::string>& bundle_tokens, const pipeline_options& options) {
     pipeline::add_inline_ids(inputs, options);
+    // Texts in (docs/design.md §5.3): the tokenizer gives the ids, the padding mask and
+    // the labels.
+    std::optional<tokenizer::tokenizer> tok;
+    const std::string tok_path = tokenizer_path(ck);
+    if (!ck.tokenizer.empty() || !ck.texts.empty()) {
+        if (!ck.tokenizer.empty() || std::filesystem::exists(tok_path)) {
+            tok = load_tokenizer(tok_path);
+        } else {
+            throw io_error(ck.path, "no tokenizer.json beside the checkpoint to encode the text (expected " + tok_path +
+                                        ", or give --tokenizer FILE)");
+        }
+    }
+    std::optional<encoded_texts> text;
+    if (!ck.texts.empty()) {
+        for (const auto& a : inputs)
+            if (a.name == "token_ids" || a.name == "x" || a.name == "attention_mask")
+                throw usage_error("text", "gives the " + std::string(a.name == "x" ? "input" : a.name) + " itself " +
+                                              expected_got("text, or " + a.name + ", not both", "both"));
+        text = encode_texts(*tok, ck.texts, ck.add_special_tokens);
+        inputs.push_back({"token_ids", text->token_ids});
+        if (text->attention_mask) inputs.push_back({"attention_mask", *text->attention_mask});
+    }
     run_inputs in;
     for (auto& a : inputs) {
         if (a.name == "token_ids") in.ids = &a.value;
@@ -377,7 +407,22 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
 
     std::vector<std::string> tokens = options.tokens.empty() ? bundle_tokens : options.tokens;
     std::vector<std::vector<std::string>> item_tokens;  // (B, T) labels of a batch of ids
-    if (tokens.empty() && in.ids) {
+    if (tokens.empty() && in.ids && tok) {
+        // Labelled by the tokenizer's decoder, token by token (HF decode([id])).
+        const std::size_t T = in.ids->shape.back(), B = in.ids->size() / T;
+        const std::vector<std::int64_t> ids = in.ids->to_vector<std::int64_t>();
+        for (std::size_t b = 0; b < B; ++b) {
+            if (text) {
+                item_tokens.push_back(text->labels[b]);
+            } else {
+                item_tokens.push_back(token_labels(*tok, std::vector<std::int64_t>(ids.begin() + static_cast<std::ptrdiff_t>(b * T),
+                                                                                    ids.begin() + static_cast<std::ptrdiff_t>((b + 1) * T))));
+            }
+        }
+        if (std::all_of(item_tokens.begin(), item_tokens.end(), [&](const auto& l) { return l == item_tokens.front(); }))
+            tokens = item_tokens.front();
+        if (in.ids->rank() == 1) item_tokens.clear();
+    } else if (tokens.empty() && in.ids) {
         // Label the tokens: decoded through --vocab, else by their ids; each batch item its own.
         const std::vector<std::string> vocab = ck.vocab.empty() ? std::vector<std::string>{} : io::read_vocab(ck.vocab);
         const std::size_t T = in.ids->shape.back(), B = in.ids->size() / T;
@@ -406,6 +451,14 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
     const dtype t = options.compute_type ? *options.compute_type : e && e->dtype == "F64" ? dtype::f8 : dtype::f4;
     io::document doc = t == dtype::f8 ? run<double>(fam, ck, in, tokens, options) : run<float>(fam, ck, in, tokens, options);
     if (!item_tokens.empty()) doc.meta["model"]["tokens"] = item_tokens;
+    if (text) {
+        nlohmann::json t;
+        t["tokenizer"] = tok_path;
+        t["add_special_tokens"] = ck.add_special_tokens;
+        t["lengths"] = text->lengths;
+        t["pad_id"] = 0;
+        doc.meta["model"]["text"] = t;
+    }
     return doc;
 }
 

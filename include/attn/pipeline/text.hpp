@@ -1,0 +1,62 @@
+#pragma once
+/// \file text.hpp
+/// Text in (docs/design.md §5.3): texts through a model's own tokenizer.json into the
+/// token ids, padding mask and token labels of a checkpoint run. The encoding is the
+/// tokenizer floor's (include/attn/tokenizer/tokenizer.hpp, identical to HF `tokenizers`);
+/// this floor batches it as transformers' `tokenizer(texts, padding=True)` does.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attn/tensor.hpp"
+#include "attn/tokenizer/tokenizer.hpp"
+
+namespace attn {
+
+/// Reads a tokenizer.json as the other side files are read (io::read_side_json: at most
+/// 256 MiB, JSON nested at most io::max_json_depth deep), then tokenizer::from_text.
+/// Throws io_error (cannot read), limit_error (too large or too deep), format_error
+/// (invalid JSON, an unsupported or malformed component, naming it).
+tokenizer::tokenizer load_tokenizer(const std::string& path);
+
+/// The texts of a text file (`--text-file`), one per line: "\n" ends a line, a final
+/// newline ends the last one ("-" reads stdin). Read as io::read_file_at_most reads, at
+/// most `max_bytes` (a stream is refused as soon as it holds more). Throws io_error naming
+/// the path, limit_error for a larger file, value_error(path, "invalid UTF-8 at byte N
+/// (line L)") for ill-formed UTF-8, counted in the file.
+std::vector<std::string> read_texts(const std::string& path, std::size_t max_bytes);
+
+/// Texts encoded as one batch.
+struct encoded_texts {
+    /// (T,) int64 for one text; (B, T) for several, each right-padded to the longest with
+    /// pad_id (transformers' default padding_side "right").
+    array token_ids;
+    /// (B, T) int64, 1 = a token, 0 = padding (HF attention_mask); only when the texts'
+    /// lengths differ.
+    std::optional<array> attention_mask;
+    /// Per text, T labels: tokenizer::token_label of each id (the decoder on that token
+    /// alone, HF `decode([id])`); "" for padding.
+    std::vector<std::vector<std::string>> labels;
+    /// Per text, T word indices (HF `word_ids()`): the pre-tokenizer's word of each token;
+    /// none for special tokens and padding.
+    std::vector<std::vector<std::optional<std::uint32_t>>> word_ids;
+    /// The texts' lengths in tokens, before padding.
+    std::vector<std::size_t> lengths;
+};
+
+/// Encodes `texts` (UTF-8, at least one) with `tok` as `tokenizers`' encode(text,
+/// add_special_tokens) does, then pads them into one batch with `pad_id` (padded rows are
+/// masked as keys through attention_mask; their own rows are computed as transformers
+/// computes them, from the pad token's embedding). Throws usage_error("text", …) for no
+/// texts or a text that encodes to no tokens, and what tokenizer::encode throws
+/// (value_error "text: invalid UTF-8 at byte N").
+encoded_texts encode_texts(const tokenizer::tokenizer& tok, const std::vector<std::string>& texts,
+                           bool add_special_tokens, std::int64_t pad_id = 0);
+
+/// The labels of token ids by `tok`'s decoder, token by token (tokenizer::token_label); an id
+/// the tokenizer does not know (negative, or past its vocabulary) is labelled by its number.
+std::vector<std::string> token_labels(const tokenizer::tokenizer& tok, const std::vector<std::int64_t>& ids);
+
+}  // namespace attn

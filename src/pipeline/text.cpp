@@ -1,0 +1,87 @@
+// Text in (docs/design.md §5.3): include/attn/pipeline/text.hpp.
+#include "attn/pipeline/text.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "attn/error.hpp"
+#include "attn/io/input.hpp"
+#include "attn/io/json.hpp"
+
+namespace attn {
+
+tokenizer::tokenizer load_tokenizer(const std::string& path) {
+    return tokenizer::from_text(io::read_side_json(path, io::side_json::tokenizer), path);
+}
+
+std::vector<std::string> read_texts(const std::string& path, std::size_t max_bytes) {
+    const std::string s = io::read_file_at_most(path, max_bytes, "text file too large for --max-bytes");
+    // Named by its byte in the file (and line), not in the line: the file is what to fix.
+    if (const auto bad = tokenizer::invalid_utf8_at(s); bad != std::string::npos) {
+        const auto line = 1 + static_cast<std::size_t>(std::count(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(bad), '\n'));
+        throw value_error(path, "invalid UTF-8 at byte " + std::to_string(bad) + " (line " + std::to_string(line) + ")");
+    }
+    std::vector<std::string> lines;
+    std::size_t start = 0;
+    while (start < s.size()) {
+        const auto end = s.find('\n', start);
+        if (end == std::string::npos) {
+            lines.push_back(s.substr(start));
+            break;
+        }
+        lines.push_back(s.substr(start, end - start));
+        start = end + 1;
+    }
+    return lines;
+}
+
+encoded_texts encode_texts(const tokenizer::tokenizer& tok, const std::vector<std::string>& texts, bool add_special_tokens,
+                           std::int64_t pad_id) {
+    if (texts.empty()) throw usage_error("text", "nothing to encode " + expected_got("at least one text", "none"));
+    std::vector<tokenizer::encoding> encoded;
+    encoded.reserve(texts.size());
+    std::size_t T = 0;
+    for (std::size_t b = 0; b < texts.size(); ++b) {
+        encoded.push_back(tok.encode(texts[b], add_special_tokens));
+        if (encoded.back().ids.empty())
+            throw usage_error("text", "encodes to no tokens " +
+                                          expected_got("a text with at least one token", texts.size() == 1 ? "\"\"" : "text " + std::to_string(b + 1) + " of " + std::to_string(texts.size())));
+        T = std::max(T, encoded.back().ids.size());
+    }
+    const std::size_t B = texts.size();
+    encoded_texts out;
+    std::vector<std::int64_t> ids(B * T, pad_id), mask(B * T, 0);
+    bool padded = false;
+    for (std::size_t b = 0; b < B; ++b) {
+        const tokenizer::encoding& e = encoded[b];
+        const std::size_t n = e.ids.size();
+        padded = padded || n != T;
+        out.lengths.push_back(n);
+        std::vector<std::string> labels(T);
+        std::vector<std::optional<std::uint32_t>> words(T);
+        for (std::size_t t = 0; t < n; ++t) {
+            ids[b * T + t] = e.ids[t];
+            mask[b * T + t] = 1;
+            labels[t] = tok.token_label(e.ids[t]);
+            words[t] = e.special_tokens_mask[t] ? std::nullopt : e.word_ids[t];
+        }
+        out.labels.push_back(std::move(labels));
+        out.word_ids.push_back(std::move(words));
+    }
+    const shape_t shape = B == 1 ? shape_t{T} : shape_t{B, T};
+    out.token_ids = int64_array(shape, ids);
+    if (padded) out.attention_mask = int64_array(shape, mask);
+    return out;
+}
+
+std::vector<std::string> token_labels(const tokenizer::tokenizer& tok, const std::vector<std::int64_t>& ids) {
+    std::vector<std::string> labels;
+    labels.reserve(ids.size());
+    for (std::int64_t id : ids) {
+        const bool known = id >= 0 && id <= std::numeric_limits<std::uint32_t>::max() && tok.id_to_token(static_cast<std::uint32_t>(id));
+        labels.push_back(known ? tok.token_label(static_cast<std::uint32_t>(id)) : std::to_string(id));
+    }
+    return labels;
+}
+
+}  // namespace attn
