@@ -56,7 +56,8 @@ inline std::vector<attn::named_array> run(const std::string& args, const std::st
 }
 
 inline void check(const attn::array& got, const attn::array& want, double tol, const char* what) {
-    CAPTURE(what);
+    const std::string stage = what;  // doctest prints a const char* capture as its address
+    CAPTURE(stage);
     const auto cmp = compare_arrays(got, want, tol, tol);
     CHECK_MESSAGE(cmp.ok, cmp.summary);
 }

@@ -151,19 +151,25 @@ config parse_config(const std::string& json_text, const std::string& source, std
                                       listed(types, " or ") + ", or give --arch " + names + ")");
     }
     const family_spec& spec = c.family->spec();
-    spec.read_config(r, c);
-    for (const refused_key& k : spec.refused) r.refuse_unless(k.key, k.accepted, k.why);
-    c.kv_heads = r.size({"num_key_value_heads"}, c.heads);
-    const std::string& heads_key = key_written(j, spec.heads_keys);
-    const std::string& hidden_key = key_written(j, spec.hidden_keys);
-    const bool explicit_head_dim = spec.reads_head_dim && first_of(j, {"head_dim"});
+    // A composite model's text config (Gemma 3's text_config) holds every key read below.
+    const json* sub = spec.sub_config.empty() ? nullptr : first_of(j, {spec.sub_config.c_str()});
+    if (sub && !sub->is_object())
+        throw value_error(source, spec.sub_config + ": not an object " + expected_got("{...}", sub->type_name()));
+    const json& body = sub ? *sub : j;
+    const config_reader rb{body, source};
+    spec.read_config(rb, c);
+    for (const refused_key& k : spec.refused) rb.refuse_unless(k.key, k.accepted, k.why);
+    c.kv_heads = rb.size({"num_key_value_heads"}, c.heads);
+    const std::string& heads_key = key_written(body, spec.heads_keys);
+    const std::string& hidden_key = key_written(body, spec.hidden_keys);
+    const bool explicit_head_dim = spec.reads_head_dim && first_of(body, {"head_dim"});
     if (!explicit_head_dim && c.hidden % c.heads != 0)
         throw value_error(source, heads_key + " " + std::to_string(c.heads) + " does not divide " + hidden_key + " " +
                                       std::to_string(c.hidden) + " " +
                                       expected_got(std::string("a divisor of ") + std::to_string(c.hidden) +
                                                        (spec.reads_head_dim ? ", or a head_dim" : ""),
                                                    std::to_string(c.heads)));
-    c.head_dim = explicit_head_dim ? r.size({"head_dim"}, 0) : c.hidden / c.heads;
+    c.head_dim = explicit_head_dim ? rb.size({"head_dim"}, 0) : c.hidden / c.heads;
     if (c.heads % c.kv_heads != 0)
         throw value_error(source, "num_attention_heads is not a multiple of num_key_value_heads " +
                                       expected_got("a divisor of " + std::to_string(c.heads), std::to_string(c.kv_heads)));

@@ -3,11 +3,13 @@
 // activations, projections, embedding lookups, the block structures, the q/k norm).
 #include "attn/model/family.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <nlohmann/json.hpp>
 
 #include "attn/error.hpp"
+#include "attn/model/blocks.hpp"
 #include "attn/model/registry.hpp"
 #include "attn/text.hpp"
 
@@ -248,6 +250,14 @@ void apply_head_norm(core::tensor3<T>& x, std::size_t heads, const head_norm& n,
                                     expected_got("(" + std::to_string(heads ? x.shape(2) / heads : 0) + ",) for " +
                                                      std::to_string(heads) + " heads of " + std::to_string(x.shape(2)),
                                                  shape_string(n.weight.shape)));
+    if (n.gemma) {
+        // Every head's D values as one row of a (B, T·H, D) view.
+        auto rows = core::tensor3<T>::from_shape({x.shape(0), x.shape(1) * heads, D});
+        std::copy(x.data(), x.data() + x.size(), rows.data());
+        const core::tensor3<T> y = gemma_rms_norm(rows, n.weight, n.eps);
+        std::copy(y.data(), y.data() + y.size(), x.data());
+        return;
+    }
     const std::size_t rows = x.size() / D;
     T* p = x.data();
     for (std::size_t r = 0; r < rows; ++r, p += D) {

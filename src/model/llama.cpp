@@ -304,6 +304,8 @@ struct block {
 
 }  // namespace
 
+void read_rope_parameters(const config_reader& r, config& c) { read_rope_scaling(r, c); }
+
 const family_spec& llama_family() {
     static const family_spec spec = [] {
         family_spec s;

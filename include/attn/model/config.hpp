@@ -68,6 +68,15 @@ struct config {
     /// llama-family projection biases: Qwen2 always has q/k/v biases (no o bias),
     /// Mistral none, Llama q/k/v/o when attention_bias; MLP biases when mlp_bias.
     bool qkv_bias = false, o_bias = false, mlp_bias = false;
+    /// Gemma 2/3 (docs/design.md §5.2): scores scaled by query_pre_attn_scalar^−½ (0: the
+    /// default 1/√head_dim) and attn_logit_softcapping c·tanh(s/c) (0: none).
+    double query_pre_attn_scalar = 0.0;
+    double attn_softcap = 0.0;
+    /// Gemma 3's sliding (local) layers' RoPE: rope_local_base_freq, or transformers v5's
+    /// rope_parameters["sliding_attention"], with its scaling (kind none: unscaled);
+    /// nullopt: every layer uses rope_theta and rope_scaling.
+    std::optional<double> rope_local_theta;
+    core::rope_scaling rope_local_scaling;
 };
 
 /// The largest count attn accepts for any config size (layers, heads, hidden, head_dim,

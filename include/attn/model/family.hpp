@@ -35,6 +35,9 @@ public:
 struct head_norm {
     array weight;
     double eps = 1e-6;
+    /// Gemma 3's q_norm / k_norm (Gemma3RMSNorm(head_dim)): x·rsqrt(mean(x²) + eps)·(1 + w),
+    /// computed in float32 (model::gemma_rms_norm) instead of Qwen3's ·w.
+    bool gemma = false;
 };
 
 /// What the attention of one layer needs besides its input, for attn::compute: the
@@ -162,9 +165,11 @@ void activate(core::tensor3<T>& x, activation a);
 
 /// A q/k norm before RoPE in place (the hook of docs/design.md §3.1): x (B, T, H·D) is
 /// H heads of D = weight's length, each normalised as RMSNorm over its D values
-/// (x·rsqrt(mean(x²) + eps)·w, accumulated in double) with the one weight (D,).
+/// (x·rsqrt(mean(x²) + eps)·w, accumulated in double) with the one weight (D,); with
+/// n.gemma, Gemma's x·rsqrt(mean(x²) + eps)·(1 + w) in float32 (gemma_rms_norm).
 /// Source: transformers Qwen3Attention (q_norm / k_norm = Qwen3RMSNorm(head_dim),
-/// applied to q_proj(x).view(…, head_dim) before apply_rotary_pos_emb).
+/// applied to q_proj(x).view(…, head_dim) before apply_rotary_pos_emb), Gemma3Attention
+/// (Gemma3RMSNorm(head_dim)).
 /// Throws shape_error(name, …) when H·D is not x's last axis.
 template <class T>
 void apply_head_norm(core::tensor3<T>& x, std::size_t heads, const head_norm& n, const std::string& name);

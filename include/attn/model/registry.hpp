@@ -127,6 +127,9 @@ struct family_spec {
     /// config.json contains, else the first (gpt2 n_head / num_attention_heads).
     std::vector<std::string> heads_keys{"num_attention_heads"}, hidden_keys{"hidden_size"};
     bool reads_head_dim = false;            ///< head_dim may be given (else hidden / heads)
+    /// A composite model's key holding the text model's config (Gemma 3 "text_config"):
+    /// when config.json has it, every key (model_type aside) is read from it. "" = none.
+    std::string sub_config;
 
     /// Reads the family's keys into c (c.model_type is set): sizes, norm eps,
     /// activation, attention settings; throws value_error for a bad or refused value.
@@ -202,6 +205,15 @@ core::tensor3<T> lookup(const family& f, const std::string& table, const array& 
 inline std::string layer_key(const char* stem, std::size_t layer, const std::string& rest) {
     return std::string(stem) + std::to_string(layer) + "." + rest;
 }
+
+/// RoPE settings as the llama family reads them (src/model/llama.cpp): rope_scaling
+/// ({"rope_type" or "type": …}) or transformers v5's rope_parameters ({"rope_type",
+/// "rope_theta", …}) into c.rope_scaling, with transformers' defaults
+/// (modeling_rope_utils.py); rope_parameters' rope_theta and partial_rotary_factor into
+/// c unless written at the top level. c.rope_theta and c.max_positions must be read
+/// already. Throws value_error(r.source(), …) naming the key for an unknown rope_type or
+/// a bad value.
+void read_rope_parameters(const config_reader& r, config& c);
 
 /// The fused-QKV split hook: a fused projection weight into w_q, w_k, w_v (and its
 /// bias, when given, into b_q, b_k, b_v), appended to `out` in attn's names, dtype kept.

@@ -1,0 +1,330 @@
+// Gemma, Gemma 2 and Gemma 3's text model (docs/design.md §5.2), three families in one file
+// since they share their norm, MLP, embeddings and most config keys:
+//   gemma   transformers GemmaModel / GemmaDecoderLayer / GemmaAttention: Llama's pre-norm
+//           layout with GemmaRMSNorm x·rsqrt(mean(x²) + eps)·(1 + w) in float32, embeddings
+//           × √hidden_size, a gated MLP down(act(gate x)·up x) with act = hidden_act.
+//   gemma2  Gemma2Model / Gemma2DecoderLayer / Gemma2Attention: scores × query_pre_attn_scalar^−½,
+//           attn_logit_softcapping before the mask, a sliding window on the layers layer_types
+//           names (by default the even ones), sandwich norms (post_attention_layernorm on the
+//           attention's output, pre_ and post_feedforward_layernorm around the MLP), act =
+//           hidden_activation.
+//   gemma3  Gemma3TextModel (model_type gemma3_text; gemma3, Gemma3ForConditionalGeneration's
+//           text tower, from text_config and language_model.model.): Gemma 2's layout with
+//           q_norm / k_norm (1 + w) per head before RoPE, 5 local : 1 global layers
+//           (layer_types or sliding_window_pattern), local layers on rope_local_base_freq
+//           unscaled, global ones on rope_theta with rope_scaling (or transformers v5's
+//           rope_parameters per layer type), no softcap (Gemma3Attention passes none).
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "attn/error.hpp"
+#include "attn/model/blocks.hpp"
+#include "attn/model/registry.hpp"
+#include "attn/text.hpp"
+
+namespace attn::model {
+
+namespace {
+
+std::string key(std::size_t layer, const std::string& rest) { return layer_key("layers.", layer, rest); }
+
+bool is_gemma3(const config& c) { return c.family && c.family->name() == "gemma3"; }
+
+/// The keys every Gemma config shares, with the config class's defaults.
+void read_common(const config_reader& r, config& c, std::size_t vocab, std::size_t hidden, std::size_t intermediate,
+                 std::size_t layers, std::size_t heads, std::size_t positions, double theta) {
+    c.vocab = r.size({"vocab_size"}, vocab);
+    c.hidden = r.size({"hidden_size"}, hidden);
+    c.intermediate = r.size({"intermediate_size"}, intermediate);
+    c.layers = r.size({"num_hidden_layers"}, layers);
+    c.heads = r.size({"num_attention_heads"}, heads);
+    c.max_positions = r.size({"max_position_embeddings"}, positions);
+    c.norm_eps = r.number({"rms_norm_eps"}, 1e-6);
+    c.rope_theta = r.number({"rope_theta"}, theta);
+    // GemmaAttention: bias=config.attention_bias on q, k, v and o; the MLP has none.
+    c.qkv_bias = c.o_bias = r.flag("attention_bias", false);
+}
+
+/// Which layers slide (Gemma2Config / Gemma3TextConfig): layer_types when written, else
+/// "sliding_attention" when (i + 1) % pattern != 0; and sliding_window W (absent: 4096,
+/// the configs' default). A sliding layer without a window is refused (transformers'
+/// create_sliding_window_causal_mask needs one).
+void read_layer_types(const config_reader& r, config& c, std::size_t pattern) {
+    c.sliding.assign(c.layers, false);
+    if (const nlohmann::json* lt = r.find("layer_types")) {
+        if (!lt->is_array() || lt->size() != c.layers)
+            throw value_error(r.source(), "layer_types: not one entry per layer " +
+                                              expected_got(std::to_string(c.layers) + " strings", lt->dump().substr(0, 80)));
+        for (std::size_t l = 0; l < c.layers; ++l) {
+            const nlohmann::json& e = (*lt)[l];
+            if (!e.is_string() || (e != "sliding_attention" && e != "full_attention"))
+                throw value_error(r.source(), "layer_types[" + std::to_string(l) + "]: not a layer type attn knows " +
+                                                  expected_got("\"full_attention\" or \"sliding_attention\"", e.dump()));
+            c.sliding[l] = e == "sliding_attention";
+        }
+    } else {
+        for (std::size_t l = 0; l < c.layers; ++l) c.sliding[l] = (l + 1) % pattern != 0;
+    }
+    if (r.find("sliding_window")) c.sliding_window = r.size({"sliding_window"}, 0);
+    else if (!r.contains("sliding_window")) c.sliding_window = 4096;
+    if (!c.sliding_window)
+        for (bool s : c.sliding)
+            if (s)
+                throw value_error(r.source(), "sliding_window: null, but layers slide (layer_types or the default "
+                                              "pattern) " + expected_got("a sliding_window", "null"));
+}
+
+void read_gemma(const config_reader& r, config& c) {
+    read_common(r, c, 256000, 3072, 24576, 28, 16, 8192, 10000.0);
+    c.act = r.act("hidden_act", "gelu_pytorch_tanh");  // GemmaMLP: ACT2FN[config.hidden_act]
+    read_rope_parameters(r, c);
+    c.sliding.assign(c.layers, false);
+}
+
+void read_gemma2(const config_reader& r, config& c) {
+    read_common(r, c, 256000, 2304, 9216, 26, 8, 8192, 10000.0);
+    c.act = r.act("hidden_activation", "gelu_pytorch_tanh");  // Gemma2MLP: ACT2FN[config.hidden_activation]
+    read_rope_parameters(r, c);
+    c.query_pre_attn_scalar = r.number({"query_pre_attn_scalar"}, 256.0);
+    // Gemma2Config's default 50.0 when absent; null: none.
+    c.attn_softcap = r.contains("attn_logit_softcapping") ? (r.find("attn_logit_softcapping") ? r.number({"attn_logit_softcapping"}, 0) : 0.0)
+                                                          : 50.0;
+    read_layer_types(r, c, 2);
+}
+
+/// One layer type's rope_parameters (transformers v5 Gemma3TextConfig.rope_parameters
+/// ["full_attention" | "sliding_attention"]), read as the llama family reads a flat one;
+/// its rope_theta, when written, wins over `theta` (convert_rope_params_to_dict's setdefault).
+void read_typed_rope(const config_reader& r, const nlohmann::json& all, const char* type, double theta, config& into) {
+    nlohmann::json one = nlohmann::json::object();
+    one["rope_parameters"] = all.contains(type) && !all[type].is_null() ? all[type] : nlohmann::json{{"rope_type", "default"}};
+    if (const nlohmann::json* o = r.find("original_max_position_embeddings")) one["original_max_position_embeddings"] = *o;
+    const config_reader sub{one, r.source()};
+    into.rope_theta = theta;
+    try {
+        read_rope_parameters(sub, into);
+    } catch (const value_error& e) {
+        // Name the key as config.json has it: rope_parameters.<type>…
+        std::string m = e.message();
+        const std::string stem = "rope_parameters";
+        if (m.compare(0, stem.size(), stem) == 0) m = stem + "." + type + m.substr(stem.size());
+        throw value_error(e.source(), m);
+    }
+}
+
+void read_gemma3(const config_reader& r, config& c) {
+    read_common(r, c, 262208, 2304, 9216, 26, 8, 131072, 1000000.0);
+    c.act = r.act("hidden_activation", "gelu_pytorch_tanh");
+    c.query_pre_attn_scalar = r.number({"query_pre_attn_scalar"}, 256.0);
+    // attn_logit_softcapping is not read: Gemma3Attention hands the attention no softcap.
+    const double local_theta = r.number({"rope_local_base_freq"}, 10000.0);
+    const nlohmann::json* rp = r.find("rope_parameters");
+    if (rp && rp->is_object() && (rp->contains("full_attention") || rp->contains("sliding_attention"))) {
+        config global = c, local = c;
+        read_typed_rope(r, *rp, "full_attention", c.rope_theta, global);
+        read_typed_rope(r, *rp, "sliding_attention", local_theta, local);
+        c.rope_theta = global.rope_theta;
+        c.rope_scaling = global.rope_scaling;
+        c.rope_local_theta = local.rope_theta;
+        c.rope_local_scaling = local.rope_scaling;
+        if (global.partial_rotary_factor != 1.0 || local.partial_rotary_factor != 1.0)
+            throw value_error(r.source(), "rope_parameters: partial_rotary_factor is not read by Gemma 3 " +
+                                              expected_got("none", general_number(global.partial_rotary_factor != 1.0
+                                                                                      ? global.partial_rotary_factor
+                                                                                      : local.partial_rotary_factor)));
+    } else if (rp && !r.find("rope_scaling")) {
+        throw value_error(r.source(), "rope_parameters: not per layer type, as Gemma 3 reads it " +
+                                          expected_got("{\"full_attention\": {…}, \"sliding_attention\": {…}}", rp->dump().substr(0, 80)));
+    } else {
+        // transformers 4.5x: rope_scaling scales the global layers; Gemma3TextModel's
+        // rotary_emb_local is rope_local_base_freq with rope_type default.
+        read_rope_parameters(r, c);
+        c.rope_local_theta = local_theta;
+    }
+    read_layer_types(r, c, r.size({"sliding_window_pattern"}, 6));
+}
+
+nlohmann::json from_tensors(const tensor_shapes& t, const char* model_type) {
+    const shape_t& emb = t.need("embed_tokens.weight", "vocab_size");
+    nlohmann::json j = {{"model_type", model_type}, {"vocab_size", emb[0]}, {"hidden_size", emb[1]}, {"num_attention_heads", t.heads}};
+    const std::size_t q = t.need("layers.0.self_attn.q_proj.weight", "head_dim")[0];
+    const std::size_t k = t.need("layers.0.self_attn.k_proj.weight", "num_key_value_heads")[0];
+    if (q % t.heads != 0)
+        throw value_error(t.source, "head_dim: --heads " + std::to_string(t.heads) + " does not divide " + t.prefix +
+                                        "layers.0.self_attn.q_proj.weight's " + std::to_string(q) + " rows " +
+                                        expected_got("a divisor of " + std::to_string(q), std::to_string(t.heads)));
+    const std::size_t d = q / t.heads;
+    j["head_dim"] = d;
+    j["num_key_value_heads"] = t.kv_heads ? t.kv_heads : k / d;
+    j["num_hidden_layers"] = t.count_layers("layers.", "self_attn.q_proj.weight");
+    j["intermediate_size"] = t.need("layers.0.mlp.gate_proj.weight", "intermediate_size")[0];
+    j["attention_bias"] = t.has("layers.0.self_attn.q_proj.bias");
+    return j;
+}
+
+void check(const family& f) {
+    const config& c = f.settings();
+    const bool sandwich = f.spec().structure == block_structure::sandwich;
+    f.expect_shape("embed_tokens.weight", {c.vocab, c.hidden}, "vocab_size × hidden_size");
+    f.expect_shape(key(0, "self_attn.q_proj.weight"), {c.heads * c.head_dim, c.hidden}, "num_attention_heads·head_dim × hidden_size");
+    f.expect_shape(key(0, "self_attn.k_proj.weight"), {c.kv_heads * c.head_dim, c.hidden},
+                   "num_key_value_heads·head_dim × hidden_size");
+    f.expect_shape(key(0, "mlp.gate_proj.weight"), {c.intermediate, c.hidden}, "intermediate_size × hidden_size");
+    f.expect_shape(key(0, "input_layernorm.weight"), {c.hidden}, "hidden_size");
+    if (sandwich) f.expect_shape(key(0, "pre_feedforward_layernorm.weight"), {c.hidden}, "hidden_size");
+    if (is_gemma3(c)) {
+        f.expect_shape(key(0, "self_attn.q_norm.weight"), {c.head_dim}, "head_dim");
+        f.expect_shape(key(0, "self_attn.k_norm.weight"), {c.head_dim}, "head_dim");
+    }
+    f.expect_shape(key(c.layers - 1, "self_attn.q_proj.weight"), {c.heads * c.head_dim, c.hidden},
+                   "num_hidden_layers blocks of num_attention_heads·head_dim × hidden_size");
+    for (const char* p : {"q", "k", "v", "o"}) {
+        const std::string b = key(0, std::string("self_attn.") + p + "_proj.bias");
+        if (!c.qkv_bias && f.maybe(b))
+            throw value_error(f.name(b), std::string("in the checkpoint, but the config has no ") + p +
+                                             "_proj bias (attention_bias is false) " +
+                                             expected_got("no bias tensor, or attention_bias true", "a bias"));
+    }
+    if (c.head_dim % 2 != 0)
+        throw value_error("config", "head_dim is odd: RoPE rotates pairs " + expected_got("an even head_dim", std::to_string(c.head_dim)));
+    for (const bool local : {false, true}) {
+        const core::rope_scaling& given = local ? c.rope_local_scaling : c.rope_scaling;
+        if (given.kind == core::rope_scaling_kind::none) continue;
+        core::rope_scaling s = given;
+        s.theta = local ? *c.rope_local_theta : c.rope_theta;
+        s.rotary_dim = c.head_dim;
+        core::validate(s);
+    }
+}
+
+layer_attention attention(const family& f, std::size_t layer) {
+    const config& c = f.settings();
+    layer_attention a;
+    a.heads = c.heads;
+    a.kv_heads = c.kv_heads;
+    a.causal = true;
+    a.rope = true;
+    a.rotary_dim = c.head_dim;
+    const bool sliding = layer < c.sliding.size() && c.sliding[layer];
+    if (sliding && c.sliding_window) a.window_left = static_cast<long long>(*c.sliding_window) - 1;  // W keys, the query's own included
+    // Gemma 3: the local rotary embedding on sliding layers, the global one elsewhere.
+    const bool local = sliding && c.rope_local_theta;
+    a.rope_theta = local ? *c.rope_local_theta : c.rope_theta;
+    a.rope_scaling = local ? c.rope_local_scaling : c.rope_scaling;
+    a.rope_scaling.theta = a.rope_theta;
+    a.rope_scaling.rotary_dim = a.rotary_dim;
+    if (c.query_pre_attn_scalar > 0) a.scale = std::pow(c.query_pre_attn_scalar, -0.5);  // Gemma2Attention.scaling
+    a.softcap = c.attn_softcap;
+    for (const char* p : {"q", "k", "v", "o"}) {
+        const std::string stem = std::string("self_attn.") + p + "_proj.";
+        a.weights.push_back({std::string("w_") + p, f.need(key(layer, stem + "weight"))});
+        if (c.qkv_bias) a.weights.push_back({std::string("b_") + p, f.need(key(layer, stem + "bias"))});
+    }
+    if (is_gemma3(c)) {
+        a.q_norm = head_norm{f.need(key(layer, "self_attn.q_norm.weight")), c.norm_eps, true};
+        a.k_norm = head_norm{f.need(key(layer, "self_attn.k_norm.weight")), c.norm_eps, true};
+    }
+    return a;
+}
+
+template <class T>
+struct block {
+    static core::tensor3<T> embed(const family& f, const array& ids) { return lookup<T>(f, "embed_tokens.weight", ids); }
+
+    /// GemmaRMSNorm (1 + w, float32): input_layernorm before the attention; then Gemma's
+    /// post_attention_layernorm before the MLP (pre-norm), or Gemma 2/3's
+    /// post_attention_layernorm on the attention's output, pre_feedforward_layernorm before
+    /// the MLP and post_feedforward_layernorm after it (sandwich).
+    static core::tensor3<T> norm(const family& f, std::size_t layer, norm_site site, const core::tensor3<T>& x) {
+        const bool sandwich = f.spec().structure == block_structure::sandwich;
+        const char* name = "input_layernorm.weight";
+        switch (site) {
+            case norm_site::attention: break;
+            case norm_site::attention_out: name = "post_attention_layernorm.weight"; break;
+            case norm_site::mlp: name = sandwich ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight"; break;
+            case norm_site::mlp_out: name = "post_feedforward_layernorm.weight"; break;
+        }
+        return gemma_rms_norm(x, f.need(key(layer, name)), f.settings().norm_eps);
+    }
+
+    /// GemmaMLP / Gemma2MLP / Gemma3MLP: down_proj(act(gate_proj(x)) · up_proj(x)), no biases.
+    static core::tensor3<T> mlp(const family& f, std::size_t layer, const core::tensor3<T>& n) {
+        core::tensor3<T> gate = project(f, n, key(layer, "mlp.gate_proj.weight"), "", core::weight_layout::out_in);
+        activate(gate, f.settings().act);
+        gate *= project(f, n, key(layer, "mlp.up_proj.weight"), "", core::weight_layout::out_in);
+        return project(f, gate, key(layer, "mlp.down_proj.weight"), "", core::weight_layout::out_in);
+    }
+};
+
+/// GemmaModel / Gemma2Model: normalizer = torch.tensor(√hidden_size, dtype=hidden dtype).
+double sqrt_hidden(const config& c) { return std::sqrt(static_cast<double>(c.hidden)); }
+
+/// Gemma3TextScaledWordEmbedding: torch.tensor(√hidden_size) is a float32 tensor, then
+/// .to(weight dtype): √hidden rounded to float32 whatever the compute type.
+double sqrt_hidden_float32(const config& c) { return static_cast<double>(static_cast<float>(std::sqrt(static_cast<double>(c.hidden)))); }
+
+family_spec base(const char* name) {
+    family_spec s;
+    s.name = name;
+    s.prefixes = {"", "model."};
+    s.probe = "embed_tokens.weight";
+    s.dtype_probe = "layers.0.self_attn.q_proj.weight";
+    s.reads_head_dim = true;
+    s.check = check;
+    s.attention = attention;
+    s.f4 = layer_functions_of<block>::f4();
+    s.f8 = layer_functions_of<block>::f8();
+    s.embedding_scale = sqrt_hidden;
+    return s;
+}
+
+}  // namespace
+
+const family_spec& gemma_family() {
+    static const family_spec spec = [] {
+        family_spec s = base("gemma");
+        s.order = 10;
+        s.model_types = {"gemma"};
+        s.read_config = read_gemma;
+        s.config_from_tensors = [](const tensor_shapes& t) { return from_tensors(t, "gemma"); };
+        s.structure = block_structure::pre_norm;
+        return s;
+    }();
+    return spec;
+}
+
+const family_spec& gemma2_family() {
+    static const family_spec spec = [] {
+        family_spec s = base("gemma2");
+        s.order = 11;
+        s.model_types = {"gemma2"};
+        s.read_config = read_gemma2;
+        s.refused = {{"use_bidirectional_attention", false, "a mask that is not causal (Gemma 2 embedding models)"}};
+        s.config_from_tensors = [](const tensor_shapes& t) { return from_tensors(t, "gemma2"); };
+        s.structure = block_structure::sandwich;
+        return s;
+    }();
+    return spec;
+}
+
+const family_spec& gemma3_family() {
+    static const family_spec spec = [] {
+        family_spec s = base("gemma3");
+        s.order = 12;
+        s.model_types = {"gemma3_text", "gemma3"};
+        // Gemma3ForConditionalGeneration: the text model's config under text_config, its
+        // tensors under language_model.model. (model.language_model. as transformers ≥ 4.52 saves them).
+        s.sub_config = "text_config";
+        s.prefixes = {"", "model.", "language_model.model.", "model.language_model."};
+        s.read_config = read_gemma3;
+        s.refused = {{"use_bidirectional_attention", false, "a mask that is not causal (EmbeddingGemma)"}};
+        s.config_from_tensors = [](const tensor_shapes& t) { return from_tensors(t, "gemma3_text"); };
+        s.structure = block_structure::sandwich;
+        s.embedding_scale = sqrt_hidden_float32;
+        return s;
+    }();
+    return spec;
+}
+
+}  // namespace attn::model
