@@ -31,12 +31,15 @@ struct swiglu_expert_names {
     std::string fused;
 };
 
-/// Whether layer's experts are stored fused (names.fused + "gate_up_proj" exists).
+/// Whether the layer's experts are stored fused (names.fused + "gate_up_proj" exists).
+/// Source: transformers' conversion_mapping.py ("mixtral", "qwen2_moe": MergeModulelist then
+/// Concatenate(dim=1) of the gate and up stacks).
 bool fused_experts(const family& f, const swiglu_expert_names& names);
 
 /// Loads E = `experts` SwiGLU experts into w.gate, w.up (E, I, hidden) and w.down
 /// (E, hidden, I) from either layout of `names`. Throws value_error naming a missing
 /// tensor, shape_error naming one whose shape does not fit the others.
+/// Source: MixtralBlockSparseTop2MLP / Qwen2MoeMLP (per expert), MixtralExperts (fused).
 template <class T>
 void load_swiglu_experts(const family& f, const swiglu_expert_names& names, std::size_t experts, moe_weights<T>& w);
 
@@ -45,7 +48,8 @@ void load_swiglu_experts(const family& f, const swiglu_expert_names& names, std:
 template <class T>
 core::tensor3<T> tensor3_of(const array& a, const std::string& name);
 
-/// model::sparse_moe over x's B·T tokens: x (B, T, hidden) → (B, T, hidden).
+/// model::sparse_moe over x's B·T tokens: x (B, T, hidden) → (B, T, hidden), as the
+/// sparse blocks flatten their input (MixtralSparseMoeBlock.forward: view(-1, hidden_dim)).
 /// Throws as sparse_moe.
 template <class T>
 core::tensor3<T> moe_forward(const core::tensor3<T>& x, const moe_weights<T>& w, const moe_settings& s);
@@ -55,6 +59,7 @@ core::tensor3<T> moe_forward(const core::tensor3<T>& x, const moe_weights<T>& w,
 /// embedding (vocab_size × hidden_size), layer 0's and the last layer's q_proj, layer 0's
 /// k_proj, the biases the config names and no others (a bias the config lacks would be
 /// dropped by transformers). Throws value_error naming the tensor and the config keys.
+/// Source: MixtralAttention, Qwen2MoeAttention, GptOssAttention (their nn.Linear shapes).
 void check_llama_attention(const family& f);
 
 }  // namespace attn::model
