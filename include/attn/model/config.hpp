@@ -77,6 +77,18 @@ struct config {
     /// nullopt: every layer uses rope_theta and rope_scaling.
     std::optional<double> rope_local_theta;
     core::rope_scaling rope_local_scaling;
+    /// Sparse mixture-of-experts MLPs (docs/design.md §5.2: mixtral, qwen2_moe, gpt_oss).
+    struct moe_config {
+        std::size_t experts = 0;             ///< num_local_experts / num_experts (0: no MoE)
+        std::size_t top_k = 0;               ///< num_experts_per_tok
+        std::size_t intermediate = 0;        ///< each expert's: moe_intermediate_size (qwen2_moe), else intermediate_size
+        std::size_t shared_intermediate = 0; ///< shared_expert_intermediate_size (qwen2_moe; 0: no shared expert)
+        bool norm_topk_prob = true;          ///< renormalise the top-k (mixtral always; qwen2_moe norm_topk_prob)
+        /// Per layer: a sparse MoE block, else the dense MLP of intermediate_size
+        /// (qwen2_moe decoder_sparse_step and mlp_only_layers).
+        std::vector<bool> sparse;
+        double swiglu_alpha = 1.702, swiglu_limit = 7.0;  ///< gpt_oss experts
+    } moe;
 };
 
 /// The largest count attn accepts for any config size (layers, heads, hidden, head_dim,

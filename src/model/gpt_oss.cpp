@@ -1,0 +1,180 @@
+// gpt-oss (transformers models/gpt_oss/modeling_gpt_oss.py, configuration_gpt_oss.py and
+// integrations/mxfp4.py; docs/design.md §5.2): pre-norm blocks (GptOssDecoderLayer) of
+// GptOssAttention — q/k/v/o_proj with biases (attention_bias, default true), RoPE half
+// with the config's YaRN, GQA, `sinks` (one logit per head joining each row's softmax
+// denominator, eager_attention_forward), sliding_window (default 128) on the layers
+// layer_types names (by default the even ones) — and GptOssMLP: GptOssTopKRouter (router
+// with bias, top-k of the logits, softmax over the k) and GptOssExperts (gate_up_proj
+// (E, hidden, 2I) with gate and up interleaved in columns and its bias, gate clamped above
+// at swiglu_limit, up to ±swiglu_limit, (up + 1)·gate·σ(swiglu_alpha·gate), down_proj
+// (E, I, hidden) and its bias). Experts stored dequantised (gate_up_proj, down_proj) or in
+// MXFP4 as published (*_blocks, *_scales, dequantised by mxfp4_convert_moe_packed as
+// convert_moe_packed_tensors does). quantization_config is accepted with quant_method mxfp4
+// only. The config reading, the RoPE and window settings, the embeddings and the norms are
+// the llama family's (src/model/llama.cpp).
+#include <string>
+
+#include "attn/error.hpp"
+#include "attn/model/moe_family.hpp"
+#include "attn/model/mxfp4.hpp"
+#include "attn/model/registry.hpp"
+#include "attn/text.hpp"
+
+namespace attn::model {
+
+const family_spec& llama_family();
+
+namespace {
+
+std::string key(std::size_t layer, const std::string& rest) { return layer_key("layers.", layer, rest); }
+
+/// Whether rope_theta is written at the top level or in v5's rope_parameters.
+bool theta_written(const config_reader& r) {
+    if (r.find("rope_theta")) return true;
+    const nlohmann::json* p = r.find("rope_parameters");
+    return p && p->is_object() && p->contains("rope_theta");
+}
+
+void read_config(const config_reader& r, config& c) {
+    if (const nlohmann::json* q = r.find("quantization_config")) {
+        const nlohmann::json* m = q->is_object() && q->contains("quant_method") ? &(*q)["quant_method"] : nullptr;
+        if (!m || *m != "mxfp4")
+            throw value_error(r.source(), "quantization_config: quant_method " + (m ? m->dump() : std::string("none")) +
+                                              " is not implemented by attn for gpt_oss " +
+                                              expected_got("\"mxfp4\"", m ? m->dump() : "none"));
+    }
+    llama_family().read_config(r, c);  // sizes, rope_theta, rope_scaling / rope_parameters, sliding_window, layer_types
+    // GptOssConfig's defaults where they differ from Llama's.
+    if (!theta_written(r)) c.rope_theta = 150000.0;
+    if (!r.find("rms_norm_eps")) c.norm_eps = 1e-5;
+    c.intermediate = r.size({"intermediate_size"}, 2880);
+    c.qkv_bias = c.o_bias = r.flag("attention_bias", true);
+    c.mlp_bias = false;
+    if (!r.contains("sliding_window")) c.sliding_window = 128;
+    if (!r.find("layer_types")) {
+        // GptOssConfig.__post_init__: "sliding_attention" if (i + 1) % 2 else "full_attention"
+        for (std::size_t l = 0; l < c.layers; ++l) c.sliding[l] = c.sliding_window && (l + 1) % 2 != 0;
+    }
+    if (!r.find("rope_scaling") && !r.find("rope_parameters")) {
+        // GptOssConfig.__post_init__'s rope_parameters: yarn, factor 32, beta_fast 32,
+        // beta_slow 1, truncate false, original_max_position_embeddings 4096.
+        core::rope_scaling& s = c.rope_scaling;
+        s.kind = core::rope_scaling_kind::yarn;
+        s.factor = 32.0;
+        s.beta_fast = 32.0;
+        s.beta_slow = 1.0;
+        s.truncate = false;
+        s.original_max_position_embeddings = 4096;
+        s.max_position_embeddings = c.max_positions;
+    }
+    c.moe.experts = r.size({"num_local_experts", "num_experts"}, 128);
+    c.moe.top_k = r.size({"num_experts_per_tok"}, 4);
+    if (c.moe.top_k > c.moe.experts)
+        throw value_error(r.source(), "num_experts_per_tok: more than num_local_experts " +
+                                          expected_got("at most " + std::to_string(c.moe.experts), std::to_string(c.moe.top_k)));
+    c.moe.intermediate = c.intermediate;
+    c.moe.swiglu_limit = r.number({"swiglu_limit"}, 7.0);
+    c.moe.swiglu_alpha = r.number({"swiglu_alpha"}, 1.702);
+    c.moe.sparse.assign(c.layers, true);
+}
+
+nlohmann::json from_tensors(const tensor_shapes& t) {
+    throw value_error(t.source, "num_experts_per_tok: not in the tensors' shapes, and there is no config.json " +
+                                    expected_got("--config FILE", "none"));
+}
+
+void check(const family& f) {
+    check_llama_attention(f);
+    const config& c = f.settings();
+    const std::size_t E = c.moe.experts, I = c.moe.intermediate, H = c.hidden;
+    f.expect_shape(key(0, "self_attn.sinks"), {c.heads}, "num_attention_heads");
+    f.expect_shape(key(0, "mlp.router.weight"), {E, H}, "num_local_experts × hidden_size");
+    f.expect_shape(key(0, "mlp.router.bias"), {E}, "num_local_experts");
+    const std::string x = key(0, "mlp.experts.");
+    if (f.maybe(x + "gate_up_proj_blocks")) {
+        if (H % 32 != 0 || I % 32 != 0)
+            throw value_error("config", "MXFP4 experts need hidden_size and intermediate_size in blocks of 32 " +
+                                            expected_got("multiples of 32", std::to_string(H) + " and " + std::to_string(I)));
+        f.expect_shape(x + "gate_up_proj_blocks", {E, 2 * I, H / 32, 16}, "num_local_experts × 2·intermediate_size × hidden_size/32 × 16");
+        f.expect_shape(x + "gate_up_proj_scales", {E, 2 * I, H / 32}, "num_local_experts × 2·intermediate_size × hidden_size/32");
+        f.expect_shape(x + "down_proj_blocks", {E, H, I / 32, 16}, "num_local_experts × hidden_size × intermediate_size/32 × 16");
+        f.expect_shape(x + "down_proj_scales", {E, H, I / 32}, "num_local_experts × hidden_size × intermediate_size/32");
+    } else {
+        f.expect_shape(x + "gate_up_proj", {E, H, 2 * I}, "num_local_experts × hidden_size × 2·intermediate_size");
+        f.expect_shape(x + "down_proj", {E, I, H}, "num_local_experts × intermediate_size × hidden_size");
+    }
+    f.expect_shape(x + "gate_up_proj_bias", {E, 2 * I}, "num_local_experts × 2·intermediate_size");
+    f.expect_shape(x + "down_proj_bias", {E, H}, "num_local_experts × hidden_size");
+}
+
+/// llama's attention settings (biases, RoPE with YaRN, the sliding layers) plus the sinks.
+layer_attention attention(const family& f, std::size_t layer) {
+    layer_attention a = llama_family().attention(f, layer);
+    a.sinks = f.need(key(layer, "self_attn.sinks")).to_vector<double>();
+    return a;
+}
+
+/// An expert weight: dequantised from MXFP4 when its _blocks are stored, else as stored.
+template <class T>
+core::tensor3<T> expert_weight(const family& f, const std::string& local) {
+    if (const auto blocks = f.maybe(local + "_blocks"))
+        return tensor3_of<T>(mxfp4_convert_moe_packed(*blocks, f.need(local + "_scales"), f.name(local + "_blocks")),
+                             f.name(local + "_blocks"));
+    return tensor3_of<T>(f.need(local), f.name(local));
+}
+
+template <class T>
+struct block {
+    static core::tensor3<T> embed(const family& f, const array& ids) { return llama_family().functions<T>().embed(f, ids); }
+
+    static core::tensor3<T> norm(const family& f, std::size_t layer, norm_site site, const core::tensor3<T>& x) {
+        return llama_family().functions<T>().norm(f, layer, site, x);
+    }
+
+    /// GptOssMLP.forward: GptOssTopKRouter, then GptOssExperts.
+    static core::tensor3<T> mlp(const family& f, std::size_t layer, const core::tensor3<T>& n) {
+        const config& c = f.settings();
+        const std::string x = key(layer, "mlp.experts.");
+        const auto matrix = [&](const std::string& local) { return matrix_of<T>(f.need(local), f.name(local)); };
+        moe_weights<T> w;
+        w.router = matrix(key(layer, "mlp.router.weight"));
+        w.router_bias = vector_of<T>(f.need(key(layer, "mlp.router.bias")), f.name(key(layer, "mlp.router.bias")));
+        w.gate_up = expert_weight<T>(f, x + "gate_up_proj");
+        w.gate_up_bias = matrix(x + "gate_up_proj_bias");
+        w.down = expert_weight<T>(f, x + "down_proj");
+        w.down_bias = matrix(x + "down_proj_bias");
+        moe_settings s;
+        s.top_k = c.moe.top_k;
+        s.routing = moe_routing::topk_then_softmax;
+        s.expert = moe_expert::gpt_oss;
+        s.alpha = c.moe.swiglu_alpha;
+        s.limit = c.moe.swiglu_limit;
+        return moe_forward(n, w, s);
+    }
+};
+
+}  // namespace
+
+const family_spec& gpt_oss_family() {
+    static const family_spec spec = [] {
+        family_spec s;
+        s.name = "gpt_oss";
+        s.order = 22;
+        s.model_types = {"gpt_oss"};
+        s.prefixes = {"", "model."};
+        s.probe = "embed_tokens.weight";
+        s.dtype_probe = "layers.0.self_attn.q_proj.weight";
+        s.reads_head_dim = true;
+        s.read_config = read_config;
+        s.config_from_tensors = from_tensors;
+        s.check = check;
+        s.attention = attention;
+        s.structure = block_structure::pre_norm;
+        s.f4 = layer_functions_of<block>::f4();
+        s.f8 = layer_functions_of<block>::f8();
+        return s;
+    }();
+    return spec;
+}
+
+}  // namespace attn::model
