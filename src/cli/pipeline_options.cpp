@@ -419,13 +419,13 @@ attn::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std:
     const bool none = std::find(c.mask.begin(), c.mask.end(), "none") != c.mask.end();
     for (const auto& m : c.mask) {
         if (m == "causal") p.causal = true;
-        else if (m == "padding") p.padding = true;
+        else if (m == "padding") p.padding_required = true;
     }
     // Contradictions are refused, not resolved by a guess.
-    if (none && (p.causal || p.padding || c.causal))
+    if (none && (p.causal || p.padding_required || c.causal))
         throw usage_error("--mask", "none contradicts the other masks " +
                                         expected_got("none alone", join(c.mask, ",") + (c.causal ? " and --causal" : "")));
-    p.mask_none = none;
+    p.padding_refused = none;
     p.causal = p.causal || c.causal;
     p.align = c.causal_align == "bottom-right" ? core::causal_align::bottom_right : core::causal_align::top_left;
     p.lengths = c.lengths;
@@ -435,7 +435,7 @@ attn::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std:
     p.heads = c.heads;
     p.kv_heads = c.kv_heads;
     p.layout = c.weight_layout == "in-out" ? core::weight_layout::in_out : core::weight_layout::out_in;
-    if (!c.mask_fill.empty()) p.mask_fill = parse_fill(c.mask_fill);
+    if (!c.mask_fill.empty()) p.fill = parse_fill(c.mask_fill);
     p.rows = c.masked_rows == "nan" ? core::masked_rows::nan : core::masked_rows::zero;
     if (c.dtype == "float32") p.compute_type = dtype::f4;
     if (c.dtype == "float64") p.compute_type = dtype::f8;

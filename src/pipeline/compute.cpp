@@ -127,30 +127,16 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     }
 
     std::vector<std::string> masks_used;
-    mask_spec spec;
+    mask_spec spec(o.masks());  // the call's mask settings, whole; then the shapes and the mask arrays
     spec.B = B, spec.Hq = Hq, spec.Tq = Tq, spec.Tk = Tk, spec.past = past;
-    spec.causal = o.causal;
-    spec.align = o.align;
-    spec.window_left = o.window_left;
-    spec.window_right = o.window_right;
-    spec.prefix = o.prefix_len;
-    spec.sink_tokens = o.sink_tokens;
-    spec.alibi = o.alibi;
     spec.alibi_slopes = in.find("alibi_slopes");
     spec.document_ids = in.find("document_ids");
-    spec.documents_from_cu_seqlens = !o.cu_seqlens.empty();
-    spec.lengths = o.lengths;
     spec.lengths_array = in.find("lengths");
     spec.key_padding_mask = in.find("key_padding_mask");
     spec.attention_mask = in.find("attention_mask");
-    spec.attn_mask_true_masks = o.attn_mask_true_masks;
     spec.token_ids = in.find("token_ids");
-    spec.pad_id = o.pad_id;
     spec.attn_mask = in.find("attn_mask");
-    spec.padding_required = o.padding;
-    spec.padding_refused = o.mask_none;
     spec.rank3_masks = p.rank == 3;
-    spec.fill = o.mask_fill;
     const mask<T> m = build_mask<T>(spec, masks_used);
     if (o.sink_k == 0 || (wants(stage::head_stats) && o.sink_k > Tk))
         throw usage_error("--sink-k", "counts the first keys of each row " + expected_got("1 to Tk = " + num(Tk), num(o.sink_k)));
@@ -262,7 +248,7 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     if (!m.alibi_slopes.empty()) meta["alibi_slopes"] = std::vector<double>(m.alibi_slopes.begin(), m.alibi_slopes.begin() + Hq);
     if (!m.lengths.empty()) meta["lengths"] = m.lengths;
     if (o.pad_id) meta["pad_id"] = *o.pad_id;
-    if (o.mask_fill) meta["mask_fill"] = *o.mask_fill;
+    if (o.fill) meta["mask_fill"] = *o.fill;
     else meta["mask_fill"] = "-Infinity";
     meta["masked_rows"] = o.rows == masked_rows::zero ? "zero" : "nan";
     if (o.kernel == kernel_kind::reference) meta["kernel"] = "reference";
