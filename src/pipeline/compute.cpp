@@ -17,6 +17,7 @@
 #include "attn/core/reference.hpp"
 #include "attn/error.hpp"
 #include "inputs.hpp"
+#include "meta.hpp"
 #include "stages.hpp"
 
 namespace attn {
@@ -233,40 +234,19 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
         doc.tensors.push_back({s, std::move(a)});
     }
 
-    auto& meta = doc.meta;
-    meta["attn_version"] = ATTN_VERSION;
-    meta["dtype"] = std::string(dtype_name(dtype_of<T>()));
-    meta["scale"] = ao.scale;
-    meta["softcap"] = o.softcap;
-    meta["mask"] = masks_used;
-    const bool window = o.window_left >= 0 || o.window_right >= 0;
-    if (o.causal || window) meta["causal_align"] = o.align == causal_align::top_left ? "top-left" : "bottom-right";
-    if (window) meta["window"] = {o.window_left, o.window_right};
-    if (!o.prefix_len.empty()) meta["prefix_len"] = o.prefix_len;
-    if (o.sink_tokens) meta["sink_tokens"] = o.sink_tokens;
-    if (wants(stage::head_stats)) meta["sink_k"] = o.sink_k;
-    if (!m.alibi_slopes.empty()) meta["alibi_slopes"] = std::vector<double>(m.alibi_slopes.begin(), m.alibi_slopes.begin() + Hq);
-    if (!m.lengths.empty()) meta["lengths"] = m.lengths;
-    if (o.pad_id) meta["pad_id"] = *o.pad_id;
-    if (o.fill) meta["mask_fill"] = *o.fill;
-    else meta["mask_fill"] = "-Infinity";
-    meta["masked_rows"] = o.rows == masked_rows::zero ? "zero" : "nan";
-    if (o.kernel == kernel_kind::reference) meta["kernel"] = "reference";
-    if (!ao.sinks.empty()) meta["sinks"] = ao.sinks;
-    meta["heads"] = Hq;
-    meta["kv_heads"] = Hkv;
-    meta["past_length"] = past;
-    if (p.projected) meta["weight_layout"] = in.find("in_proj_weight") || o.layout == weight_layout::out_in ? "out-in" : "in-out";
-    meta["average_heads"] = o.average_heads;
-    if (o.rope) {
-        meta["rope"] = rope_style_name(*o.rope);
-        if (!in.find("rope_cos")) meta["rope_theta"] = o.rope_theta;
-        meta["rotary_dim"] = o.rotary_dim ? o.rotary_dim : Dk;
-    }
-    if (o.posenc) {
-        meta["posenc"] = posenc_style_name(*o.posenc);
-        meta["posenc_base"] = o.posenc_base;
-    }
+    call_facts facts;
+    facts.type = dtype_of<T>();
+    facts.scale = ao.scale;
+    facts.masks_used = std::move(masks_used);
+    if (!m.alibi_slopes.empty()) facts.alibi_slopes.assign(m.alibi_slopes.begin(), m.alibi_slopes.begin() + Hq);
+    facts.lengths = m.lengths;
+    facts.sinks = ao.sinks;
+    facts.heads = Hq, facts.kv_heads = Hkv, facts.past = past, facts.head_width = Dk;
+    facts.projected = p.projected;
+    facts.packed_projection = in.find("in_proj_weight") != nullptr;
+    facts.rope_from_tables = in.find("rope_cos") != nullptr;
+    facts.head_stats = wants(stage::head_stats);
+    write_call_meta(doc.meta, o, facts);
     record_shapes(doc);
     return doc;
 }
@@ -344,7 +324,7 @@ io::document compute(std::vector<named_array> inputs, const std::vector<std::str
             io::document doc = compute(std::move(inputs), bundle_tokens, by_rank);
             for (auto& t : doc.tensors)
                 if (t.value.rank() == 4 && (qkvx(t.name) || t.name == "output")) t.value = swap_middle_axes(t.value);
-            doc.meta["layout"] = "bthd";
+            pipeline::write_layout_meta(doc.meta, layout::bthd);
             pipeline::record_shapes(doc);
             return doc;
         }
@@ -367,7 +347,7 @@ io::document compute(std::vector<named_array> inputs, const std::vector<std::str
         for (auto& t : doc.tensors)
             if (t.value.rank() == 3 && (t.name == "q" || t.name == "k" || t.name == "v" || t.name == "output"))
                 t.value = swap_leading_axes(t.value);
-        doc.meta["seq_first"] = true;
+        pipeline::write_layout_meta(doc.meta, layout::tbe);
         pipeline::record_shapes(doc);
         return doc;
     }
