@@ -303,7 +303,7 @@ TEST_CASE("convention: ALiBi slopes are the paper's get_slopes, powers of two an
 
 TEST_CASE("convention: prefix LM widens the causal frontier to the first N keys, per item") {
     mask_spec s;
-    s.B = 2, s.Tq = 4, s.Tk = 4, s.causal = true, s.prefix = {3, 1};
+    s.B = 2, s.Tq = 4, s.Tk = 4, s.causal = true, s.prefix_len = {3, 1};
     std::vector<std::string> used;
     const auto m = build_mask<double>(s, used);
     CHECK(used == std::vector<std::string>{"causal", "prefix"});

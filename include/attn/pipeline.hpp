@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "attn/core/attention_call.hpp"
 #include "attn/core/masks.hpp"
 #include "attn/core/rope.hpp"
 #include "attn/core/posenc.hpp"
@@ -28,20 +29,16 @@ const std::vector<std::string>& stage_names();
 /// double-precision loops (reference.hpp), to cross-check the fast path on real data.
 enum class kernel_kind { fast, reference };
 
-/// Settings of a compute run; defaults are those of docs/design.md §1 and §2.
-struct pipeline_options {
-    bool causal = false;
-    core::causal_align align = core::causal_align::top_left;
-    bool padding = false;                    ///< `--mask padding`: a padding source is required
-    bool mask_none = false;                  ///< `--mask none`: a padding source is a contradiction
-    std::vector<std::size_t> lengths;        ///< valid keys per batch item (overrides a bundle's)
-    std::optional<long long> pad_id;         ///< token_ids equal to this are padding keys
-    std::optional<double> scale;             ///< default 1/√Dk
-    double softcap = 0.0;
+/// Settings of a compute run; defaults are those of docs/design.md §1 and §2. The
+/// attention call's own (scale, softcap, masked rows, RoPE, every mask and bias) are its
+/// core::attention_call, `call()`; the rest say how inputs become Q, K, V and what is
+/// written.
+struct pipeline_options : core::attention_call {
+    const core::attention_call& call() const { return *this; }
+    core::attention_call& call() { return *this; }
+
     std::size_t heads = 0, kv_heads = 0;     ///< 0: not given (1, and = heads)
     core::weight_layout layout = core::weight_layout::out_in;
-    std::optional<double> mask_fill;         ///< default −∞
-    core::masked_rows rows = core::masked_rows::zero;
     std::optional<dtype> compute_type;       ///< f4 or f8; default from the inputs
     std::vector<std::string> dump = default_dump();  ///< the stage table's default (attn/stages.hpp)
     bool average_heads = false;
@@ -54,9 +51,6 @@ struct pipeline_options {
     double posenc_base = 10000.0;
     int threads = 0;
     kernel_kind kernel = kernel_kind::fast;
-    /// A bool attn_mask's True masks the cell (nn.MultiheadAttention) instead of letting it
-    /// attend (PyTorch SDPA, ONNX).
-    bool attn_mask_true_masks = false;
     /// Rank-3 x, x_kv, q, k, v are (T, B, E) (nn.MultiheadAttention with batch_first=False);
     /// the q, k, v and output stages are returned (T, B, ·) too.
     bool seq_first = false;
@@ -68,26 +62,6 @@ struct pipeline_options {
     /// Token ids (T,) given inline (`--ids 3,1,4`): the token_ids array, which must not
     /// also be given. With an `embedding` table (V, E) they give X = E[ids].
     std::vector<long long> ids;
-    /// Sliding window (ONNX Attention opset 25 left/right_window_size; docs/design.md §4.2):
-    /// key j visible iff p − left ≤ j ≤ p + right, p = i + the causal offset; −1 = unbounded.
-    long long window_left = -1, window_right = -1;
-    /// Prefix LM (docs/design.md §4.2): keys j < N visible to every query on top of the causal
-    /// mask; one N, or one per batch item.
-    std::vector<std::size_t> prefix_len;
-    /// StreamingLLM: the first K keys stay visible through the left window.
-    std::size_t sink_tokens = 0;
-    /// ALiBi with the paper's slopes (an `alibi_slopes` array (Hq,) or (B, Hq) gives them instead).
-    bool alibi = false;
-    /// Documents packed in one row (FlashAttention varlen cu_seqlens, e.g. 0,3,7): the
-    /// document_ids array (T,), which must not also be given.
-    std::vector<std::size_t> cu_seqlens;
-    /// RoPE on Q and the new K after the projections (docs/design.md §4.1), or none. Positions
-    /// from a `position_ids` array (B, T) or (T,), else past length + t; angles from
-    /// `rope_cos`/`rope_sin` arrays when given, else from rope_theta.
-    std::optional<core::rope_style> rope;
-    double rope_theta = 10000.0;
-    std::size_t rotary_dim = 0;  ///< 0: the head width Dk
-    bool rope_theta_given = false;  ///< rope_theta was set by the user (checkpoints: overrides config.json)
     /// head_stats (docs/design.md §4.4): the sink mass is the weight on the first sink_k keys (1 to Tk).
     std::size_t sink_k = 1;
     /// Layers whose stages the run holds together (a checkpoint run with --layer all): the

@@ -23,6 +23,7 @@
 #include "batch.hpp"
 #include "commands.hpp"
 #include "compute_options.hpp"
+#include "option_table.hpp"
 #include "output_target.hpp"
 #include "pipeline_options.hpp"
 #include "plot_input.hpp"
@@ -80,7 +81,7 @@ int run_several(const compute_options& c, const attn::pipeline_options& settings
                                               expected_got("jsonl", c.format.empty() ? c.output : c.format));
         out.file = c.output;
     }
-    const int workers = c.pipeline.jobs > 0 ? c.pipeline.jobs : static_cast<int>(std::thread::hardware_concurrency());
+    const int workers = c.pipeline.settings.threads > 0 ? c.pipeline.settings.threads : static_cast<int>(std::thread::hardware_concurrency());
     return run_batch(jobs, out, workers);
 }
 
@@ -182,12 +183,7 @@ void add_job_options(CLI::App& sub, compute_options& c) {
         ->allow_extra_args(false)
         ->capture_default_str()
         ->group("Output");
-    sub.add_option("--sink-k", c.pipeline.sink_k,
-                    "head_stats: the sink mass is the weight on the first K keys (1 to Tk)")
-        ->check(CLI::Range(1, 1 << 20))
-        ->capture_default_str()
-        ->type_name("K")
-        ->group("Output");
+    bind_option(sub, c.pipeline, "--sink-k");
     std::vector<std::string> formats;
     for (const io::format f : io::output_formats()) formats.push_back(f->name);
     sub.add_option("--format", c.format, io::format_help() + "; default from -o's extension")

@@ -51,7 +51,7 @@ void setup_rope(CLI::App& app, int& exit_status) {
     for (const auto& [opt, name] : std::vector<std::pair<std::string, std::string>>{
              {"x", "x"}, {"position-ids", "position_ids"}, {"rope-cos", "rope_cos"}, {"rope-sin", "rope_sin"}})
         add_tensor_option(*sub, c->pipeline, opt, name);
-    sub->add_option("--heads", c->pipeline.heads, "Heads of a rank-2 or rank-3 x (its last axis is H*D)")
+    sub->add_option("--heads", c->pipeline.settings.heads, "Heads of a rank-2 or rank-3 x (its last axis is H*D)")
         ->check(CLI::Range(1, 1 << 20));
     add_rope_options(*sub, c->pipeline);
     sub->add_option("--dtype", c->dtype, "Compute dtype (default: float64 for float64 x, else float32)")

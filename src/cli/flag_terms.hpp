@@ -1,8 +1,9 @@
 #pragma once
-// The one table from the settings core names in its errors to the flags that set them.
-// core knows nothing of the command line (docs/design.md §3): it names a setting by its
-// own name between backquotes (`window`, `prefix_len`, `causal`); the command line says
-// the flag. Header-only so that the tests of core's messages can read them as a user does.
+// From the settings core names in its errors to the flags that set them. core knows
+// nothing of the command line (docs/design.md §3): it names a setting by its own name
+// between backquotes (`window`, `prefix_len`, `causal`); the command line says the flag.
+// The mapping is the option table's `term` column (src/cli/option_table.cpp), which the
+// tests compile too, so that they read core's messages as a user does.
 
 #include <algorithm>
 #include <string>
@@ -12,22 +13,9 @@
 
 namespace attn::cli {
 
-/// Setting name (as core writes it between backquotes) → what the command line calls it.
-inline const std::vector<std::pair<std::string, std::string>>& setting_flags() {
-    static const std::vector<std::pair<std::string, std::string>> table{
-        {"causal", "--mask causal"},      {"mask", "--mask"},
-        {"lengths", "--lengths"},         {"pad_id", "--pad-id"},
-        {"window", "--window"},           {"prefix_len", "--prefix-len"},
-        {"sink_tokens", "--sink-tokens"}, {"cu_seqlens", "--cu-seqlens"},
-        {"alibi", "--alibi"},             {"alibi_slopes", "--alibi-slopes"},
-        {"rope", "--rope"},               {"rotary_dim", "--rotary-dim"},
-        {"rope_theta", "--rope-theta"},   {"posenc", "--posenc"},
-        {"len", "--len"},                 {"len_kv", "--len-kv"},
-        {"dtype", "--dtype"},             {"dk", "--dk"},
-        {"dv", "--dv"},                   {"heads", "--heads"},
-        {"embed", "--embed"},             {"projection_weights", "--weights"}};
-    return table;
-}
+/// Setting name (as core writes it between backquotes) → what the command line calls it:
+/// every row of option_table() with a term, its flag or what it `says` ("--mask causal").
+const std::vector<std::pair<std::string, std::string>>& setting_flags();
 
 /// `what` (an error's what()) in the command line's terms: every `name` of
 /// setting_flags() replaced by its flag ("`window`: …" → "--window: …"); a backquoted

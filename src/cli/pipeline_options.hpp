@@ -14,49 +14,25 @@
 
 namespace attn::cli {
 
+/// The options of a pipeline command as parsed. Every option with a typed meaning writes
+/// its field of `settings` directly (the option table, option_table.hpp, says which); the
+/// rest are kept as given, their meaning settled together by pipeline_settings.
 struct pipeline_cli {
+    attn::pipeline_options settings;                  // the typed description the options set
     std::map<std::string, std::string> tensor_files;  // array name → FILE or FILE:NAME
-    std::vector<std::string> mask;
-    bool causal = false;
-    std::string causal_align = "top-left";
-    std::vector<std::size_t> lengths;
-    std::optional<long long> pad_id;
-    std::optional<double> scale;
-    double softcap = 0.0;
-    std::size_t heads = 0, kv_heads = 0;
-    std::string weight_layout = "out-in";
-    std::string mask_fill;
-    std::string masked_rows = "zero";
-    std::string dtype;
-    bool average_heads = false;
-    std::string tokens;
-    std::string tokens_kv;
-    int jobs = 0;
-    std::string posenc;               // "", interleaved or concat
-    double posenc_base = 10000.0;
-    std::string kernel = "fast";
-    std::string attn_mask_true = "attend";
-    bool seq_first = false;
+    std::vector<std::string> mask;                    // --mask: core::mask_names(), "none" alone
+    std::vector<long long> window;                    // --window LEFT[,RIGHT]
+    std::string mask_fill;                            // --mask-fill: -inf or a number ≤ 0
     std::string layout;  // "", bhtd, bthd, tbe or bte (--layout; tbe = --seq-first)
-    std::vector<long long> ids;
-    std::vector<long long> window;
-    std::vector<std::size_t> prefix_len;
-    std::size_t sink_tokens = 0;
-    bool alibi = false;
-    std::vector<std::size_t> cu_seqlens;
-    std::string rope;  // "", half or interleaved
-    double rope_theta = 10000.0;
-    bool rope_theta_set = false;
-    std::size_t rotary_dim = 0;
-    std::size_t sink_k = 1;
     // Checkpoints (docs/design.md §4.3)
-    std::string arch;    // "", gpt2, bert or llama
+    std::string arch;    // "", or a family's name
     std::string layer;   // "", N or all
     std::string config;  // config.json
     std::string vocab;   // tokenizer.json
 };
 
-/// Binds --rope, --rope-theta and --rotary-dim to `c` (compute, plot and attn rope).
+/// Binds --rope, --rope-theta and --rotary-dim to `c` (compute, plot, view and attn rope):
+/// the option table's rope rows.
 void add_rope_options(CLI::App& sub, pipeline_cli& c);
 
 /// Refuses "nan", "inf" and their kin for a number option (CLI11 reads them as doubles):
@@ -72,14 +48,16 @@ extern const CLI::Validator a_number;
 extern const CLI::Validator positive_number;
 
 /// Binds `--OPTION FILE` (FILE or FILE.npz:NAME) to the input array `name` of `c`.
-void add_tensor_option(CLI::App& sub, pipeline_cli& c, const std::string& option, const std::string& name);
+CLI::Option* add_tensor_option(CLI::App& sub, pipeline_cli& c, const std::string& option, const std::string& name);
 
-/// Binds the per-job pipeline options to `c`, which must outlive parsing and the callback. Only
+/// Binds the per-job pipeline options to `c` (the option table's pipeline and rope rows, in
+/// its order), which must outlive parsing and the callback. Only
 /// the options given are written: parsing into a copy of settings already parsed applies
 /// the new ones on top (a manifest line over the command line).
 void add_pipeline_options(CLI::App& sub, pipeline_cli& c);
 
-/// Adds the run-wide options of a pipeline command: `-j` and `--max-bytes` (not per job).
+/// Adds the run-wide options of a pipeline command: `-j` (the table's run rows) and
+/// `--max-bytes` (not per job).
 void add_run_options(CLI::App& sub, pipeline_cli& c);
 
 /// Adds `--max-bytes N` (512M, 2G, …): sets io::set_max_array_bytes while parsing, so
@@ -101,8 +79,8 @@ attn::checkpoint_options checkpoint_settings(const std::string& path, const pipe
 /// One job's document: a checkpoint run (checkpoint_run) on INPUT with the per-tensor
 /// options as inputs, else gather_inputs + attn::compute. Throws as those do.
 io::document run_pipeline(const std::string& input, const pipeline_cli& c, const attn::pipeline_options& settings);
-/// True for the options that take a file: the per-array ones (FILE or FILE:NAME: "q",
-/// "attn-mask", …) and the checkpoint's --config and --vocab.
+/// True for the options that take a file (the option table's `file` rows): the per-array
+/// ones (FILE or FILE:NAME: "q", "attn-mask", …) and the checkpoint's --config and --vocab.
 bool takes_file(const std::string& option);
 
 /// "a, b, c" — or the first `most` names and "… (N in all)" for a long list (a

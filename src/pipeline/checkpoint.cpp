@@ -25,6 +25,7 @@
 #include "attn/pipeline.hpp"
 #include "attn/text.hpp"
 #include "inputs.hpp"
+#include "meta.hpp"
 #include "stages.hpp"
 
 namespace attn {
@@ -251,44 +252,7 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
         }
         out.tensors = std::move(ordered);
     }
-    nlohmann::ordered_json model;
-    model["arch"] = cfg.family->name();
-    if (!cfg.model_type.empty()) model["model_type"] = cfg.model_type;
-    model["checkpoint"] = ck.path;
-    if (ck.layer) model["layer"] = *ck.layer;
-    else model["layer"] = "all";
-    model["layers"] = cfg.layers;
-    model["hidden_size"] = cfg.hidden;
-    if (!ck.layer && cfg.sliding_window) {
-        std::vector<std::size_t> sliding;
-        for (std::size_t l = 0; l < cfg.layers; ++l)
-            if (cfg.sliding[l]) sliding.push_back(l);
-        model["sliding_window"] = *cfg.sliding_window;
-        model["sliding_layers"] = sliding;
-    }
-    if (cfg.rope_scaling.kind != core::rope_scaling_kind::none) {
-        const core::rope_scaling& s = cfg.rope_scaling;
-        nlohmann::ordered_json rs;
-        rs["rope_type"] = core::rope_scaling_kind_name(s.kind);
-        rs["factor"] = s.factor;
-        rs["original_max_position_embeddings"] = s.original_max_position_embeddings;
-        if (s.kind == core::rope_scaling_kind::dynamic) rs["max_position_embeddings"] = s.max_position_embeddings;
-        if (s.kind == core::rope_scaling_kind::llama3) {
-            rs["low_freq_factor"] = s.low_freq_factor;
-            rs["high_freq_factor"] = s.high_freq_factor;
-        }
-        if (s.kind == core::rope_scaling_kind::yarn) {
-            rs["beta_fast"] = s.beta_fast;
-            rs["beta_slow"] = s.beta_slow;
-            if (s.mscale) rs["mscale"] = s.mscale;
-            if (s.mscale_all_dim) rs["mscale_all_dim"] = s.mscale_all_dim;
-            rs["truncate"] = s.truncate;
-        }
-        if (s.attention_factor) rs["attention_factor"] = *s.attention_factor;
-        rs["rope_theta"] = cfg.rope_theta;
-        model["rope_scaling"] = rs;
-    }
-    out.meta["model"] = model;
+    out.meta["model"] = pipeline::model_meta(cfg, ck);
     pipeline::record_shapes(out);
     return out;
 }

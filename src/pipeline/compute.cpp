@@ -17,6 +17,7 @@
 #include "attn/core/reference.hpp"
 #include "attn/error.hpp"
 #include "inputs.hpp"
+#include "meta.hpp"
 #include "stages.hpp"
 
 namespace attn {
@@ -127,30 +128,16 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     }
 
     std::vector<std::string> masks_used;
-    mask_spec spec;
+    mask_spec spec(o.masks());  // the call's mask settings, whole; then the shapes and the mask arrays
     spec.B = B, spec.Hq = Hq, spec.Tq = Tq, spec.Tk = Tk, spec.past = past;
-    spec.causal = o.causal;
-    spec.align = o.align;
-    spec.window_left = o.window_left;
-    spec.window_right = o.window_right;
-    spec.prefix = o.prefix_len;
-    spec.sink_tokens = o.sink_tokens;
-    spec.alibi = o.alibi;
     spec.alibi_slopes = in.find("alibi_slopes");
     spec.document_ids = in.find("document_ids");
-    spec.documents_from_cu_seqlens = !o.cu_seqlens.empty();
-    spec.lengths = o.lengths;
     spec.lengths_array = in.find("lengths");
     spec.key_padding_mask = in.find("key_padding_mask");
     spec.attention_mask = in.find("attention_mask");
-    spec.attn_mask_true_masks = o.attn_mask_true_masks;
     spec.token_ids = in.find("token_ids");
-    spec.pad_id = o.pad_id;
     spec.attn_mask = in.find("attn_mask");
-    spec.padding_required = o.padding;
-    spec.padding_refused = o.mask_none;
     spec.rank3_masks = p.rank == 3;
-    spec.fill = o.mask_fill;
     const mask<T> m = build_mask<T>(spec, masks_used);
     if (o.sink_k == 0 || (wants(stage::head_stats) && o.sink_k > Tk))
         throw usage_error("--sink-k", "counts the first keys of each row " + expected_got("1 to Tk = " + num(Tk), num(o.sink_k)));
@@ -247,40 +234,19 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
         doc.tensors.push_back({s, std::move(a)});
     }
 
-    auto& meta = doc.meta;
-    meta["attn_version"] = ATTN_VERSION;
-    meta["dtype"] = std::string(dtype_name(dtype_of<T>()));
-    meta["scale"] = ao.scale;
-    meta["softcap"] = o.softcap;
-    meta["mask"] = masks_used;
-    const bool window = o.window_left >= 0 || o.window_right >= 0;
-    if (o.causal || window) meta["causal_align"] = o.align == causal_align::top_left ? "top-left" : "bottom-right";
-    if (window) meta["window"] = {o.window_left, o.window_right};
-    if (!o.prefix_len.empty()) meta["prefix_len"] = o.prefix_len;
-    if (o.sink_tokens) meta["sink_tokens"] = o.sink_tokens;
-    if (wants(stage::head_stats)) meta["sink_k"] = o.sink_k;
-    if (!m.alibi_slopes.empty()) meta["alibi_slopes"] = std::vector<double>(m.alibi_slopes.begin(), m.alibi_slopes.begin() + Hq);
-    if (!m.lengths.empty()) meta["lengths"] = m.lengths;
-    if (o.pad_id) meta["pad_id"] = *o.pad_id;
-    if (o.mask_fill) meta["mask_fill"] = *o.mask_fill;
-    else meta["mask_fill"] = "-Infinity";
-    meta["masked_rows"] = o.rows == masked_rows::zero ? "zero" : "nan";
-    if (o.kernel == kernel_kind::reference) meta["kernel"] = "reference";
-    if (!ao.sinks.empty()) meta["sinks"] = ao.sinks;
-    meta["heads"] = Hq;
-    meta["kv_heads"] = Hkv;
-    meta["past_length"] = past;
-    if (p.projected) meta["weight_layout"] = in.find("in_proj_weight") || o.layout == weight_layout::out_in ? "out-in" : "in-out";
-    meta["average_heads"] = o.average_heads;
-    if (o.rope) {
-        meta["rope"] = rope_style_name(*o.rope);
-        if (!in.find("rope_cos")) meta["rope_theta"] = o.rope_theta;
-        meta["rotary_dim"] = o.rotary_dim ? o.rotary_dim : Dk;
-    }
-    if (o.posenc) {
-        meta["posenc"] = posenc_style_name(*o.posenc);
-        meta["posenc_base"] = o.posenc_base;
-    }
+    call_facts facts;
+    facts.type = dtype_of<T>();
+    facts.scale = ao.scale;
+    facts.masks_used = std::move(masks_used);
+    if (!m.alibi_slopes.empty()) facts.alibi_slopes.assign(m.alibi_slopes.begin(), m.alibi_slopes.begin() + Hq);
+    facts.lengths = m.lengths;
+    facts.sinks = ao.sinks;
+    facts.heads = Hq, facts.kv_heads = Hkv, facts.past = past, facts.head_width = Dk;
+    facts.projected = p.projected;
+    facts.packed_projection = in.find("in_proj_weight") != nullptr;
+    facts.rope_from_tables = in.find("rope_cos") != nullptr;
+    facts.head_stats = wants(stage::head_stats);
+    write_call_meta(doc.meta, o, facts);
     record_shapes(doc);
     return doc;
 }
@@ -358,7 +324,7 @@ io::document compute(std::vector<named_array> inputs, const std::vector<std::str
             io::document doc = compute(std::move(inputs), bundle_tokens, by_rank);
             for (auto& t : doc.tensors)
                 if (t.value.rank() == 4 && (qkvx(t.name) || t.name == "output")) t.value = swap_middle_axes(t.value);
-            doc.meta["layout"] = "bthd";
+            pipeline::write_layout_meta(doc.meta, layout::bthd);
             pipeline::record_shapes(doc);
             return doc;
         }
@@ -381,7 +347,7 @@ io::document compute(std::vector<named_array> inputs, const std::vector<std::str
         for (auto& t : doc.tensors)
             if (t.value.rank() == 3 && (t.name == "q" || t.name == "k" || t.name == "v" || t.name == "output"))
                 t.value = swap_leading_axes(t.value);
-        doc.meta["seq_first"] = true;
+        pipeline::write_layout_meta(doc.meta, layout::tbe);
         pipeline::record_shapes(doc);
         return doc;
     }

@@ -30,12 +30,10 @@
 #include <string>
 #include <vector>
 
+#include "attn/core/attention_call.hpp"
 #include "attn/tensor.hpp"
 
 namespace attn::core {
-
-/// How the causal diagonal is placed when Tq ≠ Tk.
-enum class causal_align { top_left, bottom_right };
 
 /// A mask tensor broadcast right-aligned to (B, Hq, Tq, Tk): `shape` holds 1 on broadcast
 /// axes. A last axis of length 1 broadcasts (NumPy); one shorter than Tk but longer than
@@ -124,32 +122,24 @@ private:
                    std::size_t to) const;
 };
 
-/// What the mask conventions are built from, as plain values: the shapes, the options
-/// and the mask arrays of the inputs (null when absent). docs/design.md §1.4.
-struct mask_spec {
+/// What the mask conventions are built from: the call's mask settings, taken whole
+/// (attention_call.hpp), the shapes, and the mask arrays of the inputs (null when
+/// absent). docs/design.md §1.4.
+struct mask_spec : mask_settings {
+    mask_spec() = default;
+    explicit mask_spec(const mask_settings& settings) : mask_settings(settings) {}
+
     std::size_t B = 1, Hq = 1, Tq = 0, Tk = 0;
     std::size_t past = 0;                        ///< past length (KV cache)
-    bool causal = false;
-    causal_align align = causal_align::top_left;
-    long long window_left = -1, window_right = -1;  ///< the window's sides; −1 = that side unbounded
-    std::vector<std::size_t> prefix;             ///< prefix LM: one value for all items, or one per item
-    std::size_t sink_tokens = 0;                 ///< StreamingLLM's sink keys
-    bool alibi = false;                          ///< ALiBi with the paper's slopes for Hq heads
     const array* alibi_slopes = nullptr;         ///< given ALiBi slopes: (Hq,) or (B, Hq)
-    const array* document_ids = nullptr;         ///< (B, T) or (T,) integer document of each position (Tq = Tk)
-    bool documents_from_cu_seqlens = false;      ///< document_ids came from cu_seqlens (a usage error if it does not fit)
-    std::vector<std::size_t> lengths;            ///< valid keys per item (a setting), or empty
+    const array* document_ids = nullptr;         ///< (B, T) or (T,) integer document of each position (Tq = Tk);
+                                                 ///< from `cu_seqlens` when those are set (a usage error if it does not fit)
     const array* lengths_array = nullptr;        ///< a bundle's `lengths`, used when `lengths` is empty
     const array* key_padding_mask = nullptr;     ///< (B, Tk) or (Tk,): True/non-zero = padding; float: added
     const array* token_ids = nullptr;            ///< (B, Tk) or (Tk,), with pad_id
-    std::optional<long long> pad_id;             ///< token ids equal to it are padding keys
-    const array* attn_mask = nullptr;            ///< bool: True = attend; float: added
-    bool attn_mask_true_masks = false;           ///< bool attn_mask: True = masked (nn.MultiheadAttention)
+    const array* attn_mask = nullptr;            ///< bool: True = attend (or masked, attn_mask_true_masks); float: added
     const array* attention_mask = nullptr;       ///< HF (B, Tk) or (Tk,): 1/True = real token, 0 = padding
-    bool padding_required = false;               ///< padding asked for: some padding source must be given
-    bool padding_refused = false;                ///< no mask asked for: no padding source may be given
     bool rank3_masks = false;                    ///< inputs of rank 3: a rank-3 attn_mask is (B, Tq, Tk)
-    std::optional<double> fill;                  ///< masked-cell value; default −∞
 };
 
 /// The valid keys per batch item (ONNX nonpad_kv_seqlen): spec.lengths, else the

@@ -40,7 +40,7 @@ struct documents_term : term_base {
             throw value_error("document_ids", "wrong dtype " + expected_got("integers", std::string(dtype_name(docs->type))));
         const bool fits = (docs->rank() == 2 && docs->shape[0] == B && docs->shape[1] == Tk) ||
                           (docs->rank() == 1 && docs->shape[0] == Tk);
-        if (!fits && spec.documents_from_cu_seqlens)
+        if (!fits && !spec.cu_seqlens.empty())
             throw usage_error("`cu_seqlens`", "does not end at the sequence length " +
                                                   expected_got("a last value of " + num(Tk), num(docs->size())));
         if (!fits)

@@ -1,0 +1,545 @@
+// The one option table (option_table.hpp): every option of the pipeline commands, its
+// core term, help, choices and binding, and the validators the rows use. Compiled into
+// the attn executable and into the tests (which read flag_terms.hpp's mapping as a user does).
+#include "option_table.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+
+#include "attn/core/attention_call.hpp"
+#include "attn/core/posenc.hpp"
+#include "attn/core/rope.hpp"
+#include "attn/error.hpp"
+#include "attn/model/registry.hpp"
+#include "attn/text.hpp"
+#include "flag_terms.hpp"
+
+namespace attn::cli {
+
+namespace {
+
+/// Per-tensor options: option name → input name (docs/design.md §2, Inputs).
+const std::vector<std::pair<std::string, std::string>>& tensor_options() {
+    static const std::vector<std::pair<std::string, std::string>> table{
+        {"q", "q"},           {"k", "k"},
+        {"v", "v"},           {"x", "x"},
+        {"x-kv", "x_kv"},     {"wq", "w_q"},
+        {"wk", "w_k"},        {"wv", "w_v"},
+        {"bq", "b_q"},        {"bk", "b_k"},
+        {"bv", "b_v"},        {"wo", "w_o"},
+        {"bo", "b_o"},        {"in-proj-weight", "in_proj_weight"},
+        {"in-proj-bias", "in_proj_bias"}, {"attn-mask", "attn_mask"},
+        {"key-padding-mask", "key_padding_mask"}, {"attention-mask", "attention_mask"},
+        {"token-ids", "token_ids"},       {"embedding", "embedding"},
+        {"alibi-slopes", "alibi_slopes"}, {"document-ids", "document_ids"},
+        {"sinks", "sinks"},               {"position-ids", "position_ids"},
+        {"rope-cos", "rope_cos"},         {"rope-sin", "rope_sin"},
+        {"past-key", "past_key"},           {"past-value", "past_value"}};
+    return table;
+}
+
+std::vector<std::string> split_words(const std::string& text) {
+    std::istringstream in(text);
+    std::vector<std::string> words;
+    for (std::string w; in >> w;) words.push_back(w);
+    return words;
+}
+
+/// The text of a bad value, quoted so that an empty one shows: 'abc', ''.
+std::string in_quotes(const std::string& text) { return "'" + text + "'"; }
+
+/// True when all of `text` is a whole number in `value` (no sign for unsigned types).
+template <class T>
+std::errc whole_number(const std::string& text, T& value) {
+    const char* end = text.data() + text.size();
+    const auto [p, ec] = std::from_chars(text.data(), end, value);
+    if (ec == std::errc::result_out_of_range) return ec;
+    return ec == std::errc() && p == end && !text.empty() ? std::errc() : std::errc::invalid_argument;
+}
+
+/// CLI11 converts "-1" to a size_t by wrapping it to 2^64 − 1, and a count too large for
+/// 64 bits to 2^64 − 1, and reports "abc" or "1e30" as "Could not convert": counts refuse
+/// a sign, anything but digits and anything over 2^63 − 1, quoting the text.
+const CLI::Validator non_negative_count(
+    [](std::string& text) {
+        if (text.find('-') != std::string::npos) return "not a count " + expected_got("a whole number ≥ 0", text);
+        long long n = 0;
+        const std::errc ec = whole_number(text, n);
+        if (ec == std::errc::result_out_of_range)
+            return "too large " + expected_got("at most " + std::to_string(std::numeric_limits<long long>::max()), text);
+        if (ec != std::errc()) return "not a whole number " + expected_got("a whole number ≥ 0", in_quotes(text));
+        return std::string();
+    },
+    "");
+
+/// A whole number for a --window side (pipeline_settings refuses those below −1, the
+/// unbounded side, naming the whole LEFT,RIGHT).
+const CLI::Validator window_side(
+    [](std::string& text) {
+        long long n = 0;
+        const std::errc ec = whole_number(text, n);
+        if (ec == std::errc::invalid_argument)
+            return "not a whole number " + expected_got("a whole number ≥ -1 (-1: unbounded)", in_quotes(text));
+        if (ec != std::errc())
+            return "too large " + expected_got("at most " + std::to_string(std::numeric_limits<long long>::max()), text);
+        return std::string();
+    },
+    "");
+
+/// Any whole number that fits 64 bits (--pad-id).
+const CLI::Validator any_whole_number(
+    [](std::string& text) {
+        long long n = 0;
+        const std::errc ec = whole_number(text, n);
+        if (ec == std::errc::invalid_argument) return "not a whole number " + expected_got("a whole number", in_quotes(text));
+        if (ec != std::errc())
+            return "out of range " + expected_got("a whole number of at most 64 bits", text);
+        return std::string();
+    },
+    "");
+
+/// The token ids of `--ids` from all the words given to it: "3,1,4", "3 1 4" (one word
+/// or several), "[3, 1, 4]" (a JSON list). Ids are whole numbers from 0 to 2^63 − 1,
+/// refused with the text as given (a number too large for 64 bits is not rounded).
+std::vector<long long> parse_ids(const std::vector<std::string>& words) {
+    std::string text;
+    for (const auto& w : words) text += (text.empty() ? "" : " ") + w;
+    const std::string expected = "token ids like 3,1,4 or '3 1 4' or '[3, 1, 4]'";
+    std::string list = text;
+    const std::size_t first = list.find_first_not_of(" \t"), last = list.find_last_not_of(" \t");
+    list = first == std::string::npos ? "" : list.substr(first, last - first + 1);
+    if (!list.empty() && (list.front() == '[' || list.back() == ']')) {
+        if (list.size() < 2 || list.front() != '[' || list.back() != ']')
+            throw usage_error("--ids", "not a list " + expected_got(expected, in_quotes(text)));
+        list = list.substr(1, list.size() - 2);
+    }
+    std::vector<long long> ids;
+    std::size_t at = 0;
+    do {
+        const std::size_t comma = std::min(list.find(',', at), list.size());
+        const std::vector<std::string> items = split_words(list.substr(at, comma - at));
+        if (items.empty())
+            throw usage_error("--ids", (text.find_first_not_of(" \t") == std::string::npos ? "no token ids " : "an empty id ") +
+                                           expected_got(expected, in_quotes(text)));
+        for (const auto& item : items) {
+            long long id = 0;
+            const std::errc ec = whole_number(item, id);
+            if (ec == std::errc::invalid_argument) throw usage_error("--ids", "not a token id " + expected_got(expected, in_quotes(item)));
+            if (ec != std::errc() || id < 0)
+                throw usage_error("--ids", "out of range " + expected_got("ids from 0 to " + std::to_string(std::numeric_limits<long long>::max()), item));
+            ids.push_back(id);
+        }
+        at = comma + 1;
+    } while (at <= list.size());
+    return ids;
+}
+
+}  // namespace
+
+/// A number option that must be finite: CLI11 reads "nan" and "inf" as doubles, which
+/// then gave all-NaN output and "scale": null.
+const CLI::Validator finite_number(
+    [](std::string& text) {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        return end != text.c_str() && *end == '\0' && !std::isfinite(v)
+                   ? "not a finite number " + expected_got("a finite number", text)
+                   : std::string();
+    },
+    "");  // no description: the type name already says FLOAT
+
+const CLI::Validator a_number(
+    [](std::string& text) {
+        char* end = nullptr;
+        std::strtod(text.c_str(), &end);
+        return text.empty() || end == text.c_str() || *end != '\0' || std::isspace(static_cast<unsigned char>(text[0]))
+                   ? "not a number " + expected_got("a number", in_quotes(text))
+                   : std::string();
+    },
+    "");
+
+const CLI::Validator positive_number(
+    [](std::string& text) {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        return end != text.c_str() && *end == '\0' && !(v > 0) ? "not a number > 0 " + expected_got("a number > 0", text)
+                                                                 : std::string();
+    },
+    "");
+
+namespace {
+
+/// An enum setting's choices: its values in the order offered, and the name of each
+/// (the registry's: core's name functions, or the command line's for its own enums).
+template <class E>
+struct choice_list {
+    std::vector<E> values;
+    std::string (*name)(E);
+
+    std::vector<std::string> names() const {
+        std::vector<std::string> out;
+        for (E v : values) out.push_back(name(v));
+        return out;
+    }
+    /// The value named `text` (which an IsMember check of names() has let through).
+    E operator()(const std::string& text) const {
+        for (E v : values)
+            if (name(v) == text) return v;
+        return values.front();
+    }
+};
+
+std::string align_name(core::causal_align a) { return core::causal_align_name(a); }
+std::string rows_name(core::masked_rows r) { return core::masked_rows_name(r); }
+std::string rope_name(core::rope_style s) { return core::rope_style_name(s); }
+std::string posenc_name(core::posenc_style s) { return core::posenc_style_name(s); }
+std::string kernel_name(kernel_kind k) { return k == kernel_kind::fast ? "fast" : "reference"; }
+std::string weight_layout_name(core::weight_layout l) { return l == core::weight_layout::out_in ? "out-in" : "in-out"; }
+std::string dtype_choice(dtype t) { return std::string(dtype_name(t)); }
+std::string true_means(bool masks) { return masks ? "masked" : "attend"; }
+
+const choice_list<core::causal_align> aligns{{core::causal_align::top_left, core::causal_align::bottom_right}, align_name};
+const choice_list<core::masked_rows> rows_choices{{core::masked_rows::zero, core::masked_rows::nan}, rows_name};
+const choice_list<core::rope_style> rope_styles{{core::rope_style::half, core::rope_style::interleaved}, rope_name};
+const choice_list<core::posenc_style> posenc_styles{{core::posenc_style::interleaved, core::posenc_style::concat}, posenc_name};
+const choice_list<kernel_kind> kernels{{kernel_kind::fast, kernel_kind::reference}, kernel_name};
+const choice_list<core::weight_layout> weight_layouts{{core::weight_layout::out_in, core::weight_layout::in_out}, weight_layout_name};
+const choice_list<dtype> dtypes{{dtype::f4, dtype::f8}, dtype_choice};
+const choice_list<bool> true_meanings{{false, true}, true_means};
+
+/// The axes --layout declares (pipeline_options::input_layout, by_rank aside).
+const std::vector<std::string> input_layouts{"bhtd", "bthd", "tbe", "bte"};
+
+CLI::Option* grouped(CLI::Option* o, const option_row& r) { return r.group.empty() ? o : o->group(r.group); }
+
+/// A comma-separated list bound to `values`.
+template <class T>
+CLI::Option* list(CLI::App& a, const option_row& r, std::vector<T>& values) {
+    return a.add_option(r.flag, values, r.help)->delimiter(',')->allow_extra_args(false);
+}
+
+/// An enum setting chosen by name: `set` receives the value, the default shown is `shown`'s name.
+template <class E, class Set>
+CLI::Option* choice(CLI::App& a, const option_row& r, const choice_list<E>& list, Set set) {
+    return a.add_option_function<std::string>(r.flag, [list, set](const std::string& text) { set(list(text)); }, r.help)
+        ->check(CLI::IsMember(r.choices));
+}
+
+/// A per-array option: FILE or FILE.npz:NAME for the input array `name`.
+option_row tensor_row(const std::string& option, const std::string& name) {
+    option_row r{"--" + option,
+                 name == "alibi_slopes" ? name : "",
+                 "Array '" + name + "' from FILE or FILE.npz:NAME",
+                 "Input arrays",
+                 {},
+                 [option, name](CLI::App& a, pipeline_cli& c, const option_row&) { return add_tensor_option(a, c, option, name); }};
+    r.file = true;
+    return r;
+}
+
+/// A row of another subcommand's option that sets a setting core names.
+option_row term_row(const std::string& flag, const std::string& term) {
+    option_row r{flag, term, "", "", {}, nullptr};
+    r.scope = option_scope::other;
+    return r;
+}
+
+std::vector<option_row> make_table() {
+    using core::attention_call;
+    std::vector<option_row> t;
+    for (const auto& [opt, name] : tensor_options()) t.push_back(tensor_row(opt, name));
+    std::string mask_help = "Masks to apply: ";
+    for (const auto& m : core::mask_names()) mask_help += (&m == &core::mask_names().front() ? "" : ", ") + m;
+    t.push_back({"--mask", "mask", mask_help + " (comma-separated)", "Masks", core::mask_names(),
+                 [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                     return grouped(list(a, r, c.mask)->check(CLI::IsMember(r.choices)), r);
+                 }});
+    t.push_back({"--causal", "causal", "Same as --mask causal", "Masks", {},
+                 [](CLI::App& a, pipeline_cli& c, const option_row& r) { return grouped(a.add_flag(r.flag, c.settings.causal, r.help), r); },
+                 option_scope::pipeline, "--mask causal"});
+    t.push_back({"--causal-align", "",
+                 "top-left: key j visible from query i iff j <= i + past length (PyTorch is_causal, ONNX); "
+                 "bottom-right: offset = valid keys - Tq (FlashAttention)",
+                 "Masks", aligns.names(), [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                     auto* o = choice(a, r, aligns, [&c](core::causal_align v) { c.settings.align = v; });
+                     return grouped(o->default_str(aligns.name(c.settings.align)), r);
+                 }});
+    t.push_back({"--lengths", "lengths", "Valid keys per batch item, e.g. 3,5 (keys past them are padding)", "Masks", {},
+                 [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                     return grouped(list(a, r, c.settings.lengths)->check(non_negative_count), r);
+                 }});
+    t.push_back({"--pad-id", "pad_id", "token_ids equal to this are padding keys", "Masks", {},
+                 [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                     return grouped(a.add_option_function<long long>(r.flag, [&c](long long id) { c.settings.pad_id = id; }, r.help)
+                                        ->check(any_whole_number)
+                                        ->type_name("INT"),
+                                    r);
+                 }});
+    t.push_back({"--ids", "",
+                 "Token ids: 3,1,4 or 3 1 4 or '[3, 1, 4]' (every word up to the next option, so give INPUT "
+                 "before --ids): the token_ids array (T,), for --embedding (X = E[ids]) or --pad-id",
+                 "Input arrays", {}, [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                     return grouped(a.add_option_function<std::vector<std::string>>(
+                                           r.flag, [&c](const std::vector<std::string>& words) { c.settings.ids = parse_ids(words); },
+                                           r.help)
+                                        ->expected(1, CLI::detail::expected_max_vector_size)
+                                        ->allow_extra_args(true)
+                                        ->type_name("IDS"),
+                                    r);
+                 }});
+    t.push_back({"--window", "window",
+                 "Sliding window LEFT[,RIGHT] (ONNX Attention opset 25): with p = i + offset (the causal "
+                 "offset, whether or not --mask causal is on), key j is visible iff p - LEFT <= j <= p + "
+                 "RIGHT; -1 leaves a side unbounded; RIGHT defaults to -1. --window 3 --mask causal sees 4 keys",
+                 "Masks", {}, [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                     return grouped(list(a, r, c.window)->check(window_side)->type_name("LEFT[,RIGHT]"), r);
+                 }});
+    t.push_back({"--prefix-len", "prefix_len",
+                 "Prefix LM: keys j < N are visible to every query on top of the causal mask (T5/UniLM); "
+                 "one N, or one per batch item",
+                 "Masks", {}, [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                     return grouped(list(a, r, c.settings.prefix_len)->check(non_negative_count)->type_name("N[,N2...]"), r);
+                 }});
+    t.push_back({"--cu-seqlens", "cu_seqlens",
+                 "Documents packed in one row, as FlashAttention varlen's cumulative lengths (e.g. 0,3,7): "
+                 "a query sees only keys of its own document (same as a document_ids array)",
+                 "Masks", {}, [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                     return grouped(list(a, r, c.settings.cu_seqlens)->check(non_negative_count)->type_name("0,C1,...,T"), r);
+                 }});
+    t.push_back({"--sink-tokens", "sink_tokens", "StreamingLLM: the first K keys stay visible through the --window", "Masks", {},
+                 [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                     return grouped(a.add_option(r.flag, c.settings.sink_tokens, r.help)->check(non_negative_count)->type_name("K"), r);
+                 }});
+    t.push_back({"--alibi", "alibi",
+                 "ALiBi (Press et al. 2022): add -m_h*|p - j| to the scores, slopes m_h from the paper for Hq heads", "Masks", {},
+                 [](CLI::App& a, pipeline_cli& c, const option_row& r) { return grouped(a.add_flag(r.flag, c.settings.alibi, r.help), r); }});
+    t.push_back({"--attn-mask-true", "",
+                 "What True means in a bool attn_mask: attend (PyTorch SDPA, ONNX) or masked "
+                 "(nn.MultiheadAttention's bool attn_mask)",
+                 "Masks", true_meanings.names(), [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                     auto* o = choice(a, r, true_meanings, [&c](bool v) { c.settings.attn_mask_true_masks = v; });
+                     return grouped(o->default_str(true_meanings.name(c.settings.attn_mask_true_masks)), r);
+                 }});
+    t.push_back({"--layout", "",
+                 "Axes of x, x_kv, q, k, v (default: by rank, 4-D as bhtd, 2-D/3-D as bte): bhtd (B, H, T, D); "
+                 "bthd (B, T, H, D), as FlashAttention and Hugging Face give them, the q, k, v, x and output "
+                 "stages written (B, T, H, D) too; bte (B, T, E) or (T, E); tbe (T, B, E) = --seq-first. "
+                 "An input of another rank is refused",
+                 "Input arrays", input_layouts, [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                     return grouped(a.add_option(r.flag, c.layout, r.help)->check(CLI::IsMember(r.choices))->type_name("AXES"), r);
+                 }});
+    t.push_back({"--seq-first", "",
+                 "Same as --layout tbe: rank-3 x, x_kv, q, k, v are (T, B, E), as nn.MultiheadAttention("
+                 "batch_first=False); the q, k, v and output stages are written (T, B, ·) too, weights stay "
+                 "(B, …, Tq, Tk)",
+                 "", {}, [](CLI::App& a, pipeline_cli& c, const option_row& r) { return a.add_flag(r.flag, c.settings.seq_first, r.help); }});
+    t.push_back({"--mask-fill", "",
+                 "Value of masked cells: -inf (default) or a finite number like -1e9 (masked_fill idiom, "
+                 "replaces the score)",
+                 "Masks", {}, [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                     return grouped(a.add_option(r.flag, c.mask_fill, r.help), r);
+                 }});
+    t.push_back({"--masked-rows", "",
+                 "Fully masked rows: zero (weights and output 0, as ONNX and PyTorch) or nan (naive 0/0)", "Masks",
+                 rows_choices.names(), [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                     auto* o = choice(a, r, rows_choices, [&c](core::masked_rows v) { c.settings.rows = v; });
+                     return grouped(o->default_str(rows_choices.name(c.settings.rows)), r);
+                 }});
+    t.push_back({"--scale", "", "Multiplier of Q·Kᵀ (default 1/sqrt(Dk))", "", {},
+                 [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                     return a.add_option_function<double>(r.flag, [&c](double scale) { c.settings.scale = scale; }, r.help)
+                         ->type_name("FLOAT")
+                         ->check(a_number)
+                         ->check(finite_number);
+                 }});
+    t.push_back({"--softcap", "", "If > 0: scaled = c·tanh(scaled/c), before masking", "", {},
+                 [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                     return a.add_option(r.flag, c.settings.softcap, r.help)->type_name("FLOAT")->check(a_number)->check(finite_number);
+                 }});
+    t.push_back({"--heads", "heads", "Query heads: splits the last axis of rank-3 inputs head-major", "", {},
+                 [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                     return a.add_option(r.flag, c.settings.heads, r.help)->type_name("N")->check(CLI::Range(1, 1 << 20));
+                 }});
+    t.push_back({"--kv-heads", "", "Key/value heads (GQA/MQA; default = --heads)", "", {},
+                 [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                     return a.add_option(r.flag, c.settings.kv_heads, r.help)->type_name("N")->check(CLI::Range(1, 1 << 20));
+                 }});
+    t.push_back({"--weight-layout", "", "out-in: Q = X·W_qᵀ + b (PyTorch nn.Linear); in-out: Q = X·W_q + b", "",
+                 weight_layouts.names(), [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                     return choice(a, r, weight_layouts, [&c](core::weight_layout v) { c.settings.layout = v; })
+                         ->default_str(weight_layouts.name(c.settings.layout));
+                 }});
+    t.push_back({"--dtype", "dtype", "Compute dtype (default: the inputs' float type; float16 → float32)", "", dtypes.names(),
+                 [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                     return choice(a, r, dtypes, [&c](dtype v) { c.settings.compute_type = v; });
+                 }});
+    t.push_back({"--average-heads", "", "Average Tq×Tk stages over heads (average_attn_weights)", "Output", {},
+                 [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                     return grouped(a.add_flag(r.flag, c.settings.average_heads, r.help), r);
+                 }});
+    t.push_back({"--tokens", "", "Token labels, space-separated, e.g. \"my name is Aj\"", "Output", {},
+                 [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                     return grouped(a.add_option_function<std::string>(
+                                        r.flag, [&c](const std::string& text) { c.settings.tokens = split_words(text); }, r.help),
+                                    r);
+                 }});
+    t.push_back({"--tokens-kv", "", "Key labels for cross-attention (or a KV cache), space-separated: one per key", "Output", {},
+                 [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                     return grouped(a.add_option_function<std::string>(
+                                        r.flag, [&c](const std::string& text) { c.settings.tokens_kv = split_words(text); }, r.help),
+                                    r);
+                 }});
+    t.push_back({"--rope", "rope",
+                 "RoPE on Q and K after the projections: half (dims j, j+R/2: GPT-NeoX, HF rotate_half, ONNX "
+                 "interleaved=0) or interleaved (dims 2j, 2j+1: GPT-J, Meta Llama, ONNX interleaved=1)",
+                 "Positions", rope_styles.names(), [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                     return grouped(choice(a, r, rope_styles, [&c](core::rope_style v) { c.settings.rope = v; }), r);
+                 },
+                 option_scope::rope});
+    t.push_back({"--rope-theta", "rope_theta", "RoPE base: inv_freq_j = theta^(-2j/R)", "Positions", {},
+                 [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                     return grouped(a.add_option(r.flag, c.settings.rope_theta, r.help)
+                                        ->each([&c](const std::string&) { c.settings.rope_theta_given = true; })
+                                        ->check(a_number)
+                                        ->check(finite_number)
+                                        ->check(positive_number)
+                                        ->capture_default_str(),
+                                    r);
+                 },
+                 option_scope::rope});
+    t.push_back({"--rotary-dim", "rotary_dim", "Rotate only the first R dims of each head (default: all; R even)", "Positions", {},
+                 [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                     return grouped(a.add_option(r.flag, c.settings.rotary_dim, r.help)
+                                        ->check(non_negative_count)
+                                        ->check(CLI::Validator(
+                                            [](std::string& text) {
+                                                return text.find_first_not_of('0') == std::string::npos
+                                                           ? "not a number > 0 " +
+                                                                 expected_got("an even number ≥ 2 (leave it out to rotate all dims)", text)
+                                                           : std::string();
+                                            },
+                                            ""))
+                                        ->type_name("R"),
+                                    r);
+                 },
+                 option_scope::rope});
+    t.push_back({"--posenc", "posenc",
+                 "Add sinusoidal positional encodings to X (and X_kv) before the projections: interleaved "
+                 "(sin/cos alternating, Vaswani et al.) or concat (sines then cosines, tensor2tensor)",
+                 "", posenc_styles.names(), [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                     return choice(a, r, posenc_styles, [&c](core::posenc_style v) { c.settings.posenc = v; });
+                 }});
+    t.push_back({"--posenc-base", "", "Base of the --posenc frequencies", "", {},
+                 [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                     return a.add_option(r.flag, c.settings.posenc_base, r.help)
+                         ->check(a_number)
+                         ->check(finite_number)
+                         ->check(positive_number)
+                         ->capture_default_str();
+                 }});
+    t.push_back({"--kernel", "",
+                 "fast, or reference: plain loops in double (no tiling, SIMD or BLAS) to cross-check the fast "
+                 "path on your data; compare the two outputs with attn compare",
+                 "", kernels.names(), [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                     return choice(a, r, kernels, [&c](kernel_kind v) { c.settings.kernel = v; })->default_str(kernels.name(c.settings.kernel));
+                 }});
+    t.push_back({"--layer", "",
+                 "INPUT is a checkpoint (.safetensors or .safetensors.index.json): compute layer N's attention "
+                 "(from 0), or all layers (a leading layer axis on every stage)",
+                 "Checkpoint", {}, [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                     return grouped(a.add_option(r.flag, c.layer, r.help)
+                                        ->type_name("N|all")
+                                        ->check(CLI::Validator(
+                                            [](std::string& text) {
+                                                if (text == "all") return std::string();
+                                                std::size_t n = 0;
+                                                const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+                                                return ec == std::errc() && p == text.data() + text.size()
+                                                           ? std::string()
+                                                           : "not a layer " + expected_got("a number ≥ 0 or all", text);
+                                            },
+                                            "")),
+                                    r);
+                 }});
+    t.push_back({"--arch", "",
+                 "Model family of the checkpoint (default: config.json's model_type; llama covers mistral and qwen2)",
+                 "Checkpoint", model::family_names(), [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                     return grouped(a.add_option(r.flag, c.arch, r.help)->check(CLI::IsMember(r.choices)), r);
+                 }});
+    option_row config{"--config", "", "The model's config.json (default: the one beside the checkpoint)", "Checkpoint", {},
+                      [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                          return grouped(a.add_option(r.flag, c.config, r.help)->type_name("FILE"), r);
+                      }};
+    config.file = true;
+    t.push_back(config);
+    option_row vocab{"--vocab", "", "tokenizer.json: label the tokens by decoding their ids", "Checkpoint", {},
+                     [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                         return grouped(a.add_option(r.flag, c.vocab, r.help)->type_name("FILE"), r);
+                     }};
+    vocab.file = true;
+    t.push_back(vocab);
+    t.push_back({"--sink-k", "", "head_stats: the sink mass is the weight on the first K keys (1 to Tk)", "Output", {},
+                 [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                     return grouped(a.add_option(r.flag, c.settings.sink_k, r.help)
+                                        ->check(CLI::Range(1, 1 << 20))
+                                        ->capture_default_str()
+                                        ->type_name("K"),
+                                    r);
+                 },
+                 option_scope::job});
+    t.push_back({"-j,--jobs", "", "Worker threads (default: all cores)", "", {},
+                 [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                     return a.add_option(r.flag, c.settings.threads, r.help)->type_name("N")->check(CLI::Range(1, 1 << 20));
+                 },
+                 option_scope::run});
+    // attn generate's options for the settings core names (src/core/generate.cpp).
+    for (const auto& [flag, term] : std::vector<std::pair<std::string, std::string>>{
+             {"--len", "len"}, {"--len-kv", "len_kv"}, {"--dk", "dk"}, {"--dv", "dv"}, {"--embed", "embed"},
+             {"--weights", "projection_weights"}})
+        t.push_back(term_row(flag, term));
+    return t;
+}
+
+}  // namespace
+
+CLI::Option* add_tensor_option(CLI::App& sub, pipeline_cli& c, const std::string& option, const std::string& name) {
+    return sub
+        .add_option_function<std::string>(
+            "--" + option, [&c, name](const std::string& spec) { c.tensor_files[name] = spec; },
+            "Array '" + name + "' from FILE or FILE.npz:NAME")
+        ->type_name("FILE")
+        ->group("Input arrays");
+}
+
+const std::vector<option_row>& option_table() {
+    static const std::vector<option_row> table = make_table();
+    return table;
+}
+
+const option_row& option_of(const std::string& flag) {
+    for (const auto& r : option_table())
+        if (r.flag == flag) return r;
+    throw std::out_of_range("no option " + flag + " in the option table");
+}
+
+CLI::Option* bind_option(CLI::App& sub, pipeline_cli& c, const std::string& flag) {
+    const option_row& r = option_of(flag);
+    return r.bind(sub, c, r);
+}
+
+const std::vector<std::pair<std::string, std::string>>& setting_flags() {
+    static const std::vector<std::pair<std::string, std::string>> table = [] {
+        std::vector<std::pair<std::string, std::string>> out;
+        for (const auto& r : option_table())
+            if (!r.term.empty()) out.emplace_back(r.term, r.says.empty() ? r.flag : r.says);
+        return out;
+    }();
+    return table;
+}
+
+}  // namespace attn::cli
