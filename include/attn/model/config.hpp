@@ -68,6 +68,13 @@ struct config {
     /// llama-family projection biases: Qwen2 always has q/k/v biases (no o bias),
     /// Mistral none, Llama q/k/v/o when attention_bias; MLP biases when mlp_bias.
     bool qkv_bias = false, o_bias = false, mlp_bias = false;
+    /// Sparse MoE MLPs (qwen3_moe, docs/design.md §5.2): num_experts, num_experts_per_tok,
+    /// moe_intermediate_size, norm_topk_prob (renormalise the top-k weights); sparse[l]
+    /// tells whether layer l's MLP is the sparse block (decoder_sparse_step,
+    /// mlp_only_layers). experts 0: every MLP is dense.
+    std::size_t experts = 0, experts_per_token = 0, moe_intermediate = 0;
+    bool norm_topk_prob = false;
+    std::vector<bool> sparse;
 };
 
 /// The largest count attn accepts for any config size (layers, heads, hidden, head_dim,

@@ -127,6 +127,8 @@ struct family_spec {
     /// config.json contains, else the first (gpt2 n_head / num_attention_heads).
     std::vector<std::string> heads_keys{"num_attention_heads"}, hidden_keys{"hidden_size"};
     bool reads_head_dim = false;            ///< head_dim may be given (else hidden / heads)
+    /// head_dim when config.json gives none (Qwen3Config's 128); 0: hidden / heads.
+    std::size_t default_head_dim = 0;
 
     /// Reads the family's keys into c (c.model_type is set): sizes, norm eps,
     /// activation, attention settings; throws value_error for a bad or refused value.
