@@ -137,7 +137,7 @@ TEST_CASE("checkpoint refusals: one line, exit 1 for data and 2 for options, not
     attn_test::spit(dir.path + "/t5.json", "{\"model_type\": \"t5\"}");
     refused(gpt2 + " --layer 0 --ids 1 --config '" + dir.path + "/t5.json'", 1,
             dir.path + "/t5.json: model_type \"t5\" is not a family attn knows (expected "
-                       "gpt2, bert, llama, mistral, qwen2, olmo2 or qwen3, or give --arch gpt2|bert|llama|olmo2|qwen3)");
+                       "gpt2, bert, llama, mistral, qwen2, olmo2, qwen3 or qwen3_moe, or give --arch gpt2|bert|llama|olmo2|qwen3|qwen3_moe)");
     std::string yarn = attn_test::slurp(std::string(ATTN_SOURCE_DIR) + "/data/llama-tiny/config.json");
     yarn.replace(yarn.find("\"rope_scaling\": null"), 20, "\"rope_scaling\": {\"rope_type\": \"mrope\", \"factor\": 4.0}");
     attn_test::spit(dir.path + "/yarn.json", yarn);

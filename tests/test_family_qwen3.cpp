@@ -1,9 +1,9 @@
-// The qwen3 family (src/model/qwen3.cpp) against its independent reference
-// (tests/checkpoint_cases.hpp): tests/fixtures/checkpoints/qwen3-tiny/, written by
-// scripts/make_qwen_fixtures.py in PyTorch from HF transformers' Qwen3 modeling code; the
-// model directory is the INPUT. Besides the shared checks: q_proj and k_proj are the
-// projections before the per-head q/k norm and RoPE (docs/design.md §5.2), and the config
-// keys attn refuses.
+// The qwen3 and qwen3_moe families (src/model/qwen3.cpp, src/model/qwen3_moe.cpp) against
+// their independent references (tests/checkpoint_cases.hpp): tests/fixtures/checkpoints/
+// {qwen3,qwen3-moe,qwen3-moe-step}-tiny/, written by scripts/make_qwen_fixtures.py in
+// PyTorch from HF transformers' Qwen3 and Qwen3-MoE modeling code; each model directory is
+// the INPUT. Besides the shared checks: q_proj and k_proj are the projections before the
+// per-head q/k norm and RoPE (docs/design.md §5.2), and the config keys attn refuses.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -64,7 +64,15 @@ TEST_CASE("qwen3: q/k norm per head before RoPE, head_dim 16 ≠ hidden / heads,
     check_projections(c);
 }
 
-TEST_CASE("qwen3: meta names the family, refusals are one line naming the key") {
+TEST_CASE("qwen3_moe: sparse MoE blocks on the layers decoder_sparse_step and mlp_only_layers leave, match transformers") {
+    for (const auto& c : {model_case("qwen3_moe (norm_topk_prob, mlp_only_layers [1])", "qwen3-moe-tiny"),
+                          model_case("qwen3_moe (decoder_sparse_step 2, no norm_topk_prob)", "qwen3-moe-step-tiny")}) {
+        attn_test::check_checkpoint_case(c);
+        check_projections(c);
+    }
+}
+
+TEST_CASE("qwen3 and qwen3_moe: meta names the family, refusals are one line naming the key") {
     attn_test::scratch_dir dir;
     const std::string qwen3 = fixtures + "qwen3-tiny";
     auto r = attn_test::run_attn("compute " + qwen3 + " --ids 1,2,3 --layer all --dump weights --format json");
@@ -86,4 +94,10 @@ TEST_CASE("qwen3: meta names the family, refusals are one line naming the key") 
     refused(qwen3 + " --layer 0 --ids 1 --config '" + cfg + "'", 1,
             qwen3 + "/model.safetensors: model.layers.0.self_attn.q_proj.weight does not fit the config (num_attention_heads·head_dim × "
                     "hidden_size) (expected (512, 32), got (64, 32))");
+    config_with("qwen3-moe-tiny", "num_experts_per_tok", "5", cfg);
+    refused(fixtures + "qwen3-moe-tiny --layer 0 --ids 1 --config '" + cfg + "'", 1,
+            cfg + ": num_experts_per_tok: more than num_experts (expected at most 4, got 5)");
+    config_with("qwen3-moe-tiny", "mlp_only_layers", "\"1\"", cfg);
+    refused(fixtures + "qwen3-moe-tiny --layer 0 --ids 1 --config '" + cfg + "'", 1,
+            cfg + ": mlp_only_layers: not a list of layer indices (expected [integers], got \"1\")");
 }
