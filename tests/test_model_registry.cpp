@@ -139,7 +139,7 @@ attn::core::tensor3<double> t3(std::vector<double> v) {
 TEST_CASE("family registry: gpt2, bert and llama by name and by model_type") {
     std::vector<std::string> names;
     for (const family_spec* f : families()) names.push_back(f->name);
-    CHECK(names == std::vector<std::string>{"gpt2", "bert", "llama", "gemma", "gemma2", "gemma3", "mixtral", "qwen2_moe", "gpt_oss"});
+    CHECK(names == std::vector<std::string>{"gpt2", "bert", "llama", "gemma", "gemma2", "gemma3", "mixtral", "qwen2_moe", "gpt_oss", "qwen3", "qwen3_moe", "olmo2"});
     CHECK(family_names() == names);
     REQUIRE(find_family("bert") != nullptr);
     CHECK(find_family("bert")->name == "bert");
@@ -147,6 +147,8 @@ TEST_CASE("family registry: gpt2, bert and llama by name and by model_type") {
     CHECK(family_for_model_type("mistral") == find_family("llama"));
     CHECK(family_for_model_type("qwen2") == find_family("llama"));
     CHECK(family_for_model_type("gpt2") == find_family("gpt2"));
+    CHECK(family_for_model_type("qwen3") == find_family("qwen3"));
+    CHECK(family_for_model_type("qwen3_moe") == find_family("qwen3_moe"));
     CHECK(family_for_model_type("t5") == nullptr);
     REQUIRE(parse_arch("llama"));
     CHECK(parse_arch("llama")->name() == "llama");
@@ -156,9 +158,8 @@ TEST_CASE("family registry: gpt2, bert and llama by name and by model_type") {
 
 TEST_CASE("family registry: an unknown model_type lists every registered one") {
     CHECK_THROWS_WITH_AS(parse_config(R"({"model_type": "t5"})", "config.json", std::nullopt),
-                         "config.json: model_type \"t5\" is not a family attn knows (expected gpt2, bert, llama, mistral, "
-                         "qwen2, gemma, gemma2, gemma3_text, gemma3, mixtral, qwen2_moe or gpt_oss, or give --arch "
-                         "gpt2|bert|llama|gemma|gemma2|gemma3|mixtral|qwen2_moe|gpt_oss)",
+                         "qwen2, gemma, gemma2, gemma3_text, gemma3, mixtral, qwen2_moe, gpt_oss, qwen3, qwen3_moe or olmo2, or "
+                         "give --arch gpt2|bert|llama|gemma|gemma2|gemma3|mixtral|qwen2_moe|gpt_oss|qwen3|qwen3_moe|olmo2)",
                          attn::value_error);
     const family_spec spec = fake_spec();
     {
@@ -167,8 +168,9 @@ TEST_CASE("family registry: an unknown model_type lists every registered one") {
         CHECK(family_names().back() == "fakefam");
         CHECK_THROWS_WITH_AS(parse_config(R"({"model_type": "t5"})", "config.json", std::nullopt),
                              "config.json: model_type \"t5\" is not a family attn knows (expected gpt2, bert, llama, "
-                             "mistral, qwen2, gemma, gemma2, gemma3_text, gemma3, mixtral, qwen2_moe, gpt_oss, fake or fake2, "
-                             "or give --arch gpt2|bert|llama|gemma|gemma2|gemma3|mixtral|qwen2_moe|gpt_oss|fakefam)",
+                             "mistral, qwen2, gemma, gemma2, gemma3_text, gemma3, mixtral, qwen2_moe, gpt_oss, qwen3, qwen3_moe, "
+                             "olmo2, fake or fake2, or give --arch "
+                             "gpt2|bert|llama|gemma|gemma2|gemma3|mixtral|qwen2_moe|gpt_oss|qwen3|qwen3_moe|olmo2|fakefam)",
                              attn::value_error);
         CHECK_THROWS_AS(scoped_registration{spec}, attn::usage_error);
         const config c = parse_config(R"({"model_type": "fake2", "eps": 0.25})", "c.json", std::nullopt);
@@ -180,7 +182,7 @@ TEST_CASE("family registry: an unknown model_type lists every registered one") {
                              attn::value_error);
     }
     CHECK(family_for_model_type("fake2") == nullptr);
-    CHECK(family_names() == std::vector<std::string>{"gpt2", "bert", "llama", "gemma", "gemma2", "gemma3", "mixtral", "qwen2_moe", "gpt_oss"});
+    CHECK(family_names() == std::vector<std::string>{"gpt2", "bert", "llama", "gemma", "gemma2", "gemma3", "mixtral", "qwen2_moe", "gpt_oss", "qwen3", "qwen3_moe", "olmo2"});
 }
 
 TEST_CASE("family registry: the completion's --arch list is the registered names") {

@@ -162,14 +162,15 @@ config parse_config(const std::string& json_text, const std::string& source, std
     c.kv_heads = rb.size({"num_key_value_heads"}, c.heads);
     const std::string& heads_key = key_written(body, spec.heads_keys);
     const std::string& hidden_key = key_written(body, spec.hidden_keys);
-    const bool explicit_head_dim = spec.reads_head_dim && first_of(body, {"head_dim"});
+    const bool given_head_dim = spec.reads_head_dim && first_of(body, {"head_dim"});
+    const bool explicit_head_dim = given_head_dim || (spec.reads_head_dim && spec.default_head_dim);
     if (!explicit_head_dim && c.hidden % c.heads != 0)
         throw value_error(source, heads_key + " " + std::to_string(c.heads) + " does not divide " + hidden_key + " " +
                                       std::to_string(c.hidden) + " " +
                                       expected_got(std::string("a divisor of ") + std::to_string(c.hidden) +
                                                        (spec.reads_head_dim ? ", or a head_dim" : ""),
                                                    std::to_string(c.heads)));
-    c.head_dim = explicit_head_dim ? rb.size({"head_dim"}, 0) : c.hidden / c.heads;
+    c.head_dim = given_head_dim ? rb.size({"head_dim"}, 0) : explicit_head_dim ? spec.default_head_dim : c.hidden / c.heads;
     if (c.heads % c.kv_heads != 0)
         throw value_error(source, "num_attention_heads is not a multiple of num_key_value_heads " +
                                       expected_got("a divisor of " + std::to_string(c.heads), std::to_string(c.kv_heads)));

@@ -245,10 +245,10 @@ template <class T>
 void apply_head_norm(core::tensor3<T>& x, std::size_t heads, const head_norm& n, const std::string& name) {
     const std::vector<double> g = n.weight.to_vector<double>();
     const std::size_t D = g.size();
-    if (D == 0 || heads * D != x.shape(2))
+    if (n.whole_width ? D != x.shape(2) : D == 0 || heads * D != x.shape(2))
         throw shape_error(name, "the norm's weight does not fit the heads " +
-                                    expected_got("(" + std::to_string(heads ? x.shape(2) / heads : 0) + ",) for " +
-                                                     std::to_string(heads) + " heads of " + std::to_string(x.shape(2)),
+                                    expected_got("(" + std::to_string(n.whole_width ? x.shape(2) : heads ? x.shape(2) / heads : 0) +
+                                                     ",) for " + std::to_string(heads) + " heads of " + std::to_string(x.shape(2)),
                                                  shape_string(n.weight.shape)));
     if (n.gemma) {
         // Every head's D values as one row of a (B, T·H, D) view.
@@ -258,19 +258,22 @@ void apply_head_norm(core::tensor3<T>& x, std::size_t heads, const head_norm& n,
         std::copy(y.data(), y.data() + y.size(), x.data());
         return;
     }
+    if (D == 0) return;
     const std::size_t rows = x.size() / D;
     T* p = x.data();
     for (std::size_t r = 0; r < rows; ++r, p += D) {
         double ms = 0;
         for (std::size_t e = 0; e < D; ++e) ms += static_cast<double>(p[e]) * p[e];
         const double inv = 1.0 / std::sqrt(ms / static_cast<double>(D) + n.eps);
-        // Qwen3RMSNorm as LlamaRMSNorm: weight · (x·rsqrt(var + eps)).to(input dtype)
+        // Qwen3RMSNorm as LlamaRMSNorm: weight · (x·rsqrt(var + eps)).to(input dtype);
+        // Olmo2RMSNorm casts after the product, the same value in float32 and float64.
         for (std::size_t e = 0; e < D; ++e) p[e] = static_cast<T>(g[e] * static_cast<T>(p[e] * inv));
     }
 }
 
 template <class T>
-std::vector<named_array> project_attention_inputs(const layer_attention& la, const core::tensor3<T>& x, bool unbatched) {
+std::vector<named_array> project_attention_inputs(const layer_attention& la, const core::tensor3<T>& x, bool unbatched,
+                                                  std::vector<named_array>* projected) {
     const auto find = [&](const char* n) -> const array* {
         for (const auto& w : la.weights)
             if (w.name == n) return &w.value;
@@ -285,9 +288,10 @@ std::vector<named_array> project_attention_inputs(const layer_attention& la, con
         if (const array* ba = find(part[2])) b = vector_of<T>(*ba, part[2]);
         core::tensor3<T> y = core::linear(x, matrix_of<T>(*w, part[1]), b, la.layout, part[1]);
         const std::optional<head_norm>& n = part[0][0] == 'q' ? la.q_norm : part[0][0] == 'k' ? la.k_norm : std::nullopt;
-        if (n) apply_head_norm(y, part[0][0] == 'q' ? la.heads : la.kv_heads, *n, std::string(part[0]) + "_norm");
         shape_t s{y.shape(0), y.shape(1), y.shape(2)};
         if (unbatched) s.erase(s.begin());
+        if (projected && part[0][0] != 'v') projected->push_back({std::string(part[0]) + "_proj", array::from<T>(s, y.data())});
+        if (n) apply_head_norm(y, part[0][0] == 'q' ? la.heads : la.kv_heads, *n, std::string(part[0]) + "_norm");
         out.push_back({part[0], array::from<T>(std::move(s), y.data())});
     }
     for (const auto& w : la.weights)
@@ -309,7 +313,8 @@ std::vector<named_array> project_attention_inputs(const layer_attention& la, con
     template core::tensor3<T> rms_norm<T>(const core::tensor3<T>&, const array&, double);                          \
     template void activate<T>(core::tensor3<T>&, activation);                                                      \
     template void apply_head_norm<T>(core::tensor3<T>&, std::size_t, const head_norm&, const std::string&);        \
-    template std::vector<named_array> project_attention_inputs<T>(const layer_attention&, const core::tensor3<T>&, bool);
+    template std::vector<named_array> project_attention_inputs<T>(const layer_attention&, const core::tensor3<T>&, bool, \
+                                                                  std::vector<named_array>*);
 ATTN_INSTANTIATE(float)
 ATTN_INSTANTIATE(double)
 #undef ATTN_INSTANTIATE

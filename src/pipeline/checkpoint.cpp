@@ -176,10 +176,12 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
         model::layer_attention la = fam.attention(l);
         pipeline_options lo = layer_options(o, la);
         std::vector<named_array> inputs;
+        std::vector<named_array> projected;  // q_proj, k_proj before the q/k norm
         if (la.q_norm || la.k_norm) {
-            // A q/k norm before RoPE (Qwen3): the family projects and normalises q and k,
-            // compute() rotates them.
-            inputs = model::project_attention_inputs(la, xn, unbatched);
+            // A q/k norm before RoPE (Qwen3, OLMo 2): the family projects and normalises q
+            // and k, compute() rotates them.
+            const bool kept = has(o.dump, stage_name(stage::q_proj).c_str()) || has(o.dump, stage_name(stage::k_proj).c_str());
+            inputs = model::project_attention_inputs(la, xn, unbatched, kept ? &projected : nullptr);
         } else {
             inputs = std::move(la.weights);
             inputs.push_back({"x", array_of(xn, unbatched)});
@@ -194,6 +196,11 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
         if (propagate && !has(lo.dump, stage_name(stage::output).c_str())) lo.dump.push_back(stage_name(stage::output));
         if (lo.dump.empty()) lo.dump.push_back(stage_name(stage::output));
         io::document doc = compute(std::move(inputs), tokens, lo);
+        // compute() saw q and k already normalised, so its q_proj and k_proj are after the
+        // norm; the stages are the projections before it (docs/design.md §5.2).
+        for (auto& t : doc.tensors)
+            for (auto& p : projected)
+                if (t.name == p.name) t.value = std::move(p.value);
 
         core::tensor3<T> next;
         if (propagate) {

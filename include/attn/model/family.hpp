@@ -29,15 +29,20 @@ public:
     virtual array load(const std::string& name) const = 0;
 };
 
-/// A norm of every head's q (or k) before RoPE: RMSNorm over each head's D values with
-/// one weight (D,) shared by the heads (transformers Qwen3Attention q_norm / k_norm,
-/// Qwen3RMSNorm(head_dim)). See apply_head_norm.
+/// A norm of q (or k) before RoPE: RMSNorm over each head's D values with one weight (D,)
+/// shared by the heads (transformers Qwen3Attention q_norm / k_norm,
+/// Qwen3RMSNorm(head_dim)), or, `whole_width`, one RMSNorm over the whole projection of
+/// H·D values with a weight (H·D,) before the head split (Olmo2Attention q_norm /
+/// k_norm, Olmo2RMSNorm(num_heads·head_dim)). See apply_head_norm.
 struct head_norm {
     array weight;
     double eps = 1e-6;
     /// Gemma 3's q_norm / k_norm (Gemma3RMSNorm(head_dim)): x·rsqrt(mean(x²) + eps)·(1 + w),
     /// computed in float32 (model::gemma_rms_norm) instead of Qwen3's ·w.
     bool gemma = false;
+    /// OLMo 2's q_norm / k_norm (Olmo2RMSNorm(H·D)): one RMSNorm over the whole projection
+    /// width with a weight (H·D,), before the split into heads.
+    bool whole_width = false;
 };
 
 /// What the attention of one layer needs besides its input, for attn::compute: the
@@ -166,11 +171,14 @@ void activate(core::tensor3<T>& x, activation a);
 /// A q/k norm before RoPE in place (the hook of docs/design.md §3.1): x (B, T, H·D) is
 /// H heads of D = weight's length, each normalised as RMSNorm over its D values
 /// (x·rsqrt(mean(x²) + eps)·w, accumulated in double) with the one weight (D,); with
-/// n.gemma, Gemma's x·rsqrt(mean(x²) + eps)·(1 + w) in float32 (gemma_rms_norm).
+/// n.gemma, Gemma's x·rsqrt(mean(x²) + eps)·(1 + w) in float32 (gemma_rms_norm); with
+/// n.whole_width, each row of H·D values is normalised as one, with the weight (H·D,).
 /// Source: transformers Qwen3Attention (q_norm / k_norm = Qwen3RMSNorm(head_dim),
 /// applied to q_proj(x).view(…, head_dim) before apply_rotary_pos_emb), Gemma3Attention
-/// (Gemma3RMSNorm(head_dim)).
-/// Throws shape_error(name, …) when H·D is not x's last axis.
+/// (Gemma3RMSNorm(head_dim)), Olmo2Attention (q_norm / k_norm = Olmo2RMSNorm(H·D) on
+/// q_proj(x), before the view into heads).
+/// Throws shape_error(name, …) when H·D (whole_width: the weight's length) is not x's
+/// last axis.
 template <class T>
 void apply_head_norm(core::tensor3<T>& x, std::size_t heads, const head_norm& n, const std::string& name);
 
@@ -178,9 +186,12 @@ void apply_head_norm(core::tensor3<T>& x, std::size_t heads, const head_norm& n,
 /// k = k_norm(x·W_k + b_k), v = x·W_v + b_v (la.layout), each (B, T, H·D) (or (T, H·D)
 /// when `unbatched`) named q, k, v, followed by la's w_o and b_o: what compute() takes
 /// in place of x and the q/k/v projections, so that RoPE follows the norm. Without
-/// q_norm / k_norm it projects the same without the norm.
+/// q_norm / k_norm it projects the same without the norm. When `projected` is given, it
+/// receives x·W_q + b_q and x·W_k + b_k before the norm, in the same layout, named
+/// q_proj and k_proj (the stages of docs/design.md §5.2).
 /// Throws value_error when a projection weight is missing, shape_error as linear().
 template <class T>
-std::vector<named_array> project_attention_inputs(const layer_attention& la, const core::tensor3<T>& x, bool unbatched);
+std::vector<named_array> project_attention_inputs(const layer_attention& la, const core::tensor3<T>& x, bool unbatched,
+                                                  std::vector<named_array>* projected = nullptr);
 
 }  // namespace attn::model

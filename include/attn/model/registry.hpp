@@ -130,6 +130,8 @@ struct family_spec {
     /// A composite model's key holding the text model's config (Gemma 3 "text_config"):
     /// when config.json has it, every key (model_type aside) is read from it. "" = none.
     std::string sub_config;
+    /// head_dim when config.json gives none (Qwen3Config's 128); 0: hidden / heads.
+    std::size_t default_head_dim = 0;
 
     /// Reads the family's keys into c (c.model_type is set): sizes, norm eps,
     /// activation, attention settings; throws value_error for a bad or refused value.
