@@ -17,9 +17,9 @@ _attn_compute_options="--help --q --k --v --x --x-kv --wq --wk --wv --bq --bk --
   --rotary-dim --attn-mask-true --layout --seq-first --mask-fill
   --masked-rows
   --scale --softcap --heads --kv-heads --weight-layout --dtype --posenc --posenc-base --kernel
-  --average-heads --tokens --tokens-kv --dump --format --output --precision --compact --full --plot
+  --average-heads --tokens --tokens-kv --dump --format --output --store --precision --compact --full --plot
   --jobs --max-bytes --manifest --sink-k
-  --layer --arch --config --vocab"
+  --layer --arch --config --vocab --text --text-file --tokenizer --no-special-tokens"
 
 # Long options defined in `attn SUBCOMMAND --help` (lines "  -o,--output TEXT ...").
 _attn_help_options() {
@@ -77,7 +77,9 @@ _attn() {
             --kernel) COMPREPLY=($(compgen -W "fast reference" -- "$cur")); return ;;
             --arch) COMPREPLY=($(compgen -W "gpt2 bert llama gemma gemma2 gemma3 mixtral qwen2_moe gpt_oss qwen3 qwen3_moe olmo2" -- "$cur")); return ;;
             --layer) COMPREPLY=($(compgen -W "0 1 all" -- "$cur")); return ;;
-            --config | --vocab) _filedir json; return ;;
+            --config | --vocab | --tokenizer) _filedir json; return ;;
+            --text-file) _filedir; return ;;
+            --store) COMPREPLY=($(compgen -W "float16 bfloat16" -- "$cur")); return ;;
             --rope) COMPREPLY=($(compgen -W "half interleaved" -- "$cur")); return ;;
             --attn-mask-true) COMPREPLY=($(compgen -W "attend masked" -- "$cur")); return ;;
             --stage) COMPREPLY=($(compgen -W "$(_attn_help_values "${words[0]}" plot --stage)" -- "$cur")); return ;;

@@ -140,6 +140,15 @@ std::vector<std::string> job_words(const nlohmann::json& line, const std::string
             words.push_back("--" + key + (v.get<bool>() ? "" : "=false"));
             continue;
         }
+        if (key == "text" && v.is_array()) {
+            // Texts may hold commas: a list is one --text per item (a batch), not one joined text.
+            for (const auto& item : v) {
+                if (!item.is_string())
+                    throw value_error(raw_key, "wrong type " + expected_got("a string or a list of strings", "a list holding " + std::string(item.type_name())));
+                words.push_back("--text=" + item.get<std::string>());
+            }
+            continue;
+        }
         const std::string text = option_text(v, raw_key);
         words.push_back("--" + key + "=" + (takes_file(key) ? from_dir(dir, text) : text));
     }
@@ -189,6 +198,7 @@ batch_job parse_job(const std::string& line, const std::string& source, const st
         job.dump = c.dump;
         job.settings = pipeline_settings(c.pipeline, directory_target(c.plot) ? with_plot_stages(c.dump) : c.dump);
         job.format = c.format;
+        job.store = c.store;
         job.style.precision = c.precision;
         job.style.compact = c.compact;
         job.style.full = c.full;
@@ -385,6 +395,7 @@ int run_batch(const std::vector<batch_job>& jobs, const batch_output& out, int w
                         io::format f = io::output_formats().front();
                         if (!job.format.empty()) f = io::parse_format(job.format);
                         else if (const io::format g = io::format_from_path(job.output)) f = g;
+                        apply_store(doc, job.store, f);
                         io::atomic_file file(job.output);
                         io::write_document(file.stream(), doc, f, job.style, false);
                         file.commit();
@@ -393,10 +404,12 @@ int run_batch(const std::vector<batch_job>& jobs, const batch_output& out, int w
                                      -1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
                                  "\n";
                     } else if (to_dir) {
+                        apply_store(doc, job.store, out.format);
                         io::atomic_file file(paths[i]);
                         io::write_document(file.stream(), doc, out.format, out.style, false);
                         file.commit();
                     } else {
+                        apply_store(doc, job.store, io::parse_format("jsonl"));
                         doc.input = job.echo;
                         std::ostringstream line;
                         io::write_document(line, doc, io::parse_format("jsonl"), out.style, false);

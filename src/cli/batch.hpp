@@ -23,6 +23,7 @@ struct batch_job {
     std::string output;                ///< the job's own output file, or "" for the batch's output
     std::string output_echo;           ///< "output" of the job's record: the manifest's own string
     std::string format;                ///< its --format, or "" for the output's extension
+    std::string store;                 ///< its --store, or "" (as computed)
     io::text_style style;              ///< its --precision and --compact
     std::vector<std::string> dump;     ///< the stages asked for (settings may hold more, for --plot DIR/)
 };

@@ -34,6 +34,7 @@ namespace {
 
 
 void emit(io::document& doc, io::format f, const compute_options& c) {
+    apply_store(doc, c.store, f);
     if (f == io::parse_format("html")) add_rollout(doc);  // the page of a checkpoint's layers shows their rollout, as attn view's
     io::text_style style;
     style.precision = c.precision;
@@ -192,6 +193,12 @@ void add_job_options(CLI::App& sub, compute_options& c) {
     sub.add_option("-o,--output", c.output,
                     "Write to PATH (atomically) instead of stdout. With several inputs or a manifest, a PATH "
                     "ending in / is a folder: one file per input, named after it (a.npz → DIR/a.json)")
+        ->group("Output");
+    sub.add_option("--store", c.store,
+                    "Store the Tq×Tk stages (qk, scaled, scores, weights) in .npy/.npz as float16 (as NumPy's "
+                    "astype rounds) or bfloat16 (as torch's .to rounds; kept as uint16 bits, see meta.store_bits), "
+                    "halving a whole-model dump")
+        ->check(CLI::IsMember({"float16", "bfloat16"}))
         ->group("Output");
     sub.add_option("--precision", c.precision,
                     "Significant digits of text output (default: the shortest text that round-trips; "

@@ -23,6 +23,7 @@ struct compute_options {
     bool full = false;
     std::string manifest;
     std::string plot;
+    std::string store;  ///< --store float16|bfloat16, or "" (as computed)
 };
 
 /// Binds the options a single job can set (every compute option except INPUT, --manifest,

@@ -483,6 +483,32 @@ std::vector<option_row> make_table() {
                      }};
     vocab.file = true;
     t.push_back(vocab);
+    // Text in (docs/design.md §5.3): the checkpoint's own tokenizer gives the ids.
+    t.push_back({"--text", "",
+                 "Text to encode with the model's tokenizer (repeat for a batch: right-padded, with the "
+                 "attention_mask the padding implies)",
+                 "Text", {}, [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                     return grouped(a.add_option(r.flag, c.texts, r.help)->type_name("TEXT")->allow_extra_args(false), r);
+                 }});
+    option_row text_file{"--text-file", "", "Texts to encode, one per line (each a batch item)", "Text", {},
+                         [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                             return grouped(a.add_option(r.flag, c.text_file, r.help)->type_name("FILE"), r);
+                         }};
+    text_file.file = true;
+    t.push_back(text_file);
+    option_row tokenizer{"--tokenizer", "",
+                         "tokenizer.json that encodes --text and labels the tokens by its decoder (default: the "
+                         "one beside the checkpoint)",
+                         "Text", {}, [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                             return grouped(a.add_option(r.flag, c.tokenizer, r.help)->type_name("FILE"), r);
+                         }};
+    tokenizer.file = true;
+    t.push_back(tokenizer);
+    t.push_back({"--no-special-tokens", "",
+                 "Encode without the special tokens the tokenizer adds (add_special_tokens=False)", "Text", {},
+                 [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                     return grouped(a.add_flag(r.flag, c.no_special_tokens, r.help), r);
+                 }});
     t.push_back({"--sink-k", "", "head_stats: the sink mass is the weight on the first K keys (1 to Tk)", "Output", {},
                  [](CLI::App& a, pipeline_cli& c, const option_row& r) {
                      return grouped(a.add_option(r.flag, c.settings.sink_k, r.help)

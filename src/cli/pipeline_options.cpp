@@ -15,6 +15,9 @@
 #include <sstream>
 
 #include "attn/error.hpp"
+#include "attn/io/limits.hpp"
+#include "attn/pipeline/store.hpp"
+#include "attn/pipeline/text.hpp"
 
 namespace attn::cli {
 
@@ -85,9 +88,13 @@ void add_max_bytes_option(CLI::App& sub) {
 attn::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std::string> dump) {
     // The typed settings the options wrote; what follows settles the options read as given.
     attn::pipeline_options p = c.settings;
-    if (!checkpoint_run(c) && (!c.config.empty() || !c.vocab.empty()))
-        throw usage_error(c.config.empty() ? "--vocab" : "--config",
-                          "applies to a checkpoint " + expected_got("--layer N or --layer all", "no --layer"));
+    if (!checkpoint_run(c)) {
+        const char* checkpoint_only = !c.config.empty() ? "--config" : !c.vocab.empty() ? "--vocab" : !c.texts.empty() ? "--text"
+                                      : !c.text_file.empty() ? "--text-file" : !c.tokenizer.empty() ? "--tokenizer"
+                                      : c.no_special_tokens ? "--no-special-tokens" : nullptr;
+        if (checkpoint_only)
+            throw usage_error(checkpoint_only, "applies to a checkpoint " + expected_got("--layer N or --layer all", "no --layer"));
+    }
     // --causal is p.causal as given; --mask asks core for each mask by name.
     const bool causal_flag = c.settings.causal;
     const bool none = std::find(c.mask.begin(), c.mask.end(), "none") != c.mask.end();
@@ -137,6 +144,13 @@ std::vector<const CLI::Option*> compute_only_options(const CLI::App& sub, std::s
     return out;
 }
 
+void apply_store(io::document& doc, const std::string& store, io::format f) {
+    if (store.empty()) return;
+    if (f != io::parse_format("npy") && f != io::parse_format("npz"))
+        throw usage_error("--store", "applies to .npy and .npz output " + expected_got("--format npy or npz", f->name));
+    store_matrices(doc, parse_store_type(store));
+}
+
 bool checkpoint_run(const pipeline_cli& c) { return !c.layer.empty() || !c.arch.empty(); }
 
 /// A model directory as transformers' from_pretrained takes it: its model.safetensors,
@@ -166,6 +180,13 @@ attn::checkpoint_options checkpoint_settings(const std::string& path, const pipe
         throw usage_error("--arch", "needs the layer to compute " + expected_got("--layer N or --layer all", "none"));
     if (c.layer != "all") ck.layer = std::stoull(c.layer);  // checked by --layer's validator
     ck.vocab = c.vocab;
+    ck.tokenizer = c.tokenizer;
+    ck.texts = c.texts;
+    if (!c.text_file.empty()) {
+        const std::vector<std::string> more = read_texts(c.text_file, io::max_array_bytes());
+        ck.texts.insert(ck.texts.end(), more.begin(), more.end());
+    }
+    ck.add_special_tokens = !c.no_special_tokens;
     return ck;
 }
 

@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "attn/pipeline.hpp"
+#include "attn/io/formats.hpp"
 #include "attn/io/input.hpp"
 
 namespace attn::cli {
@@ -28,7 +29,12 @@ struct pipeline_cli {
     std::string arch;    // "", or a family's name
     std::string layer;   // "", N or all
     std::string config;  // config.json
-    std::string vocab;   // tokenizer.json
+    std::string vocab;   // tokenizer.json (labels only)
+    // Text in (docs/design.md §5.3)
+    std::vector<std::string> texts;  // --text, each a batch item
+    std::string text_file;           // --text-file: one text per line
+    std::string tokenizer;           // --tokenizer tokenizer.json
+    bool no_special_tokens = false;  // --no-special-tokens
 };
 
 /// Binds --rope, --rope-theta and --rotary-dim to `c` (compute, plot, view and attn rope):
@@ -72,6 +78,11 @@ attn::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std:
 /// (attn plot and attn view refuse them on attn output): all but --tokens, --tokens-kv
 /// and --max-bytes.
 std::vector<const CLI::Option*> compute_only_options(const CLI::App& sub, std::size_t before);
+/// `--store float16|bfloat16` (docs/design.md §5.4) applied to `doc` before it is written
+/// in format `f`: store_matrices, or nothing for "". Throws usage_error("--store", "applies
+/// to .npy and .npz output (expected --format npy or npz, got json)") for another format.
+void apply_store(io::document& doc, const std::string& store, io::format f);
+
 /// True when the options ask for a checkpoint run (--layer or --arch given).
 bool checkpoint_run(const pipeline_cli& c);
 /// The checkpoint settings of the options, for the checkpoint `path`.
