@@ -68,6 +68,9 @@ struct config {
     /// llama-family projection biases: Qwen2 always has q/k/v biases (no o bias),
     /// Mistral none, Llama q/k/v/o when attention_bias; MLP biases when mlp_bias.
     bool qkv_bias = false, o_bias = false, mlp_bias = false;
+    /// GPT-NeoX use_parallel_residual: x + attn(ln₁x) + mlp(ln₂x) rather than two
+    /// residual steps (block_structure parallel or pre_norm).
+    bool parallel_residual = false;
 };
 
 /// The largest count attn accepts for any config size (layers, heads, hidden, head_dim,
