@@ -75,7 +75,7 @@ _attn() {
             --causal-align) COMPREPLY=($(compgen -W "top-left bottom-right" -- "$cur")); return ;;
             --masked-rows) COMPREPLY=($(compgen -W "zero nan" -- "$cur")); return ;;
             --kernel) COMPREPLY=($(compgen -W "fast reference" -- "$cur")); return ;;
-            --arch) COMPREPLY=($(compgen -W "gpt2 bert llama gpt_neox" -- "$cur")); return ;;
+            --arch) COMPREPLY=($(compgen -W "gpt2 bert llama gpt_neox phi3" -- "$cur")); return ;;
             --layer) COMPREPLY=($(compgen -W "0 1 all" -- "$cur")); return ;;
             --config | --vocab) _filedir json; return ;;
             --rope) COMPREPLY=($(compgen -W "half interleaved" -- "$cur")); return ;;
