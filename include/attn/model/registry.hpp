@@ -146,6 +146,9 @@ struct family_spec {
     /// The block structure when a config key chooses it (GPT-NeoX use_parallel_residual:
     /// parallel or pre_norm); null: `structure`. See block_structure_of.
     block_structure (*structure_for)(const config&) = nullptr;
+    /// The quantization_config quant_method values this family dequantises itself
+    /// (gpt_oss: "mxfp4"); parse_config refuses every other one by name.
+    std::vector<std::string> quant_methods;
     layer_functions<float> f4;
     layer_functions<double> f8;
     /// The factor the embeddings are multiplied by (Gemma √hidden_size); null: none.
