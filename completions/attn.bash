@@ -75,7 +75,7 @@ _attn() {
             --causal-align) COMPREPLY=($(compgen -W "top-left bottom-right" -- "$cur")); return ;;
             --masked-rows) COMPREPLY=($(compgen -W "zero nan" -- "$cur")); return ;;
             --kernel) COMPREPLY=($(compgen -W "fast reference" -- "$cur")); return ;;
-            --arch) COMPREPLY=($(compgen -W "gpt2 bert llama gemma gemma2 gemma3 mixtral qwen2_moe gpt_oss qwen3 qwen3_moe olmo2" -- "$cur")); return ;;
+            --arch) COMPREPLY=($(compgen -W "gpt2 bert llama gemma gemma2 gemma3 mixtral qwen2_moe gpt_oss qwen3 qwen3_moe olmo2 gpt_neox phi3" -- "$cur")); return ;;
             --layer) COMPREPLY=($(compgen -W "0 1 all" -- "$cur")); return ;;
             --config | --vocab | --tokenizer) _filedir json; return ;;
             --text-file) _filedir; return ;;

@@ -137,8 +137,8 @@ TEST_CASE("checkpoint refusals: one line, exit 1 for data and 2 for options, not
     attn_test::spit(dir.path + "/t5.json", "{\"model_type\": \"t5\"}");
     refused(gpt2 + " --layer 0 --ids 1 --config '" + dir.path + "/t5.json'", 1,
             dir.path + "/t5.json: model_type \"t5\" is not a family attn knows (expected gpt2, bert, llama, mistral, qwen2, "
-                       "gemma, gemma2, gemma3_text, gemma3, mixtral, qwen2_moe, gpt_oss, qwen3, qwen3_moe or olmo2, or give --arch "
-                       "gpt2|bert|llama|gemma|gemma2|gemma3|mixtral|qwen2_moe|gpt_oss|qwen3|qwen3_moe|olmo2)");
+                       "gemma, gemma2, gemma3_text, gemma3, mixtral, qwen2_moe, gpt_oss, qwen3, qwen3_moe, olmo2, gpt_neox or phi3, or give --arch "
+                       "gpt2|bert|llama|gemma|gemma2|gemma3|mixtral|qwen2_moe|gpt_oss|qwen3|qwen3_moe|olmo2|gpt_neox|phi3)");
     std::string yarn = attn_test::slurp(std::string(ATTN_SOURCE_DIR) + "/data/llama-tiny/config.json");
     yarn.replace(yarn.find("\"rope_scaling\": null"), 20, "\"rope_scaling\": {\"rope_type\": \"mrope\", \"factor\": 4.0}");
     attn_test::spit(dir.path + "/yarn.json", yarn);

@@ -139,7 +139,7 @@ attn::core::tensor3<double> t3(std::vector<double> v) {
 TEST_CASE("family registry: gpt2, bert and llama by name and by model_type") {
     std::vector<std::string> names;
     for (const family_spec* f : families()) names.push_back(f->name);
-    CHECK(names == std::vector<std::string>{"gpt2", "bert", "llama", "gemma", "gemma2", "gemma3", "mixtral", "qwen2_moe", "gpt_oss", "qwen3", "qwen3_moe", "olmo2"});
+    CHECK(names == std::vector<std::string>{"gpt2", "bert", "llama", "gemma", "gemma2", "gemma3", "mixtral", "qwen2_moe", "gpt_oss", "qwen3", "qwen3_moe", "olmo2", "gpt_neox", "phi3"});
     CHECK(family_names() == names);
     REQUIRE(find_family("bert") != nullptr);
     CHECK(find_family("bert")->name == "bert");
@@ -158,8 +158,8 @@ TEST_CASE("family registry: gpt2, bert and llama by name and by model_type") {
 
 TEST_CASE("family registry: an unknown model_type lists every registered one") {
     CHECK_THROWS_WITH_AS(parse_config(R"({"model_type": "t5"})", "config.json", std::nullopt),
-                         "qwen2, gemma, gemma2, gemma3_text, gemma3, mixtral, qwen2_moe, gpt_oss, qwen3, qwen3_moe or olmo2, or "
-                         "give --arch gpt2|bert|llama|gemma|gemma2|gemma3|mixtral|qwen2_moe|gpt_oss|qwen3|qwen3_moe|olmo2)",
+                         "qwen2, gemma, gemma2, gemma3_text, gemma3, mixtral, qwen2_moe, gpt_oss, qwen3, qwen3_moe, olmo2, gpt_neox or phi3, or "
+                         "give --arch gpt2|bert|llama|gemma|gemma2|gemma3|mixtral|qwen2_moe|gpt_oss|qwen3|qwen3_moe|olmo2|gpt_neox|phi3)",
                          attn::value_error);
     const family_spec spec = fake_spec();
     {
@@ -169,8 +169,8 @@ TEST_CASE("family registry: an unknown model_type lists every registered one") {
         CHECK_THROWS_WITH_AS(parse_config(R"({"model_type": "t5"})", "config.json", std::nullopt),
                              "config.json: model_type \"t5\" is not a family attn knows (expected gpt2, bert, llama, "
                              "mistral, qwen2, gemma, gemma2, gemma3_text, gemma3, mixtral, qwen2_moe, gpt_oss, qwen3, qwen3_moe, "
-                             "olmo2, fake or fake2, or give --arch "
-                             "gpt2|bert|llama|gemma|gemma2|gemma3|mixtral|qwen2_moe|gpt_oss|qwen3|qwen3_moe|olmo2|fakefam)",
+                             "olmo2, gpt_neox, phi3, fake or fake2, or give --arch "
+                             "gpt2|bert|llama|gemma|gemma2|gemma3|mixtral|qwen2_moe|gpt_oss|qwen3|qwen3_moe|olmo2|gpt_neox|phi3|fakefam)",
                              attn::value_error);
         CHECK_THROWS_AS(scoped_registration{spec}, attn::usage_error);
         const config c = parse_config(R"({"model_type": "fake2", "eps": 0.25})", "c.json", std::nullopt);
@@ -182,7 +182,7 @@ TEST_CASE("family registry: an unknown model_type lists every registered one") {
                              attn::value_error);
     }
     CHECK(family_for_model_type("fake2") == nullptr);
-    CHECK(family_names() == std::vector<std::string>{"gpt2", "bert", "llama", "gemma", "gemma2", "gemma3", "mixtral", "qwen2_moe", "gpt_oss", "qwen3", "qwen3_moe", "olmo2"});
+    CHECK(family_names() == std::vector<std::string>{"gpt2", "bert", "llama", "gemma", "gemma2", "gemma3", "mixtral", "qwen2_moe", "gpt_oss", "qwen3", "qwen3_moe", "olmo2", "gpt_neox", "phi3"});
 }
 
 TEST_CASE("family registry: the completion's --arch list is the registered names") {

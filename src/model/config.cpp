@@ -4,6 +4,7 @@
 // GPT2Config, BertConfig, LlamaConfig, MistralConfig and Qwen2Config defaults.
 #include "attn/model/config.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -48,6 +49,23 @@ std::string listed(const std::vector<std::string>& items, const char* last) {
     for (std::size_t i = 0; i < items.size(); ++i)
         out += (i == 0 ? "" : i + 1 == items.size() ? last : ", ") + items[i];
     return out;
+}
+
+/// Refuses config.json's quantization_config (transformers' HfQuantizer configs: a
+/// quant_method such as bitsandbytes, gptq, awq, aqlm, eetq, hqq, compressed-tensors, fp8)
+/// unless the family dequantises that method itself (family_spec::quant_methods): its
+/// weights are packed integers and scales, which attn would read as numbers.
+void refuse_quantization(const json& j, const family_spec& spec, const std::string& source) {
+    const json* q = first_of(j, {"quantization_config"});
+    if (!q) return;
+    const json* method = q->is_object() ? first_of(*q, {"quant_method"}) : nullptr;
+    if (!method || !method->is_string())
+        throw value_error(source, "quantization_config: quantisation is not implemented by attn " +
+                                      expected_got("float weights", q->dump().substr(0, 80)));
+    const std::string m = method->get<std::string>();
+    if (std::find(spec.quant_methods.begin(), spec.quant_methods.end(), m) != spec.quant_methods.end()) return;
+    throw value_error(source, "quantization_config: " + m + " quantisation is not implemented by attn " +
+                                  expected_got("float weights", "quant_method \"" + m + "\""));
 }
 
 }  // namespace
@@ -157,6 +175,7 @@ config parse_config(const std::string& json_text, const std::string& source, std
         throw value_error(source, spec.sub_config + ": not an object " + expected_got("{...}", sub->type_name()));
     const json& body = sub ? *sub : j;
     const config_reader rb{body, source};
+    refuse_quantization(j, spec, source);  // quantization_config sits at the top level, beside text_config
     spec.read_config(rb, c);
     for (const refused_key& k : spec.refused) rb.refuse_unless(k.key, k.accepted, k.why);
     c.kv_heads = rb.size({"num_key_value_heads"}, c.heads);

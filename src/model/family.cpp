@@ -77,7 +77,8 @@ core::tensor3<T> family::embed(const array& ids) const {
 
 template <class T>
 core::tensor3<T> family::attention_norm(std::size_t layer, const core::tensor3<T>& x) const {
-    if (spec().structure == block_structure::post_norm || spec().structure == block_structure::sublayer_norm) return x;
+    const block_structure structure = block_structure_of(spec(), cfg_);
+    if (structure == block_structure::post_norm || structure == block_structure::sublayer_norm) return x;
     return spec().functions<T>().norm(*this, layer, norm_site::attention, x);
 }
 
@@ -86,7 +87,8 @@ layer_attention family::attention(std::size_t layer) const { return spec().atten
 template <class T>
 core::tensor3<T> family::finish_block(std::size_t layer, const core::tensor3<T>& x, const core::tensor3<T>& a) const {
     const layer_functions<T>& f = spec().functions<T>();
-    switch (spec().structure) {
+    const block_structure structure = block_structure_of(spec(), cfg_);
+    switch (structure) {
         case block_structure::pre_norm: {
             core::tensor3<T> h = x + a;
             core::tensor3<T> o = f.mlp(*this, layer, f.norm(*this, layer, norm_site::mlp, h));
@@ -103,7 +105,7 @@ core::tensor3<T> family::finish_block(std::size_t layer, const core::tensor3<T>&
         case block_structure::sandwich:
         case block_structure::sublayer_norm: {
             core::tensor3<T> h = x + f.norm(*this, layer, norm_site::attention_out, a);
-            const bool sandwich = spec().structure == block_structure::sandwich;
+            const bool sandwich = structure == block_structure::sandwich;
             core::tensor3<T> o = f.norm(*this, layer, norm_site::mlp_out,
                                         f.mlp(*this, layer, sandwich ? f.norm(*this, layer, norm_site::mlp, h) : h));
             o += h;

@@ -78,14 +78,14 @@ void read_layer_types(const config_reader& r, config& c, std::size_t pattern) {
 void read_gemma(const config_reader& r, config& c) {
     read_common(r, c, 256000, 3072, 24576, 28, 16, 8192, 10000.0);
     c.act = r.act("hidden_act", "gelu_pytorch_tanh");  // GemmaMLP: ACT2FN[config.hidden_act]
-    read_rope_parameters(r, c);
+    read_rope_scaling(r, c);
     c.sliding.assign(c.layers, false);
 }
 
 void read_gemma2(const config_reader& r, config& c) {
     read_common(r, c, 256000, 2304, 9216, 26, 8, 8192, 10000.0);
     c.act = r.act("hidden_activation", "gelu_pytorch_tanh");  // Gemma2MLP: ACT2FN[config.hidden_activation]
-    read_rope_parameters(r, c);
+    read_rope_scaling(r, c);
     c.query_pre_attn_scalar = r.number({"query_pre_attn_scalar"}, 256.0);
     // Gemma2Config's default 50.0 when absent; null: none.
     c.attn_softcap = r.contains("attn_logit_softcapping") ? (r.find("attn_logit_softcapping") ? r.number({"attn_logit_softcapping"}, 0) : 0.0)
@@ -103,7 +103,7 @@ void read_typed_rope(const config_reader& r, const nlohmann::json& all, const ch
     const config_reader sub{one, r.source()};
     into.rope_theta = theta;
     try {
-        read_rope_parameters(sub, into);
+        read_rope_scaling(sub, into);
     } catch (const value_error& e) {
         // Name the key as config.json has it: rope_parameters.<type>…
         std::string m = e.message();
@@ -139,7 +139,7 @@ void read_gemma3(const config_reader& r, config& c) {
     } else {
         // transformers 4.5x: rope_scaling scales the global layers; Gemma3TextModel's
         // rotary_emb_local is rope_local_base_freq with rope_type default.
-        read_rope_parameters(r, c);
+        read_rope_scaling(r, c);
         c.rope_local_theta = local_theta;
     }
     read_layer_types(r, c, r.size({"sliding_window_pattern"}, 6));

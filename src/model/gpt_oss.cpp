@@ -160,6 +160,7 @@ const family_spec& gpt_oss_family() {
         family_spec s;
         s.name = "gpt_oss";
         s.order = 22;
+        s.quant_methods = {"mxfp4"};  // dequantised here (mxfp4.hpp); the rest are refused by name
         s.model_types = {"gpt_oss"};
         s.prefixes = {"", "model."};
         s.probe = "embed_tokens.weight";

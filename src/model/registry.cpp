@@ -84,7 +84,12 @@ std::size_t tensor_shapes::count_layers(const char* stem, const std::string& res
 
 void split_fused_qkv(const array& weight, const std::string& weight_name, const std::optional<array>& bias,
                      const std::string& bias_name, core::weight_layout layout, std::size_t q_width, std::size_t kv_width,
-                     const std::string& fits, std::vector<named_array>& out) {
+                     const std::string& fits, std::vector<named_array>& out, std::size_t groups) {
+    if (groups == 0 || q_width % groups != 0 || kv_width % groups != 0)
+        throw usage_error("split_fused_qkv", std::to_string(groups) + " groups do not divide the widths " +
+                                                 expected_got("a divisor of " + std::to_string(q_width) + " and " +
+                                                                  std::to_string(kv_width),
+                                                              std::to_string(groups)));
     const std::size_t total = q_width + 2 * kv_width;
     const bool in_out = layout == core::weight_layout::in_out;
     const std::size_t inner = weight.rank() == 2 ? weight.shape[in_out ? 0 : 1] : 0;
@@ -95,22 +100,33 @@ void split_fused_qkv(const array& weight, const std::string& weight_name, const 
     if (bias && bias->size() != total)
         throw value_error("config", bias_name + " does not fit " + fits + " " +
                                         expected_got(shape_string({total}), shape_string(bias->shape)));
-    const std::size_t widths[3] = {q_width, kv_width, kv_width};
-    const std::size_t starts[3] = {0, q_width, q_width + kv_width};
+    // Within each group of total / groups outputs: q, then k, then v.
+    const std::size_t group = total / groups;
+    const std::size_t widths[3] = {q_width / groups, kv_width / groups, kv_width / groups};
+    const std::size_t starts[3] = {0, widths[0], widths[0] + widths[1]};
+    // Output o (in 0 … width·groups) of a part is output (o / width)·group + start + o % width of the fused one.
+    const auto source = [&](std::size_t part, std::size_t o) {
+        return (o / widths[part]) * group + starts[part] + o % widths[part];
+    };
     const char* wn[3] = {"w_q", "w_k", "w_v"};
     const std::size_t sz = dtype_size(weight.type);
     for (std::size_t part = 0; part < 3; ++part) {
+        const std::size_t width = widths[part] * groups;
         array p;
         p.type = weight.type;
-        p.shape = in_out ? shape_t{inner, widths[part]} : shape_t{widths[part], inner};
-        p.data.resize(inner * widths[part] * sz);
-        if (in_out) {
-            // Columns starts[part] … + widths[part] of every row.
-            for (std::size_t r = 0; r < inner; ++r)
-                std::memcpy(p.data.data() + r * widths[part] * sz, weight.data.data() + (r * total + starts[part]) * sz,
-                            widths[part] * sz);
-        } else {
-            std::memcpy(p.data.data(), weight.data.data() + starts[part] * inner * sz, widths[part] * inner * sz);
+        p.shape = in_out ? shape_t{inner, width} : shape_t{width, inner};
+        p.data.resize(inner * width * sz);
+        for (std::size_t g = 0; g < groups; ++g) {
+            const std::size_t o = g * widths[part];  // this group's first output of the part
+            if (in_out) {
+                // Columns source(o) … + widths[part] of every row.
+                for (std::size_t r = 0; r < inner; ++r)
+                    std::memcpy(p.data.data() + (r * width + o) * sz, weight.data.data() + (r * total + source(part, o)) * sz,
+                                widths[part] * sz);
+            } else {
+                std::memcpy(p.data.data() + o * inner * sz, weight.data.data() + source(part, o) * inner * sz,
+                            widths[part] * inner * sz);
+            }
         }
         out.push_back({wn[part], std::move(p)});
     }
@@ -118,11 +134,15 @@ void split_fused_qkv(const array& weight, const std::string& weight_name, const 
         const char* bn[3] = {"b_q", "b_k", "b_v"};
         const std::size_t bs = dtype_size(bias->type);
         for (std::size_t part = 0; part < 3; ++part) {
+            const std::size_t width = widths[part] * groups;
             array p;
             p.type = bias->type;
-            p.shape = {widths[part]};
-            p.data.resize(widths[part] * bs);
-            std::memcpy(p.data.data(), bias->data.data() + starts[part] * bs, widths[part] * bs);
+            p.shape = {width};
+            p.data.resize(width * bs);
+            for (std::size_t g = 0; g < groups; ++g) {
+                const std::size_t o = g * widths[part];
+                std::memcpy(p.data.data() + o * bs, bias->data.data() + source(part, o) * bs, widths[part] * bs);
+            }
             out.push_back({bn[part], std::move(p)});
         }
     }

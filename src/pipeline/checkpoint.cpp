@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <utility>
 
 #include "attn/core/analysis.hpp"
 #include "attn/core/heads.hpp"
@@ -299,6 +300,46 @@ void check_checkpoint_format(const std::string& path) {
     throw format_error(path, what + "JSON without a weight_map" + expected + "JSON; a config.json goes to --config)");
 }
 
+/// Refuses a checkpoint whose weights are stored quantised (docs/design.md §5.1), naming
+/// the first such tensor: one named as a quantiser's packed weights or their companions
+/// (GPTQ/AWQ qweight, qzeros, scales, g_idx; bitsandbytes SCB, weight_format, absmax,
+/// quant_map, quant_state.*; compressed-tensors weight_packed, weight_scale,
+/// weight_zero_point), or an integer `*.weight` where a float weight is expected
+/// (bitsandbytes int8 and 4-bit) when no tensor names its quantiser. gpt-oss's MXFP4
+/// `*_blocks` / `*_scales` match none.
+void refuse_quantised_tensors(const io::checkpoint& file) {
+    static const std::pair<const char*, const char*> marks[] = {
+        {".qweight", "GPTQ/AWQ"},           {".qzeros", "GPTQ/AWQ"},          {".scales", "GPTQ/AWQ"},
+        {".g_idx", "GPTQ"},                 {".SCB", "bitsandbytes int8"},    {".weight_format", "bitsandbytes int8"},
+        {".absmax", "bitsandbytes 4-bit"},  {".quant_map", "bitsandbytes 4-bit"},
+        {".weight_packed", "compressed-tensors"}, {".weight_scale", "compressed-tensors"},
+        {".weight_zero_point", "compressed-tensors"}};
+    const io::tensor_entry* integer_weight = nullptr;
+    for (const io::tensor_entry& e : file.tensors()) {
+        const auto ends = [&](const std::string& s) {
+            return e.name.size() > s.size() && e.name.compare(e.name.size() - s.size(), s.size(), s) == 0;
+        };
+        std::string what, suffix;
+        for (const auto& [mark, method] : marks)
+            if (ends(mark)) {
+                what = method;
+                suffix = mark + 1;
+            }
+        if (what.empty() && e.name.find(".quant_state.") != std::string::npos) {
+            what = "bitsandbytes 4-bit";
+            suffix = e.name.substr(e.name.find(".quant_state.") + 1);
+        }
+        if (!what.empty())
+            throw value_error(file.path(), e.name + ": " + what + " quantised weights are not read by attn " +
+                                               expected_got("float weights", e.dtype + " " + suffix));
+        if (!integer_weight && ends(".weight") && !e.dtype.empty() && (e.dtype[0] == 'I' || e.dtype[0] == 'U'))
+            integer_weight = &e;
+    }
+    if (integer_weight)
+        throw value_error(file.path(), integer_weight->name + ": integer-packed quantised weights are not read by attn " +
+                                           expected_got("float weights", integer_weight->dtype + " weight"));
+}
+
 }  // namespace
 
 io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_array> inputs,
@@ -367,9 +408,12 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
         if (!ck.arch)
             throw io_error(ck.path, "no config.json beside the checkpoint (expected " + cfg_path +
                                         ", or give --config FILE, or --arch and --heads)");
+        refuse_quantised_tensors(weights.file());
         cfg = model::config_from_tensors(*ck.arch, weights, options.heads, options.kv_heads, ck.path);
     } else {
+        // A quantization_config is refused first, by its quant_method (model::parse_config).
         cfg = model::parse_config(io::read_side_json(cfg_path, io::side_json::config), cfg_path, ck.arch);
+        refuse_quantised_tensors(weights.file());
     }
     const model::family fam(cfg, weights, ck.path);
     if (ck.layer && *ck.layer >= cfg.layers)

@@ -89,6 +89,9 @@ struct config {
         std::vector<bool> sparse;
         double swiglu_alpha = 1.702, swiglu_limit = 7.0;  ///< gpt_oss experts
     } moe;
+    /// GPT-NeoX use_parallel_residual: x + attn(ln₁x) + mlp(ln₂x) rather than two
+    /// residual steps (block_structure parallel or pre_norm).
+    bool parallel_residual = false;
 };
 
 /// The largest count attn accepts for any config size (layers, heads, hidden, head_dim,
@@ -108,7 +111,10 @@ inline constexpr std::size_t max_config_count = std::size_t{1} << 24;
 /// that changes attention in transformers' modeling code in a way attn does not
 /// implement (named with its value, never ignored: `rope_scaling` other than null or
 /// "default", bert `position_embedding_type` other than "absolute", `is_decoder`,
-/// `add_cross_attention`). README "Config keys per family" lists them.
+/// `add_cross_attention`). README "Config keys per family" lists them. A
+/// `quantization_config` is refused by its quant_method ("quantization_config: gptq
+/// quantisation is not implemented by attn (expected float weights, got quant_method
+/// \"gptq\")") unless the family dequantises that method (family_spec::quant_methods).
 /// Source: transformers' GPT2Config, BertConfig, LlamaConfig, MistralConfig, Qwen2Config.
 config parse_config(const std::string& json_text, const std::string& source, std::optional<arch> forced);
 

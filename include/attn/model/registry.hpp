@@ -15,6 +15,7 @@
 #include <optional>
 #include <type_traits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -147,6 +148,12 @@ struct family_spec {
     layer_attention (*attention)(const family&, std::size_t layer) = nullptr;
 
     block_structure structure = block_structure::pre_norm;
+    /// The block structure when a config key chooses it (GPT-NeoX use_parallel_residual:
+    /// parallel or pre_norm); null: `structure`. See block_structure_of.
+    block_structure (*structure_for)(const config&) = nullptr;
+    /// The quantization_config quant_method values this family dequantises itself
+    /// (gpt_oss: "mxfp4"); parse_config refuses every other one by name.
+    std::vector<std::string> quant_methods;
     layer_functions<float> f4;
     layer_functions<double> f8;
     /// The factor the embeddings are multiplied by (Gemma √hidden_size); null: none.
@@ -160,6 +167,12 @@ struct family_spec {
         else return f8;
     }
 };
+
+/// The block structure of a family over config c: spec.structure_for(c) when the family
+/// has that hook, else spec.structure.
+inline block_structure block_structure_of(const family_spec& spec, const config& c) {
+    return spec.structure_for ? spec.structure_for(c) : spec.structure;
+}
 
 /// The registered families, in registration order (gpt2, bert, llama, then any
 /// scoped_registration).
@@ -203,19 +216,39 @@ core::tensor3<T> project(const family& f, const core::tensor3<T>& x, const std::
 template <class T>
 core::tensor3<T> lookup(const family& f, const std::string& table, const array& ids);
 
+/// How a family's config.json names its RoPE (read_rope_scaling): the top-level keys of
+/// the base and the rotated fraction, the rope types its modeling code computes, older
+/// names of them, and its config class's default original_max_position_embeddings.
+struct rope_config_keys {
+    const char* theta = "rope_theta";                ///< GPT-NeoX: rotary_emb_base
+    const char* partial = "partial_rotary_factor";   ///< GPT-NeoX: rotary_pct
+    /// The rope types accepted, in messages' order (transformers' modeling_rope_utils).
+    std::vector<std::string> kinds{"default", "linear", "dynamic", "yarn", "llama3", "longrope"};
+    /// Older names read as another type (standardize_rope_params: "su" is longrope; Phi3Config
+    /// also reads "yarn" as longrope).
+    std::vector<std::pair<std::string, std::string>> aliases{{"su", "longrope"}};
+    /// A top-level original_max_position_embeddings when config.json has none (Phi3Config:
+    /// 4096); 0: none, longrope then falls back to max_position_embeddings.
+    std::size_t original_max_position_embeddings = 0;
+};
+
+/// Reads rope_scaling ({"rope_type" or "type": …}) or transformers v5's rope_parameters
+/// ({"rope_type", "rope_theta", …}) into c.rope_scaling (and c.rope_theta,
+/// c.partial_rotary_factor from rope_parameters when the top-level keys are absent), with
+/// transformers' defaults (modeling_rope_utils.py, _compute_*_parameters): yarn's and
+/// longrope's original_max_position_embeddings default to the config's max_position_embeddings
+/// (longrope: a top-level original_max_position_embeddings first, as Phi-3), longrope's factor
+/// to max_position_embeddings / original. c.max_positions must be read first.
+/// Throws value_error(source, …) for a type not in keys.kinds ("rope_scaling \"mrope\" is not
+/// implemented by attn (expected …; positions would be rotated wrongly)"), a field of the
+/// wrong kind (named rope_scaling.<field>), and llama3 without original_max_position_embeddings.
+void read_rope_scaling(const config_reader& r, config& c, const rope_config_keys& keys = {});
+
 /// "h.3." style layer names: stem + layer + "." + rest.
 inline std::string layer_key(const char* stem, std::size_t layer, const std::string& rest) {
     return std::string(stem) + std::to_string(layer) + "." + rest;
 }
 
-/// RoPE settings as the llama family reads them (src/model/llama.cpp): rope_scaling
-/// ({"rope_type" or "type": …}) or transformers v5's rope_parameters ({"rope_type",
-/// "rope_theta", …}) into c.rope_scaling, with transformers' defaults
-/// (modeling_rope_utils.py); rope_parameters' rope_theta and partial_rotary_factor into
-/// c unless written at the top level. c.rope_theta and c.max_positions must be read
-/// already. Throws value_error(r.source(), …) naming the key for an unknown rope_type or
-/// a bad value.
-void read_rope_parameters(const config_reader& r, config& c);
 
 /// The fused-QKV split hook: a fused projection weight into w_q, w_k, w_v (and its
 /// bias, when given, into b_q, b_k, b_v), appended to `out` in attn's names, dtype kept.
@@ -224,10 +257,14 @@ void read_rope_parameters(const config_reader& r, config& c);
 /// value = c_attn(x).split(E, dim=2)), rows of an out_in (q + 2kv, E) one (Phi-3
 /// qkv_proj). `weight_name` / `bias_name` are the checkpoint's names, `fits` the config
 /// keys the widths come from, for the messages.
+/// With `groups` G > 1 the output axis is G consecutive groups [q/G ‖ kv/G ‖ kv/G]
+/// (GPT-NeoX query_key_value: view (…, H, 3·D), q, k, v = chunk(3) of each head's 3·D,
+/// G = H): w_q gathers each group's first part in group order, and so on.
 /// Throws value_error("config", "<name> does not fit <fits> (expected …, got …)") when
-/// the weight is not 2-D with q + 2kv outputs, or the bias has not q + 2kv values.
+/// the weight is not 2-D with q + 2kv outputs, or the bias has not q + 2kv values;
+/// usage_error when G does not divide q and kv.
 void split_fused_qkv(const array& weight, const std::string& weight_name, const std::optional<array>& bias,
                      const std::string& bias_name, core::weight_layout layout, std::size_t q_width, std::size_t kv_width,
-                     const std::string& fits, std::vector<named_array>& out);
+                     const std::string& fits, std::vector<named_array>& out, std::size_t groups = 1);
 
 }  // namespace attn::model
