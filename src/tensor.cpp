@@ -77,6 +77,7 @@ std::uint16_t float_to_half(double v) {
     if (std::isnan(v)) return sign | 0x7e00;
     const double a = std::fabs(v);
     if (a >= 65520.0) return sign | 0x7c00;  // 65504 rounds up to 65536 from here: overflow
+    if (a == 0) return sign;
     // The spacing of binary16 values around a: 2^-24 below 2^-14 (subnormals), else
     // 2^(e - 10) for a in [2^e, 2^(e+1)). a / q is exact (q is a power of two), and
     // nearbyint rounds it to even in the default rounding mode.

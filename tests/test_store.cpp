@@ -5,6 +5,7 @@
 // which stages of a document are rounded.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -40,7 +41,15 @@ TEST_CASE("store: float16 and bfloat16 roundings equal NumPy's and PyTorch's bit
             CAPTURE(i);
             CAPTURE(v[i]);
             CHECK(attn::float_to_half(v[i]) == half[i]);
-            CHECK(attn::float_to_bfloat16(v[i]) == bf16[i]);
+            if (std::isnan(v[i])) {
+                // PyTorch's own NaN bits differ between its paths (0x7fc0 scalar, 0xffff
+                // vectorised): any bfloat16 NaN is right.
+                const auto is_nan = [](std::uint16_t b) { return (b & 0x7f80) == 0x7f80 && (b & 0x7f) != 0; };
+                CHECK(is_nan(bf16[i]));
+                CHECK(is_nan(attn::float_to_bfloat16(v[i])));
+            } else {
+                CHECK(attn::float_to_bfloat16(v[i]) == bf16[i]);
+            }
         }
     }
 }
