@@ -90,7 +90,7 @@ TEST_CASE("quantised: a family that dequantises a method itself reads its quanti
     CHECK_THROWS_WITH_AS(parse_config(R"({"model_type": "mxfp4fam", "quantization_config": {"quant_method": "gptq"}})",
                                       "config.json", std::nullopt),
                          "config.json: quantization_config: gptq quantisation is not implemented by attn (expected float "
-                         "weights, got quant_method \"gptq\")",
+                         "weights or quant_method \"mxfp4\", got quant_method \"gptq\")",
                          attn::value_error);
     // Another family still refuses mxfp4.
     CHECK_THROWS_WITH_AS(parse_config(R"({"model_type": "llama", "quantization_config": {"quant_method": "mxfp4"}})",

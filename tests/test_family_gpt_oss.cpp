@@ -37,6 +37,6 @@ TEST_CASE("gpt_oss: another quantisation method is refused in one line") {
     attn_test::spit(copy + "/config.json", text);
     const auto r = attn_test::run_attn("compute '" + copy + "' --ids 1,2 --layer all");
     CHECK(r.code == 1);
-    CHECK(r.err == "attn: error: " + copy + "/config.json: quantization_config: quant_method \"bitsandbytes\" is not implemented by attn for gpt_oss "
-                          "(expected \"mxfp4\", got \"bitsandbytes\")\n");
+    CHECK(r.err == "attn: error: " + copy + "/config.json: quantization_config: bitsandbytes quantisation is not implemented by attn "
+                          "(expected float weights or quant_method \"mxfp4\", got quant_method \"bitsandbytes\")\n");
 }

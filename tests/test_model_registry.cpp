@@ -158,6 +158,7 @@ TEST_CASE("family registry: gpt2, bert and llama by name and by model_type") {
 
 TEST_CASE("family registry: an unknown model_type lists every registered one") {
     CHECK_THROWS_WITH_AS(parse_config(R"({"model_type": "t5"})", "config.json", std::nullopt),
+                         "config.json: model_type \"t5\" is not a family attn knows (expected gpt2, bert, llama, mistral, "
                          "qwen2, gemma, gemma2, gemma3_text, gemma3, mixtral, qwen2_moe, gpt_oss, qwen3, qwen3_moe, olmo2, gpt_neox or phi3, or "
                          "give --arch gpt2|bert|llama|gemma|gemma2|gemma3|mixtral|qwen2_moe|gpt_oss|qwen3|qwen3_moe|olmo2|gpt_neox|phi3)",
                          attn::value_error);

@@ -466,10 +466,21 @@ std::vector<option_row> make_table() {
                                             "")),
                                     r);
                  }});
+    // The families are listed in the help text, which wraps, rather than in the type
+    // (CLI11's "TEXT:{…}" would run past 80 columns).
     t.push_back({"--arch", "",
-                 "Model family of the checkpoint (default: config.json's model_type; llama covers mistral and qwen2)",
+                 "Model family of the checkpoint: " +
+                     [] {
+                         std::string names;
+                         for (const std::string& n : model::family_names()) names += (names.empty() ? "" : ", ") + n;
+                         return names;
+                     }() +
+                     " (default: config.json's model_type; llama covers mistral and qwen2)",
                  "Checkpoint", model::family_names(), [](CLI::App& a, pipeline_cli& c, const option_row& r) {
-                     return grouped(a.add_option(r.flag, c.arch, r.help)->check(CLI::IsMember(r.choices)), r);
+                     return grouped(a.add_option(r.flag, c.arch, r.help)
+                                        ->type_name("FAMILY")
+                                        ->check(CLI::IsMember(r.choices).description("")),
+                                    r);
                  }});
     option_row config{"--config", "", "The model's config.json (default: the one beside the checkpoint)", "Checkpoint", {},
                       [](CLI::App& a, pipeline_cli& c, const option_row& r) {

@@ -64,8 +64,11 @@ void refuse_quantization(const json& j, const family_spec& spec, const std::stri
                                       expected_got("float weights", q->dump().substr(0, 80)));
     const std::string m = method->get<std::string>();
     if (std::find(spec.quant_methods.begin(), spec.quant_methods.end(), m) != spec.quant_methods.end()) return;
+    // What the family reads instead: float weights, and the methods it dequantises itself.
+    std::vector<std::string> accepted{"float weights"};
+    for (const std::string& a : spec.quant_methods) accepted.push_back("quant_method \"" + a + "\"");
     throw value_error(source, "quantization_config: " + m + " quantisation is not implemented by attn " +
-                                  expected_got("float weights", "quant_method \"" + m + "\""));
+                                  expected_got(listed(accepted, " or "), "quant_method \"" + m + "\""));
 }
 
 }  // namespace

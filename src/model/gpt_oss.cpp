@@ -22,8 +22,6 @@
 
 namespace attn::model {
 
-const family_spec& llama_family();
-
 namespace {
 
 std::string key(std::size_t layer, const std::string& rest) { return layer_key("layers.", layer, rest); }
@@ -36,13 +34,6 @@ bool theta_written(const config_reader& r) {
 }
 
 void read_config(const config_reader& r, config& c) {
-    if (const nlohmann::json* q = r.find("quantization_config")) {
-        const nlohmann::json* m = q->is_object() && q->contains("quant_method") ? &(*q)["quant_method"] : nullptr;
-        if (!m || *m != "mxfp4")
-            throw value_error(r.source(), "quantization_config: quant_method " + (m ? m->dump() : std::string("none")) +
-                                              " is not implemented by attn for gpt_oss " +
-                                              expected_got("\"mxfp4\"", m ? m->dump() : "none"));
-    }
     llama_family().read_config(r, c);  // sizes, rope_theta, rope_scaling / rope_parameters, sliding_window, layer_types
     // GptOssConfig's defaults where they differ from Llama's.
     if (!theta_written(r)) c.rope_theta = 150000.0;
@@ -157,20 +148,15 @@ struct block {
 
 const family_spec& gpt_oss_family() {
     static const family_spec spec = [] {
-        family_spec s;
+        family_spec s = llama_family();  // prefixes, probes, head_dim, pre-norm blocks
         s.name = "gpt_oss";
         s.order = 22;
         s.quant_methods = {"mxfp4"};  // dequantised here (mxfp4.hpp); the rest are refused by name
         s.model_types = {"gpt_oss"};
-        s.prefixes = {"", "model."};
-        s.probe = "embed_tokens.weight";
-        s.dtype_probe = "layers.0.self_attn.q_proj.weight";
-        s.reads_head_dim = true;
         s.read_config = read_config;
         s.config_from_tensors = from_tensors;
         s.check = check;
         s.attention = attention;
-        s.structure = block_structure::pre_norm;
         s.f4 = layer_functions_of<block>::f4();
         s.f8 = layer_functions_of<block>::f8();
         return s;

@@ -13,8 +13,6 @@
 
 namespace attn::model {
 
-const family_spec& llama_family();  // src/model/llama.cpp
-
 namespace {
 
 std::string key(std::size_t layer, const std::string& rest) { return layer_key("layers.", layer, rest); }
@@ -51,8 +49,9 @@ void check(const family& f) {
 layer_attention attention(const family& f, std::size_t layer) {
     layer_attention a = llama_family().attention(f, layer);
     const double eps = f.settings().norm_eps;
-    a.q_norm = head_norm{f.need(key(layer, "self_attn.q_norm.weight")), eps, true};
-    a.k_norm = head_norm{f.need(key(layer, "self_attn.k_norm.weight")), eps, true};
+    a.q_norm = head_norm{f.need(key(layer, "self_attn.q_norm.weight")), eps};
+    a.k_norm = head_norm{f.need(key(layer, "self_attn.k_norm.weight")), eps};
+    a.q_norm->whole_width = a.k_norm->whole_width = true;  // named: head_norm has other flags (gemma)
     return a;
 }
 
