@@ -21,7 +21,7 @@ Shipped (data/, used by the README walk-through): gpt2-tiny, bert-tiny, llama-ti
 a model.safetensors, config.json and tokenizer.json (a toy vocabulary; GPT-2's is
 byte-level with Ġ marks). Test fixtures (tests/fixtures/checkpoints/): qwen2-tiny,
 mistral-tiny, partial-tiny, llama-tiny-bf16 (a BF16 copy of data/llama-tiny, with
-references computed from the BF16-rounded weights), llama-tiny-sharded (the same
+references computed from the BF16-rounded weights), llama-tiny-no-embedding (its tensors but embed_tokens), llama-tiny-sharded (the same
 tensors in two shards and an index), gpt2-missing-tensor (h.0.ln_2.bias left out), and for every case expected.npz: ids (T,),
 hidden_states (L+1, T, E) (HF hidden_states before any final norm), x_layer1 (T, E)
 (hidden_states[1], the input of layer 1), x_norm (L, T, E),
@@ -446,6 +446,11 @@ def main():
     index = {"metadata": {"total_size": sum(v.numel() * 4 for v in w.values())},
              "weight_map": {k: ("model-00001-of-00002.safetensors" if k in first else "model-00002-of-00002.safetensors") for k in names}}
     write_json(os.path.join(d, "model.safetensors.index.json"), index)
+    write_json(os.path.join(d, "config.json"), llama_cfg)
+
+    # Without the embedding table: a run from --x needs only its layer's tensors.
+    d = os.path.join(FIX, "llama-tiny-no-embedding")
+    write(os.path.join(d, "model.safetensors"), safetensors_bytes({k: v for k, v in w.items() if "embed_tokens" not in k}))
     write_json(os.path.join(d, "config.json"), llama_cfg)
 
     qwen_cfg = dict(llama_cfg, model_type="qwen2", architectures=["Qwen2ForCausalLM"], num_key_value_heads=1,

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attn/io/npz.hpp"
+#include "checkpoint_cases.hpp"
 #include "cli_util.hpp"
 #include "io_fixtures.hpp"
 #include "scratch_dir.hpp"
@@ -456,4 +457,23 @@ TEST_CASE("rope_scaling from config.json: recorded in meta.model, and it changes
     const auto b = attn_test::run_attn("compute " + llama + " --layer 0 --ids 1,2 --config '" + dir.path + "/bad.json'");
     CHECK(b.code == 1);
     CHECK(b.err.rfind("attn: error: rope_scaling: ", 0) == 0);
+}
+
+TEST_CASE("a checkpoint without its embedding table runs from --x, and refuses token ids naming the table") {
+    attn_test::scratch_dir dir;
+    const std::string ck = "tests/fixtures/checkpoints/llama-tiny-no-embedding";
+    const std::string ref = "tests/fixtures/checkpoints/llama-tiny/expected.npz";
+    auto r = attn_test::run_attn("compute " + ck + " --layer 1 --x " + ref + ":x_layer1 --dump weights,output --dtype float64 "
+                                 "--format npz -o '" + dir.path + "/out.npz'");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    const auto got = attn_test::read_npz_file(dir.path + "/out.npz");
+    const auto want = attn_test::read_npz_file(std::string(ATTN_SOURCE_DIR) + "/" + ref);
+    for (const std::string stage : {"weights", "output"}) {
+        CAPTURE(stage);
+        const auto cmp = attn_test::compare_arrays(attn_test::member(got, stage), attn_test::at(attn_test::member(want, stage), 1), 1e-9, 1e-9);
+        CHECK_MESSAGE(cmp.ok, cmp.summary);
+    }
+    r = attn_test::run_attn("compute " + ck + " --layer all --ids 1,2,3");
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: " + ck + "/model.safetensors: no tensor model.embed_tokens.weight (the llama family needs it)\n");
 }

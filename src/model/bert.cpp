@@ -126,6 +126,7 @@ const family_spec& bert_family() {
         s.prefixes = {"", "bert."};
         s.probe = "embeddings.word_embeddings.weight";
         s.dtype_probe = "encoder.layer.0.attention.self.query.weight";
+        s.embedding_tensors = {"embeddings."};
         s.read_config = read_config;
         s.refused = {{"position_embedding_type", "absolute", "relative position scores are not computed"},
                      {"is_decoder", false, "a decoder BERT is causal and may cross-attend"},

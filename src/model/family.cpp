@@ -20,12 +20,17 @@ family::family(config c, const weight_source& weights, std::string source)
     if (!cfg_.family) throw value_error(source_, "the config names no family (expected one from parse_config)");
     const family_spec& s = spec();
     bool found = false;
-    for (const auto& p : s.prefixes)
-        if (weights_->shape(p + s.probe)) {
-            prefix_ = p;
-            found = true;
-            break;
-        }
+    // The embedding tells the prefix; a checkpoint without it (run from --x) is told by
+    // layer 0's attention weight.
+    for (const std::string* probe : {&s.probe, &s.dtype_probe}) {
+        for (const auto& p : s.prefixes)
+            if (!probe->empty() && weights_->shape(p + *probe)) {
+                prefix_ = p;
+                found = true;
+                break;
+            }
+        if (found) break;
+    }
     if (!found) {
         std::string tried;
         for (const auto& p : s.prefixes) tried += (tried.empty() ? "" : " or ") + p + s.probe;
@@ -47,9 +52,18 @@ std::optional<array> family::maybe(const std::string& local) const {
     return weights_->load(n);
 }
 
+bool family::embedding_tensor(const std::string& local) const {
+    const family_spec& s = spec();
+    if (s.embedding_tensors.empty()) return local == s.probe;
+    for (const std::string& e : s.embedding_tensors)
+        if (local == e || (!e.empty() && e.back() == '.' && local.rfind(e, 0) == 0)) return true;
+    return false;
+}
+
 void family::expect_shape(const std::string& local, const shape_t& want, const std::string& because) const {
     const std::string n = name(local);
     const shape_t* s = weights_->shape(n);
+    if (!s && embedding_tensor(local)) return;  // only ids need it: embed() refuses them then (need)
     if (!s) throw value_error(source_, "no tensor " + n + " (the " + spec().name + " family needs it)");
     if (*s != want)
         throw value_error(source_, n + " does not fit the config (" + because + ") " +

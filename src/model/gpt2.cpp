@@ -120,6 +120,7 @@ const family_spec& gpt2_family() {
         s.prefixes = {"", "transformer."};
         s.probe = "wte.weight";
         s.dtype_probe = "h.0.attn.c_attn.weight";
+        s.embedding_tensors = {"wte.weight", "wpe.weight"};
         s.heads_keys = {"n_head", "num_attention_heads"};
         s.hidden_keys = {"n_embd", "hidden_size"};
         s.read_config = read_config;

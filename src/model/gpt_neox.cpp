@@ -17,11 +17,6 @@ namespace {
 
 std::string key(std::size_t layer, const std::string& rest) { return layer_key("layers.", layer, rest); }
 
-/// GPTNeoXAttention: rotary_ndims = int(head_size · rotary_pct).
-std::size_t rotary_dims(const config& c) {
-    return static_cast<std::size_t>(static_cast<double>(c.head_dim) * c.partial_rotary_factor);
-}
-
 void read_config(const config_reader& r, config& c) {
     // GPTNeoXConfig's defaults (gpt-neox-20b).
     c.hidden = r.size({"hidden_size"}, 6144);
@@ -69,16 +64,7 @@ void check(const family& f) {
     if (c.kv_heads != c.heads)
         throw value_error("config", "GPT-NeoX has no grouped-query attention " +
                                         expected_got("num_key_value_heads = num_attention_heads", std::to_string(c.kv_heads)));
-    const std::size_t rotary = rotary_dims(c);
-    if (rotary == 0 || rotary % 2 != 0)
-        throw value_error("config", "rotary_pct gives an odd or zero rotary_dim " +
-                                        expected_got("an even number ≥ 2", std::to_string(rotary)));
-    if (c.rope_scaling.kind != core::rope_scaling_kind::none) {
-        core::rope_scaling s = c.rope_scaling;
-        s.theta = c.rope_theta;
-        s.rotary_dim = rotary;
-        core::validate(s);
-    }
+    checked_rotary_dim(c, "rotary_pct");
 }
 
 layer_attention attention(const family& f, std::size_t layer) {
@@ -88,7 +74,7 @@ layer_attention attention(const family& f, std::size_t layer) {
     a.causal = true;
     a.rope = true;
     a.rope_theta = c.rope_theta;
-    a.rotary_dim = rotary_dims(c);
+    a.rotary_dim = rotary_dim_of(c);
     a.rope_scaling = c.rope_scaling;
     a.rope_scaling.theta = c.rope_theta;
     a.rope_scaling.rotary_dim = a.rotary_dim;

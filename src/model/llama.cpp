@@ -140,16 +140,7 @@ void check(const family& f) {
                                              "_proj bias (" + (c.model_type == "mistral" ? "Mistral has none" : "attention_bias is false") +
                                              ") " + expected_got("no bias tensor, or attention_bias true", "a bias"));
     }
-    const std::size_t rotary = static_cast<std::size_t>(static_cast<double>(c.head_dim) * c.partial_rotary_factor);
-    if (rotary == 0 || rotary % 2 != 0)
-        throw value_error("config", "partial_rotary_factor gives an odd or zero rotary_dim " +
-                                        expected_got("an even number ≥ 2", std::to_string(rotary)));
-    if (c.rope_scaling.kind != core::rope_scaling_kind::none) {
-        core::rope_scaling s = c.rope_scaling;
-        s.theta = c.rope_theta;
-        s.rotary_dim = rotary;
-        core::validate(s);
-    }
+    checked_rotary_dim(c);
 }
 
 layer_attention attention(const family& f, std::size_t layer) {
@@ -160,8 +151,7 @@ layer_attention attention(const family& f, std::size_t layer) {
     a.causal = true;
     a.rope = true;
     a.rope_theta = c.rope_theta;
-    // LlamaRotaryEmbedding: dim = int(head_dim · partial_rotary_factor).
-    a.rotary_dim = static_cast<std::size_t>(static_cast<double>(c.head_dim) * c.partial_rotary_factor);
+    a.rotary_dim = rotary_dim_of(c);  // LlamaRotaryEmbedding: dim = int(head_dim · partial_rotary_factor)
     a.rope_scaling = c.rope_scaling;
     a.rope_scaling.theta = c.rope_theta;
     a.rope_scaling.rotary_dim = a.rotary_dim;

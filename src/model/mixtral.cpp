@@ -16,8 +16,6 @@
 
 namespace attn::model {
 
-const family_spec& llama_family();
-
 namespace {
 
 std::string key(std::size_t layer, const std::string& rest) { return layer_key("layers.", layer, rest); }
@@ -114,19 +112,14 @@ struct block {
 
 const family_spec& mixtral_family() {
     static const family_spec spec = [] {
-        family_spec s;
+        family_spec s = llama_family();  // prefixes, probes, head_dim, pre-norm blocks
         s.name = "mixtral";
         s.order = 20;
         s.model_types = {"mixtral"};
-        s.prefixes = {"", "model."};
-        s.probe = "embed_tokens.weight";
-        s.dtype_probe = "layers.0.self_attn.q_proj.weight";
-        s.reads_head_dim = true;
         s.read_config = read_config;
         s.config_from_tensors = from_tensors;
         s.check = check;
         s.attention = attention;
-        s.structure = block_structure::pre_norm;
         s.f4 = layer_functions_of<block>::f4();
         s.f8 = layer_functions_of<block>::f8();
         return s;

@@ -91,16 +91,7 @@ void check_llama_attention(const family& f) {
             throw value_error(f.name(b), std::string("in the checkpoint, but the config has no ") + p + "_proj bias " +
                                              expected_got("no bias tensor, or a config that has one", "a bias"));
     }
-    const std::size_t rotary = static_cast<std::size_t>(static_cast<double>(c.head_dim) * c.partial_rotary_factor);
-    if (rotary == 0 || rotary % 2 != 0)
-        throw value_error("config", "partial_rotary_factor gives an odd or zero rotary_dim " +
-                                        expected_got("an even number ≥ 2", std::to_string(rotary)));
-    if (c.rope_scaling.kind != core::rope_scaling_kind::none) {
-        core::rope_scaling s = c.rope_scaling;
-        s.theta = c.rope_theta;
-        s.rotary_dim = rotary;
-        core::validate(s);
-    }
+    checked_rotary_dim(c);
 }
 
 #define ATTN_INSTANTIATE(T)                                                                                         \

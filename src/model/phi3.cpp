@@ -18,11 +18,6 @@ namespace {
 
 std::string key(std::size_t layer, const std::string& rest) { return layer_key("layers.", layer, rest); }
 
-/// PhiRotaryEmbedding: dim = int(head_dim · partial_rotary_factor).
-std::size_t rotary_dims(const config& c) {
-    return static_cast<std::size_t>(static_cast<double>(c.head_dim) * c.partial_rotary_factor);
-}
-
 void read_config(const config_reader& r, config& c) {
     // Phi3Config's defaults (Phi-3-mini-4k).
     c.hidden = r.size({"hidden_size"}, 3072);
@@ -85,16 +80,7 @@ void check(const family& f) {
     f.expect_shape(key(0, "mlp.gate_up_proj.weight"), {2 * c.intermediate, c.hidden}, "2·intermediate_size × hidden_size");
     f.expect_shape(key(c.layers - 1, "self_attn.qkv_proj.weight"), {qkv, c.hidden},
                    "num_hidden_layers blocks of (num_attention_heads + 2·num_key_value_heads)·head_dim × hidden_size");
-    const std::size_t rotary = rotary_dims(c);
-    if (rotary == 0 || rotary % 2 != 0)
-        throw value_error("config", "partial_rotary_factor gives an odd or zero rotary_dim " +
-                                        expected_got("an even number ≥ 2", std::to_string(rotary)));
-    if (c.rope_scaling.kind != core::rope_scaling_kind::none) {
-        core::rope_scaling s = c.rope_scaling;
-        s.theta = c.rope_theta;
-        s.rotary_dim = rotary;
-        core::validate(s);
-    }
+    checked_rotary_dim(c);
 }
 
 layer_attention attention(const family& f, std::size_t layer) {
@@ -105,7 +91,7 @@ layer_attention attention(const family& f, std::size_t layer) {
     a.causal = true;
     a.rope = true;
     a.rope_theta = c.rope_theta;
-    a.rotary_dim = rotary_dims(c);
+    a.rotary_dim = rotary_dim_of(c);
     a.rope_scaling = c.rope_scaling;
     a.rope_scaling.theta = c.rope_theta;
     a.rope_scaling.rotary_dim = a.rotary_dim;

@@ -14,8 +14,6 @@
 
 namespace attn::model {
 
-const family_spec& llama_family();  // src/model/llama.cpp
-
 namespace {
 
 std::string key(std::size_t layer, const std::string& rest) { return layer_key("layers.", layer, rest); }

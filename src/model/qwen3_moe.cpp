@@ -20,8 +20,6 @@
 namespace attn::model {
 
 const family_spec& qwen3_family();  // src/model/qwen3.cpp
-const family_spec& llama_family();  // src/model/llama.cpp
-
 namespace {
 
 std::string key(std::size_t layer, const std::string& rest) { return layer_key("layers.", layer, rest); }

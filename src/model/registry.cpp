@@ -148,4 +148,18 @@ void split_fused_qkv(const array& weight, const std::string& weight_name, const 
     }
 }
 
+std::size_t checked_rotary_dim(const config& c, const char* factor_key) {
+    const std::size_t rotary = rotary_dim_of(c);
+    if (rotary == 0 || rotary % 2 != 0)
+        throw value_error("config", std::string(factor_key) + " gives an odd or zero rotary_dim " +
+                                        expected_got("an even number ≥ 2", std::to_string(rotary)));
+    if (c.rope_scaling.kind != core::rope_scaling_kind::none) {
+        core::rope_scaling s = c.rope_scaling;
+        s.theta = c.rope_theta;
+        s.rotary_dim = rotary;
+        core::validate(s);
+    }
+    return rotary;
+}
+
 }  // namespace attn::model

@@ -133,8 +133,12 @@ public:
     array need(const std::string& local) const;
     /// Loads a tensor when present (biases), else nullopt.
     std::optional<array> maybe(const std::string& local) const;
-    /// Checks a tensor's shape; throws value_error naming the config key when it differs.
+    /// Checks a tensor's shape; throws value_error naming the config key when it differs,
+    /// or naming the tensor when it is missing — unless it is an embedding tensor
+    /// (family_spec::embedding_tensors), which only token ids need.
     void expect_shape(const std::string& local, const shape_t& want, const std::string& because) const;
+    /// Whether `local` is one of the family's embedding tensors (family_spec::embedding_tensors).
+    bool embedding_tensor(const std::string& local) const;
 
 private:
     config cfg_;

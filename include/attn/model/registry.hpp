@@ -124,6 +124,11 @@ struct family_spec {
     std::vector<std::string> prefixes;      ///< name prefixes to try ("", "transformer.")
     std::string probe;                      ///< the tensor that tells the prefix (the token embedding)
     std::string dtype_probe;                ///< layer 0's attention weight, whose dtype picks float64
+    /// The tensors only token ids need (the embedding tables; a name ending in "." is a
+    /// prefix): a checkpoint without them still runs from --x (its prefix found by
+    /// dtype_probe), their shape checks pass when absent, and ids are refused by need().
+    /// Empty: the probe alone.
+    std::vector<std::string> embedding_tensors;
     /// The keys naming the head count and the hidden size in messages: the first one
     /// config.json contains, else the first (gpt2 n_head / num_attention_heads).
     std::vector<std::string> heads_keys{"num_attention_heads"}, hidden_keys{"hidden_size"};
@@ -173,6 +178,10 @@ struct family_spec {
 inline block_structure block_structure_of(const family_spec& spec, const config& c) {
     return spec.structure_for ? spec.structure_for(c) : spec.structure;
 }
+
+/// The llama family's spec (src/model/llama.cpp), which the families built on Llama's layout
+/// (qwen3, olmo2, mixtral, qwen2_moe, gpt_oss) copy and change, and whose functions they call.
+const family_spec& llama_family();
 
 /// The registered families, in registration order (gpt2, bert, llama, then any
 /// scoped_registration).
@@ -243,6 +252,20 @@ struct rope_config_keys {
 /// implemented by attn (expected …; positions would be rotated wrongly)"), a field of the
 /// wrong kind (named rope_scaling.<field>), and llama3 without original_max_position_embeddings.
 void read_rope_scaling(const config_reader& r, config& c, const rope_config_keys& keys = {});
+
+/// The rotary width of a family whose config gives head_dim and partial_rotary_factor:
+/// int(head_dim · partial_rotary_factor), as LlamaRotaryEmbedding, PhiRotaryEmbedding and
+/// GPTNeoXAttention (rotary_ndims) compute it; checked even and ≥ 2, and c's RoPE scaling
+/// validated for that width (core::validate). `factor_key` names the setting in the message
+/// ("partial_rotary_factor", GPT-NeoX "rotary_pct"). Throws value_error("config",
+/// "<factor_key> gives an odd or zero rotary_dim (expected an even number ≥ 2, got N)"), and
+/// what core::validate throws.
+std::size_t checked_rotary_dim(const config& c, const char* factor_key = "partial_rotary_factor");
+
+/// int(head_dim · partial_rotary_factor), unchecked (checked_rotary_dim checks it).
+inline std::size_t rotary_dim_of(const config& c) {
+    return static_cast<std::size_t>(static_cast<double>(c.head_dim) * c.partial_rotary_factor);
+}
 
 /// "h.3." style layer names: stem + layer + "." + rest.
 inline std::string layer_key(const char* stem, std::size_t layer, const std::string& rest) {
