@@ -19,7 +19,7 @@ _attn_compute_options="--help --q --k --v --x --x-kv --wq --wk --wv --bq --bk --
   --scale --softcap --heads --kv-heads --weight-layout --dtype --posenc --posenc-base --kernel
   --average-heads --tokens --tokens-kv --dump --format --output --store --precision --compact --full --plot
   --jobs --max-bytes --manifest --sink-k
-  --layer --arch --config --vocab --text --text-file --tokenizer --no-special-tokens"
+  --layer --arch --config --vocab --text --text-file --tokenizer --no-special-tokens --words"
 
 # Long options defined in `attn SUBCOMMAND --help` (lines "  -o,--output TEXT ...").
 _attn_help_options() {

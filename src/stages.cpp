@@ -33,6 +33,7 @@ const std::vector<stage_info>& stage_table() {
         {stage::head_stats,    "head_stats",    "B, H",              k::per_head,  d::compute,           0, true,  false,
          {"entropy", "max_weight", "distance", "sink_mass", "small_share"}},
         {stage::rollout,       "rollout",       "B, Tq, Tk",         k::rollout,   d::float64,           0, false, false, {}},
+        {stage::word_weights,  "word_weights",  "B, H, Wq, Wk",      k::words,     d::float64,           5, false, true,  {}},
     };
     return table;
 }

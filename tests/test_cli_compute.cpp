@@ -206,7 +206,7 @@ TEST_CASE("errors: one line on stderr, nothing on stdout, documented exit codes"
          "attn: error: --format: npy holds one tensor; pick one stage with --dump (expected 1 stage, got 3)\n"},
         {"compute --dump weights,foo data/x.npy", 2,
          "attn: error: --dump: unknown stage 'foo' (expected x, x_norm, q_proj, k_proj, q, k, v, qk, scaled, scores, weights, output, lse, "
-         "present_key, present_value, mask, stats, head_stats or rollout)\n"},
+         "present_key, present_value, mask, stats, head_stats, rollout or word_weights)\n"},
         {"compute --mask-fill 5 data/x.npy", 2,
          "attn: error: --mask-fill: not a number ≤ 0 (expected -inf or a number like -1e9, got 5)\n"},
         {"compute --softcap -1 data/x.npy", 2,

@@ -25,7 +25,7 @@ TEST_CASE("view refusals: no Tq×Tk stage, over --max-bytes, options that do not
     REQUIRE(r.code == 0);
     r = attn_test::run_attn("view '" + d + "/o.npz' -o '" + d + "/v.html'");
     CHECK(r.code == 1);
-    CHECK(r.err == "attn: error: " + d + "/o.npz: no Tq×Tk stage to view (expected weights, scores, scaled or qk; found output, lse)\n");
+    CHECK(r.err == "attn: error: " + d + "/o.npz: no Tq×Tk stage to view (expected weights, scores, scaled, qk or word_weights; found output, lse)\n");
     CHECK(!std::filesystem::exists(d + "/v.html"));
 
     // 100 tokens: the inputs are 100 × 4 float32 each; the run view makes plans weights,

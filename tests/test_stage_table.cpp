@@ -34,7 +34,7 @@ io::named_array f64(const std::string& name, shape_t shape, std::vector<double> 
 
 TEST_CASE("stage table: names in pipeline order, parse_stage and its message") {
     CHECK(stage_list(" ") ==
-          "x x_norm q_proj k_proj q k v qk scaled scores weights output lse present_key present_value mask stats head_stats rollout");
+          "x x_norm q_proj k_proj q k v qk scaled scores weights output lse present_key present_value mask stats head_stats rollout word_weights");
     for (const auto& row : stage_table()) {
         CHECK(parse_stage(row.name) == row.id);
         CHECK(stage_name(row.id) == row.name);
@@ -45,10 +45,10 @@ TEST_CASE("stage table: names in pipeline order, parse_stage and its message") {
     } catch (const usage_error& e) {
         CHECK(std::string(e.what()).find("unknown stage 'weight' (expected x, x_norm, q_proj, k_proj, q, k, v, qk, scaled, "
                                          "scores, weights, output, lse, present_key, present_value, mask, stats, "
-                                         "head_stats or rollout)") != std::string::npos);
+                                         "head_stats, rollout or word_weights)") != std::string::npos);
     }
     CHECK(default_dump() == std::vector<std::string>{"scores", "weights", "output"});
-    CHECK(drawn_stages() == std::vector<std::string>{"weights", "scores", "scaled", "qk"});
+    CHECK(drawn_stages() == std::vector<std::string>{"weights", "scores", "scaled", "qk", "word_weights"});
     CHECK(view_stages() == std::vector<std::string>{"weights", "scores", "mask", "head_stats"});
     CHECK(plot_stages() == std::vector<std::string>{"qk", "scaled", "scores", "weights"});
 }

@@ -227,7 +227,7 @@ TEST_CASE("an unknown stage lists stats among the expected ones") {
     const array x = array::from<double>({1, 2}, std::vector<double>{1, 2}.data());
     CHECK_THROWS_WITH_AS(compute({{"x", x}}, {}, o),
                          "--dump: unknown stage 'statz' (expected x, x_norm, q_proj, k_proj, q, k, v, qk, scaled, scores, weights, output, lse, "
-                         "present_key, present_value, mask, stats, head_stats or rollout)",
+                         "present_key, present_value, mask, stats, head_stats, rollout or word_weights)",
                          attn::usage_error);
 }
 

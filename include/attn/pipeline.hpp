@@ -104,6 +104,9 @@ struct checkpoint_options {
     /// (B, T) right-padded, with the attention_mask the padding implies).
     std::vector<std::string> texts;
     bool add_special_tokens = true;     ///< as `tokenizer(text)` (add_special_tokens=True)
+    /// Word-level attention (`--words`, docs/design.md §5.3): adds the stage word_weights,
+    /// the weights merged to the texts' words (word_weights_of), to the dump.
+    bool words = false;
 };
 
 /// Attention of a checkpoint's layer (or of every layer), docs/design.md §4.3. Inputs: either

@@ -14,7 +14,7 @@ namespace attn {
 
 /// The stages `--dump` accepts, in pipeline order (the order of the table).
 enum class stage { x, x_norm, q_proj, k_proj, q, k, v, qk, scaled, scores, weights, output, lse, present_key, present_value, mask, stats,
-                   head_stats, rollout };
+                   head_stats, rollout, word_weights };
 
 /// What a stage's tensor holds, which decides how it is drawn, laid out and masked.
 enum class stage_kind {
@@ -27,6 +27,7 @@ enum class stage_kind {
     statistics,  ///< several tensors "<name>.<part>": 0-d variances and per-row statistics
     per_head,    ///< several tensors "<name>.<part>", one value per batch item and head
     rollout,     ///< a Tq×Tk matrix across layers, one per batch item
+    words,       ///< a word×word matrix (weights merged to words), labelled by the document's words
     scalar,      ///< a 0-d value (a part of `stats`)
     unknown      ///< a tensor that is not a stage (an input, a renamed array)
 };
@@ -36,7 +37,7 @@ enum class stage_dtype {
     compute,            ///< the compute dtype (--dtype, else the inputs')
     boolean,            ///< bool
     compute_and_int64,  ///< the compute dtype, except the integer parts (stats.dk, stats.argmax): int64
-    float64             ///< always float64 (rollout: products of layers)
+    float64             ///< always float64 (rollout: products of layers; word_weights: sums of weights)
 };
 
 /// One row of the stage table.

@@ -520,6 +520,12 @@ std::vector<option_row> make_table() {
                  [](CLI::App& a, pipeline_cli& c, const option_row& r) {
                      return grouped(a.add_flag(r.flag, c.no_special_tokens, r.help), r);
                  }});
+    t.push_back({"--words", "",
+                 "Add word_weights: the weights merged to the text's words (Clark et al. 2019: summed over a key "
+                 "word's tokens, averaged over a query word's)",
+                 "Text", {}, [](CLI::App& a, pipeline_cli& c, const option_row& r) {
+                     return grouped(a.add_flag(r.flag, c.words, r.help), r);
+                 }});
     t.push_back({"--sink-k", "", "head_stats: the sink mass is the weight on the first K keys (1 to Tk)", "Output", {},
                  [](CLI::App& a, pipeline_cli& c, const option_row& r) {
                      return grouped(a.add_option(r.flag, c.settings.sink_k, r.help)

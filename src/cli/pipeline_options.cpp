@@ -91,7 +91,7 @@ attn::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std:
     if (!checkpoint_run(c)) {
         const char* checkpoint_only = !c.config.empty() ? "--config" : !c.vocab.empty() ? "--vocab" : !c.texts.empty() ? "--text"
                                       : !c.text_file.empty() ? "--text-file" : !c.tokenizer.empty() ? "--tokenizer"
-                                      : c.no_special_tokens ? "--no-special-tokens" : nullptr;
+                                      : c.no_special_tokens ? "--no-special-tokens" : c.words ? "--words" : nullptr;
         if (checkpoint_only)
             throw usage_error(checkpoint_only, "applies to a checkpoint " + expected_got("--layer N or --layer all", "no --layer"));
     }
@@ -187,6 +187,7 @@ attn::checkpoint_options checkpoint_settings(const std::string& path, const pipe
         ck.texts.insert(ck.texts.end(), more.begin(), more.end());
     }
     ck.add_special_tokens = !c.no_special_tokens;
+    ck.words = c.words;
     return ck;
 }
 

@@ -35,6 +35,7 @@ struct pipeline_cli {
     std::string text_file;           // --text-file: one text per line
     std::string tokenizer;           // --tokenizer tokenizer.json
     bool no_special_tokens = false;  // --no-special-tokens
+    bool words = false;              // --words
 };
 
 /// Binds --rope, --rope-theta and --rotary-dim to `c` (compute, plot, view and attn rope):

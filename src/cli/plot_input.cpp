@@ -163,6 +163,7 @@ loaded load_input(const std::string& path) {
         r.lone = std::move(r.inputs.arrays.front());
         r.doc.tokens = std::move(r.inputs.tokens);
         r.doc.tokens_kv = std::move(r.inputs.tokens_kv);
+        r.doc.words = std::move(r.inputs.words);
         r.inputs = {};
         return r;
     }
@@ -171,6 +172,7 @@ loaded load_input(const std::string& path) {
             if (is_stage(a.name)) r.doc.tensors.push_back(std::move(a));
         r.doc.tokens = std::move(r.inputs.tokens);
         r.doc.tokens_kv = std::move(r.inputs.tokens_kv);
+        r.doc.words = std::move(r.inputs.words);
         r.inputs = {};
     } else if (r.inputs.arrays.size() == 1 && !io::is_attn_name(r.inputs.arrays.front().name)) {
         r.inputs.arrays.front().name = "x";  // the bundle naming rule of io::load_bundle
@@ -214,6 +216,7 @@ io::heatmap_spec plot_of_weights(io::document& doc, const std::vector<std::strin
         first.meta = doc.meta;
         first.tokens = doc.tokens;
         first.tokens_kv = doc.tokens_kv;
+        first.words = doc.words;
         for (const auto& t : doc.tensors)
             if (is_layered_stage(t.name)) first.tensors.push_back(t);
         select_layer(first, "", "--plot");

@@ -139,7 +139,9 @@ nlohmann::ordered_json encode(const std::string& name, const array& a, const sta
 }
 
 nlohmann::ordered_json encode_stage(const document& doc, const named_array& t, int bits) {
-    return encode(t.name, t.value, dims_of(doc, t), masked_cells(doc, t), tensor_kind(t.name) == stage_kind::weights, bits);
+    // Weights and word weights (rows summing to 1 as theirs do) are coloured over [0, 1].
+    const stage_kind k = tensor_kind(t.name);
+    return encode(t.name, t.value, dims_of(doc, t), masked_cells(doc, t), k == stage_kind::weights || k == stage_kind::words, bits);
 }
 
 /// The `rollout` tensor ((T, T) or (B, T, T), docs/design.md §4.4) shown as one more layer of the
@@ -287,6 +289,11 @@ void write_html(std::ostream& out, const document& doc, const std::string& sourc
     if (doc.tokens.empty() && doc.meta.is_object() && doc.meta.contains("model") && doc.meta["model"].is_object() &&
         doc.meta["model"].contains("tokens") && doc.meta["model"]["tokens"].is_array())
         data["item_tokens"] = doc.meta["model"]["tokens"];
+    // word_weights' labels (docs/design.md §5.3): the words, or each text's in meta.model.text.words.
+    data["words"] = doc.words;
+    if (doc.words.empty() && doc.meta.is_object() && doc.meta.contains("model") && doc.meta["model"].is_object() &&
+        doc.meta["model"].contains("text") && doc.meta["model"]["text"].is_object() && doc.meta["model"]["text"].contains("words"))
+        data["item_words"] = doc.meta["model"]["text"]["words"];
     data["stages"] = nlohmann::ordered_json::array();
     for (const auto* t : stages) data["stages"].push_back(encode_stage(doc, *t, bits));
     // Rollout rows sum to 1 (Abnar & Zuidema 2020): coloured over [0, 1] as weights are. An

@@ -31,7 +31,7 @@ constexpr std::string_view attn_names[] = {
     "q",        "k",          "v",           "x",           "x_kv",         "w_q",       "w_k",
     "w_v",      "b_q",        "b_k",         "b_v",         "w_o",          "b_o",       "in_proj_weight",
     "in_proj_bias", "attn_mask", "key_padding_mask", "attention_mask", "embedding", "alibi_slopes", "document_ids", "sinks", "position_ids", "rope_cos", "rope_sin", "lengths", "token_ids", "past_key", "past_value",
-    "tokens", "tokens_kv"};
+    "tokens", "tokens_kv", "words"};
 
 /// nn.MultiheadAttention's state_dict names for the arrays attn calls otherwise
 /// (in_proj_weight and in_proj_bias are attn names as they are).

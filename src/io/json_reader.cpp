@@ -382,8 +382,8 @@ bundle read_json(std::string_view raw, const std::string& source) {
     for (const auto& [key, value] : doc.items()) {
         const std::string name = lower(key);
         const std::string where = source + ":" + key;
-        if (name == "tokens" || name == "tokens_kv") {
-            (name == "tokens" ? b.tokens : b.tokens_kv) = to_tokens(value, where);
+        if (name == "tokens" || name == "tokens_kv" || name == "words") {
+            (name == "tokens" ? b.tokens : name == "words" ? b.words : b.tokens_kv) = to_tokens(value, where);
             continue;
         }
         if (!value.is_array()) continue;  // settings, metadata: not ours to judge

@@ -226,7 +226,8 @@ void write_json(std::ostream& out, const document& doc, const text_style& style)
     }
     key("meta");
     put_value(b, doc.meta.is_null() ? ordered_json::object() : doc.meta, indent_step, pretty);
-    for (const auto& [name, labels] : {std::pair{"tokens", &doc.tokens}, std::pair{"tokens_kv", &doc.tokens_kv}}) {
+    for (const auto& [name, labels] :
+         {std::pair{"tokens", &doc.tokens}, std::pair{"tokens_kv", &doc.tokens_kv}, std::pair{"words", &doc.words}}) {
         if (labels->empty()) continue;
         key(name);
         b.put('[');

@@ -76,7 +76,7 @@ void walk_object(const json& root, const std::string& source, std::vector<listed
         ++f.next;
         const std::string name = f.prefix + key;
         const bool top = f.prefix.empty();
-        if (top && (key == "meta" || key == "tokens" || key == "tokens_kv")) continue;
+        if (top && (key == "meta" || key == "tokens" || key == "tokens_kv" || key == "words")) continue;
         if (value.is_object()) {
             stack.push_back({&value, value.cbegin(), name + "."});  // f is not used after this
             continue;

@@ -228,9 +228,13 @@ void put_tensor(text_buffer& b, const document& doc, const named_array& t, int p
     m.shown_cols = shown_indices(m.cols, summarise, options.edgeitems);
     // Per-head statistics have batch items and heads on their axes, not queries and keys.
     const std::vector<std::string> none;
+    // Word-level weights have words on both axes.
     const bool by_token = !is_head_stage(t.name);
-    m.row_labels = a.rank() == 1 ? std::vector<std::string>{""} : labels(by_token ? doc.tokens : none, m.rows, m.shown_rows);
-    m.col_labels = labels(!by_token ? none : doc.tokens_kv.empty() ? doc.tokens : doc.tokens_kv, m.cols, m.shown_cols);
+    const bool by_word = tensor_kind(t.name) == stage_kind::words;
+    const std::vector<std::string>& row_names = by_word ? doc.words : by_token ? doc.tokens : none;
+    const std::vector<std::string>& col_names = by_word ? doc.words : !by_token ? none : doc.tokens_kv.empty() ? doc.tokens : doc.tokens_kv;
+    m.row_labels = a.rank() == 1 ? std::vector<std::string>{""} : labels(row_names, m.rows, m.shown_rows);
+    m.col_labels = labels(col_names, m.cols, m.shown_cols);
     for (const auto& l : m.row_labels) m.label_width = std::max(m.label_width, display_width(l));
 
     // Leading axes (all but the matrix's two), each elided on its own.

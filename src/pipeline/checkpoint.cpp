@@ -159,7 +159,9 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
     // The stages compute() makes; x and x_norm are the model's own.
     std::vector<std::string> dump;
     for (const auto& s : o.dump)
-        if (s != stage_name(stage::x) && s != stage_name(stage::x_norm) && s != stage_name(stage::rollout)) dump.push_back(s);
+        if (s != stage_name(stage::x) && s != stage_name(stage::x_norm) && s != stage_name(stage::rollout) &&
+            s != stage_name(stage::word_weights))
+            dump.push_back(s);
     const bool want_output = has(o.dump, stage_name(stage::output).c_str());
     // Rollout (docs/design.md §4.4) multiplies every layer's head-averaged weights.
     const bool rollout = has(o.dump, stage_name(stage::rollout).c_str());
@@ -464,7 +466,35 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
     const std::string probe = fam.name(fam.spec().dtype_probe);
     const io::tensor_entry* e = weights.file().find(probe);
     const dtype t = options.compute_type ? *options.compute_type : e && e->dtype == "F64" ? dtype::f8 : dtype::f4;
-    io::document doc = t == dtype::f8 ? run<double>(fam, ck, in, tokens, options) : run<float>(fam, ck, in, tokens, options);
+    // Word-level attention (docs/design.md §5.3) merges the weights: computed, then
+    // dropped unless asked for.
+    pipeline_options run_options = options;
+    const std::string& word_stage = stage_name(stage::word_weights);
+    const std::string& weights_stage = stage_name(stage::weights);
+    if (ck.words && !has(run_options.dump, word_stage.c_str())) run_options.dump.push_back(word_stage);
+    const bool words = has(run_options.dump, word_stage.c_str());
+    if (words && !text)
+        throw usage_error("--words", "merges tokens into the words of a text " +
+                                              expected_got("--text or --text-file", in.x ? "--x" : "token ids"));
+    if (words && !has(run_options.dump, weights_stage.c_str())) run_options.dump.push_back(weights_stage);
+    io::document doc = t == dtype::f8 ? run<double>(fam, ck, in, tokens, run_options) : run<float>(fam, ck, in, tokens, run_options);
+    if (words) {
+        auto w = std::find_if(doc.tensors.begin(), doc.tensors.end(), [&](const named_array& a) { return a.name == weights_stage; });
+        array merged = word_weights_of(w->value, !ck.layer, in.ids->rank() == 2, *text);
+        if (!has(options.dump, weights_stage.c_str()) && !has(options.dump, stage_name(stage::rollout).c_str())) doc.tensors.erase(w);
+        doc.tensors.push_back({word_stage, std::move(merged)});
+        // In --dump order, word_weights where it was asked for (last for --words).
+        std::stable_sort(doc.tensors.begin(), doc.tensors.end(), [&](const named_array& a, const named_array& b) {
+            const auto place = [&](const named_array& x) {
+                const std::string head = x.name.substr(0, x.name.find('.'));
+                return std::find(run_options.dump.begin(), run_options.dump.end(), head) - run_options.dump.begin();
+            };
+            return place(a) < place(b);
+        });
+        if (text->words.size() == 1 || std::all_of(text->words.begin(), text->words.end(), [&](const auto& l) { return l == text->words.front(); }))
+            doc.words = text->words.front();
+        pipeline::record_shapes(doc);
+    }
     if (!item_tokens.empty()) doc.meta["model"]["tokens"] = item_tokens;
     if (text) {
         nlohmann::json t;
@@ -472,6 +502,7 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
         t["add_special_tokens"] = ck.add_special_tokens;
         t["lengths"] = text->lengths;
         t["pad_id"] = 0;
+        if (words) t["words"] = text->words;  // per text: word_weights' rows and columns
         doc.meta["model"]["text"] = t;
     }
     return doc;

@@ -39,6 +39,10 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     const auto wants = [&](stage s) { return std::find(stages.begin(), stages.end(), s) != stages.end(); };
     // Rollout multiplies layers (docs/design.md §4.4); one attention call is one layer.
     if (wants(stage::rollout)) throw usage_error("--dump", "rollout needs several layers " + expected_got("a checkpoint with --layer all", "no checkpoint"));
+    // Word-level attention needs a text's words (docs/design.md §5.3).
+    if (wants(stage::word_weights))
+        throw usage_error("--dump", "word_weights merges tokens into the words of a text " +
+                                        expected_got("a checkpoint with --text", "no checkpoint"));
     if (o.softcap < 0 || !std::isfinite(o.softcap))
         throw usage_error("--softcap", "must be finite and not negative " + expected_got("≥ 0", num(o.softcap)));
 
@@ -257,8 +261,7 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
 const std::vector<std::string>& stage_names() {
     static const std::vector<std::string> names = [] {
         std::vector<std::string> all;
-        for (int s = 0; s <= static_cast<int>(pipeline::stage::rollout); ++s)
-            all.push_back(pipeline::stage_name(static_cast<pipeline::stage>(s)));
+        for (const auto& row : stage_table()) all.push_back(row.name);
         return all;
     }();
     return names;

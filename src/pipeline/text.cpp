@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "attn/core/words.hpp"
 #include "attn/error.hpp"
 #include "attn/io/input.hpp"
 #include "attn/io/json.hpp"
@@ -65,6 +66,19 @@ encoded_texts encode_texts(const tokenizer::tokenizer& tok, const std::vector<st
             labels[t] = tok.token_label(e.ids[t]);
             words[t] = e.special_tokens_mask[t] ? std::nullopt : e.word_ids[t];
         }
+        // The words' labels: the text over their tokens' bytes, or the token's own label.
+        const core::word_groups g = core::group_words(std::vector<std::optional<std::uint32_t>>(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(n)));
+        std::vector<std::string> word_labels(g.first_token.size());
+        std::vector<std::size_t> from(g.first_token.size(), std::numeric_limits<std::size_t>::max()), to(g.first_token.size(), 0);
+        for (std::size_t t = 0; t < n; ++t) {
+            const std::size_t w = g.word_of_token[t];
+            from[w] = std::min(from[w], e.byte_offsets[t].first);
+            to[w] = std::max(to[w], e.byte_offsets[t].second);
+        }
+        for (std::size_t w = 0; w < word_labels.size(); ++w)
+            word_labels[w] = words[g.first_token[w]] && from[w] < to[w] ? texts[b].substr(from[w], to[w] - from[w])
+                                                                         : labels[g.first_token[w]];
+        out.words.push_back(std::move(word_labels));
         out.labels.push_back(std::move(labels));
         out.word_ids.push_back(std::move(words));
     }
@@ -72,6 +86,49 @@ encoded_texts encode_texts(const tokenizer::tokenizer& tok, const std::vector<st
     out.token_ids = int64_array(shape, ids);
     if (padded) out.attention_mask = int64_array(shape, mask);
     return out;
+}
+
+array word_weights_of(const array& weights, bool layered, bool batched, const encoded_texts& text) {
+    const shape_t& s = weights.shape;
+    const std::size_t B = text.lengths.size();
+    const std::size_t lead = (layered ? 1 : 0) + (batched ? 1 : 0);
+    if (s.size() < 2 + lead || s[s.size() - 1] != s[s.size() - 2] || (batched && s[layered ? 1 : 0] != B) || (!batched && B != 1))
+        throw shape_error("word_weights", "weights do not fit the texts " +
+                                              expected_got(std::string(layered ? "(L, " : "(") + (batched ? std::to_string(B) + ", " : "") + "…, T, T)",
+                                                           shape_string(s)));
+    const std::size_t T = s.back();
+    std::vector<core::word_groups> groups;
+    std::size_t W = 0;
+    for (std::size_t b = 0; b < B; ++b) {
+        if (text.lengths[b] > T)
+            throw shape_error("word_weights", "weights do not fit the texts " + expected_got("T ≥ " + std::to_string(text.lengths[b]), shape_string(s)));
+        groups.push_back(core::group_words(std::vector<std::optional<std::uint32_t>>(
+            text.word_ids[b].begin(), text.word_ids[b].begin() + static_cast<std::ptrdiff_t>(text.lengths[b]))));
+        W = std::max(W, groups.back().first_token.size());
+    }
+    // Blocks in C order; block i belongs to text (i / inner) % B, inner the blocks after B.
+    std::size_t blocks = 1, inner = 1;
+    for (std::size_t d = 0; d + 2 < s.size(); ++d) {
+        blocks *= s[d];
+        if (batched && d > (layered ? 1u : 0u)) inner *= s[d];
+    }
+    const std::vector<double> w = weights.to_vector<double>();
+    std::vector<double> out(blocks * W * W, 0.0);
+    std::vector<double> block;
+    for (std::size_t i = 0; i < blocks; ++i) {
+        const std::size_t b = batched ? (i / inner) % B : 0, n = text.lengths[b];
+        block.assign(n * n, 0.0);  // the text's own n × n tokens, without padding
+        for (std::size_t q = 0; q < n; ++q)
+            std::copy_n(w.begin() + static_cast<std::ptrdiff_t>((i * T + q) * T), n, block.begin() + static_cast<std::ptrdiff_t>(q * n));
+        const std::vector<double> merged = core::word_weights(block.data(), 1, n, n, groups[b], groups[b]);
+        const std::size_t wn = groups[b].first_token.size();
+        for (std::size_t q = 0; q < wn; ++q)
+            std::copy_n(merged.begin() + static_cast<std::ptrdiff_t>(q * wn), wn, out.begin() + static_cast<std::ptrdiff_t>((i * W + q) * W));
+    }
+    shape_t shape(s.begin(), s.end() - 2);
+    shape.push_back(W);
+    shape.push_back(W);
+    return array::from<double>(shape, out.data());
 }
 
 std::vector<std::string> token_labels(const tokenizer::tokenizer& tok, const std::vector<std::int64_t>& ids) {

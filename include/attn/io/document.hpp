@@ -18,6 +18,7 @@ struct document {
     nlohmann::ordered_json meta;           ///< settings used and tensor shapes (JSON object)
     std::vector<std::string> tokens;       ///< labels of the query rows (and keys when Tk = Tq)
     std::vector<std::string> tokens_kv;    ///< labels of the keys (cross-attention), Tk of them, or empty
+    std::vector<std::string> words;        ///< labels of word_weights' rows and columns (text in, --words), or empty
     std::vector<named_array> tensors;      ///< stages by name, float32 or float64
 };
 

@@ -22,6 +22,7 @@ struct bundle {
     std::vector<named_array> arrays;
     std::vector<std::string> tokens;   ///< from a JSON "tokens" entry (list or string)
     std::vector<std::string> tokens_kv;  ///< from a JSON "tokens_kv" entry: the keys' labels
+    std::vector<std::string> words;    ///< from a JSON "words" entry: word_weights' labels (attn's output)
     std::vector<std::string> ignored;  ///< names (lower case) of arrays the file holds that attn does not use
 
     /// The array called `name` (case-insensitive), or nullptr.

@@ -44,6 +44,11 @@ struct encoded_texts {
     std::vector<std::vector<std::optional<std::uint32_t>>> word_ids;
     /// The texts' lengths in tokens, before padding.
     std::vector<std::size_t> lengths;
+    /// Per text, its words in the order core::group_words numbers them (the first `lengths`
+    /// tokens; padding belongs to no word): a word's text is the original text over its
+    /// tokens' byte offsets; a token without a word id (a special token a post-processor
+    /// added) is a word of its own, labelled as the token is.
+    std::vector<std::vector<std::string>> words;
 };
 
 /// Encodes `texts` (UTF-8, at least one) with `tok` as `tokenizers`' encode(text,
@@ -54,6 +59,16 @@ struct encoded_texts {
 /// (value_error "text: invalid UTF-8 at byte N").
 encoded_texts encode_texts(const tokenizer::tokenizer& tok, const std::vector<std::string>& texts,
                            bool add_special_tokens, std::int64_t pad_id = 0);
+
+/// Word-level attention (docs/design.md §5.3, `--words`; Clark et al. 2019, §4.1) of
+/// weights computed from `text`: `weights` is ([L,] [B,] [H,] T, T) — B present when
+/// `batched` (several texts), L when `layered` — in float32 or float64; every (T, T)
+/// block of text b is merged by core::word_weights over that text's words (its first
+/// lengths[b] tokens: padding is no word). Returns float64 of the same leading axes and
+/// (W, W), W the most words of any text; a shorter text's extra rows and columns are 0.
+/// Throws shape_error("word_weights", …) when the weights' T, B or square shape does not
+/// fit the texts.
+array word_weights_of(const array& weights, bool layered, bool batched, const encoded_texts& text);
 
 /// The labels of token ids by `tok`'s decoder, token by token (tokenizer::token_label); an id
 /// the tokenizer does not know (negative, or past its vocabulary) is labelled by its number.
