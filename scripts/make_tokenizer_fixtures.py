@@ -23,7 +23,7 @@ OUT = os.path.join(ROOT, "tests", "fixtures", "tokenizer")
 
 def corpus():
     texts = [
-        "Hello world!", "Hello, world! How are you doing today?", "The quick brown fox jumps over the lazy dog.",
+        "Hello world!", "Hello, world! How are you doing today?", "The quick brown fox jumps over the lazy dog.", "The capital of France is",
         "I'm sure they'll say it's fine; we've done what we'd planned.", "DON'T SHOUT. I'M LISTENING, YOU'RE LOUD.",
         "", " ", "  ", "a", " a", "a ", "  leading and trailing  ", "\n", "\t\ttabs\tand\ttext", "line one\nline two\n\nline four",
         "windows\r\nline\r\nendings\r\n", "mixed \r\n \n\r spaces", "ideographic\u3000space\u3000\u3000here",

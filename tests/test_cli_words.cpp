@@ -204,3 +204,30 @@ TEST_CASE("--words refusals: no text, no checkpoint") {
     CHECK(r.code == 2);
     CHECK(r.err.find("--words") != std::string::npos);
 }
+
+TEST_CASE("text in on the shipped checkpoints: the view of every layer, ids as attn tokenize and HF tokenizers give them") {
+    attn_test::scratch_dir dir;
+    const std::string text = "The capital of France is";
+    for (const std::string model : {"gpt2", "bert", "llama"}) {
+        CAPTURE(model);
+        const std::string ck = "data/" + model + "-tiny";
+        auto r = attn_test::run_attn("compute " + ck + " --layer all --text '" + text + "' -o '" + dir.path + "/" + model + ".html'");
+        REQUIRE_MESSAGE(r.code == 0, r.err);
+        CHECK(attn_test::slurp(dir.path + "/" + model + ".html").rfind("<!DOCTYPE html>", 0) == 0);
+        r = attn_test::run_attn("tokenize '" + text + "' " + ck + " --format json");
+        REQUIRE_MESSAGE(r.code == 0, r.err);
+        const json tokenized = json::parse(r.out);
+        const json ids = tokenized.at(0).at("ids");
+        CHECK(ids == reference(model, text).at("ids"));  // HF tokenizers' own ids
+        r = attn_test::run_attn("compute " + ck + " --layer all --text '" + text + "' --dump weights --dtype float64 --compact");
+        REQUIRE_MESSAGE(r.code == 0, r.err);
+        const json from_text = json::parse(r.out);
+        CHECK(from_text.at("meta").at("model").at("text").at("ids") == json{ids});
+        // The same run from those ids: the same weights, bit for bit.
+        std::string list;
+        for (const auto& id : ids) list += (list.empty() ? "" : ",") + std::to_string(id.get<long long>());
+        r = attn_test::run_attn("compute " + ck + " --layer all --ids " + list + " --dump weights --dtype float64 --compact");
+        REQUIRE_MESSAGE(r.code == 0, r.err);
+        CHECK(json::parse(r.out).at("weights") == from_text.at("weights"));
+    }
+}

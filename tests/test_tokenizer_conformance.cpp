@@ -1,5 +1,5 @@
 // attn::tokenizer against HF tokenizers itself on real tokenizer.json files (GPT-2, BERT,
-// Llama 3, Qwen 3, Llama 2, Gemma 3, gpt-oss) over a corpus of 1,061 strings
+// Llama 3, Qwen 3, Llama 2, Gemma 3, gpt-oss) over a corpus of 1,062 strings
 // (tests/fixtures/tokenizer/conformance/; scripts/make_tokenizer_fixtures.py writes the
 // corpus, scripts/make_tokenizer_references.sh the reference's encodings): ids, tokens,
 // offsets in code points and bytes, word ids and special tokens mask, with and without

@@ -123,7 +123,7 @@ struct checkpoint_options {
 /// --layer all, ids and x both given, texts with ids or x).
 /// With texts, the ids and the padding mask come from the tokenizer (encode_texts), the
 /// token labels from its decoder, and meta.model gains "text": {add_special_tokens,
-/// lengths, pad_id, tokenizer}; a missing tokenizer is an io_error naming where it was
+/// lengths, pad_id, ids (per text, before padding), words (with word_weights), tokenizer}; a missing tokenizer is an io_error naming where it was
 /// looked for.
 io::document compute_checkpoint(const checkpoint_options& checkpoint, std::vector<named_array> inputs,
                                 const std::vector<std::string>& bundle_tokens, const pipeline_options& options);

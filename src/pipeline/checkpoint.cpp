@@ -502,6 +502,14 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
         t["add_special_tokens"] = ck.add_special_tokens;
         t["lengths"] = text->lengths;
         t["pad_id"] = 0;
+        // Per text, its token ids before padding (transformers' input_ids).
+        const std::vector<std::int64_t> all_ids = text->token_ids.to_vector<std::int64_t>();
+        const std::size_t T = text->token_ids.shape.back();
+        nlohmann::json ids = nlohmann::json::array();
+        for (std::size_t b = 0; b < text->lengths.size(); ++b)
+            ids.push_back(std::vector<std::int64_t>(all_ids.begin() + static_cast<std::ptrdiff_t>(b * T),
+                                                    all_ids.begin() + static_cast<std::ptrdiff_t>(b * T + text->lengths[b])));
+        t["ids"] = ids;
         if (words) t["words"] = text->words;  // per text: word_weights' rows and columns
         doc.meta["model"]["text"] = t;
     }
