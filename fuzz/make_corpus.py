@@ -89,7 +89,7 @@ MANIFEST = {
 }
 
 
-# tokenizer.json seeds: the three decodings read_vocab knows (byte-level BPE, SentencePiece
+# tokenizer.json seeds: the three decodings of the families (byte-level BPE, SentencePiece
 # with byte fallback, WordPiece), added tokens, and the data/*-tiny tokenizers.
 TOKENIZERS = {
     "byte_level": {"added_tokens": [{"id": 4, "content": "<|endoftext|>", "special": True}],

@@ -168,7 +168,7 @@ TEST_CASE("checkpoint refusals: one line, exit 1 for data and 2 for options, not
     refused("data/notebook.npz --vocab data/gpt2-tiny/tokenizer.json", 2,
             "--vocab: applies to a checkpoint (expected --layer N or --layer all, got no --layer)");
     refused(gpt2 + " --layer 0 --ids 1,2 --vocab data/gpt2-tiny/config.json", 1,
-            "data/gpt2-tiny/config.json: not a tokenizer.json (expected a model.vocab object {token: id})");
+            "data/gpt2-tiny/config.json: tokenizer: missing field 'model'");
     refused("data/notebook.npz --dump x_norm", 2, "--dump: x_norm is a checkpoint's stage (expected a checkpoint with --layer, got no checkpoint)");
     refused(gpt2 + " --layer 0 --ids 1,2 --dump rollout", 2, "--dump: rollout needs several layers (expected --layer all, got --layer 0)");
     refused(gpt2 + " --layer all --ids 1,2 --dump rollout --average-heads", 2,

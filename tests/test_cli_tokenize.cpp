@@ -100,7 +100,7 @@ TEST_CASE("attn tokenize: invalid UTF-8, an unsupported tokenizer and no text ar
     attn_test::spit(scratch.path + "/bad.json", j.dump());
     r = attn_test::run_attn("tokenize hi --tokenizer '" + scratch.path + "/bad.json' -o '" + out + "'");
     CHECK(r.code == 1);
-    CHECK(r.err == "attn: error: tokenizer.json: unsupported pre_tokenizer type 'FooBar'\n");
+    CHECK(r.err == "attn: error: " + scratch.path + "/bad.json: unsupported pre_tokenizer type 'FooBar'\n");
     CHECK_FALSE(std::filesystem::exists(out));
 
     // Read as every side file is: nested at most 256 deep, checked before it is parsed. The

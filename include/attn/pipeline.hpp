@@ -95,7 +95,7 @@ struct checkpoint_options {
     std::string config;                 ///< config.json; "" = the one beside the checkpoint
     std::optional<model::arch> arch;    ///< --arch; default from config.json's model_type
     std::optional<std::size_t> layer;   ///< --layer N; nullopt = all layers (--layer all)
-    std::string vocab;                  ///< tokenizer.json labelling the tokens ("" = none)
+    std::string vocab;                  ///< --vocab: --tokenizer's alias (docs/design.md §5.3), "" = none
     /// tokenizer.json that encodes `texts` and labels the tokens by its decoder (include/
     /// attn/pipeline/text.hpp); "" = the tokenizer.json beside the checkpoint when texts
     /// are given.

@@ -488,7 +488,7 @@ std::vector<option_row> make_table() {
                       }};
     config.file = true;
     t.push_back(config);
-    option_row vocab{"--vocab", "", "tokenizer.json: label the tokens by decoding their ids", "Checkpoint", {},
+    option_row vocab{"--vocab", "", "tokenizer.json: label the tokens by its decoder (an alias of --tokenizer)", "Checkpoint", {},
                      [](CLI::App& a, pipeline_cli& c, const option_row& r) {
                          return grouped(a.add_option(r.flag, c.vocab, r.help)->type_name("FILE"), r);
                      }};

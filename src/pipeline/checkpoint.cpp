@@ -18,7 +18,6 @@
 #include "attn/io/npy.hpp"
 #include "attn/io/npz.hpp"
 #include "attn/io/safetensors.hpp"
-#include "attn/io/vocab.hpp"
 #include "attn/pipeline/text.hpp"
 #include "attn/text.hpp"
 #include "attn/model/family.hpp"
@@ -267,9 +266,11 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
     return out;
 }
 
-/// The tokenizer.json of a run: --tokenizer, else the one beside the checkpoint.
+/// The tokenizer.json of a run: --tokenizer (or its alias --vocab), else the one beside
+/// the checkpoint.
 std::string tokenizer_path(const checkpoint_options& ck) {
     if (!ck.tokenizer.empty()) return ck.tokenizer;
+    if (!ck.vocab.empty()) return ck.vocab;
     const std::filesystem::path p(ck.path);
     return (p.has_parent_path() ? p.parent_path() / "tokenizer.json" : std::filesystem::path("tokenizer.json")).string();
 }
@@ -351,8 +352,11 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
     // the labels.
     std::optional<tokenizer::tokenizer> tok;
     const std::string tok_path = tokenizer_path(ck);
-    if (!ck.tokenizer.empty() || !ck.texts.empty()) {
-        if (!ck.tokenizer.empty() || std::filesystem::exists(tok_path)) {
+    if (!ck.tokenizer.empty() && !ck.vocab.empty())
+        throw usage_error("--vocab", "is --tokenizer's alias " + expected_got("one of them", "both"));
+    const bool named = !ck.tokenizer.empty() || !ck.vocab.empty();
+    if (named || !ck.texts.empty()) {
+        if (named || std::filesystem::exists(tok_path)) {
             tok = load_tokenizer(tok_path);
         } else {
             throw io_error(ck.path, "no tokenizer.json beside the checkpoint to encode the text (expected " + tok_path +
@@ -440,8 +444,7 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
             tokens = item_tokens.front();
         if (in.ids->rank() == 1) item_tokens.clear();
     } else if (tokens.empty() && in.ids) {
-        // Label the tokens: decoded through --vocab, else by their ids; each batch item its own.
-        const std::vector<std::string> vocab = ck.vocab.empty() ? std::vector<std::string>{} : io::read_vocab(ck.vocab);
+        // Without a tokenizer the tokens are labelled by their ids; each batch item its own.
         const std::size_t T = in.ids->shape.back(), B = in.ids->size() / T;
         for (std::size_t b = 0; b < B; ++b) {
             std::vector<std::string> labels;
@@ -450,7 +453,7 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
                 const double v = in.ids->value(b * T + i);
                 const bool whole = v >= 0 && v < 9007199254740992.0;  // 2^53: exact in a double
                 const auto id = whole ? static_cast<std::size_t>(v) : std::size_t{0};
-                labels.push_back(whole && id < vocab.size() ? vocab[id] : whole ? std::to_string(id) : general_number(v));
+                labels.push_back(whole ? std::to_string(id) : general_number(v));
             }
             item_tokens.push_back(std::move(labels));
         }
@@ -459,8 +462,8 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
         if (std::all_of(item_tokens.begin(), item_tokens.end(), [&](const auto& l) { return l == item_tokens.front(); }))
             tokens = item_tokens.front();
         if (in.ids->rank() == 1) item_tokens.clear();
-    } else if (!ck.vocab.empty() && tokens.empty() && !in.ids) {
-        throw usage_error("--vocab", "labels token ids " + expected_got("--ids or --token-ids", "--x"));
+    } else if (named && tokens.empty() && !in.ids) {
+        throw usage_error(ck.vocab.empty() ? "--tokenizer" : "--vocab", "labels token ids " + expected_got("--ids or --token-ids", "--x"));
     }
     // The compute dtype: float64 only for an F64 checkpoint (docs/design.md §1: F16, BF16, F8 in float32).
     const std::string probe = fam.name(fam.spec().dtype_probe);

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <limits>
 #include <mutex>
 #include <queue>
 #include <shared_mutex>
@@ -29,6 +30,15 @@ using json = nlohmann::json;
 namespace {
 
 [[noreturn]] void bad(const std::string& what) { throw format_error("tokenizer.json", what); }
+
+/// A token id as `tokenizers` reads it: an unsigned integer that fits its u32 (a larger one
+/// is refused, never truncated to another token's id).
+std::uint32_t token_id(const json& v, const std::string& where) {
+    if (!v.is_number_unsigned()) bad(where + " is not an id");
+    if (v.get<std::uint64_t>() > std::numeric_limits<std::uint32_t>::max())
+        bad(where + ": id out of range (expected at most 4294967295, got " + v.dump() + ")");
+    return static_cast<std::uint32_t>(v.get<std::uint64_t>());
+}
 
 const json& field(const json& j, const char* key, const std::string& where) {
     if (!j.is_object() || !j.contains(key)) bad(where + ": missing field '" + key + "'");
@@ -408,8 +418,7 @@ using model_ptr = std::unique_ptr<model>;
 void read_vocab(const json& v, std::unordered_map<std::string, std::uint32_t>& vocab, const std::string& where) {
     if (!v.is_object()) bad(where + ": 'vocab' is not an object");
     for (auto it = v.begin(); it != v.end(); ++it) {
-        if (!it.value().is_number_unsigned()) bad(where + ": vocab entry '" + it.key() + "' is not an id");
-        vocab[it.key()] = it.value().get<std::uint32_t>();
+        vocab[it.key()] = token_id(it.value(), where + ": vocab entry '" + it.key() + "'");
     }
 }
 
@@ -841,7 +850,7 @@ struct sequence_processor : post_processor {
 std::pair<std::string, std::uint32_t> token_and_id(const json& j, const std::string& where) {
     if (!j.is_array() || j.size() != 2 || !j[0].is_string() || !j[1].is_number_unsigned())
         bad(where + " is not [token, id]");
-    return {j[0].get<std::string>(), j[1].get<std::uint32_t>()};
+    return {j[0].get<std::string>(), token_id(j[1], where)};
 }
 
 post_processor_ptr make_post_processor(const json& j) {
@@ -888,7 +897,8 @@ post_processor_ptr make_post_processor(const json& j) {
             for (std::size_t k = 0; k < ids.size(); ++k) {
                 if (!ids[k].is_number_unsigned() || !toks[k].is_string())
                     bad("post_processor TemplateProcessing: special token '" + it.key() + "' is malformed");
-                list.push_back({ids[k].get<std::uint32_t>(), toks[k].get<std::string>()});
+                list.push_back({token_id(ids[k], "post_processor TemplateProcessing: special token '" + it.key() + "'"),
+                                toks[k].get<std::string>()});
             }
         }
         const auto& single = field(j, "single", "post_processor TemplateProcessing");
@@ -1361,7 +1371,7 @@ tokenizer from_json(const json& j) {
         if (!list.is_array()) bad("'added_tokens' is not an array");
         for (const auto& a : list) {
             if (!a.is_object() || !a.contains("id") || !a.at("id").is_number_unsigned()) bad("added token without an id");
-            added_token t{a.at("id").get<std::uint32_t>(), str_field(a, "content", "added token"),
+            added_token t{token_id(a.at("id"), "added token"), str_field(a, "content", "added token"),
                           bool_field(a, "single_word", false), bool_field(a, "lstrip", false), bool_field(a, "rstrip", false),
                           false, bool_field(a, "special", false)};
             t.normalized = bool_field(a, "normalized", !t.special);
@@ -1403,7 +1413,13 @@ tokenizer from_text(std::string_view text, const std::string& source) {
     } catch (const json::exception& e) {
         throw format_error(source, std::string("invalid JSON: ") + e.what());
     }
-    return from_json(j);
+    try {
+        return from_json(j);
+    } catch (const format_error& e) {
+        // from_json names no file: the refusal names the one it came from.
+        if (e.source() != "tokenizer.json" || source == e.source()) throw;
+        throw format_error(source, e.message());
+    }
 }
 
 }  // namespace attn::tokenizer

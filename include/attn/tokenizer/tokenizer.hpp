@@ -88,7 +88,8 @@ tokenizer from_file(const std::string& path, std::size_t max_bytes = std::size_t
 
 /// Parses the text of a tokenizer.json, then from_json. The caller bounds the text (the
 /// CLI reads it with io::read_side_json: size and nesting depth). Throws format_error
-/// naming `source` for invalid JSON, and what from_json throws.
+/// naming `source` for invalid JSON, and what from_json throws (its format_errors naming
+/// `source` in place of "tokenizer.json").
 tokenizer from_text(std::string_view text, const std::string& source);
 
 }  // namespace attn::tokenizer
