@@ -18,9 +18,12 @@ Hugging Face transformers' modeling code and sharing nothing with attn:
           each head, the rest passed through: StableLM / Phi)
 
 Shipped (data/, used by the README walk-through): gpt2-tiny, bert-tiny, llama-tiny, each
-a model.safetensors, config.json and tokenizer.json (a toy vocabulary; GPT-2's is
-byte-level with Ġ marks). Test fixtures (tests/fixtures/checkpoints/): qwen2-tiny,
-mistral-tiny, partial-tiny, llama-tiny-bf16 (a BF16 copy of data/llama-tiny, with
+a model.safetensors, config.json and its real family's tokenizer.json (GPT-2's and Llama
+3's cut to 512 entries, bert-base-uncased's pipeline over 512 words: read from
+build-tokenizers/, which ATTN_SETUP_TOKENIZERS=1 scripts/setup.sh fills), with the
+embedding grown to 512 rows whose first 64 are the test fixtures' (their expected.npz hold
+for data/ too). Test fixtures (tests/fixtures/checkpoints/): qwen2-tiny,
+mistral-tiny, partial-tiny, llama-tiny-bf16 (a BF16 copy of data/llama-tiny's first 64 rows, with
 references computed from the BF16-rounded weights), llama-tiny-no-embedding (its tensors but embed_tokens), llama-tiny-sharded (the same
 tensors in two shards and an index), gpt2-missing-tensor (h.0.ln_2.bias left out), and for every case expected.npz: ids (T,),
 hidden_states (L+1, T, E) (HF hidden_states before any final norm), x_layer1 (T, E)

@@ -2,6 +2,7 @@
 // INPUT as attn output, one array or a compute input; picking a layer; the weights plot
 // of a compute run.
 #include <algorithm>
+#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
@@ -92,7 +93,8 @@ bool is_checkpoint_path(const std::string& path) {
     const auto ends = [&](const std::string& tail) {
         return path.size() >= tail.size() && lower(path.substr(path.size() - tail.size())) == tail;
     };
-    return ends(".safetensors") || ends(".index.json");
+    std::error_code ec;
+    return ends(".safetensors") || ends(".index.json") || std::filesystem::is_directory(path, ec);  // a model directory
 }
 
 void select_layer(io::document& doc, const std::string& layer, const std::string& source) {

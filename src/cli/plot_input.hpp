@@ -59,7 +59,8 @@ void add_tensor_options(io::bundle& b, const pipeline_cli& c);
 std::string base_name(const std::string& path);
 
 /// A checkpoint, which --layer computes over, rather than attn output, from which --layer
-/// picks a layer: .safetensors or its .index.json (what checkpoint runs read).
+/// picks a layer: .safetensors or its .index.json (what checkpoint runs read), or a model
+/// directory holding one.
 bool is_checkpoint_path(const std::string& path);
 
 }  // namespace attn::cli
