@@ -79,7 +79,8 @@ stage_kind tensor_kind(const std::string& tensor_name) {
 }
 
 bool is_matrix(stage_kind k) {
-    return k == stage_kind::logits || k == stage_kind::scores || k == stage_kind::weights || k == stage_kind::mask;
+    return k == stage_kind::logits || k == stage_kind::scores || k == stage_kind::weights || k == stage_kind::mask ||
+           k == stage_kind::words;
 }
 
 const std::string& stage_of_kind(stage_kind k) {

@@ -169,8 +169,17 @@ TEST_CASE("--words reaches every format and the view, with the words as labels")
     const auto members = attn_test::read_npz_file(dir.path + "/out.npz");
     CHECK(attn_test::find_array(members, "word_weights") != nullptr);
     CHECK(attn_test::slurp(dir.path + "/out.csv").find("word_weights") != std::string::npos);
+    // The view's data: the stage, and the words its axes are labelled with.
     const std::string page = attn_test::slurp(dir.path + "/out.html");
-    CHECK(page.find("word_weights") != std::string::npos);
+    CHECK(page.find(R"("name":"word_weights","L":2,"B":1,"H":4,"Tq":6,"Tk":6)") != std::string::npos);
+    CHECK(page.find(R"("words":["\u003c|begin_of_text|>","The"," capital"," of"," France"," is"])") != std::string::npos);
+    // attn plot takes a model directory and text as attn compute does.
+    for (const std::string ck : {"data/llama-tiny", "data/llama-tiny/model.safetensors"}) {
+        const auto p = attn_test::run_attn("plot " + ck + " --layer 1 --text 'The capital of France is' -o '" + dir.path + "/" +
+                                           (ck.size() > 16 ? "file" : "dir") + ".png'");
+        REQUIRE_MESSAGE(p.code == 0, p.err);
+    }
+    CHECK(attn_test::slurp(dir.path + "/dir.png") == attn_test::slurp(dir.path + "/file.png"));
     // Table: the words label the rows and columns (Llama 3's BOS is a word of its own;
     // its post-processor keeps a word's leading space in the offsets, trim_offsets false).
     const auto t = attn_test::run_attn(run + " --dump word_weights --average-heads --format table --precision 2");

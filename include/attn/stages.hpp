@@ -76,7 +76,8 @@ std::string stage_list(const std::string& separator, const std::string& last = "
 /// per_row); any "head_stats.<part>" (per_head); unknown for any other name.
 stage_kind tensor_kind(const std::string& tensor_name);
 
-/// True for the kinds that are Tq×Tk matrices of one layer: logits, scores, weights, mask.
+/// True for the kinds that are Tq×Tk matrices of one layer: logits, scores, weights, mask,
+/// and words (word_weights: Wq×Wk, laid out as weights are).
 bool is_matrix(stage_kind k);
 
 /// The name of the one stage of kind `k` (scores, weights, mask, rollout), for finding
