@@ -94,7 +94,11 @@ struct checkpoint_options {
     std::string path;                   ///< a .safetensors file or a *.safetensors.index.json
     std::string config;                 ///< config.json; "" = the one beside the checkpoint
     std::optional<model::arch> arch;    ///< --arch; default from config.json's model_type
-    std::optional<std::size_t> layer;   ///< --layer N; nullopt = all layers (--layer all)
+    std::optional<std::size_t> layer;   ///< --layer N; nullopt = `layers`, or all layers (--layer all)
+    /// --layer 0,5,10-12 (docs/design.md §5.4), used when `layer` is unset: the listed
+    /// layers, ascending, each once; empty = all layers. Stacked along a leading layer
+    /// axis in this order, as all layers are.
+    std::vector<std::size_t> layers;
     std::string vocab;                  ///< tokenizer.json labelling the tokens ("" = none)
     /// tokenizer.json that encodes `texts` and labels the tokens by its decoder (include/
     /// attn/pipeline/text.hpp); "" = the tokenizer.json beside the checkpoint when texts
@@ -106,18 +110,22 @@ struct checkpoint_options {
     bool add_special_tokens = true;     ///< as `tokenizer(text)` (add_special_tokens=True)
 };
 
-/// Attention of a checkpoint's layer (or of every layer), docs/design.md §4.3. Inputs: either
-/// token ids (`token_ids` (T,) or (B, T), or options.ids) → the family's embeddings,
-/// then blocks 0..N−1; or `x` (T, E) / (B, T, E), the residual stream entering layer N
-/// (HF hidden_states[N]). An `attention_mask` (B, T) (HF: 1 = attend) is passed on.
+/// Attention of a checkpoint's layer (or of listed layers, or of every layer), docs/design.md
+/// §4.3 and §5.4. Inputs: either token ids (`token_ids` (T,) or (B, T), or options.ids) →
+/// the family's embeddings, then blocks 0..N−1; or `x` (T, E) / (B, T, E), the residual
+/// stream entering layer N, the first listed (HF hidden_states[N]). Blocks between listed
+/// layers run; every block runs with the stages of options.dump, so a listed layer is
+/// bitwise the same slice of an all-layers run. An `attention_mask` (B, T) (HF: 1 =
+/// attend) is passed on.
 /// The family's settings (heads, kv heads, causal, RoPE, sliding window, projections)
 /// come from config.json; the options' heads, kv_heads, window, rope_theta and
 /// rotary_dim override them when set. Stages are those of compute() plus `x` (layer
-/// input) and `x_norm` (after the pre-attention norm); with all layers every stage has
-/// a leading layer axis L. meta gains "model": {arch, model_type, layers, checkpoint}.
+/// input) and `x_norm` (after the pre-attention norm); with a list or all layers every
+/// stage has a leading layer axis, the layers ascending. meta gains "model": {arch,
+/// model_type, checkpoint, layer (N, the list, or "all"), layers (the model's count)}.
 /// Throws value_error / format_error / io_error for the checkpoint, its config or the
 /// inputs, usage_error for options that do not fit it (--layer out of range, x with
-/// --layer all, ids and x both given, texts with ids or x).
+/// --layer all, rollout with N or a list, ids and x both given, texts with ids or x).
 /// With texts, the ids and the padding mask come from the tokenizer (encode_texts), the
 /// token labels from its decoder, and meta.model gains "text": {add_special_tokens,
 /// lengths, pad_id, tokenizer}; a missing tokenizer is an io_error naming where it was
