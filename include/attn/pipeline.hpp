@@ -6,6 +6,7 @@
 /// attention (core/attention or core/reference) → the dumped stages in the input's
 /// layout with a `meta` block of every setting used (src/pipeline/stages, compute).
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -108,6 +109,15 @@ struct checkpoint_options {
     /// (B, T) right-padded, with the attention_mask the padding implies).
     std::vector<std::string> texts;
     bool add_special_tokens = true;     ///< as `tokenizer(text)` (add_special_tokens=True)
+    /// Streamed output (docs/design.md §5.4): when set, a run of listed or all layers
+    /// hands each listed layer's stages to this function as soon as the layer is computed,
+    /// then frees them, instead of holding and stacking every layer. `layer` holds that
+    /// layer's stages without the layer axis, named and ordered as the stacked document's,
+    /// `index` counts the listed layers from 0 and `count` is their number (the leading
+    /// axis). compute_checkpoint then returns the run's meta (shapes with the layer axis)
+    /// and no tensors, and plans --max-bytes for one layer. Not used for --layer N (one
+    /// layer is the document); refused with rollout, which needs every layer's weights.
+    std::function<void(io::document& layer, std::size_t index, std::size_t count)> each_layer;
 };
 
 /// Attention of a checkpoint's layer (or of listed layers, or of every layer), docs/design.md

@@ -194,6 +194,11 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
     if (rollout && o.average_heads)
         throw usage_error("--dump", "rollout averages the heads itself " + expected_got("no --average-heads", "--average-heads"));
     if (rollout && !has(dump, stage_name(stage::weights).c_str())) dump.push_back(stage_name(stage::weights));
+    const bool streamed = ck.each_layer && !ck.layer;
+    if (streamed && rollout)
+        throw usage_error("--dump", "rollout multiplies every layer's weights, which streamed output does not hold " +
+                                        expected_got("held output", "streamed output"));
+    nlohmann::ordered_json streamed_shapes;  // the stacked shapes, from the first layer streamed
 
     std::vector<io::document> docs;
     for (std::size_t l = start; l <= last; ++l) {
@@ -223,7 +228,7 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
         // and the stream entering a layer must not depend on which layers are listed, so
         // --layer N and any list are bitwise slices of --layer all (docs/design.md §5.4).
         lo.dump = dump;
-        lo.planned_layers = wanted.size();  // every dumped layer is held, then stacked
+        lo.planned_layers = streamed ? 1 : wanted.size();  // every dumped layer is held, then stacked, unless streamed
         if (propagate && !has(lo.dump, stage_name(stage::output).c_str())) lo.dump.push_back(stage_name(stage::output));
         if (lo.dump.empty()) lo.dump.push_back(stage_name(stage::output));
         io::document doc = compute(std::move(inputs), tokens, lo);
@@ -250,13 +255,28 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
                         if (t.name == s || t.name.rfind(s + ".", 0) == 0) ordered.push_back(std::move(t));
             }
             doc.tensors = std::move(ordered);
+            if (streamed) {
+                // Handed on and freed: the document kept is the last layer's meta alone.
+                if (docs.empty()) {
+                    streamed_shapes = nlohmann::ordered_json::object();
+                    for (const auto& t : doc.tensors) {
+                        shape_t sh = t.value.shape;
+                        sh.insert(sh.begin(), wanted.size());
+                        streamed_shapes[t.name] = sh;
+                    }
+                }
+                const auto index = static_cast<std::size_t>(std::lower_bound(wanted.begin(), wanted.end(), l) - wanted.begin());
+                ck.each_layer(doc, index, wanted.size());
+                doc.tensors.clear();
+                docs.clear();
+            }
             docs.push_back(std::move(doc));
         }
         if (propagate) x = std::move(next);
     }
 
     io::document out = std::move(docs.back());
-    if (!ck.layer) {
+    if (!ck.layer && !streamed) {
         std::vector<named_array> stacked;
         for (std::size_t i = 0; i < out.tensors.size(); ++i) {
             std::vector<const array*> parts;
@@ -292,6 +312,7 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
     }
     out.meta["model"] = pipeline::model_meta(cfg, ck);
     pipeline::record_shapes(out);
+    if (streamed) out.meta["shapes"] = streamed_shapes;
     return out;
 }
 
