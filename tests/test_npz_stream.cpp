@@ -4,7 +4,13 @@
 // destination as it was.
 #include <doctest/doctest.h>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -162,4 +168,43 @@ TEST_CASE("a streamed run that fails part way leaves the destination as it was, 
     r = attn_test::run_attn("compute tests/fixtures/checkpoints/gemma3-tiny --layer all --ids 1,5,9,2,7,3,8,4 --dump x -o '" + out + "'");
     REQUIRE_MESSAGE(r.code == 0, r.err);
     CHECK(attn::io::read_npz(attn_test::slurp(out), out).front().value.shape == attn::shape_t{4, 8, 32});
+}
+
+TEST_CASE("a streamed run holds one layer: peak memory of --layer all --dump weights at T = 2048") {
+    attn_test::scratch_dir dir;
+    // gemma3-tiny: 4 layers of 4 heads × 2048² float32 weights, 64 MiB each. Held, they
+    // took 550 MB (the layers, their stack and the archive built in memory); streamed, 93 MB.
+    std::vector<std::int64_t> ids(2048);
+    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int64_t>((i * 37 + 5) % 64);
+    {
+        std::ofstream f(dir.path + "/ids.npy", std::ios::binary);
+        attn::array a;
+        a.type = attn::dtype::i8;
+        a.shape = {ids.size()};
+        a.data.resize(ids.size() * sizeof(std::int64_t));
+        std::memcpy(a.data.data(), ids.data(), a.data.size());
+        attn::io::write_npy(f, a);
+    }
+    // Measured in a forked process whose only child the run is (getrusage(RUSAGE_CHILDREN)).
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        const auto r = attn_test::run_attn("compute tests/fixtures/checkpoints/gemma3-tiny --layer all --token-ids '" + dir.path +
+                                           "/ids.npy' --dump weights -o '" + dir.path + "/out.npz'");
+        struct rusage ru {};
+        getrusage(RUSAGE_CHILDREN, &ru);
+        const long kb = r.code == 0 ? ru.ru_maxrss : -1;
+        (void)!write(fds[1], &kb, sizeof kb);
+        _exit(0);
+    }
+    long peak_kb = -1;
+    REQUIRE(read(fds[0], &peak_kb, sizeof peak_kb) == static_cast<ssize_t>(sizeof peak_kb));
+    close(fds[0]);
+    close(fds[1]);
+    waitpid(pid, nullptr, 0);
+    REQUIRE_MESSAGE(peak_kb > 0, "the run failed");
+    CHECK(peak_kb < attn_test::peak_bound_mb(200) * 1024);  // KiB; four layers held would pass 256 MiB of weights alone
+    CHECK(std::filesystem::file_size(dir.path + "/out.npz") > 4 * 64 * 1024 * 1024);
 }
