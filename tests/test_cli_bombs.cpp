@@ -187,7 +187,7 @@ attn_test::run_result label_with(const scratch_dir& dir, const std::string& voca
 
 }  // namespace
 
-TEST_CASE("bombs: a tokenizer.json id beyond tokenizers' u32 is refused, not truncated; a huge id allocates nothing") {
+TEST_CASE("bombs: a tokenizer.json id beyond tokenizers' u32 is refused, not truncated, and a huge id allocates nothing") {
     scratch_dir dir;
     const std::string vocab = dir.path + "/tokenizer.json";
     // 2^32 read as a u32 was id 0: another token's.
@@ -450,7 +450,7 @@ TEST_CASE("bombs: attn plot --head of a lone weights array copies out only the h
     }
 }
 
-TEST_CASE("bombs: a checkpoint run with --layer all plans every layer's Tq×Tk stages, and their stack") {
+TEST_CASE("bombs: a checkpoint run with --layer all plans every layer's Tq×Tk stages, and their stack, unless streamed") {
     scratch_dir dir;
     const std::string out = dir.path + "/out.npz";
     std::string ids;
@@ -461,10 +461,16 @@ TEST_CASE("bombs: a checkpoint run with --layer all plans every layer's Tq×Tk s
     auto r = run_attn(run + " --layer 1");
     CHECK_MESSAGE(r.code == 0, r.err);
     std::filesystem::remove(out);
-    // Both layers are held, then stacked: 2 stages × 2 layers × 2 × 16 384 bytes.
-    r = run_attn(run + " --layer all");
+    // Held output (JSON, and .npz on stdout): both layers are held, then stacked: 2 stages × 2 layers × 2 × 16 384 bytes.
+    const std::string held = "compute data/gpt2-tiny/model.safetensors --ids " + ids + " --dump weights,scores --max-bytes 125000 -o '" +
+                             dir.path + "/out.json'";
+    r = run_attn(held + " --layer all");
     CHECK(r.code == 1);
     CHECK(r.err == "attn: error: this run needs about 131.1 kB for its Tq×Tk stages (L=2, B=1, H=4, Tq=Tk=32, float32) "
                    "(expected at most --max-bytes 125000 bytes; raise --max-bytes or dump fewer stages)\n");
-    CHECK_FALSE(std::filesystem::exists(out));
+    CHECK_FALSE(std::filesystem::exists(dir.path + "/out.json"));
+    // A streamed .npz (docs/design.md §5.4) holds one layer at a time, within the limit.
+    r = run_attn(run + " --layer all");
+    CHECK_MESSAGE(r.code == 0, r.err);
+    CHECK(std::filesystem::exists(out));
 }

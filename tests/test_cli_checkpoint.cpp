@@ -126,7 +126,7 @@ TEST_CASE("checkpoint refusals: one line, exit 1 for data and 2 for options, not
     refused(fixtures + "gpt2-missing-tensor/model.safetensors --layer all --ids 1,2", 1,
             fixtures + "gpt2-missing-tensor/model.safetensors: no tensor transformer.h.0.ln_2.bias (the gpt2 family needs it)");
     refused(gpt2 + " --layer 2 --ids 1,2", 2, "--layer: beyond the model's layers (expected 0 to 1 or all, got 2)");
-    refused(gpt2 + " --layer x1 --ids 1,2", 2, "--layer: not a layer (expected a number ≥ 0 or all, got x1)");
+    refused(gpt2 + " --layer x1 --ids 1,2", 2, "--layer: not a layer (expected a number ≥ 0, a range A-B, a list of them such as 0,5,10-12, or all, got x1)");
     refused(gpt2 + " --layer 0 --ids 512", 1,
             "token_ids: id out of range at index 0: the vocabulary has 512 tokens (expected 0 to 511, got 512)");
     refused(gpt2 + " --layer 0 --ids 1,-1", 2, "--ids: out of range (expected ids from 0 to 9223372036854775807, got -1)");

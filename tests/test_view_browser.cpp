@@ -215,6 +215,21 @@ TEST_CASE("view in chromium: layers of (L, B, H, Tq, Tk) weights, the mean of he
     CHECK(got.at("where") == "rollout of 2 layers (Abnar & Zuidema 2020) · all heads");
 }
 
+TEST_CASE("view in chromium: a checkpoint run of listed layers names them in the selector and the caption") {
+    require_chromium();
+    attn_test::scratch_dir dir;
+    // --layer 1,3 (docs/design.md §5.4): index 1 of the layer axis is the model's layer 3; no
+    // rollout, whose product would skip layers 0 and 2.
+    const auto r = attn_test::run_attn("view tests/fixtures/checkpoints/gemma3-tiny --layer 1,3 --ids 1,5,9,2 -o '" + dir.path +
+                                       "/list.html'");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    const json got = browse(dir.path + "/list.html", {{"layer", 1}, {"head", 0}, {"row", 1}, {"col", 0}}, dir.path + "/profile");
+    CAPTURE(got.dump());
+    CHECK(got.at("errors") == json::array());
+    CHECK(got.at("layers") == json{"layer 1", "layer 3"});
+    CHECK(got.at("where") == "weights · layer 3 · head 0");
+}
+
 TEST_CASE("view in chromium: a colour bar with the stage's range, long rotated labels inside the canvas, labelled head-stats axes") {
     require_chromium();
     attn_test::scratch_dir dir;

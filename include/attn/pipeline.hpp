@@ -6,6 +6,7 @@
 /// attention (core/attention or core/reference) → the dumped stages in the input's
 /// layout with a `meta` block of every setting used (src/pipeline/stages, compute).
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -94,7 +95,11 @@ struct checkpoint_options {
     std::string path;                   ///< a .safetensors file or a *.safetensors.index.json
     std::string config;                 ///< config.json; "" = the one beside the checkpoint
     std::optional<model::arch> arch;    ///< --arch; default from config.json's model_type
-    std::optional<std::size_t> layer;   ///< --layer N; nullopt = all layers (--layer all)
+    std::optional<std::size_t> layer;   ///< --layer N; nullopt = `layers`, or all layers (--layer all)
+    /// --layer 0,5,10-12 (docs/design.md §5.4), used when `layer` is unset: the listed
+    /// layers, ascending, each once; empty = all layers. Stacked along a leading layer
+    /// axis in this order, as all layers are.
+    std::vector<std::size_t> layers;
     std::string vocab;                  ///< --vocab: --tokenizer's alias (docs/design.md §5.3), "" = none
     /// tokenizer.json that encodes `texts` and labels the tokens by its decoder (include/
     /// attn/pipeline/text.hpp); "" = the tokenizer.json beside the checkpoint when texts
@@ -107,20 +112,33 @@ struct checkpoint_options {
     /// Word-level attention (`--words`, docs/design.md §5.3): adds the stage word_weights,
     /// the weights merged to the texts' words (word_weights_of), to the dump.
     bool words = false;
+    /// Streamed output (docs/design.md §5.4): when set, a run of listed or all layers
+    /// hands each listed layer's stages to this function as soon as the layer is computed,
+    /// then frees them, instead of holding and stacking every layer. `layer` holds that
+    /// layer's stages without the layer axis, named and ordered as the stacked document's,
+    /// `index` counts the listed layers from 0 and `count` is their number (the leading
+    /// axis). compute_checkpoint then returns the run's meta (shapes with the layer axis)
+    /// and no tensors, and plans --max-bytes for one layer. Not used for --layer N (one
+    /// layer is the document); refused with rollout, which needs every layer's weights.
+    std::function<void(io::document& layer, std::size_t index, std::size_t count)> each_layer;
 };
 
-/// Attention of a checkpoint's layer (or of every layer), docs/design.md §4.3. Inputs: either
-/// token ids (`token_ids` (T,) or (B, T), or options.ids) → the family's embeddings,
-/// then blocks 0..N−1; or `x` (T, E) / (B, T, E), the residual stream entering layer N
-/// (HF hidden_states[N]). An `attention_mask` (B, T) (HF: 1 = attend) is passed on.
+/// Attention of a checkpoint's layer (or of listed layers, or of every layer), docs/design.md
+/// §4.3 and §5.4. Inputs: either token ids (`token_ids` (T,) or (B, T), or options.ids) →
+/// the family's embeddings, then blocks 0..N−1; or `x` (T, E) / (B, T, E), the residual
+/// stream entering layer N, the first listed (HF hidden_states[N]). Blocks between listed
+/// layers run; every block runs with the stages of options.dump, so a listed layer is
+/// bitwise the same slice of an all-layers run. An `attention_mask` (B, T) (HF: 1 =
+/// attend) is passed on.
 /// The family's settings (heads, kv heads, causal, RoPE, sliding window, projections)
 /// come from config.json; the options' heads, kv_heads, window, rope_theta and
 /// rotary_dim override them when set. Stages are those of compute() plus `x` (layer
-/// input) and `x_norm` (after the pre-attention norm); with all layers every stage has
-/// a leading layer axis L. meta gains "model": {arch, model_type, layers, checkpoint}.
+/// input) and `x_norm` (after the pre-attention norm); with a list or all layers every
+/// stage has a leading layer axis, the layers ascending. meta gains "model": {arch,
+/// model_type, checkpoint, layer (N, the list, or "all"), layers (the model's count)}.
 /// Throws value_error / format_error / io_error for the checkpoint, its config or the
 /// inputs, usage_error for options that do not fit it (--layer out of range, x with
-/// --layer all, ids and x both given, texts with ids or x).
+/// --layer all, rollout with N or a list, ids and x both given, texts with ids or x).
 /// With texts, the ids and the padding mask come from the tokenizer (encode_texts), the
 /// token labels from its decoder, and meta.model gains "text": {add_special_tokens,
 /// lengths, pad_id, ids (per text, before padding), words (with word_weights), tokenizer}; a missing tokenizer is an io_error naming where it was

@@ -1,5 +1,6 @@
 // attn compute: the main job (docs/design.md §2).
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
@@ -18,6 +19,7 @@
 #include "attn/pipeline/analysis.hpp"
 #include "attn/error.hpp"
 #include "attn/io/input.hpp"
+#include "attn/io/npz_stream.hpp"
 #include "attn/io/output.hpp"
 #include "attn/io/writers.hpp"
 #include "batch.hpp"
@@ -42,6 +44,19 @@ void emit(io::document& doc, io::format f, const compute_options& c) {
     style.full = c.full;
     const bool color = is_stdout(c.output) && f == io::parse_format("table") && isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR");
     write_output(c.output, io::is_binary(f), [&](std::ostream& out) { io::write_document(out, doc, f, style, color); });
+}
+
+/// True when a checkpoint run's .npz or .npy is streamed layer by layer (docs/design.md
+/// §5.4): listed or all layers, to a file written through a temporary (not stdout, a
+/// device or a pipe, which cannot seek), without --plot, rollout or word_weights, which need the
+/// layers held, on a little-endian host (the .npy byte order).
+bool streams_layers(const compute_options& c, io::format f, const attn::checkpoint_options& ck, const attn::pipeline_options& settings) {
+    const std::uint16_t one = 1;
+    const bool little_endian = *reinterpret_cast<const unsigned char*>(&one) == 1;
+    return (f == io::parse_format("npz") || f == io::parse_format("npy")) && !ck.layer && !is_stdout(c.output) &&
+           !io::written_in_place(c.output) && c.plot.empty() && little_endian &&
+           std::find(settings.dump.begin(), settings.dump.end(), stage_name(attn::stage::rollout)) == settings.dump.end() &&
+           !ck.words && std::find(settings.dump.begin(), settings.dump.end(), stage_name(attn::stage::word_weights)) == settings.dump.end();
 }
 
 /// Several inputs, a manifest, or -o DIR/: a batch run.
@@ -115,8 +130,47 @@ int run_compute(const compute_options& c) {
     const io::format f = output_format(c.format, c.output);
     if (checkpoint_run(c.pipeline)) {
         io::document doc;
+        // Streamed .npz/.npy (docs/design.md §5.4): each listed layer goes to the file as it
+        // is computed, then is freed; the temporary file is renamed over -o at the end.
+        std::optional<io::atomic_file> file;
+        std::optional<io::npz_stream> stream;
+        // The writers know why a write failed (a full disk, `ulimit -f`), not the destination.
+        const auto named = [&](const std::function<void()>& write) {
+            try {
+                write();
+            } catch (const io_error& e) {
+                if (!e.source().empty()) throw;
+                throw io_error(c.output, e.message());
+            }
+        };
         try {
-            doc = run_pipeline(c.inputs.empty() ? std::string() : c.inputs.front(), c.pipeline, settings);
+            attn::checkpoint_options ck = checkpoint_settings(c.inputs.empty() ? std::string() : c.inputs.front(), c.pipeline);
+            if (streams_layers(c, f, ck, settings)) {
+                ck.each_layer = [&](io::document& layer, std::size_t, std::size_t count) {
+                    apply_store(layer, c.store, f);
+                    if (!stream) {
+                        file.emplace(c.output);
+                        if (file->in_place()) throw io_error(c.output, "cannot stream into a device or pipe (expected a file, got a device)");
+                        std::vector<io::streamed_array> arrays;
+                        for (const auto& t : layer.tensors) {
+                            shape_t shape = t.value.shape;
+                            shape.insert(shape.begin(), count);
+                            arrays.push_back({t.name, t.value.type, std::move(shape)});
+                        }
+                        stream.emplace(file->stream(), std::move(arrays), f == io::parse_format("npy"));
+                    }
+                    named([&] {
+                        for (std::size_t i = 0; i < layer.tensors.size(); ++i) stream->append(i, layer.tensors[i].value);
+                    });
+                };
+            }
+            io::bundle extra = gather_inputs("", c.pipeline);
+            doc = attn::compute_checkpoint(ck, std::move(extra.arrays), {}, settings);
+            if (stream) {
+                named([&] { stream->finish(); });
+                file->commit();
+                return exit_ok;
+            }
         } catch (const limit_error&) {
             throw;
         } catch (const shape_error& e) {

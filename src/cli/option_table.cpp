@@ -10,6 +10,7 @@
 #include <limits>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 
 #include "attn/core/attention_call.hpp"
 #include "attn/core/posenc.hpp"
@@ -20,6 +21,48 @@
 #include "flag_terms.hpp"
 
 namespace attn::cli {
+
+constexpr std::size_t max_listed_layers = 1 << 16;
+
+std::vector<std::size_t> parse_layer_list(const std::string& text) {
+    const auto garbage = [&] {
+        return usage_error("--layer", "not a layer " + expected_got("a number ≥ 0, a range A-B, a list of them such as 0,5,10-12, or all", text));
+    };
+    const auto number = [&](std::string_view digits) {
+        std::size_t n = 0;
+        const auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+        if (digits.empty() || ec != std::errc() || p != digits.data() + digits.size()) throw garbage();
+        return n;
+    };
+    std::vector<std::size_t> layers;
+    std::size_t begin = 0;
+    for (;;) {
+        const std::size_t comma = std::min(text.find(',', begin), text.size());
+        const std::string_view item = std::string_view(text).substr(begin, comma - begin);
+        if (item.empty())
+            throw usage_error("--layer", "an empty item in the list " + expected_got("layers separated by single commas", text));
+        const std::size_t dash = item.find('-');
+        const std::size_t a = number(item.substr(0, dash));
+        const std::size_t b = dash == std::string_view::npos ? a : number(item.substr(dash + 1));
+        if (b < a) throw usage_error("--layer", "a descending range " + expected_got("A-B with A ≤ B", std::string(item)));
+        // Listed one by one, so a range is bounded before it is (the model's own count is
+        // checked by the run).
+        if (b - a >= max_listed_layers || layers.size() + (b - a) >= max_listed_layers)
+            throw usage_error("--layer", "more layers than any model has " +
+                                             expected_got("at most " + std::to_string(max_listed_layers) + " layers", text));
+        for (std::size_t l = a;; ++l) {
+            layers.push_back(l);
+            if (l == b) break;
+        }
+        if (comma == text.size()) break;
+        begin = comma + 1;
+    }
+    std::sort(layers.begin(), layers.end());
+    const auto twice = std::adjacent_find(layers.begin(), layers.end());
+    if (twice != layers.end())
+        throw usage_error("--layer", "layer " + std::to_string(*twice) + " listed twice " + expected_got("each layer once", text));
+    return layers;
+}
 
 namespace {
 
@@ -450,18 +493,20 @@ std::vector<option_row> make_table() {
                  }});
     t.push_back({"--layer", "",
                  "INPUT is a checkpoint (.safetensors or .safetensors.index.json): compute layer N's attention "
-                 "(from 0), or all layers (a leading layer axis on every stage)",
+                 "(from 0), a list of layers such as 0,5,10-12, or all layers (a list or all: a leading layer axis "
+                 "on every stage, the listed layers in ascending order)",
                  "Checkpoint", {}, [](CLI::App& a, pipeline_cli& c, const option_row& r) {
                      return grouped(a.add_option(r.flag, c.layer, r.help)
-                                        ->type_name("N|all")
+                                        ->type_name("N|LIST|all")
                                         ->check(CLI::Validator(
                                             [](std::string& text) {
                                                 if (text == "all") return std::string();
-                                                std::size_t n = 0;
-                                                const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-                                                return ec == std::errc() && p == text.data() + text.size()
-                                                           ? std::string()
-                                                           : "not a layer " + expected_got("a number ≥ 0 or all", text);
+                                                try {
+                                                    parse_layer_list(text);
+                                                } catch (const usage_error& e) {
+                                                    return e.message();  // CLI11 names the option
+                                                }
+                                                return std::string();
                                             },
                                             "")),
                                     r);

@@ -178,7 +178,9 @@ attn::checkpoint_options checkpoint_settings(const std::string& path, const pipe
     ck.arch = model::parse_arch(c.arch);
     if (c.layer.empty())
         throw usage_error("--arch", "needs the layer to compute " + expected_got("--layer N or --layer all", "none"));
-    if (c.layer != "all") ck.layer = std::stoull(c.layer);  // checked by --layer's validator
+    // N alone keeps today's output (no layer axis); a list, even of one range, stacks.
+    if (c.layer != "all" && c.layer.find_first_not_of("0123456789") == std::string::npos) ck.layer = std::stoull(c.layer);
+    else if (c.layer != "all") ck.layers = parse_layer_list(c.layer);  // checked by --layer's validator
     ck.vocab = c.vocab;
     ck.tokenizer = c.tokenizer;
     ck.texts = c.texts;

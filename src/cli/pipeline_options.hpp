@@ -27,7 +27,7 @@ struct pipeline_cli {
     std::string layout;  // "", bhtd, bthd, tbe or bte (--layout; tbe = --seq-first)
     // Checkpoints (docs/design.md §4.3)
     std::string arch;    // "", or a family's name
-    std::string layer;   // "", N or all
+    std::string layer;   // "", N, all, or a list such as 0,5,10-12 (parse_layer_list)
     std::string config;  // config.json
     std::string vocab;   // tokenizer.json (labels only)
     // Text in (docs/design.md §5.3)
@@ -83,6 +83,14 @@ std::vector<const CLI::Option*> compute_only_options(const CLI::App& sub, std::s
 /// in format `f`: store_matrices, or nothing for "". Throws usage_error("--store", "applies
 /// to .npy and .npz output (expected --format npy or npz, got json)") for another format.
 void apply_store(io::document& doc, const std::string& store, io::format f);
+
+/// The layers of `--layer 0,5,10-12` (docs/design.md §5.4): comma-separated items, each a
+/// layer N ≥ 0 or an inclusive range A-B with A ≤ B, returned ascending (the order the
+/// stacked stages take), each layer once. Whether the model has them is the checkpoint
+/// run's to say. Throws usage_error("--layer", …): "not a layer (expected …, got TEXT)"
+/// for anything but digits, commas and a dash between two numbers; "an empty item in the
+/// list", "a descending range", "layer N listed twice".
+std::vector<std::size_t> parse_layer_list(const std::string& text);
 
 /// True when the options ask for a checkpoint run (--layer or --arch given).
 bool checkpoint_run(const pipeline_cli& c);

@@ -98,6 +98,9 @@ bool is_checkpoint_path(const std::string& path) {
 }
 
 void select_layer(io::document& doc, const std::string& layer, const std::string& source) {
+    // One layer is drawn: a list (--layer 0,5) computes on a checkpoint, it does not pick.
+    const bool one = layer.empty() || layer == "last" || layer.find_first_not_of("0123456789", layer[0] == '-' ? 1 : 0) == std::string::npos;
+    if (!one) throw usage_error("--layer", "picks the one layer to draw " + expected_got("N, last or -K", layer));
     const bool layer_all = io::layer_axes(doc) == 1;
     const bool has_meta = doc.meta.is_object();
     const io::named_array* first = nullptr;
@@ -115,7 +118,26 @@ void select_layer(io::document& doc, const std::string& layer, const std::string
     }
     const std::size_t L = first->value.shape[0];
     if (L == 0) return;
-    const std::size_t l = layer.empty() ? 0 : layer_index(layer, L);
+    // A run of listed layers (--layer 0,5,10-12): N names the model's layer N, which must
+    // be one of them; "last" and -K count along the axis as for --layer all.
+    std::vector<std::size_t> listed;
+    if (has_meta && doc.meta.contains("model") && doc.meta["model"].is_object() && doc.meta["model"].contains("layer") &&
+        doc.meta["model"]["layer"].is_array())
+        for (std::size_t i = 0; i < L; ++i) listed.push_back(io::layer_number(doc, i));
+    std::size_t l = 0;
+    if (!listed.empty() && !layer.empty() && layer != "last" && layer[0] != '-') {
+        const std::size_t n = std::stoull(layer);
+        const auto it = std::find(listed.begin(), listed.end(), n);
+        if (it == listed.end()) {
+            std::string names;
+            for (std::size_t v : listed) names += (names.empty() ? "" : ",") + std::to_string(v);
+            throw usage_error("--layer", "not a layer of " + source + " " +
+                                             expected_got("one of the layers it was computed for, " + names + ", or last or -K", layer));
+        }
+        l = static_cast<std::size_t>(it - listed.begin());
+    } else if (!layer.empty()) {
+        l = layer_index(layer, L);
+    }
     std::vector<io::named_array> kept;
     for (auto& t : doc.tensors) {
         if (!is_layered_stage(t.name) || t.value.rank() != rank || t.value.shape[0] != L) continue;
@@ -129,7 +151,7 @@ void select_layer(io::document& doc, const std::string& layer, const std::string
     if (!has_meta) doc.meta = nlohmann::ordered_json::object();
     // (H, Tq, Tk) once the layer is gone: checkpoint runs always have heads.
     if (rank - 1 == 3 && !doc.meta.contains("heads")) doc.meta["heads"] = doc.tensors.front().value.shape[0];
-    if (doc.meta.contains("model") && doc.meta["model"].is_object()) doc.meta["model"]["layer"] = l;
+    if (doc.meta.contains("model") && doc.meta["model"].is_object()) doc.meta["model"]["layer"] = listed.empty() ? l : listed[l];
     else doc.meta["layer"] = l;
 }
 

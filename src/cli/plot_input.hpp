@@ -25,12 +25,15 @@ void plot_weights(io::document& doc, const std::string& path, const std::vector<
 
 /// Keeps one layer of a document whose Tq×Tk stages (qk, scaled, scores, weights, mask)
 /// have a leading layer axis: meta.model.layer is "all" (`compute CHECKPOINT --layer
-/// all`), a stage has rank 5 (L, B, H, Tq, Tk), or `doc` has no meta (an .npz) and
-/// `layer` is given. `layer` is N, "last" or -K from the end; empty picks layer 0. The
-/// stages lose their first axis (other tensors are dropped), meta.model.layer (or
-/// meta.layer) becomes the index and meta.heads is set for an (H, Tq, Tk) result.
-/// Throws usage_error ("--layer: out of range (expected 0 to L-1 or -L to -1, got X)",
-/// or a `layer` given for a document without a layer axis, named by `source`).
+/// all`) or a list of layers (`--layer 0,5,10-12`), a stage has rank 5 (L, B, H, Tq, Tk),
+/// or `doc` has no meta (an .npz) and `layer` is given. `layer` is N, "last" or -K from
+/// the end; empty picks the first. With a list, N is the model's layer N and must be
+/// listed. The stages lose their first axis (other tensors are dropped),
+/// meta.model.layer (or meta.layer) becomes the layer picked and meta.heads is set for
+/// an (H, Tq, Tk) result. Throws usage_error ("--layer: out of range (expected 0 to L-1
+/// or -L to -1, got X)", "--layer: not a layer of SOURCE (expected one of the layers it
+/// was computed for, 0,5, or last or -K, got 3)", or a `layer` given for a document
+/// without a layer axis, named by `source`).
 void select_layer(io::document& doc, const std::string& layer, const std::string& source);
 /// plot_weights without the writing: the heatmap to write once the run's other output
 /// is written, so that a run whose -o fails leaves no plot behind.

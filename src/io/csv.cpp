@@ -122,15 +122,17 @@ void put_lines(text_buffer& b, const std::string& name, const T* data, const lay
 }
 
 /// Writes `t`, whose first `layers` axes (0 or 1) are a layer axis: each layer's lines
-/// carry its index in the `layer` column.
+/// carry its model layer (io::layer_number) in the `layer` column.
 template <class T>
-void put_tensor(text_buffer& b, const layout4& l, const named_array& t, const T* data, int precision, std::size_t layers) {
+void put_tensor(text_buffer& b, const layout4& l, const named_array& t, const T* data, int precision, std::size_t layers,
+                const document& doc) {
     const std::size_t rows = l.batch * l.head * l.rows;
     if (rows * l.cols == 0) return;
     const std::size_t count = layers ? t.value.shape[0] : 1;
     for (std::size_t layer = 0; layer < count; ++layer) {
         // The layer index goes into the fixed prefix: "name,l," then b,h,r as usual.
-        const std::string name = csv_field(t.name) + (layers ? "," + std::to_string(layer) : "");
+        // The model's layer, which a list of layers (--layer 0,5) makes differ from the index.
+        const std::string name = csv_field(t.name) + (layers ? "," + std::to_string(layer_number(doc, layer)) : "");
         const T* block = data + layer * rows * l.cols;
         detail::emit_rows(b, rows, l.cols, [&](text_buffer& out, std::size_t first, std::size_t last) {
             put_lines(out, name, block, l, precision, first, last);
@@ -155,15 +157,15 @@ void write_csv(std::ostream& out, const document& doc, const text_style& style) 
         const array& a = t.value;
         const layout4 l = csv_layout(doc, t, layers);
         if (a.type == dtype::f4) {
-            put_tensor(b, l, t, reinterpret_cast<const float*>(a.data.data()), style.precision, layers);
+            put_tensor(b, l, t, reinterpret_cast<const float*>(a.data.data()), style.precision, layers, doc);
         } else if (a.type == dtype::f8) {
-            put_tensor(b, l, t, reinterpret_cast<const double*>(a.data.data()), style.precision, layers);
+            put_tensor(b, l, t, reinterpret_cast<const double*>(a.data.data()), style.precision, layers, doc);
         } else if (a.type == dtype::f2) {
             const std::vector<float> v = a.to_vector<float>();
-            put_tensor(b, l, t, v.data(), style.precision, layers);
+            put_tensor(b, l, t, v.data(), style.precision, layers, doc);
         } else {
             const std::vector<double> v = a.to_vector<double>();
-            put_tensor(b, l, t, v.data(), style.precision, layers);
+            put_tensor(b, l, t, v.data(), style.precision, layers, doc);
         }
     }
     b.finish();

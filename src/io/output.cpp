@@ -318,4 +318,10 @@ void atomic_file::commit() {
     unregister_temporary(slot_);
 }
 
+bool written_in_place(const std::string& path) noexcept {
+    if (named_descriptor(path) >= 0) return true;
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
 }  // namespace attn::io

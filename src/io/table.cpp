@@ -277,7 +277,9 @@ void put_tensor(text_buffer& b, const document& doc, const named_array& t, int p
                 b.put('\n');
                 return;
             }
-            b.append(block_label(index, heads_first, layer_axes(doc)));
+            std::vector<std::size_t> label = index;
+            if (layer_axes(doc) && !label.empty()) label[0] = layer_number(doc, label[0]);  // a list's own layers
+            b.append(block_label(label, heads_first, layer_axes(doc)));
             b.put('\n');
         }
         put_block(b, m, offset, shade);

@@ -65,7 +65,17 @@ std::size_t layer_axes(const document& doc) {
     const auto model = doc.meta.find("model");
     if (model == doc.meta.end() || !model->is_object()) return 0;
     const auto layer = model->find("layer");
-    return layer != model->end() && layer->is_string() && layer->get<std::string>() == "all" ? 1 : 0;
+    if (layer == model->end()) return 0;
+    return (layer->is_string() && layer->get<std::string>() == "all") || layer->is_array() ? 1 : 0;
+}
+
+std::size_t layer_number(const document& doc, std::size_t index) {
+    if (!doc.meta.is_object()) return index;
+    const auto model = doc.meta.find("model");
+    if (model == doc.meta.end() || !model->is_object()) return index;
+    const auto layer = model->find("layer");
+    if (layer == model->end() || !layer->is_array() || index >= layer->size() || !(*layer)[index].is_number_unsigned()) return index;
+    return (*layer)[index].get<std::size_t>();
 }
 
 bool leading_axis_is_heads(const document& doc, const named_array& t) {

@@ -1,7 +1,7 @@
 // A checkpoint's attention (include/attn/pipeline.hpp compute_checkpoint, docs/design.md §4.3):
 // the one place where a safetensors file (io/) meets a model family (model/). Ids →
 // embeddings → blocks 0..N−1 → layer N's attention through compute(), with the stages
-// x and x_norm added, or every layer with a leading layer axis.
+// x and x_norm added, or listed layers or every layer with a leading layer axis.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -136,6 +136,27 @@ std::vector<named_array> scaled_rope_tables(const model::layer_attention& la, co
     return {{"rope_cos", array::from<double>(shape, t.cos.data())}, {"rope_sin", array::from<double>(shape, t.sin.data())}};
 }
 
+/// The layers a run dumps, ascending: --layer N, a list (docs/design.md §5.4), or all.
+std::vector<std::size_t> dumped_layers(const checkpoint_options& ck, std::size_t layers) {
+    if (ck.layer) return {*ck.layer};
+    if (!ck.layers.empty()) return ck.layers;
+    std::vector<std::size_t> all(layers);
+    for (std::size_t l = 0; l < layers; ++l) all[l] = l;
+    return all;
+}
+
+/// An ascending list of layers as --layer takes it, runs as ranges: "0,5,10-12".
+std::string layer_list_text(const std::vector<std::size_t>& layers) {
+    std::string s;
+    for (std::size_t i = 0; i < layers.size();) {
+        std::size_t j = i;
+        while (j + 1 < layers.size() && layers[j + 1] == layers[j] + 1) ++j;
+        s += (s.empty() ? "" : ",") + std::to_string(layers[i]) + (j > i ? "-" + std::to_string(layers[j]) : "");
+        i = j + 1;
+    }
+    return s;
+}
+
 struct run_inputs {
     const array* ids = nullptr;
     const array* x = nullptr;
@@ -151,9 +172,10 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
     if (!in.ids && x.shape(2) != cfg.hidden)
         throw shape_error("x", "does not fit the model's hidden size " +
                                    expected_got("(…, " + std::to_string(cfg.hidden) + ")", shape_string(in.x->shape)));
-    const std::size_t first_dumped = ck.layer ? *ck.layer : 0;
-    const std::size_t last = ck.layer ? *ck.layer : cfg.layers - 1;
-    const std::size_t start = in.ids ? 0 : first_dumped;  // X enters layer N directly
+    const std::vector<std::size_t> wanted = dumped_layers(ck, cfg.layers);
+    const std::size_t first_dumped = wanted.front();
+    const std::size_t last = wanted.back();
+    const std::size_t start = in.ids ? 0 : first_dumped;  // X enters the first listed layer directly
 
     // The stages compute() makes; x and x_norm are the model's own.
     std::vector<std::string> dump;
@@ -166,13 +188,22 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
     const bool rollout = has(o.dump, stage_name(stage::rollout).c_str());
     if (rollout && ck.layer)
         throw usage_error("--dump", "rollout needs several layers " + expected_got("--layer all", "--layer " + std::to_string(*ck.layer)));
+    // Rollout is a product over every block from the first; a list skips some.
+    if (rollout && !ck.layers.empty())
+        throw usage_error("--dump", "rollout multiplies every layer's weights from layer 0 " +
+                                        expected_got("--layer all", "--layer " + layer_list_text(ck.layers)));
     if (rollout && o.average_heads)
         throw usage_error("--dump", "rollout averages the heads itself " + expected_got("no --average-heads", "--average-heads"));
     if (rollout && !has(dump, stage_name(stage::weights).c_str())) dump.push_back(stage_name(stage::weights));
+    const bool streamed = ck.each_layer && !ck.layer;
+    if (streamed && rollout)
+        throw usage_error("--dump", "rollout multiplies every layer's weights, which streamed output does not hold " +
+                                        expected_got("held output", "streamed output"));
+    nlohmann::ordered_json streamed_shapes;  // the stacked shapes, from the first layer streamed
 
     std::vector<io::document> docs;
     for (std::size_t l = start; l <= last; ++l) {
-        const bool dumped = l >= first_dumped;
+        const bool dumped = std::binary_search(wanted.begin(), wanted.end(), l);
         const bool propagate = l < last;
         core::tensor3<T> xn = fam.attention_norm<T>(l, x);
         model::layer_attention la = fam.attention(l);
@@ -193,8 +224,12 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
             inputs.push_back({"sinks", array::from<double>(shape_t{la.sinks.size()}, la.sinks.data())});
         for (auto& t : scaled_rope_tables(la, lo, in.passed, x.shape(1))) inputs.push_back(std::move(t));
 
-        lo.dump = dumped ? dump : std::vector<std::string>{};
-        lo.planned_layers = last - first_dumped + 1;  // every dumped layer is held, then stacked
+        // Every block runs with the run's stages, dumped or not: which stages the kernel
+        // keeps picks its path (materialised or streamed rows, float32's base-2 softmax),
+        // and the stream entering a layer must not depend on which layers are listed, so
+        // --layer N and any list are bitwise slices of --layer all (docs/design.md §5.4).
+        lo.dump = dump;
+        lo.planned_layers = streamed ? 1 : wanted.size();  // every dumped layer is held, then stacked, unless streamed
         if (propagate && !has(lo.dump, stage_name(stage::output).c_str())) lo.dump.push_back(stage_name(stage::output));
         if (lo.dump.empty()) lo.dump.push_back(stage_name(stage::output));
         io::document doc = compute(std::move(inputs), tokens, lo);
@@ -221,13 +256,28 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
                         if (t.name == s || t.name.rfind(s + ".", 0) == 0) ordered.push_back(std::move(t));
             }
             doc.tensors = std::move(ordered);
+            if (streamed) {
+                // Handed on and freed: the document kept is the last layer's meta alone.
+                if (docs.empty()) {
+                    streamed_shapes = nlohmann::ordered_json::object();
+                    for (const auto& t : doc.tensors) {
+                        shape_t sh = t.value.shape;
+                        sh.insert(sh.begin(), wanted.size());
+                        streamed_shapes[t.name] = sh;
+                    }
+                }
+                const auto index = static_cast<std::size_t>(std::lower_bound(wanted.begin(), wanted.end(), l) - wanted.begin());
+                ck.each_layer(doc, index, wanted.size());
+                doc.tensors.clear();
+                docs.clear();
+            }
             docs.push_back(std::move(doc));
         }
         if (propagate) x = std::move(next);
     }
 
     io::document out = std::move(docs.back());
-    if (!ck.layer) {
+    if (!ck.layer && !streamed) {
         std::vector<named_array> stacked;
         for (std::size_t i = 0; i < out.tensors.size(); ++i) {
             std::vector<const array*> parts;
@@ -263,6 +313,7 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
     }
     out.meta["model"] = pipeline::model_meta(cfg, ck);
     pipeline::record_shapes(out);
+    if (streamed) out.meta["shapes"] = streamed_shapes;
     return out;
 }
 
@@ -401,7 +452,7 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
     } else if (in.x->rank() != 2 && in.x->rank() != 3) {
         throw shape_error("x", "wrong rank " + expected_got("(T, hidden) or (B, T, hidden)", shape_string(in.x->shape)));
     }
-    if (!ck.layer && in.x)
+    if (!ck.layer && ck.layers.empty() && in.x)
         throw usage_error("--layer", "all runs every block from token ids " +
                                          expected_got("--ids or --token-ids with --layer all, or --layer N with --x", "--x"));
 
@@ -425,6 +476,9 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
     if (ck.layer && *ck.layer >= cfg.layers)
         throw usage_error("--layer", "beyond the model's layers " +
                                          expected_got("0 to " + std::to_string(cfg.layers - 1) + " or all", std::to_string(*ck.layer)));
+    if (!ck.layers.empty() && ck.layers.back() >= cfg.layers)
+        throw usage_error("--layer", "beyond the model's layers " +
+                                         expected_got("0 to " + std::to_string(cfg.layers - 1) + " or all", std::to_string(ck.layers.back())));
 
     std::vector<std::string> tokens = options.tokens.empty() ? bundle_tokens : options.tokens;
     std::vector<std::vector<std::string>> item_tokens;  // (B, T) labels of a batch of ids
@@ -480,7 +534,10 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
         throw usage_error("--words", "merges tokens into the words of a text " +
                                               expected_got("--text or --text-file", in.x ? "--x" : "token ids"));
     if (words && !has(run_options.dump, weights_stage.c_str())) run_options.dump.push_back(weights_stage);
-    io::document doc = t == dtype::f8 ? run<double>(fam, ck, in, tokens, run_options) : run<float>(fam, ck, in, tokens, run_options);
+    // word_weights merges every layer's weights once they are all computed: held, not streamed.
+    checkpoint_options run_ck = ck;
+    if (words) run_ck.each_layer = nullptr;
+    io::document doc = t == dtype::f8 ? run<double>(fam, run_ck, in, tokens, run_options) : run<float>(fam, run_ck, in, tokens, run_options);
     if (words) {
         auto w = std::find_if(doc.tensors.begin(), doc.tensors.end(), [&](const named_array& a) { return a.name == weights_stage; });
         array merged = word_weights_of(w->value, !ck.layer, in.ids->rank() == 2, *text);

@@ -57,7 +57,9 @@ nlohmann::ordered_json model_meta(const model::config& cfg, const checkpoint_opt
     model["arch"] = cfg.family->name();
     if (!cfg.model_type.empty()) model["model_type"] = cfg.model_type;
     model["checkpoint"] = ck.path;
+    // A list (docs/design.md §5.4) says which layer index i of the leading axis is.
     if (ck.layer) model["layer"] = *ck.layer;
+    else if (!ck.layers.empty()) model["layer"] = ck.layers;
     else model["layer"] = "all";
     model["layers"] = cfg.layers;
     model["hidden_size"] = cfg.hidden;

@@ -43,7 +43,8 @@ void write_call_meta(nlohmann::ordered_json& meta, const pipeline_options& o, co
 void write_layout_meta(nlohmann::ordered_json& meta, pipeline_options::input_layout layout);
 
 /// A checkpoint run's `model` block (docs/design.md §4.3): arch, model_type, checkpoint,
-/// layer (N or "all"), layers, hidden_size, the sliding layers (all layers), rope_scaling.
+/// layer (N, the ascending list of --layer 0,5,10-12, or "all"), layers (the model's
+/// count), hidden_size, the sliding layers (a list or all layers), rope_scaling.
 nlohmann::ordered_json model_meta(const model::config& cfg, const checkpoint_options& ck);
 
 }  // namespace attn::pipeline

@@ -38,6 +38,9 @@ public:
     ~atomic_file();
 
     std::ostream& stream() { return out_; }
+    /// True when the destination is written in place (a device, FIFO, socket or named
+    /// descriptor), whose stream cannot seek.
+    bool in_place() const { return in_place_; }
 
     /// Flushes, closes and renames the temporary file onto the destination (in place:
     /// flushes and closes); the hook of set_before_commit_hook runs just before the rename.
@@ -54,6 +57,11 @@ private:
     bool committed_ = false;
     int slot_ = -1;  ///< index in the registry of pending temporaries, -1 if none
 };
+
+/// True when atomic_file would write `path` in place rather than through a temporary
+/// file: /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N, or an existing device,
+/// FIFO or socket (symbolic links followed). Never throws.
+bool written_in_place(const std::string& path) noexcept;
 
 /// Deletes every temporary file of a live, uncommitted atomic_file (with unlink only).
 /// Async-signal-safe. Up to 256 temporaries with paths shorter than 4096 bytes are

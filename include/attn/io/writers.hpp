@@ -49,9 +49,14 @@ bool leading_axis_is_heads(const document& doc, const named_array& t);
 std::vector<char> masked_cells(const document& doc, const named_array& t);
 
 /// 1 when every tensor of `doc` has a leading layer axis (a checkpoint computed with
-/// `--layer all`: meta.model.layer is "all"), else 0. CSV gives it a `layer` column,
-/// tables label it "layer l".
+/// `--layer all` or a list: meta.model.layer is "all" or the list of layers), else 0.
+/// CSV gives it a `layer` column, tables label it "layer l".
 std::size_t layer_axes(const document& doc);
+
+/// The model's layer at index `index` of the leading layer axis: meta.model.layer[index]
+/// for a run of listed layers (`--layer 0,5,10-12`, docs/design.md §5.4), else `index`
+/// (`--layer all`). Never throws.
+std::size_t layer_number(const document& doc, std::size_t index);
 
 /// True for the stages with one value per query row (the scores' shape without the key
 /// axis): lse and the row statistics stats.entropy, max_weight, argmax, row_sum (kind

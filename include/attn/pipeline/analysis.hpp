@@ -26,7 +26,8 @@ void add_head_stats(io::document& doc);
 /// more layer, when they have a layer axis of L ≥ 2 with Tq = Tk and `doc` holds no
 /// rollout yet: a checkpoint run with --layer all, or a lone (L, B, H, T, T) array. The
 /// result is (T, T) for one sequence without a batch axis, else (B, T, T), float64.
-/// Leaves `doc` as it is otherwise.
+/// Leaves `doc` as it is otherwise, and for a run of listed layers (--layer 0,5), whose
+/// product would skip blocks.
 void add_rollout(io::document& doc);
 
 /// `attn rollout`: the rollout (core::rollout, Abnar & Zuidema 2020, eq. 1) of `weights`
