@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attn/io/npy.hpp"
 #include "attn/io/npz.hpp"
 #include "cli_util.hpp"
 #include "npz_members.hpp"
@@ -214,4 +215,31 @@ TEST_CASE("--layer lists in a manifest job, and plot and view of their output") 
     const std::string page = attn_test::slurp(dir.path + "/v.html");
     CHECK(page.find("\"layer_names\":[0,2]") != std::string::npos);
     CHECK(page.find("\"name\":\"rollout\"") == std::string::npos);
+}
+
+TEST_CASE("a model split across two runs (--layer 0-2, then --x of layer 2 and --layer 2-3) joins into --layer all, bit for bit") {
+    // The README's "a model's layers on several machines": the first run dumps x, whose
+    // entry 2 is the stream entering layer 2; the second starts there. Both dump the same
+    // stages as the whole run (every block's kernel path follows --dump).
+    attn_test::scratch_dir dir;
+    const std::string dump = " --dump weights,x";
+    const auto all = run_npz(gemma3 + ids + " --layer all" + dump, dir.path + "/all.npz");
+    const auto first = run_npz(gemma3 + ids + " --layer 0-2" + dump, dir.path + "/first.npz");
+    const attn::array x2 = slice(attn_test::member(first, "x"), 2);
+    {
+        std::ofstream f(dir.path + "/x2.npy", std::ios::binary);
+        attn::io::write_npy(f, x2);
+    }
+    const auto second = run_npz(gemma3 + " --x '" + dir.path + "/x2.npy' --layer 2-3" + dump, dir.path + "/second.npz");
+    for (const char* stage : {"weights", "x"}) {
+        CAPTURE(stage);
+        const attn::array& whole = attn_test::member(all, stage);
+        REQUIRE(attn_test::member(second, stage).shape[0] == 2);
+        for (std::size_t l = 0; l < 4; ++l) {
+            CAPTURE(l);
+            const attn::array part = l < 2 ? slice(attn_test::member(first, stage), l) : slice(attn_test::member(second, stage), l - 2);
+            CHECK(part.shape == slice(whole, l).shape);
+            CHECK(part.data == slice(whole, l).data);
+        }
+    }
 }
