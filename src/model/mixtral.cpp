@@ -20,13 +20,6 @@ namespace {
 
 std::string key(std::size_t layer, const std::string& rest) { return layer_key("layers.", layer, rest); }
 
-/// Whether rope_theta is written at the top level or in v5's rope_parameters.
-bool theta_written(const config_reader& r) {
-    if (r.find("rope_theta")) return true;
-    const nlohmann::json* p = r.find("rope_parameters");
-    return p && p->is_object() && p->contains("rope_theta");
-}
-
 void read_config(const config_reader& r, config& c) {
     llama_family().read_config(r, c);  // MistralConfig's keys: sizes, RoPE, sliding_window, biases
     // MixtralConfig's defaults where they differ from Llama's.

@@ -59,6 +59,12 @@ std::string quoted_list(const std::vector<std::string>& items) {
 
 }  // namespace
 
+bool theta_written(const config_reader& r) {
+    if (r.find("rope_theta")) return true;
+    const nlohmann::json* p = r.find("rope_parameters");
+    return p && p->is_object() && p->contains("rope_theta");
+}
+
 void read_rope_scaling(const config_reader& r, config& c, const rope_config_keys& keys) {
     const char* where = "rope_scaling";
     const nlohmann::json* rs = r.find("rope_scaling");

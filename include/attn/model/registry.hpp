@@ -253,6 +253,11 @@ struct rope_config_keys {
 /// wrong kind (named rope_scaling.<field>), and llama3 without original_max_position_embeddings.
 void read_rope_scaling(const config_reader& r, config& c, const rope_config_keys& keys = {});
 
+/// Whether config.json writes rope_theta, at the top level or in transformers v5's
+/// rope_parameters: a family whose default theta differs from Llama's (Mixtral 1e6,
+/// gpt-oss 150000) sets its own only when it is not. Throws nothing.
+bool theta_written(const config_reader& r);
+
 /// The rotary width of a family whose config gives head_dim and partial_rotary_factor:
 /// int(head_dim · partial_rotary_factor), as LlamaRotaryEmbedding, PhiRotaryEmbedding and
 /// GPTNeoXAttention (rotary_ndims) compute it; checked even and ≥ 2, and c's RoPE scaling
