@@ -46,6 +46,7 @@ import struct
 
 import numpy as np
 from fixture_npz import write_npz
+from make_gpt2_tokenizer_json import bert_uncased_tokenizer
 import make_rope_scaling_fixtures as rope_utils
 import torch
 
@@ -409,23 +410,7 @@ def bert_tokenizer(V):
     words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + BERT_WORDS + chars + ["##" + c for c in chars]
     assert len(words) == len(set(words)) and len(words) <= V, len(words)
     words += [f"[unused{i}]" for i in range(V - len(words))]
-    vocab = {w: i for i, w in enumerate(words)}
-    added = [{"id": i, "content": w, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
-              "special": True} for i, w in enumerate(words[:5])]
-    return {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
-            "normalizer": {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True,
-                           "strip_accents": None, "lowercase": True},
-            "pre_tokenizer": {"type": "BertPreTokenizer"},
-            "post_processor": {"type": "TemplateProcessing",
-                               "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
-                                          {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
-                               "pair": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
-                                        {"SpecialToken": {"id": "[SEP]", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}},
-                                        {"SpecialToken": {"id": "[SEP]", "type_id": 1}}],
-                               "special_tokens": {t: {"id": t, "ids": [vocab[t]], "tokens": [t]} for t in ["[CLS]", "[SEP]"]}},
-            "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": True},
-            "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
-                      "max_input_chars_per_word": 100, "vocab": vocab}}
+    return bert_uncased_tokenizer({w: i for i, w in enumerate(words)})
 
 
 def with_vocab(w, cfg, name, V, seed):

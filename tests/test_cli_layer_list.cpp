@@ -13,25 +13,19 @@
 #include "attn/io/npy.hpp"
 #include "attn/io/npz.hpp"
 #include "cli_util.hpp"
+#include "refusals.hpp"
 #include "npz_members.hpp"
 #include "scratch_dir.hpp"
 
 namespace {
 
+using attn_test::refused;
+constexpr auto slice = attn_test::leading_slice;
+
 const std::string gemma3 = "tests/fixtures/checkpoints/gemma3-tiny/model.safetensors";  // 4 layers, sliding and full
 const std::string qwen3 = "tests/fixtures/checkpoints/qwen3-tiny/model.safetensors";    // 3 layers, q/k norms
 const std::string ids = " --ids 1,5,9,2,7,3,8,4";
 const std::string stages = " --dump x,x_norm,q_proj,q,k,v,scores,weights,output";
-
-/// Layer `l` of an array with a leading layer axis, as its own array.
-attn::array slice(const attn::array& a, std::size_t l) {
-    attn::array s;
-    s.type = a.type;
-    s.shape.assign(a.shape.begin() + 1, a.shape.end());
-    const std::size_t n = a.data.size() / a.shape[0];
-    s.data.assign(a.data.begin() + static_cast<std::ptrdiff_t>(l * n), a.data.begin() + static_cast<std::ptrdiff_t>((l + 1) * n));
-    return s;
-}
 
 std::vector<attn::named_array> run_npz(const std::string& args, const std::string& path) {
     CAPTURE(args);
@@ -59,14 +53,6 @@ void check_slices(const std::vector<attn::named_array>& got, const std::vector<a
             CHECK(have.data == want.data);  // bitwise: the same blocks ran on the same stream
         }
     }
-}
-
-void refused(const std::string& args, int code, const std::string& message) {
-    CAPTURE(args);
-    const auto r = attn_test::run_attn("compute " + args);
-    CHECK(r.code == code);
-    CHECK(r.err == "attn: error: " + message + "\n");
-    CHECK(r.out.empty());
 }
 
 }  // namespace

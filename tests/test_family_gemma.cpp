@@ -15,21 +15,16 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint_cases.hpp"
+#include "refusals.hpp"
 #include "scratch_dir.hpp"
 
 using attn_test::checkpoint_case;
 
 namespace {
 
-const std::string& fixtures = attn_test::checkpoint_fixtures;
+using attn_test::refused;
 
-void refused(const std::string& args, int code, const std::string& message) {
-    CAPTURE(args);
-    const auto r = attn_test::run_attn("compute " + args);
-    CHECK(r.code == code);
-    CHECK(r.err == "attn: error: " + message + "\n");
-    CHECK(r.out.empty());
-}
+const std::string& fixtures = attn_test::checkpoint_fixtures;
 
 /// A copy of fixture `name` with its config.json edited by `edit`, in `dir`.
 template <class Edit>

@@ -12,11 +12,14 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint_cases.hpp"
+#include "refusals.hpp"
 
 using attn_test::checkpoint_case;
 using attn_test::member;
 
 namespace {
+
+using attn_test::refused;
 
 const std::string& fixtures = attn_test::checkpoint_fixtures;
 
@@ -39,14 +42,6 @@ void check_projections(const checkpoint_case& c) {
             attn_test::check(member(got, s), member(want, s), tol, s.c_str());
         }
     }
-}
-
-void refused(const std::string& args, int code, const std::string& message) {
-    CAPTURE(args);
-    const auto r = attn_test::run_attn("compute " + args);
-    CHECK(r.code == code);
-    CHECK(r.err == "attn: error: " + message + "\n");
-    CHECK(r.out.empty());
 }
 
 /// The case's config.json with `key` set to the JSON `value`, written to `path`.

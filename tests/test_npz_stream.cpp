@@ -20,9 +20,12 @@
 #include "attn/io/npz.hpp"
 #include "attn/io/npz_stream.hpp"
 #include "cli_util.hpp"
+#include "npz_members.hpp"
 #include "scratch_dir.hpp"
 
 namespace {
+
+constexpr auto slab = attn_test::leading_slice;
 
 /// An array of `shape` and `type` whose bytes count up from `seed` (every byte differs
 /// between neighbours, so a slab in the wrong place changes the file).
@@ -35,15 +38,6 @@ attn::array counting(attn::dtype type, attn::shape_t shape, unsigned seed) {
     if (type == attn::dtype::b1)
         for (std::size_t i = 0; i < a.data.size(); ++i) a.data.data()[i] = static_cast<std::byte>(i % 3 == 0);
     return a;
-}
-
-attn::array slab(const attn::array& a, std::size_t i) {
-    attn::array s;
-    s.type = a.type;
-    s.shape.assign(a.shape.begin() + 1, a.shape.end());
-    const std::size_t n = a.data.size() / a.shape[0];
-    s.data.assign(a.data.begin() + static_cast<std::ptrdiff_t>(i * n), a.data.begin() + static_cast<std::ptrdiff_t>((i + 1) * n));
-    return s;
 }
 
 /// The arrays streamed layer by layer (slab i of each, then slab i + 1).
