@@ -6,6 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -93,6 +94,36 @@ inline run_result run_attn(const std::string& args, const std::string& input = "
     std::remove((base + ".out").c_str());
     std::remove((base + ".err").c_str());
     return r;
+}
+
+/// One run's exit code and peak memory in KiB, measured in a forked process whose only
+/// child the run is, so that earlier runs do not count (getrusage(RUSAGE_CHILDREN));
+/// code −1 when the fork or its report fails.
+struct measured_run {
+    int code = -1;
+    long peak_kb = -1;
+};
+
+inline measured_run run_attn_measured(const std::string& args) {
+    int fds[2];
+    if (pipe(fds) != 0) return {};
+    const pid_t pid = fork();
+    if (pid < 0) return {};
+    if (pid == 0) {
+        const run_result r = run_attn(args);
+        struct rusage ru {};
+        getrusage(RUSAGE_CHILDREN, &ru);
+        const long report[2] = {r.code, ru.ru_maxrss};
+        (void)!write(fds[1], report, sizeof report);
+        _exit(0);
+    }
+    long report[2] = {-1, -1};
+    const bool read_all = read(fds[0], report, sizeof report) == static_cast<ssize_t>(sizeof report);
+    close(fds[0]);
+    close(fds[1]);
+    waitpid(pid, nullptr, 0);
+    if (!read_all) return {};
+    return {static_cast<int>(report[0]), report[1]};
 }
 
 }  // namespace attn_test

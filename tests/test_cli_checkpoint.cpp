@@ -297,26 +297,10 @@ TEST_CASE("config sizes: heads that do not divide, counts over the limit refused
                  "head_dim: more than attn accepts (expected at most 16777216, got 4611686018427387904)");
     refused_with("llama", "num_hidden_layers", "40000000000", 1,
                  "num_hidden_layers: more than attn accepts (expected at most 16777216, got 40000000000)");
-    // Peak memory of that run alone: measured in a forked process whose only child it
-    // is, so that earlier tests' children do not count (getrusage(RUSAGE_CHILDREN)).
-    int fds[2];
-    REQUIRE(pipe(fds) == 0);
-    const pid_t pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        const auto r = attn_test::run_attn("compute " + llama + " --layer 0 --ids 1 --config '" + dir.path + "/num_hidden_layers.json'");
-        struct rusage ru {};
-        getrusage(RUSAGE_CHILDREN, &ru);
-        const long kb = r.code == 1 ? ru.ru_maxrss : -ru.ru_maxrss;  // negative: not refused
-        (void)!write(fds[1], &kb, sizeof kb);
-        _exit(0);
-    }
-    long peak_kb = -1;
-    REQUIRE(read(fds[0], &peak_kb, sizeof peak_kb) == static_cast<ssize_t>(sizeof peak_kb));
-    close(fds[0]);
-    close(fds[1]);
-    waitpid(pid, nullptr, 0);
-    CHECK_MESSAGE(peak_kb > 0, "not refused; peak " << -peak_kb << " KiB");
+    // Peak memory of that run alone (attn_test::run_attn_measured).
+    const auto m = attn_test::run_attn_measured("compute " + llama + " --layer 0 --ids 1 --config '" + dir.path + "/num_hidden_layers.json'");
+    CHECK_MESSAGE(m.code == 1, "not refused; peak " << m.peak_kb << " KiB");
+    const long peak_kb = m.peak_kb;
     CHECK(peak_kb < attn_test::peak_bound_mb(100) * 1024);  // KiB: nothing sized by num_hidden_layers (it took > 8 GB before)
     // Counts within the limit are held against the tensors before anything is sized by them.
     attn_test::spit(dir.path + "/layers.json", config_with("gpt2", "n_layer", "16777216"));

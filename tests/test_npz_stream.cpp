@@ -179,26 +179,10 @@ TEST_CASE("a streamed run holds one layer: peak memory of --layer all --dump wei
         std::memcpy(a.data.data(), ids.data(), a.data.size());
         attn::io::write_npy(f, a);
     }
-    // Measured in a forked process whose only child the run is (getrusage(RUSAGE_CHILDREN)).
-    int fds[2];
-    REQUIRE(pipe(fds) == 0);
-    const pid_t pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        const auto r = attn_test::run_attn("compute tests/fixtures/checkpoints/gemma3-tiny --layer all --token-ids '" + dir.path +
-                                           "/ids.npy' --dump weights -o '" + dir.path + "/out.npz'");
-        struct rusage ru {};
-        getrusage(RUSAGE_CHILDREN, &ru);
-        const long kb = r.code == 0 ? ru.ru_maxrss : -1;
-        (void)!write(fds[1], &kb, sizeof kb);
-        _exit(0);
-    }
-    long peak_kb = -1;
-    REQUIRE(read(fds[0], &peak_kb, sizeof peak_kb) == static_cast<ssize_t>(sizeof peak_kb));
-    close(fds[0]);
-    close(fds[1]);
-    waitpid(pid, nullptr, 0);
-    REQUIRE_MESSAGE(peak_kb > 0, "the run failed");
+    const auto m = attn_test::run_attn_measured("compute tests/fixtures/checkpoints/gemma3-tiny --layer all --token-ids '" + dir.path +
+                                                "/ids.npy' --dump weights -o '" + dir.path + "/out.npz'");
+    REQUIRE_MESSAGE(m.code == 0, "the run failed");
+    const long peak_kb = m.peak_kb;
     CHECK(peak_kb < attn_test::peak_bound_mb(200) * 1024);  // KiB; four layers held would pass 256 MiB of weights alone
     CHECK(std::filesystem::file_size(dir.path + "/out.npz") > 4 * 64 * 1024 * 1024);
 }
