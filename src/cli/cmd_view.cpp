@@ -52,8 +52,8 @@ void check_token_options(const io::document& doc, const attn::pipeline_options& 
 /// JSON-encoded and copied into the page (about five times the page data); the head
 /// statistics of weights without them convert the weights to double (8 bytes a cell,
 /// and 2 of visibility flags); a layered rollout reads them in double too. `held`: the
-/// bytes the earlier inputs of the page keep meanwhile (their arrays and page data).
-void check_view_plan(const io::document& doc, const std::string& source, double held) {
+/// bytes the `earlier` inputs of the page keep meanwhile (their arrays and page data).
+void check_view_plan(const io::document& doc, const std::string& source, double held, std::size_t earlier) {
     const double page = static_cast<double>(io::view_data_bytes(doc, source));
     const named_array* weights = nullptr;
     bool head_stats = false, rollout = false;
@@ -73,14 +73,14 @@ void check_view_plan(const io::document& doc, const std::string& source, double 
     double bytes = held + 5 * page + cells;
     if (weights && !head_stats) bytes += 10 * static_cast<double>(weights->value.size());
     if (weights && !rollout && weights->value.type != dtype::f4 && (weights->value.rank() == 5 || io::layer_axes(doc) == 1)) bytes += 8 * static_cast<double>(weights->value.size());
-    check_planned_bytes(bytes, "this view", sizes, "raise --max-bytes or view fewer stages, layers or heads");
+    check_planned_bytes(bytes, earlier ? "this view of " + std::to_string(earlier + 1) + " inputs" : std::string("this view"), sizes, "raise --max-bytes or view fewer stages, layers or heads");
 }
 
 /// One INPUT as the document its page shows: read (or computed), its tokens checked, its
 /// head statistics and rollout added, within --max-bytes with the `held` bytes of the
-/// inputs before it.
+/// `earlier` inputs before it.
 io::document view_document(const std::string& input, const view_options& c, const attn::pipeline_options& settings,
-                           double held) {
+                           double held, std::size_t earlier) {
     io::document doc;
     const bool checkpoint = checkpoint_run(c.pipeline);
     loaded in;
@@ -112,7 +112,7 @@ io::document view_document(const std::string& input, const view_options& c, cons
     const std::string source = input == "-" ? "<stdin>" : input;
     // The page holds every Tq×Tk value: refuse it before any work past reading.
     io::check_array_bytes(io::view_data_bytes(doc, source), source + ": view");
-    check_view_plan(doc, source, held);
+    check_view_plan(doc, source, held, earlier);
     add_head_stats(doc);
     add_rollout(doc);
     io::check_array_bytes(io::view_data_bytes(doc, source), source + ": view");  // with the rollout's T² per item
@@ -155,7 +155,7 @@ int run_view(const view_options& c) {
     for (const std::string& input : c.inputs) {
         const std::string source = input == "-" ? "<stdin>" : input;
         try {
-            docs.push_back(view_document(input, c, settings, held));
+            docs.push_back(view_document(input, c, settings, held, docs.size()));
             page.push_back({source, &docs.back()});
             if (page.size() > 1)
                 io::check_array_bytes(io::view_data_bytes(page), source + ": view of " + std::to_string(page.size()) + " inputs");
