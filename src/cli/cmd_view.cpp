@@ -192,9 +192,8 @@ void setup_view(CLI::App& app, int& exit_status) {
         "attention rollout (Abnar & Zuidema 2020) as one more layer.\n\n"
         "Examples:\n"
         "  attn view data/notebook.npz --mask causal --tokens \"my name is Aj\" -o v.html\n"
-        "  attn view out.npz -o view.html\n"
         "  attn view data/gpt2-tiny/model.safetensors --layer all --ids 1,2,3 -o v.html\n"
-        "  attn view data/gpt2-tiny data/llama-tiny --layer all --text \"The cat sat\" -o two.html");
+        "  attn view data/gpt2-tiny data/llama-tiny --layer all --text Hello -o v.html");
     sub->callback([c, &exit_status]() { exit_status = run_view(*c); });
 }
 
