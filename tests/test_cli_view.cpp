@@ -211,6 +211,17 @@ TEST_CASE("view of a checkpoint in a folder whose name is not UTF-8: the page sh
         CHECK(page.find("<dt>checkpoint</dt><dd>" + dir.path + "/bad\xEF\xBF\xBD&lt;b&gt;/model.safetensors</dd>") != std::string::npos);
         CHECK(page.find("<b>") == std::string::npos);
     }
+    // A page of two inputs, one of them there: its name in the title, the selector's list
+    // and its settings, never as markup.
+    const auto r = attn_test::run_attn("view '" + folder + "/model.safetensors' data/gpt2-tiny --layer all --ids 1,2,3 -o '" +
+                                       dir.path + "/two.html'");
+    CHECK_MESSAGE(r.code == 0, r.err);
+    const std::string page = attn_test::slurp(dir.path + "/two.html");
+    CHECK(page.find('\xFF') == std::string::npos);
+    CHECK(page.find("<b>") == std::string::npos);
+    CHECK(page.find("<title>attn view: " + dir.path + "/bad\xEF\xBF\xBD&lt;b&gt;/model.safetensors, data/gpt2-tiny</title>") !=
+          std::string::npos);
+    CHECK(page_data(page).at("inputs")[0].at("name") == dir.path + "/bad\xEF\xBF\xBD<b>/model.safetensors");
 }
 
 TEST_CASE("view shows the settings and the model as labelled fields, not JSON") {
