@@ -61,8 +61,8 @@ void write_npy_file(const std::string& path, attn::shape_t shape, const std::vec
     attn::io::write_npy(f, attn::array::from<double>(shape, v.data()));
 }
 
-/// The data block of a page (src/io/html.cpp): stages and rollout with their codes
-/// decoded (base64, then zlib's inflate) into "codes".
+/// The data block of a page (src/io/html.cpp): stages and rollout (each input's, on a page
+/// of several) with their codes decoded (base64, then zlib's inflate) into "codes".
 json page_data(const std::string& page) {
     const std::string open = "<script type=\"application/json\" id=\"attn-data\">";
     const std::size_t at = page.find(open);
@@ -91,8 +91,14 @@ json page_data(const std::string& page) {
         for (std::size_t i = 0; i < n; ++i) codes[i] = bytes == 2 ? raw[2 * i] | (raw[2 * i + 1] << 8) : raw[i];
         st["codes"] = codes;
     };
-    for (auto& st : d.at("stages")) decode(st);
-    if (!d.at("rollout").is_null()) decode(d.at("rollout"));
+    const auto decode_input = [&](json& in) {
+        for (auto& st : in.at("stages")) decode(st);
+        if (!in.at("rollout").is_null()) decode(in.at("rollout"));
+    };
+    if (d.contains("inputs"))
+        for (json& in : d.at("inputs")) decode_input(in);
+    else
+        decode_input(d);
     return d;
 }
 
@@ -205,6 +211,17 @@ TEST_CASE("view of a checkpoint in a folder whose name is not UTF-8: the page sh
         CHECK(page.find("<dt>checkpoint</dt><dd>" + dir.path + "/bad\xEF\xBF\xBD&lt;b&gt;/model.safetensors</dd>") != std::string::npos);
         CHECK(page.find("<b>") == std::string::npos);
     }
+    // A page of two inputs, one of them there: its name in the title, the selector's list
+    // and its settings, never as markup.
+    const auto r = attn_test::run_attn("view '" + folder + "/model.safetensors' data/gpt2-tiny --layer all --ids 1,2,3 -o '" +
+                                       dir.path + "/two.html'");
+    CHECK_MESSAGE(r.code == 0, r.err);
+    const std::string page = attn_test::slurp(dir.path + "/two.html");
+    CHECK(page.find('\xFF') == std::string::npos);
+    CHECK(page.find("<b>") == std::string::npos);
+    CHECK(page.find("<title>attn view: " + dir.path + "/bad\xEF\xBF\xBD&lt;b&gt;/model.safetensors, data/gpt2-tiny</title>") !=
+          std::string::npos);
+    CHECK(page_data(page).at("inputs")[0].at("name") == dir.path + "/bad\xEF\xBF\xBD<b>/model.safetensors");
 }
 
 TEST_CASE("view shows the settings and the model as labelled fields, not JSON") {
@@ -301,4 +318,119 @@ TEST_CASE("view of a batch of token ids that differ labels each batch item with 
     const json d = page_data(attn_test::slurp(dir.path + "/v.html"));
     // GPT-2's own byte-level labels of these ids (data/gpt2-tiny/tokenizer.json).
     CHECK(d.at("item_tokens") == json{{"The", ",", " the"}, {" the", "!", "The"}});
+}
+
+namespace {
+
+/// The (L, B, H, Tq, Tk) of a page's stage.
+json dims(const json& st) { return json{st.at("L"), st.at("B"), st.at("H"), st.at("Tq"), st.at("Tk")}; }
+
+}  // namespace
+
+TEST_CASE("view of several INPUTs: one page whose data lists each input, named as given, as its own page holds it") {
+    attn_test::scratch_dir dir;
+    const std::string d = dir.path;
+    const std::string opts = " --layer all --text 'The cat sat'";
+    auto r = attn_test::run_attn("view data/gpt2-tiny data/llama-tiny" + opts + " -o '" + d + "/two.html'");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    const std::string page = attn_test::slurp(d + "/two.html");
+    const json two = page_data(page);
+    REQUIRE(two.at("inputs").size() == 2);
+    CHECK(!two.contains("stages"));
+    CHECK(two.at("inputs")[0].at("name") == "data/gpt2-tiny");
+    CHECK(two.at("inputs")[1].at("name") == "data/llama-tiny");
+    // Each input's tokens and shapes, as attn compute gives them on its own: GPT-2's 5
+    // tokens and Llama's 7 (with <|begin_of_text|>), 2 layers of 4 heads each.
+    for (std::size_t k = 0; k < 2; ++k) {
+        const std::string input = k == 0 ? "data/gpt2-tiny" : "data/llama-tiny";
+        CAPTURE(input);
+        r = attn_test::run_attn("compute " + input + opts + " --dump weights --compact");
+        REQUIRE_MESSAGE(r.code == 0, r.err);
+        const json computed = json::parse(r.out);
+        const json& in = two.at("inputs")[k];
+        const std::size_t T = computed.at("tokens").size();
+        CHECK(T == (k == 0 ? 5u : 7u));
+        CHECK(in.at("tokens") == computed.at("tokens"));
+        CHECK(in.at("stages")[0].at("name") == "weights");
+        CHECK(dims(in.at("stages")[0]) == json{2, 1, 4, T, T});
+        CHECK(dims(in.at("rollout")) == json{1, 1, 1, T, T});
+        CHECK(in.at("head_stats").at("rows").size() == 2 * 4);
+        const std::vector<double> w = flat(computed.at("weights"));
+        REQUIRE(w.size() == 2 * 4 * T * T);
+        for (std::size_t i = 0; i < w.size(); ++i)
+            if (in.at("stages")[0].at("codes")[i] != in.at("stages")[0].at("masked_code"))
+                CHECK(std::abs(value_of(in.at("stages")[0], i) - w[i]) <= 0.5 / 65534 * 1.01);
+        // The input's part of the page is the page of that input alone (same depth, 16 bits).
+        r = attn_test::run_attn("view " + input + opts + " -o '" + d + "/one.html'");
+        REQUIRE_MESSAGE(r.code == 0, r.err);
+        json alone = page_data(attn_test::slurp(d + "/one.html"));
+        for (const char* shared : {"lut", "masked_rgb", "hatch_rgb"}) {
+            CHECK(alone.at(shared) == two.at(shared));
+            alone.erase(shared);
+        }
+        json part = in;
+        part.erase("name");
+        CHECK(part == alone);
+    }
+    // The selector, each input's settings (the second hidden until chosen), both names in the title.
+    CHECK(page.find("<label>input <select id=\"input\"></select></label>") != std::string::npos);
+    CHECK(page.find("<dl class=\"meta\" data-input=\"0\"><div><dt>model</dt><dd>gpt2</dd></div>") != std::string::npos);
+    CHECK(page.find("<dl class=\"meta\" data-input=\"1\" style=\"display:none\"><div><dt>model</dt><dd>llama</dd></div>") !=
+          std::string::npos);
+    CHECK(page.find("<title>attn view: data/gpt2-tiny, data/llama-tiny</title>") != std::string::npos);
+
+    // One INPUT: no list, no selector, its data at the top as before.
+    const std::string one = attn_test::slurp(d + "/one.html");
+    CHECK(one.find("id=\"input\"") == std::string::npos);
+    CHECK(one.find("<dl id=\"meta\">") != std::string::npos);
+    const json alone = page_data(one);
+    CHECK(!alone.contains("inputs"));
+    CHECK(dims(alone.at("stages")[0]) == json{2, 1, 4, 7, 7});
+
+    // Inputs of different kinds: attn output (.npz of stages) and one array of weights.
+    r = attn_test::run_attn("compute data/notebook.npz --mask causal --format npz -o '" + d + "/o.npz'");
+    REQUIRE(r.code == 0);
+    write_npy_file(d + "/h.npy", {2, 3, 3}, std::vector<double>(18, 1.0 / 3));
+    r = attn_test::run_attn("view '" + d + "/o.npz' '" + d + "/h.npy' -o '" + d + "/mixed.html'");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    const json mixed = page_data(attn_test::slurp(d + "/mixed.html"));
+    CHECK(mixed.at("inputs")[0].at("name") == d + "/o.npz");
+    CHECK(dims(mixed.at("inputs")[0].at("stages")[0]) == json{1, 1, 1, 4, 4});
+    CHECK(mixed.at("inputs")[1].at("name") == d + "/h.npy");
+    CHECK(dims(mixed.at("inputs")[1].at("stages")[0]) == json{1, 1, 2, 3, 3});
+}
+
+TEST_CASE("view of several INPUTs: an error names the input it comes from, one line, and writes nothing") {
+    attn_test::scratch_dir dir;
+    const std::string d = dir.path;
+    const std::string out = " -o '" + d + "/v.html'";
+    // A checkpoint option both take, wrong for the second (gemma3-tiny has 4 layers, GPT-2's 2):
+    // the library's message, named.
+    auto r = attn_test::run_attn("view tests/fixtures/checkpoints/gemma3-tiny data/gpt2-tiny --layer 3 --ids 1,2,3" + out);
+    CHECK(r.code == 2);
+    CHECK(r.err == "attn: error: data/gpt2-tiny: --layer: beyond the model's layers (expected 0 to 1 or all, got 3)\n");
+    // A message that already names the input is not named twice.
+    r = attn_test::run_attn("compute data/notebook.npz --dump output,lse --format npz -o '" + d + "/o.npz'");
+    REQUIRE(r.code == 0);
+    r = attn_test::run_attn("view data/notebook.npz '" + d + "/o.npz'" + out);
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: " + d + "/o.npz: no Tq×Tk stage to view (expected weights, scores, scaled, qk or word_weights; found output, lse)\n");
+    // --tokens apply to every input; the one they do not fit is named.
+    r = attn_test::run_attn("view data/notebook.npz data/seed004.npz --tokens 'a b c d'" + out);
+    CHECK(r.code == 2);
+    CHECK(r.err == "attn: error: data/seed004.npz: --tokens: one token per query (expected 3, got 4)\n");
+    r = attn_test::run_attn("view - -" + out);
+    CHECK(r.code == 2);
+    CHECK(r.err == "attn: error: INPUT: standard input can be read once (expected at most one '-', got 2)\n");
+
+    // --max-bytes counts every input: a page each input fits alone, two of them do not.
+    write_npy_file(d + "/w.npy", {100, 100}, std::vector<double>(100 * 100, 0.01));
+    r = attn_test::run_attn("view '" + d + "/w.npy' --max-bytes 300K" + out);
+    CHECK_MESSAGE(r.code == 0, r.err);
+    std::filesystem::remove(d + "/v.html");
+    r = attn_test::run_attn("view '" + d + "/w.npy' '" + d + "/w.npy' --max-bytes 300K" + out);
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: " + d + "/w.npy: this view of 2 inputs needs about 390.0 kB for its Tq×Tk stages (weights (100, 100) float64) "
+                   "(expected at most --max-bytes 300 KiB; raise --max-bytes or view fewer stages, layers or heads)\n");
+    CHECK(!std::filesystem::exists(d + "/v.html"));
 }

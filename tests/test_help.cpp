@@ -25,7 +25,7 @@ std::vector<std::string> lines_of(const std::string& text) {
 }  // namespace
 
 TEST_CASE("every --help fits 80 columns, and every subcommand's ends with two or three examples") {
-    for (const std::string sub : {"", "compute", "generate", "posenc", "inspect", "compare", "plot", "rope", "rollout", "tokenize"}) {
+    for (const std::string sub : {"", "compute", "generate", "posenc", "inspect", "compare", "plot", "rope", "rollout", "view", "tokenize"}) {
         CAPTURE(sub);
         const auto r = attn_test::run_attn(sub + " --help");
         CHECK(r.code == 0);

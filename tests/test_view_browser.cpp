@@ -275,3 +275,63 @@ TEST_CASE("view in chromium: a colour bar with the stage's range, long rotated l
     CHECK(got.at("errors") == json::array());
     CHECK(got.at("bar_ticks") == json{"-2", "-1", "0", "1", "2", "3"});
 }
+
+TEST_CASE("view in chromium: a page of two INPUTs switches to the second input's tokens, shapes and settings, keeping layer and head") {
+    require_chromium();
+    attn_test::scratch_dir dir;
+    const std::string opts = " --layer all --text 'The cat sat'";
+    auto r = attn_test::run_attn("view data/gpt2-tiny data/llama-tiny" + opts + " -o '" + dir.path + "/two.html'");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    // What each input's view must show: attn compute of that input alone, (L, H, T, T) weights.
+    json gpt2, llama;
+    for (auto [input, doc] : {std::pair{"data/gpt2-tiny", &gpt2}, std::pair{"data/llama-tiny", &llama}}) {
+        r = attn_test::run_attn(std::string("compute ") + input + opts + " --dump weights --compact");
+        REQUIRE_MESSAGE(r.code == 0, r.err);
+        *doc = json::parse(r.out);
+    }
+    REQUIRE(gpt2.at("tokens").size() == 5);
+    REQUIRE(llama.at("tokens").size() == 7);
+    // Layer 1, head 2, query 3 → key 2 of Llama: " c" → "he" (its own tokenizer's pieces), 0.53.
+    const double w = llama.at("weights")[1][2][3][2].get<double>();
+    CHECK(w > 0.1);
+    char want[160];
+    std::snprintf(want, sizeof want, "query 3 %s → key 2 %s: weights %.4f", llama.at("tokens")[3].dump().c_str(),
+                  llama.at("tokens")[2].dump().c_str(), w);
+    const auto check_llama = [&](const json& got) {
+        CAPTURE(got.dump());
+        CHECK(got.at("errors") == json::array());
+        CHECK(got.at("inputs") == json{"data/gpt2-tiny", "data/llama-tiny"});
+        CHECK(got.at("dims") == json{2, 1, 4, 7, 7});
+        CHECK(got.at("where") == "data/llama-tiny · weights · layer 1 · head 2");
+        CHECK(got.at("hover").get<std::string>().rfind(want, 0) == 0);  // then ", score …"
+        CHECK(got.at("after") == lut(w));
+        CHECK(got.at("stats_rows") == 8);
+        REQUIRE(got.at("meta").size() == 1);
+        CHECK(got.at("meta")[0].get<std::string>().rfind("modelllamacheckpointdata/llama-tiny/", 0) == 0);
+    };
+
+    // The page opens on the first input (GPT-2's layer 0, head 0), then the input selector first.
+    json got = browse(dir.path + "/two.html", {{"input", 1}, {"layer", 1}, {"head", 2}, {"row", 3}, {"col", 2}}, dir.path + "/profile");
+    CHECK(got.at("before") == lut(gpt2.at("weights")[0][0][3][2].get<double>()));
+    check_llama(got);
+    // Layer 1 and head 2 chosen on GPT-2 stay chosen when the input changes.
+    got = browse(dir.path + "/two.html",
+                 {{"order", {"layer", "head", "input"}}, {"layer", 1}, {"head", 2}, {"input", 1}, {"row", 3}, {"col", 2}},
+                 dir.path + "/profile");
+    check_llama(got);
+    // So does the rollout.
+    got = browse(dir.path + "/two.html", {{"order", {"layer", "input"}}, {"layer", 2}, {"input", 1}, {"row", 0}, {"col", 0}},
+                 dir.path + "/profile");
+    CHECK(got.at("errors") == json::array());
+    CHECK(got.at("where") == "data/llama-tiny · rollout of 2 layers (Abnar & Zuidema 2020) · all heads");
+
+    // The check can fail: a page whose selector does not switch the data shows GPT-2's tokens.
+    std::string page = attn_test::slurp(dir.path + "/two.html");
+    const std::string switching = "state.input = k; D = INPUTS[k];";
+    REQUIRE(page.find(switching) != std::string::npos);
+    page.replace(page.find(switching), switching.size(), "state.input = k; D = INPUTS[0];");
+    attn_test::spit(dir.path + "/broken.html", page);
+    got = browse(dir.path + "/broken.html", {{"input", 1}, {"layer", 1}, {"head", 2}, {"row", 3}, {"col", 2}}, dir.path + "/profile");
+    CHECK(got.at("dims") == json{2, 1, 4, 5, 5});
+    CHECK(got.at("hover").get<std::string>().rfind(want, 0) != 0);
+}

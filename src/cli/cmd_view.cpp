@@ -2,6 +2,8 @@
 // io/html.hpp). INPUT is as for attn plot: attn's own output, one array (weights from
 // elsewhere, e.g. HF output_attentions saved with NumPy), or a compute input or
 // checkpoint, computed first with the weights, scores, mask and head_stats stages.
+// Several INPUTs make one page with a selector between them (docs/design.md §5.4); the
+// options apply to each.
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -24,7 +26,7 @@ namespace attn::cli {
 namespace {
 
 struct view_options {
-    std::string input;
+    std::vector<std::string> inputs;
     pipeline_cli pipeline;
     std::string output;
     std::vector<const CLI::Option*> compute_only;
@@ -49,8 +51,9 @@ void check_token_options(const io::document& doc, const attn::pipeline_options& 
 /// allocated: per stage cell a masked flag and the quantised codes, deflated, base64- and
 /// JSON-encoded and copied into the page (about five times the page data); the head
 /// statistics of weights without them convert the weights to double (8 bytes a cell,
-/// and 2 of visibility flags); a layered rollout reads them in double too.
-void check_view_plan(const io::document& doc, const std::string& source) {
+/// and 2 of visibility flags); a layered rollout reads them in double too. `held`: the
+/// bytes the `earlier` inputs of the page keep meanwhile (their arrays and page data).
+void check_view_plan(const io::document& doc, const std::string& source, double held, std::size_t earlier) {
     const double page = static_cast<double>(io::view_data_bytes(doc, source));
     const named_array* weights = nullptr;
     bool head_stats = false, rollout = false;
@@ -67,29 +70,30 @@ void check_view_plan(const io::document& doc, const std::string& source) {
                          std::string(dtype_name(t.value.type));
             }
     }
-    double bytes = 5 * page + cells;
+    double bytes = held + 5 * page + cells;
     if (weights && !head_stats) bytes += 10 * static_cast<double>(weights->value.size());
     if (weights && !rollout && weights->value.type != dtype::f4 && (weights->value.rank() == 5 || io::layer_axes(doc) == 1)) bytes += 8 * static_cast<double>(weights->value.size());
-    check_planned_bytes(bytes, "this view", sizes, "raise --max-bytes or view fewer stages, layers or heads");
+    check_planned_bytes(bytes, earlier ? "this view of " + std::to_string(earlier + 1) + " inputs" : std::string("this view"), sizes, "raise --max-bytes or view fewer stages, layers or heads");
 }
 
-int run_view(const view_options& c) {
-    if (!is_stdout(c.output) && !extension_of(c.output).empty() && io::format_from_path(c.output) != io::parse_format("html"))
-        throw usage_error("-o", "a view is an HTML page " + expected_got("a .html file", "'" + extension_of(c.output) + "'"));
-    const attn::pipeline_options settings = pipeline_settings(c.pipeline, view_stages());
+/// One INPUT as the document its page shows: read (or computed), its tokens checked, its
+/// head statistics and rollout added, within --max-bytes with the `held` bytes of the
+/// `earlier` inputs before it.
+io::document view_document(const std::string& input, const view_options& c, const attn::pipeline_options& settings,
+                           double held, std::size_t earlier) {
     io::document doc;
     const bool checkpoint = checkpoint_run(c.pipeline);
     loaded in;
-    if (!checkpoint) in = load_input(c.input);
+    if (!checkpoint) in = load_input(input);
     if (in.is_output || in.is_lone)
         for (const CLI::Option* o : c.compute_only)
             if (o->count())
                 throw usage_error(o->get_name(), std::string("does not apply to ") +
                                                      (in.is_output ? "attn output, which is already computed "
                                                                    : "one array, which is viewed as weights ") +
-                                                     expected_got("a compute input", c.input));
+                                                     expected_got("a compute input", input));
     if (checkpoint) {
-        doc = run_pipeline(c.input, c.pipeline, settings);
+        doc = run_pipeline(input, c.pipeline, settings);
     } else if (in.is_lone) {
         doc = std::move(in.doc);
         // One array of rank 3 is (H, Tq, Tk): one sequence's heads (README, attn view).
@@ -105,14 +109,63 @@ int run_view(const view_options& c) {
     if (!settings.tokens.empty()) doc.tokens = settings.tokens;
     if (!settings.tokens_kv.empty()) doc.tokens_kv = settings.tokens_kv;
     check_token_options(doc, settings);
-    const std::string source = c.input == "-" ? "<stdin>" : c.input;
+    const std::string source = input == "-" ? "<stdin>" : input;
     // The page holds every Tq×Tk value: refuse it before any work past reading.
     io::check_array_bytes(io::view_data_bytes(doc, source), source + ": view");
-    check_view_plan(doc, source);
+    check_view_plan(doc, source, held, earlier);
     add_head_stats(doc);
     add_rollout(doc);
     io::check_array_bytes(io::view_data_bytes(doc, source), source + ": view");  // with the rollout's T² per item
-    write_output(c.output, false, [&](std::ostream& out) { io::write_html(out, doc, source); });
+    return doc;
+}
+
+/// An error of one INPUT of several, naming it (as batch jobs do: one prefix, never two),
+/// of the same kind: a usage error stays one (exit 2), any other is a data error (exit 1).
+[[noreturn]] void rethrow_naming(const std::string& name) {
+    const auto named = [&](const std::string& what) { return what.rfind(name + ":", 0) == 0 ? what : name + ": " + what; };
+    try {
+        throw;
+    } catch (const usage_error& e) {
+        throw usage_error("", named(e.what()));
+    } catch (const error& e) {
+        throw error("", named(e.what()));
+    }
+}
+
+/// The bytes a viewed document keeps while the inputs after it are read: its arrays and
+/// five times its page data (check_view_plan).
+double held_bytes(const io::document& doc, const std::string& source) {
+    double bytes = 5 * static_cast<double>(io::view_data_bytes(doc, source));
+    for (const auto& t : doc.tensors) bytes += static_cast<double>(t.value.size()) * static_cast<double>(dtype_size(t.value.type));
+    return bytes;
+}
+
+int run_view(const view_options& c) {
+    if (!is_stdout(c.output) && !extension_of(c.output).empty() && io::format_from_path(c.output) != io::parse_format("html"))
+        throw usage_error("-o", "a view is an HTML page " + expected_got("a .html file", "'" + extension_of(c.output) + "'"));
+    if (std::count(c.inputs.begin(), c.inputs.end(), "-") > 1)
+        throw usage_error("INPUT", "standard input can be read once " +
+                                       expected_got("at most one '-'", std::to_string(std::count(c.inputs.begin(), c.inputs.end(), "-"))));
+    const attn::pipeline_options settings = pipeline_settings(c.pipeline, view_stages());
+    // Each input read in turn, all held until the page is written: its --max-bytes counts them all.
+    std::vector<io::document> docs;
+    std::vector<io::view_input> page;
+    docs.reserve(c.inputs.size());
+    double held = 0;
+    for (const std::string& input : c.inputs) {
+        const std::string source = input == "-" ? "<stdin>" : input;
+        try {
+            docs.push_back(view_document(input, c, settings, held, docs.size()));
+            page.push_back({source, &docs.back()});
+            if (page.size() > 1)
+                io::check_array_bytes(io::view_data_bytes(page), source + ": view of " + std::to_string(page.size()) + " inputs");
+        } catch (const error&) {
+            if (c.inputs.size() == 1) throw;
+            rethrow_naming(source);
+        }
+        held += held_bytes(docs.back(), source);
+    }
+    write_output(c.output, false, [&](std::ostream& out) { io::write_html(out, page); });
     return exit_ok;
 }
 
@@ -122,10 +175,11 @@ void setup_view(CLI::App& app, int& exit_status) {
     auto c = std::make_shared<view_options>();
     CLI::App* sub = app.add_subcommand(
         "view", "One standalone HTML page to explore attention: heatmap, lines, all heads, head statistics.");
-    sub->add_option("INPUT", c->input,
+    sub->add_option("INPUT", c->inputs,
                     "attn's own output (.json with \"meta\", or .npz of stages), one array viewed as weights "
                     "((Tq, Tk), (H, Tq, Tk), (B, H, Tq, Tk) or (L, B, H, Tq, Tk)), or a compute input or checkpoint "
-                    "(with --layer), computed first with the options below")
+                    "(with --layer), computed first with the options below; several make one page with a selector "
+                    "between them, the options applying to each")
         ->required();
     const std::size_t before = sub->get_options().size();
     add_pipeline_options(*sub, c->pipeline);
@@ -138,8 +192,8 @@ void setup_view(CLI::App& app, int& exit_status) {
         "attention rollout (Abnar & Zuidema 2020) as one more layer.\n\n"
         "Examples:\n"
         "  attn view data/notebook.npz --mask causal --tokens \"my name is Aj\" -o v.html\n"
-        "  attn view out.npz -o view.html\n"
-        "  attn view data/gpt2-tiny/model.safetensors --layer all --ids 1,2,3 -o v.html");
+        "  attn view data/gpt2-tiny/model.safetensors --layer all --ids 1,2,3 -o v.html\n"
+        "  attn view data/gpt2-tiny data/llama-tiny --layer all --text Hello -o v.html");
     sub->callback([c, &exit_status]() { exit_status = run_view(*c); });
 }
 

@@ -216,10 +216,11 @@ std::string meta_text(const nlohmann::ordered_json& v) {
     return v.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
-/// The settings and the model of `meta` as labelled fields (<dl id="meta">), every string
-/// made valid UTF-8 (valid_utf8) and escaped: a checkpoint path need not be UTF-8 and a
-/// model name is not trusted markup. Empty when meta is not an object.
-std::string meta_html(const nlohmann::ordered_json& meta) {
+/// The settings and the model of `meta` as labelled fields (<dl id="meta">, or <dl` attributes`>
+/// on a page of several inputs), every string made valid UTF-8 (valid_utf8) and escaped: a
+/// checkpoint path need not be UTF-8 and a model name is not trusted markup. Empty when
+/// meta is not an object.
+std::string meta_html(const nlohmann::ordered_json& meta, const std::string& attributes = " id=\"meta\"") {
     if (!meta.is_object()) return "";
     std::vector<std::pair<std::string, std::string>> fields;
     const auto add = [&](const std::string& label, const nlohmann::ordered_json& v) {
@@ -244,7 +245,7 @@ std::string meta_html(const nlohmann::ordered_json& meta) {
     for (const char* k : {"mask", "scale", "softcap", "heads", "kv_heads", "past_length", "dtype"})
         if (meta.contains(k)) add(std::string(k) == "kv_heads" ? "kv heads" : std::string(k) == "past_length" ? "past length" : k, meta[k]);
     if (fields.empty()) return "";
-    std::string out = "<dl id=\"meta\">";
+    std::string out = "<dl" + attributes + ">";
     for (const auto& [label, value] : fields)
         out += "<div><dt>" + escape_html(label) + "</dt><dd>" + escape_html(valid_utf8(value)) + "</dd></div>";
     return out + "</dl>\n";
@@ -254,7 +255,11 @@ std::string meta_html(const nlohmann::ordered_json& meta) {
 
 int view_bits(std::size_t cells) { return cells <= (std::size_t{16} << 20) ? 16 : 8; }
 
-std::size_t view_data_bytes(const document& doc, const std::string& source) {
+namespace {
+
+/// The Tq×Tk cells of `doc`'s viewed stages (and in `rollout`, of the rollout it shows).
+/// Throws value_error(source, "no Tq×Tk stage to view …") when it has none.
+std::size_t viewed_cells(const document& doc, const std::string& source, std::size_t& rollout) {
     const auto stages = viewed(doc);
     if (stages.empty()) {
         std::string found;
@@ -269,18 +274,17 @@ std::size_t view_data_bytes(const document& doc, const std::string& source) {
     std::size_t cells = 0;
     for (const auto* t : stages) cells += dims_of(doc, *t).cells();
     stage_dims r;
-    const std::size_t rollout = shown_rollout(doc, stages, &r) ? r.cells() : 0;  // stored as the stages are
-    return (cells + rollout) * static_cast<std::size_t>(view_bits(cells) / 8);
+    rollout = shown_rollout(doc, stages, &r) ? r.cells() : 0;  // stored as the stages are
+    return cells;
 }
 
-void write_html(std::ostream& out, const document& doc, const std::string& source) {
-    view_data_bytes(doc, source);
+/// One input's part of the page's data: its tokens, stages, rollout and head statistics,
+/// quantised to `bits`. `rolled` tells whether it shows a rollout.
+nlohmann::ordered_json input_data(const document& doc, int bits, bool& rolled) {
     const auto stages = viewed(doc);
-    std::size_t cells = 0;
-    for (const auto* t : stages) cells += dims_of(doc, *t).cells();
-    const int bits = view_bits(cells);  // of the stages: the rollout, 1/(L·H) of the weights, follows them
     stage_dims rollout_dims;
     const named_array* rollout = shown_rollout(doc, stages, &rollout_dims);
+    rolled = rollout != nullptr;
 
     nlohmann::ordered_json data;
     data["tokens"] = doc.tokens;
@@ -301,14 +305,67 @@ void write_html(std::ostream& out, const document& doc, const std::string& sourc
     // Rollout rows sum to 1 (Abnar & Zuidema 2020): coloured over [0, 1] as weights are. An
     // exact 0 is a key no path through the layers reaches (above a causal diagonal):
     // drawn as masked, as a weight of exactly 0 is when there are no scores.
-    nlohmann::ordered_json rolled;
+    nlohmann::ordered_json rolled_json;
     if (rollout) {
         std::vector<char> unreached(rollout->value.size());
         for (std::size_t i = 0; i < unreached.size(); ++i) unreached[i] = rollout->value.value(i) == 0;
-        rolled = encode(rollout->name, rollout->value, rollout_dims, std::move(unreached), true, bits);
+        rolled_json = encode(rollout->name, rollout->value, rollout_dims, std::move(unreached), true, bits);
     }
-    data[stage_name(stage::rollout)] = rolled;  // the page's keys are the stage names
+    data[stage_name(stage::rollout)] = rolled_json;  // the page's keys are the stage names
     data[stage_name(stage::head_stats)] = head_stat_rows(doc);
+    return data;
+}
+
+}  // namespace
+
+std::size_t view_data_bytes(const std::vector<view_input>& inputs) {
+    std::size_t cells = 0, rollouts = 0;
+    for (const view_input& in : inputs) {
+        std::size_t rollout = 0;
+        cells += viewed_cells(*in.doc, in.name, rollout);
+        rollouts += rollout;
+    }
+    return (cells + rollouts) * static_cast<std::size_t>(view_bits(cells) / 8);
+}
+
+std::size_t view_data_bytes(const document& doc, const std::string& source) { return view_data_bytes({{source, &doc}}); }
+
+void write_html(std::ostream& out, const document& doc, const std::string& source) { write_html(out, {{source, &doc}}); }
+
+void write_html(std::ostream& out, const std::vector<view_input>& inputs) {
+    if (inputs.empty()) throw value_error("view", "no input to view");
+    std::size_t cells = 0;
+    for (const view_input& in : inputs) {
+        std::size_t rollout = 0;
+        cells += viewed_cells(*in.doc, in.name, rollout);
+    }
+    const int bits = view_bits(cells);  // of the stages: the rollout, 1/(L·H) of the weights, follows them
+    const bool many = inputs.size() > 1;
+
+    // One input: its data is the page's (no "inputs"), as it was before pages of several.
+    nlohmann::ordered_json data;
+    bool any_rollout = false;
+    std::string source, settings;
+    if (!many) {
+        data = input_data(*inputs[0].doc, bits, any_rollout);
+        source = inputs[0].name;
+        settings = meta_html(inputs[0].doc->meta);
+    } else {
+        data["inputs"] = nlohmann::ordered_json::array();
+        for (std::size_t k = 0; k < inputs.size(); ++k) {
+            bool rolled = false;
+            nlohmann::ordered_json one;
+            one["name"] = valid_utf8(inputs[k].name);
+            nlohmann::ordered_json part = input_data(*inputs[k].doc, bits, rolled);
+            for (auto it = part.begin(); it != part.end(); ++it) one[it.key()] = std::move(it.value());
+            data["inputs"].push_back(std::move(one));
+            any_rollout = any_rollout || rolled;
+            source += (k ? ", " : "") + inputs[k].name;
+            // Each input's settings, shown with it (the page's script switches them).
+            settings += meta_html(inputs[k].doc->meta, " class=\"meta\" data-input=\"" + std::to_string(k) + "\"" +
+                                                           (k ? " style=\"display:none\"" : ""));
+        }
+    }
     nlohmann::ordered_json lut = nlohmann::ordered_json::array();
     for (int k = 0; k < 256; ++k) {
         const rgb8 c = colormap(k / 255.0);
@@ -324,14 +381,14 @@ void write_html(std::ostream& out, const document& doc, const std::string& sourc
     safe.reserve(json.size());
     for (char c : json) safe += c == '<' ? std::string("\\u003c") : std::string(1, c);
 
-    const std::string settings = meta_html(doc.meta);
     const std::string levels = bits == 16 ? "65535" : "255";
     out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; "
            "style-src 'unsafe-inline'; img-src data:\">\n"
         << "<title>attn view: " << escape_html(valid_utf8(source)) << "</title>\n<style>" << view_css << "</style></head>\n<body>\n"
         << "<h1>attn view: " << escape_html(valid_utf8(source)) << "</h1>\n"
-        << "<div class=\"controls\"><label>stage <select id=\"stage\"></select></label>"
+        << "<div class=\"controls\">" << (many ? "<label>input <select id=\"input\"></select></label>" : "")
+        << "<label>stage <select id=\"stage\"></select></label>"
            "<label>layer <select id=\"layer\"></select></label><label>batch <select id=\"batch\"></select></label>"
            "<label>head <select id=\"head\"></select></label><label>view <select id=\"mode\">"
            "<option value=\"heatmap\">heatmap</option><option value=\"lines\">lines</option></select></label></div>\n"
@@ -340,10 +397,10 @@ void write_html(std::ostream& out, const document& doc, const std::string& sourc
         << " levels, so a shown value is within half a step (weights: " << general_number(0.5 / (bits == 16 ? 65534 : 254), 2)
         << ") of the computed one. Masked cells (−∞ scores) are grey, hatched when large; overviews average "
            "blocks of cells."
-        << (rollout ? " The last layer of the weights, “rollout”, is attention rollout (Abnar &amp; Zuidema 2020): "
-                      "Â = ½·mean<sub>h</sub>(A) + ½·I per layer with rows renormalised, R = Â<sub>L</sub> ⋯ Â<sub>1</sub>, "
-                      "the same for every head."
-                    : "")
+        << (any_rollout ? " The last layer of the weights, “rollout”, is attention rollout (Abnar &amp; Zuidema 2020): "
+                          "Â = ½·mean<sub>h</sub>(A) + ½·I per layer with rows renormalised, R = Â<sub>L</sub> ⋯ Â<sub>1</sub>, "
+                          "the same for every head."
+                        : "")
         << "</p>\n"
         << "<div id=\"where\"></div><div id=\"hover\"></div>\n"
            "<div class=\"panes\"><canvas id=\"heatmap\"></canvas><canvas id=\"lines\"></canvas>"

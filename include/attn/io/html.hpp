@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include "attn/io/document.hpp"
 
@@ -34,5 +35,25 @@ std::size_t view_data_bytes(const document& doc, const std::string& source);
 /// that no path through the layers reaches) are drawn as masked.
 /// Throws as view_data_bytes, io_error when `out` fails.
 void write_html(std::ostream& out, const document& doc, const std::string& source);
+
+/// One INPUT of a page of several (`attn view A B …`, docs/design.md §5.4): its name as
+/// given (the page's selector shows it; "<stdin>" for "-") and its document, not owned.
+struct view_input {
+    std::string name;
+    const document* doc = nullptr;
+};
+
+/// view_data_bytes of a page of several inputs: every input's stages and rollout, all
+/// stored at one depth, view_bits of all their cells together. One input: exactly
+/// view_data_bytes(*doc, name). Throws as view_data_bytes, naming the input at fault.
+std::size_t view_data_bytes(const std::vector<view_input>& inputs);
+
+/// Writes one page of several inputs: its data block lists each input's data (stages,
+/// rollout, head_stats, tokens, … as the page of one input holds them, with its "name")
+/// under "inputs", quantised at the depth of view_bits over all of them; a selector
+/// (#input) switches the page between them, and each input's settings (<dl class="meta">)
+/// show with it. One input: exactly write_html(out, *doc, name), no selector.
+/// Throws as view_data_bytes, io_error when `out` fails.
+void write_html(std::ostream& out, const std::vector<view_input>& inputs);
 
 }  // namespace attn::io
