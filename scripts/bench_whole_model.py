@@ -138,9 +138,10 @@ def _rss_mb(pid):
     return 0.0
 
 
-def run_measured(cmd, kill_mb):
+def run_measured(cmd, kill_mb, refusals=False):
     """(wall seconds, peak RSS MB, stdout, killed) of a whole process under GNU time; a
-    watchdog kills it when its RSS passes kill_mb (the machine is shared, and has no swap)."""
+    watchdog kills it when its RSS passes kill_mb (the machine is shared, and has no swap).
+    refusals: a failing run is reported (killed = "refused: <its error line>"), not fatal."""
     t = time.perf_counter()
     p = subprocess.Popen(["/usr/bin/time", "-f", "%M", *map(str, cmd)], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
@@ -155,9 +156,12 @@ def run_measured(cmd, kill_mb):
         time.sleep(0.1)
     elapsed = time.perf_counter() - t
     out, err = p.communicate()
-    if p.returncode != 0 and not killed:
-        sys.exit(f"bench_whole_model: {' '.join(map(str, cmd))} failed: {err.strip()[-500:]}")
     lines = err.strip().splitlines()
+    if p.returncode != 0 and not killed:
+        refusal = next((l for l in lines if "error" in l), err.strip()[-300:])
+        if not refusals:
+            sys.exit(f"bench_whole_model: {' '.join(map(str, cmd))} failed: {refusal}")
+        killed = "refused: " + refusal
     try:
         peak = int(lines[-1]) / 1024
     except (ValueError, IndexError):
@@ -177,23 +181,25 @@ def section_whole_model(build, rep, tmp, sgemm_gflops, model=None, kill_mb=12000
     rep.say(f"Checkpoint: {size_mb:.0f} MB BF16 (hidden {E}, {L} layers, {H} heads, {HKV} KV heads, MLP {I}, "
             f"vocab 151936), random (scripts/make_whole_model.py). sgemm ceiling {sgemm_gflops:.0f} GFLOP/s "
             f"({THREADS} threads). Load average at the start: {load:.2f}. One run of each, whole processes.\n")
+    rep.say("| run | T | wall s | peak RSS MB | output MB | GEMM s at sgemm rate | outside GEMMs | notes |")
+    rep.say("|---|---|---|---|---|---|---|---|")
     rng = np.random.default_rng(5)
     attn = build / "attn"
-    rows, res = [], {}
+    res = {}
 
-    def attn_run(T, out, *extra):
+    def attn_run(T, out, *extra, refusals=False):
         ids = tmp / f"ids{T}.npy"
         if not ids.exists():
             np.save(ids, rng.integers(0, 151936, T).astype(np.int64))
         cmd = [attn, "compute", model, "--layer", "all", "--token-ids", ids, "-j", THREADS, *extra, "-o", out]
-        t, peak, _, killed = run_measured(cmd, kill_mb)
+        t, peak, _, killed = run_measured(cmd, kill_mb, refusals)
         size = out.stat().st_size / 1e6 if out.exists() else float("nan")
         return t, peak, size, killed
 
     def add(what, T, t, peak, size="—", note=""):
         g = gemm_flops(T) / (sgemm_gflops * 1e9)
         share = f"{100 * max(0.0, 1 - g / t):.0f}%" if t == t else "—"
-        rows.append(f"| {what} | {T} | {t:.1f} | {peak:.0f} | {size} | {g:.1f} | {share} | {note} |")
+        rep.say(f"| {what} | {T} | {t:.1f} | {peak:.0f} | {size} | {g:.1f} | {share} | {note} |")
 
     for T in (512, 2048):
         out = tmp / "all.npz"
@@ -223,20 +229,16 @@ def section_whole_model(build, rep, tmp, sgemm_gflops, model=None, kill_mb=12000
 
     out = tmp / "all.npz"
     t4, m4, s4, k4 = attn_run(4096, out, "--dump", "weights")
-    add("attn --dump weights", 4096, t4, m4, f"{s4:.0f}", "killed" if k4 else "PyTorch skipped: 22.5 GB of weights")
+    add("attn --dump weights", 4096, t4, m4, f"{s4:.0f}", "killed" if k4 else "PyTorch skipped: it would hold 22.5 GB of weights")
     if out.exists():
         out.unlink()
     outr = tmp / "stats.npz"
-    t_r, m_r, s_r, k_r = attn_run(4096, outr, "--dump", "head_stats,rollout")
+    t_r, m_r, s_r, k_r = attn_run(4096, outr, "--dump", "head_stats,rollout", refusals=True)
     add("attn --dump head_stats,rollout", 4096, t_r, m_r, f"{s_r:.0f}" if not k_r else "—",
-        f"killed above {kill_mb} MB" if k_r else "")
+        k_r if isinstance(k_r, str) else f"killed above {kill_mb} MB" if k_r else "")
     if outr.exists():
         outr.unlink()
 
-    rep.say("| run | T | wall s | peak RSS MB | output MB | GEMM s at sgemm rate | outside GEMMs | notes |")
-    rep.say("|---|---|---|---|---|---|---|---|")
-    for r in rows:
-        rep.say(r)
     for T in (512, 2048):
         t_a, m_a, t_t, m_t, killed = res[T]
         rep.say(f"\nT={T}: PyTorch / attn time {t_t / t_a:.2f}x; peak RSS attn {m_a:.0f} MB, PyTorch {m_t:.0f} MB.")
@@ -244,11 +246,15 @@ def section_whole_model(build, rep, tmp, sgemm_gflops, model=None, kill_mb=12000
     rep.target("whole model T=2048 --dump weights: peak RSS", res[2048][1], 1600, " MB", higher_is_better=False)
     rep.target("whole model T=4096 --dump weights: peak RSS" + (" (killed)" if k4 else ""), m4, 3000, " MB",
                higher_is_better=False)
-    rep.target("--store float16 size / float32 size, T=512", res["f16_ratio"], 0.5, higher_is_better=False)
+    # half, but for the .npz's own headers (a few hundred bytes of each ~350 MB file)
+    rep.target("--store float16 size / float32 size, T=512", res["f16_ratio"], 0.501, higher_is_better=False)
     rep.target("--store float16 max abs diff / float16 rounding", res["f16_diff"] / res["f16_bound"], 1.0,
                higher_is_better=False)
-    rep.target("T=4096 --dump head_stats,rollout: peak RSS" + (" (killed)" if k_r else ""), m_r, 1500, " MB",
-               higher_is_better=False)
+    if isinstance(k_r, str):  # refused: it did not complete, whatever its peak
+        rep.target("T=4096 --dump head_stats,rollout completes (1 = yes)", 0.0, 1.0, "")
+    else:
+        rep.target("T=4096 --dump head_stats,rollout: peak RSS" + (" (killed)" if k_r else ""), m_r, 1500, " MB",
+                   higher_is_better=False)
 
 
 if __name__ == "__main__":
