@@ -833,6 +833,24 @@ std::size_t checkpoint::bytes_loaded() const {
     return state_->bytes_loaded;
 }
 
+namespace {
+
+/// Drops the resident pages of the mapped bytes [p, p + n) once they have been copied out
+/// (a converted or realigned tensor): a whole-model run reads every layer's weights once,
+/// and the mapping's pages would otherwise stay in the process's memory for the rest of
+/// the run (about 0.7 GB of a 24-layer 0.5B model). Only pages wholly inside the range go,
+/// so no other tensor's bytes, a view's among them, are touched. The mapping is private and
+/// read-only: a page read again is faulted in from the file, unchanged.
+void release_copied_pages(const region& r, const std::byte* p, std::size_t n) {
+    if (!r.mapped || n == 0) return;
+    static const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const auto from = (reinterpret_cast<std::uintptr_t>(p) + page - 1) / page * page;
+    const auto to = (reinterpret_cast<std::uintptr_t>(p) + n) / page * page;
+    if (from < to) ::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
+}
+
+}  // namespace
+
 array checkpoint::load(const std::string& name) const {
     const state& s = *state_;
     const tensor_entry* e = find(name);
@@ -880,6 +898,7 @@ array checkpoint::load(const std::string& name) const {
             for (std::size_t i = 0; i < count; ++i) f[i] = table[std::to_integer<unsigned char>(p[i])];
         }
         });
+        release_copied_pages(mapped, p, stored);
         a.data = byte_buffer(std::move(out));
         return a;
     }
@@ -889,6 +908,7 @@ array checkpoint::load(const std::string& name) const {
         read_guarded(mapped, [&] {
             for (std::size_t i = 0; i < stored; ++i) out[i] = p[i] != std::byte{0} ? std::byte{1} : std::byte{0};
         });
+        release_copied_pages(mapped, p, stored);
         a.data = byte_buffer(std::move(out));
         return a;
     }
@@ -907,6 +927,7 @@ array checkpoint::load(const std::string& name) const {
         std::vector<std::byte> out(stored);
         // An empty tensor has no bytes to copy (and a null vector data(), which memcpy may not take).
         if (stored > 0) read_guarded(mapped, [&] { std::memcpy(out.data(), p, stored); });
+        release_copied_pages(mapped, p, stored);
         a.data = byte_buffer(std::move(out));
     }
     return a;
