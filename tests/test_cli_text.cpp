@@ -153,6 +153,18 @@ TEST_CASE("text in: refusals name the flag, the tokenizer's place or the clash, 
     r = attn_test::run_attn("compute " + bert + " --layer 0 --tokenizer " + tokenizer + " --text-file '" + dir.path + "/bad.txt'");
     CHECK(r.code == 1);
     CHECK(r.err == "attn: error: " + dir.path + "/bad.txt: invalid UTF-8 at byte 4 (line 2)\n");
+    // --vocab is --tokenizer's alias: one of them; either labels token ids, not --x.
+    r = attn_test::run_attn("compute " + bert + " --layer 0 --ids 2,3 --tokenizer " + tokenizer + " --vocab " + tokenizer);
+    CHECK(r.code == 2);
+    CHECK(r.err == "attn: error: --vocab: is --tokenizer's alias (expected one of them, got both)\n");
+    CHECK(r.out.empty());
+    for (const std::string flag : {"--tokenizer", "--vocab"}) {
+        r = attn_test::run_attn("compute tests/fixtures/checkpoints/llama-tiny-no-embedding --layer 1 --x "
+                                "tests/fixtures/checkpoints/llama-tiny/expected.npz:x_layer1 " + flag + " data/llama-tiny/tokenizer.json");
+        CHECK(r.code == 2);
+        CHECK(r.err == "attn: error: " + flag + ": labels token ids (expected --ids or --token-ids, got --x)\n");
+        CHECK(r.out.empty());
+    }
 }
 
 TEST_CASE("store: --store float16 writes the weights as NumPy's float16 of the float64 run, and json is refused") {
