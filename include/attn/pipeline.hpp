@@ -119,7 +119,8 @@ struct checkpoint_options {
     /// `index` counts the listed layers from 0 and `count` is their number (the leading
     /// axis). compute_checkpoint then returns the run's meta (shapes with the layer axis)
     /// and no tensors, and plans --max-bytes for one layer. Not used for --layer N (one
-    /// layer is the document); refused with rollout, which needs every layer's weights.
+    /// layer is the document); refused with rollout or word_weights, which need every
+    /// layer's weights.
     std::function<void(io::document& layer, std::size_t index, std::size_t count)> each_layer;
 };
 

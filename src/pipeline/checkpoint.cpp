@@ -79,12 +79,12 @@ bool has(const std::vector<std::string>& list, const char* name) {
     return std::find(list.begin(), list.end(), name) != list.end();
 }
 
-/// The stages kept per layer when rollout is asked for: --dump's, and weights (rollout's
-/// input, dropped again at the end when --dump did not ask for them).
+/// The stages kept per layer when rollout or word_weights is asked for: --dump's, and
+/// weights (their input, dropped again at the end when --dump did not ask for them).
 std::vector<std::string> dump_order(const std::vector<std::string>& dump) {
     std::vector<std::string> d;
     for (const auto& s : dump)
-        if (s != stage_name(stage::rollout)) d.push_back(s);
+        if (s != stage_name(stage::rollout) && s != stage_name(stage::word_weights)) d.push_back(s);
     if (!has(d, stage_name(stage::weights).c_str())) d.push_back(stage_name(stage::weights));
     return d;
 }
@@ -161,6 +161,7 @@ struct run_inputs {
     const array* ids = nullptr;
     const array* x = nullptr;
     std::vector<named_array> passed;  // attention_mask, token_ids, position_ids, … given to every layer
+    const encoded_texts* text = nullptr;  // the texts the ids come from (word_weights needs their words)
 };
 
 template <class T>
@@ -194,10 +195,17 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
                                         expected_got("--layer all", "--layer " + layer_list_text(ck.layers)));
     if (rollout && o.average_heads)
         throw usage_error("--dump", "rollout averages the heads itself " + expected_got("no --average-heads", "--average-heads"));
-    if (rollout && !has(dump, stage_name(stage::weights).c_str())) dump.push_back(stage_name(stage::weights));
+    // Word-level attention (docs/design.md §5.3) merges each layer's weights into the texts' words.
+    const bool words = has(o.dump, stage_name(stage::word_weights).c_str());
+    if (words && !in.text)
+        throw usage_error("--words", "merges tokens into the words of a text " +
+                                         expected_got("--text or --text-file", in.x ? "--x" : "token ids"));
+    const bool merged = rollout || words;  // stages made from every layer's weights at the end
+    if (merged && !has(dump, stage_name(stage::weights).c_str())) dump.push_back(stage_name(stage::weights));
     const bool streamed = ck.each_layer && !ck.layer;
-    if (streamed && rollout)
-        throw usage_error("--dump", "rollout multiplies every layer's weights, which streamed output does not hold " +
+    if (streamed && merged)
+        throw usage_error("--dump", std::string(rollout ? "rollout multiplies" : "word_weights merges") +
+                                        " every layer's weights, which streamed output does not hold " +
                                         expected_got("held output", "streamed output"));
     nlohmann::ordered_json streamed_shapes;  // the stacked shapes, from the first layer streamed
 
@@ -248,7 +256,7 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
         if (dumped) {
             // x and x_norm first, as in pipeline order; then compute's stages in --dump order.
             std::vector<named_array> ordered;
-            for (const auto& s : rollout ? dump_order(o.dump) : o.dump) {
+            for (const auto& s : merged ? dump_order(o.dump) : o.dump) {
                 if (s == stage_name(stage::x)) ordered.push_back({stage_name(stage::x), array_of(x, unbatched)});
                 else if (s == stage_name(stage::x_norm)) ordered.push_back({stage_name(stage::x_norm), array_of(xn, unbatched)});
                 else
@@ -287,25 +295,32 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
         }
         out.tensors = std::move(stacked);
     }
-    if (rollout) {
-        // weights (L, H, T, T) or (L, B, H, T, T) → R (T, T) or (B, T, T), in double.
+    if (merged) {
         auto w = std::find_if(out.tensors.begin(), out.tensors.end(), [](const named_array& a) { return a.name == stage_name(stage::weights); });
         const array& a = w->value;
-        const std::size_t Lc = a.shape[0], Bc = unbatched ? 1 : a.shape[1], H = a.shape[a.rank() - 3];
-        const std::size_t Tq = a.shape[a.rank() - 2], Tk = a.shape.back();
-        const std::vector<T> values = a.to_vector<T>();
-        const std::vector<double> r = core::rollout(values.data(), Lc, Bc, H, Tq, Tk);
-        shape_t shape{Bc, Tq, Tk};
-        if (unbatched) shape.erase(shape.begin());
-        array ra = array::from<double>(shape, r.data());
+        std::vector<named_array> made;
+        if (rollout) {
+            // weights (L, H, T, T) or (L, B, H, T, T) → R (T, T) or (B, T, T), in double.
+            const std::size_t Lc = a.shape[0], Bc = unbatched ? 1 : a.shape[1], H = a.shape[a.rank() - 3];
+            const std::size_t Tq = a.shape[a.rank() - 2], Tk = a.shape.back();
+            const std::vector<T> values = a.to_vector<T>();
+            const std::vector<double> r = core::rollout(values.data(), Lc, Bc, H, Tq, Tk);
+            shape_t shape{Bc, Tq, Tk};
+            if (unbatched) shape.erase(shape.begin());
+            made.push_back({stage_name(stage::rollout), array::from<double>(shape, r.data())});
+        }
+        if (words) {
+            made.push_back({stage_name(stage::word_weights), word_weights_of(a, !ck.layer, !unbatched, *in.text)});
+            // One row of words labels the document when every text has the same words.
+            const auto& w_all = in.text->words;
+            if (std::all_of(w_all.begin(), w_all.end(), [&](const auto& l) { return l == w_all.front(); })) out.words = w_all.front();
+        }
         if (!has(o.dump, stage_name(stage::weights).c_str())) out.tensors.erase(w);
-        // In --dump order: rollout where it was asked for.
+        // In --dump order: rollout and word_weights where they were asked for.
         std::vector<named_array> ordered;
         for (const auto& s : o.dump) {
-            if (s == stage_name(stage::rollout)) {
-                ordered.push_back({stage_name(stage::rollout), ra});
-                continue;
-            }
+            for (auto& m : made)
+                if (m.name == s) ordered.push_back(std::move(m));
             for (auto& t : out.tensors)
                 if (t.name == s || t.name.rfind(s + ".", 0) == 0) ordered.push_back(std::move(t));
         }
@@ -473,12 +488,10 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
         refuse_quantised_tensors(weights.file());
     }
     const model::family fam(cfg, weights, ck.path);
-    if (ck.layer && *ck.layer >= cfg.layers)
+    // The last layer --layer N or a list asks for (all layers end at the model's last).
+    if (const std::size_t last = dumped_layers(ck, cfg.layers).back(); last >= cfg.layers)
         throw usage_error("--layer", "beyond the model's layers " +
-                                         expected_got("0 to " + std::to_string(cfg.layers - 1) + " or all", std::to_string(*ck.layer)));
-    if (!ck.layers.empty() && ck.layers.back() >= cfg.layers)
-        throw usage_error("--layer", "beyond the model's layers " +
-                                         expected_got("0 to " + std::to_string(cfg.layers - 1) + " or all", std::to_string(ck.layers.back())));
+                                         expected_got("0 to " + std::to_string(cfg.layers - 1) + " or all", std::to_string(last)));
 
     std::vector<std::string> tokens = options.tokens.empty() ? bundle_tokens : options.tokens;
     std::vector<std::vector<std::string>> item_tokens;  // (B, T) labels of a batch of ids
@@ -523,38 +536,13 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
     const std::string probe = fam.name(fam.spec().dtype_probe);
     const io::tensor_entry* e = weights.file().find(probe);
     const dtype t = options.compute_type ? *options.compute_type : e && e->dtype == "F64" ? dtype::f8 : dtype::f4;
-    // Word-level attention (docs/design.md §5.3) merges the weights: computed, then
-    // dropped unless asked for.
+    // --words asks for the stage word_weights (docs/design.md §5.3); run() merges it.
     pipeline_options run_options = options;
     const std::string& word_stage = stage_name(stage::word_weights);
-    const std::string& weights_stage = stage_name(stage::weights);
     if (ck.words && !has(run_options.dump, word_stage.c_str())) run_options.dump.push_back(word_stage);
     const bool words = has(run_options.dump, word_stage.c_str());
-    if (words && !text)
-        throw usage_error("--words", "merges tokens into the words of a text " +
-                                              expected_got("--text or --text-file", in.x ? "--x" : "token ids"));
-    if (words && !has(run_options.dump, weights_stage.c_str())) run_options.dump.push_back(weights_stage);
-    // word_weights merges every layer's weights once they are all computed: held, not streamed.
-    checkpoint_options run_ck = ck;
-    if (words) run_ck.each_layer = nullptr;
-    io::document doc = t == dtype::f8 ? run<double>(fam, run_ck, in, tokens, run_options) : run<float>(fam, run_ck, in, tokens, run_options);
-    if (words) {
-        auto w = std::find_if(doc.tensors.begin(), doc.tensors.end(), [&](const named_array& a) { return a.name == weights_stage; });
-        array merged = word_weights_of(w->value, !ck.layer, in.ids->rank() == 2, *text);
-        if (!has(options.dump, weights_stage.c_str()) && !has(options.dump, stage_name(stage::rollout).c_str())) doc.tensors.erase(w);
-        doc.tensors.push_back({word_stage, std::move(merged)});
-        // In --dump order, word_weights where it was asked for (last for --words).
-        std::stable_sort(doc.tensors.begin(), doc.tensors.end(), [&](const named_array& a, const named_array& b) {
-            const auto place = [&](const named_array& x) {
-                const std::string head = x.name.substr(0, x.name.find('.'));
-                return std::find(run_options.dump.begin(), run_options.dump.end(), head) - run_options.dump.begin();
-            };
-            return place(a) < place(b);
-        });
-        if (text->words.size() == 1 || std::all_of(text->words.begin(), text->words.end(), [&](const auto& l) { return l == text->words.front(); }))
-            doc.words = text->words.front();
-        pipeline::record_shapes(doc);
-    }
+    in.text = text ? &*text : nullptr;
+    io::document doc = t == dtype::f8 ? run<double>(fam, ck, in, tokens, run_options) : run<float>(fam, ck, in, tokens, run_options);
     if (!item_tokens.empty()) doc.meta["model"]["tokens"] = item_tokens;
     if (text) {
         nlohmann::json t;

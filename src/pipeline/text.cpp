@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <limits>
 
-#include "attn/core/words.hpp"
 #include "attn/error.hpp"
 #include "attn/io/input.hpp"
 #include "attn/io/json.hpp"
@@ -67,7 +66,7 @@ encoded_texts encode_texts(const tokenizer::tokenizer& tok, const std::vector<st
             words[t] = e.special_tokens_mask[t] ? std::nullopt : e.word_ids[t];
         }
         // The words' labels: the text over their tokens' bytes, or the token's own label.
-        const core::word_groups g = core::group_words(std::vector<std::optional<std::uint32_t>>(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(n)));
+        core::word_groups g = core::group_words(std::vector<std::optional<std::uint32_t>>(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(n)));
         std::vector<std::string> word_labels(g.first_token.size());
         std::vector<std::size_t> from(g.first_token.size(), std::numeric_limits<std::size_t>::max()), to(g.first_token.size(), 0);
         for (std::size_t t = 0; t < n; ++t) {
@@ -79,6 +78,7 @@ encoded_texts encode_texts(const tokenizer::tokenizer& tok, const std::vector<st
             word_labels[w] = words[g.first_token[w]] && from[w] < to[w] ? texts[b].substr(from[w], to[w] - from[w])
                                                                          : labels[g.first_token[w]];
         out.words.push_back(std::move(word_labels));
+        out.word_groups.push_back(std::move(g));
         out.labels.push_back(std::move(labels));
         out.word_ids.push_back(std::move(words));
     }
@@ -97,14 +97,12 @@ array word_weights_of(const array& weights, bool layered, bool batched, const en
                                               expected_got(std::string(layered ? "(L, " : "(") + (batched ? std::to_string(B) + ", " : "") + "…, T, T)",
                                                            shape_string(s)));
     const std::size_t T = s.back();
-    std::vector<core::word_groups> groups;
+    const std::vector<core::word_groups>& groups = text.word_groups;
     std::size_t W = 0;
     for (std::size_t b = 0; b < B; ++b) {
         if (text.lengths[b] > T)
             throw shape_error("word_weights", "weights do not fit the texts " + expected_got("T ≥ " + std::to_string(text.lengths[b]), shape_string(s)));
-        groups.push_back(core::group_words(std::vector<std::optional<std::uint32_t>>(
-            text.word_ids[b].begin(), text.word_ids[b].begin() + static_cast<std::ptrdiff_t>(text.lengths[b]))));
-        W = std::max(W, groups.back().first_token.size());
+        W = std::max(W, groups[b].first_token.size());
     }
     // Blocks in C order; block i belongs to text (i / inner) % B, inner the blocks after B.
     std::size_t blocks = 1, inner = 1;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "attn/core/words.hpp"
 #include "attn/tensor.hpp"
 #include "attn/tokenizer/tokenizer.hpp"
 
@@ -44,10 +45,12 @@ struct encoded_texts {
     std::vector<std::vector<std::optional<std::uint32_t>>> word_ids;
     /// The texts' lengths in tokens, before padding.
     std::vector<std::size_t> lengths;
-    /// Per text, its words in the order core::group_words numbers them (the first `lengths`
-    /// tokens; padding belongs to no word): a word's text is the original text over its
-    /// tokens' byte offsets; a token without a word id (a special token a post-processor
-    /// added) is a word of its own, labelled as the token is.
+    /// Per text, its words: core::group_words of the word ids of its first `lengths` tokens
+    /// (padding belongs to no word).
+    std::vector<core::word_groups> word_groups;
+    /// Per text, its words' labels, in word_groups' order: a word's text is the original
+    /// text over its tokens' byte offsets; a token without a word id (a special token a
+    /// post-processor added) is a word of its own, labelled as the token is.
     std::vector<std::vector<std::string>> words;
 };
 
