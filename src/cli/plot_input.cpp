@@ -120,9 +120,8 @@ void select_layer(io::document& doc, const std::string& layer, const std::string
     if (L == 0) return;
     // A run of listed layers (--layer 0,5,10-12): N names the model's layer N, which must
     // be one of them; "last" and -K count along the axis as for --layer all.
-    std::vector<std::size_t> listed;
-    if (has_meta && doc.meta.contains("model") && doc.meta["model"].is_object() && doc.meta["model"].contains("layer") &&
-        doc.meta["model"]["layer"].is_array())
+    std::vector<std::size_t> listed;  // one per index of the axis
+    if (!io::listed_layers(doc).empty())
         for (std::size_t i = 0; i < L; ++i) listed.push_back(io::layer_number(doc, i));
     std::size_t l = 0;
     if (!listed.empty() && !layer.empty() && layer != "last" && layer[0] != '-') {

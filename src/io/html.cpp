@@ -299,7 +299,7 @@ nlohmann::ordered_json input_data(const document& doc, int bits, bool& rolled) {
         doc.meta["model"].contains("text") && doc.meta["model"]["text"].is_object() && doc.meta["model"]["text"].contains("words"))
         data["item_words"] = doc.meta["model"]["text"]["words"];
     // A run of listed layers (--layer 0,5,10-12) names its layers; index i is not layer i.
-    if (layer_axes(doc) && doc.meta["model"]["layer"].is_array()) data["layer_names"] = doc.meta["model"]["layer"];
+    if (const std::vector<std::size_t> listed = listed_layers(doc); !listed.empty()) data["layer_names"] = listed;
     data["stages"] = nlohmann::ordered_json::array();
     for (const auto* t : stages) data["stages"].push_back(encode_stage(doc, *t, bits));
     // Rollout rows sum to 1 (Abnar & Zuidema 2020): coloured over [0, 1] as weights are. An

@@ -69,13 +69,23 @@ std::size_t layer_axes(const document& doc) {
     return (layer->is_string() && layer->get<std::string>() == "all") || layer->is_array() ? 1 : 0;
 }
 
-std::size_t layer_number(const document& doc, std::size_t index) {
-    if (!doc.meta.is_object()) return index;
+std::vector<std::size_t> listed_layers(const document& doc) {
+    if (!doc.meta.is_object()) return {};
     const auto model = doc.meta.find("model");
-    if (model == doc.meta.end() || !model->is_object()) return index;
+    if (model == doc.meta.end() || !model->is_object()) return {};
     const auto layer = model->find("layer");
-    if (layer == model->end() || !layer->is_array() || index >= layer->size() || !(*layer)[index].is_number_unsigned()) return index;
-    return (*layer)[index].get<std::size_t>();
+    if (layer == model->end() || !layer->is_array()) return {};
+    std::vector<std::size_t> out;
+    for (const auto& l : *layer) {
+        if (!l.is_number_unsigned()) return {};
+        out.push_back(l.get<std::size_t>());
+    }
+    return out;
+}
+
+std::size_t layer_number(const document& doc, std::size_t index) {
+    const std::vector<std::size_t> listed = listed_layers(doc);
+    return index < listed.size() ? listed[index] : index;
 }
 
 bool leading_axis_is_heads(const document& doc, const named_array& t) {

@@ -62,7 +62,7 @@ void add_rollout(io::document& doc) {
     const bool layered = a.rank() == 5 || (io::layer_axes(doc) == 1 && a.rank() >= 3 && a.rank() <= 5);
     if (!layered) return;
     // Rollout is a product over every block from the first; listed layers skip some.
-    if (io::layer_axes(doc) == 1 && doc.meta["model"]["layer"].is_array()) return;
+    if (!io::listed_layers(doc).empty()) return;
     const std::size_t L = a.shape[0], T = a.shape[a.rank() - 2], r = a.rank() - 1;
     if (L < 2 || T == 0 || a.shape.back() != T) return;
     std::size_t B = 1, H = 1;

@@ -53,6 +53,11 @@ std::vector<char> masked_cells(const document& doc, const named_array& t);
 /// CSV gives it a `layer` column, tables label it "layer l".
 std::size_t layer_axes(const document& doc);
 
+/// The layers of a run of listed layers (`--layer 0,5,10-12`, docs/design.md §5.4):
+/// meta.model.layer when it is a list of layer numbers, else empty (`--layer all`, one
+/// layer, or no checkpoint). Never throws.
+std::vector<std::size_t> listed_layers(const document& doc);
+
 /// The model's layer at index `index` of the leading layer axis: meta.model.layer[index]
 /// for a run of listed layers (`--layer 0,5,10-12`, docs/design.md §5.4), else `index`
 /// (`--layer all`). Never throws.
