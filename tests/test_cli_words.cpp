@@ -240,3 +240,19 @@ TEST_CASE("text in on the shipped checkpoints: the view of every layer, ids as a
         CHECK(json::parse(r.out).at("weights") == from_text.at("weights"));
     }
 }
+
+TEST_CASE("--words streamed to .npz: made layer by layer, the same bytes as the held output on stdout") {
+    // word_weights is a per-layer stage (docs/design.md §5.4): each layer's weights are merged
+    // into words and dropped, so a streamed .npz carries it like any other stage.
+    attn_test::scratch_dir dir;
+    for (const std::string dump : {"word_weights", "weights,word_weights", "word_weights,weights,scores"}) {
+        CAPTURE(dump);
+        const std::string args = "compute data/llama-tiny --layer all --text 'The capital of France is' --words --dump " + dump;
+        const auto held = attn_test::run_attn(args + " --format npz");
+        REQUIRE_MESSAGE(held.code == 0, held.err);
+        const std::string file = dir.path + "/words.npz";
+        const auto streamed = attn_test::run_attn(args + " -o '" + file + "'");
+        REQUIRE_MESSAGE(streamed.code == 0, streamed.err);
+        CHECK(attn_test::slurp(file) == held.out);
+    }
+}

@@ -48,15 +48,14 @@ void emit(io::document& doc, io::format f, const compute_options& c) {
 
 /// True when a checkpoint run's .npz or .npy is streamed layer by layer (docs/design.md
 /// §5.4): listed or all layers, to a file written through a temporary (not stdout, a
-/// device or a pipe, which cannot seek), without --plot, rollout or word_weights, which need the
-/// layers held, on a little-endian host (the .npy byte order).
+/// device or a pipe, which cannot seek), without --plot (drawn from the held weights) or
+/// rollout (made after the last layer), on a little-endian host (the .npy byte order).
 bool streams_layers(const compute_options& c, io::format f, const attn::checkpoint_options& ck, const attn::pipeline_options& settings) {
     const std::uint16_t one = 1;
     const bool little_endian = *reinterpret_cast<const unsigned char*>(&one) == 1;
     return (f == io::parse_format("npz") || f == io::parse_format("npy")) && !ck.layer && !is_stdout(c.output) &&
            !io::written_in_place(c.output) && c.plot.empty() && little_endian &&
-           std::find(settings.dump.begin(), settings.dump.end(), stage_name(attn::stage::rollout)) == settings.dump.end() &&
-           !ck.words && std::find(settings.dump.begin(), settings.dump.end(), stage_name(attn::stage::word_weights)) == settings.dump.end();
+           std::find(settings.dump.begin(), settings.dump.end(), stage_name(attn::stage::rollout)) == settings.dump.end();
 }
 
 /// Several inputs, a manifest, or -o DIR/: a batch run.
