@@ -5,6 +5,8 @@
 // each against values computed here by hand.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -42,10 +44,34 @@ public:
         const auto it = t_.find(name);
         return it == t_.end() ? nullptr : &it->second.shape;
     }
-    array load(const std::string& name) const override { return t_.at(name); }
+    array load(const std::string& name) const override {
+        loaded.push_back(name);
+        return t_.at(name);
+    }
+    /// The names load() was asked for, in order: what the family read whole.
+    mutable std::vector<std::string> loaded;
 
 private:
     std::map<std::string, array> t_;
+};
+
+/// fake_weights that read rows alone, as a safetensors checkpoint does: load_rows never
+/// calls load(), and records the rows it was asked for.
+class row_reading_weights : public fake_weights {
+public:
+    array load_rows(const std::string& name, const std::vector<std::size_t>& rows) const override {
+        asked.push_back(rows);
+        const array whole = fake_weights::load(name);
+        loaded.pop_back();  // not a whole load as the family sees it
+        array a = whole;
+        a.shape[0] = rows.size();
+        const std::size_t row = whole.data.size() / whole.shape[0];
+        a.data.resize(rows.size() * row);
+        for (std::size_t i = 0; i < rows.size(); ++i)
+            std::copy_n(whole.data.data() + rows[i] * row, row, a.data.data() + i * row);
+        return a;
+    }
+    mutable std::vector<std::vector<std::size_t>> asked;
 };
 
 // The fake family: hidden 4, 2 heads of 2, vocab 3. Its norms and MLP are simple enough
@@ -237,6 +263,30 @@ TEST_CASE("family registry: a fake family's prefix, config from tensors and embe
     CHECK(c.hidden == 4);
     CHECK(c.layers == 1);
     CHECK(c.kv_heads == 2);
+}
+
+TEST_CASE("family registry: embed reads only the embedding's rows its ids pick, never the whole table") {
+    const fake_weights w = fake_checkpoint("");
+    row_reading_weights rows;
+    for (const std::string& n : {"emb.weight"})
+        rows.put(n, *w.shape(n), w.load(n).to_vector<double>());
+    const family_spec spec = fake_spec();
+    const family f(fake_config(spec), rows, "fake.safetensors");
+    const array ids = attn::int64_array({2, 3}, {2, 0, 2, 1, 1, 0});
+    const attn::core::tensor3<double> x = f.embed<double>(ids);
+    CHECK(std::find(rows.loaded.begin(), rows.loaded.end(), "emb.weight") == rows.loaded.end());
+    REQUIRE(rows.asked.size() == 1);
+    CHECK(rows.asked[0] == std::vector<std::size_t>{2, 0, 2, 1, 1, 0});
+    // The same X as the whole table's lookup (the default load_rows: load, then copy rows).
+    const family whole(fake_config(spec), w, "fake.safetensors");
+    CHECK(whole.embed<double>(ids) == x);
+    CHECK(std::find(w.loaded.begin(), w.loaded.end(), "emb.weight") != w.loaded.end());
+    // Ids past the table are refused before any row is read, as embedding_lookup refuses them.
+    const array bad = attn::int64_array({2}, {1, 7});
+    CHECK_THROWS_WITH_AS(f.embed<double>(bad),
+                         "token_ids: id out of range at index 1: the vocabulary has 3 tokens (expected 0 to 2, got 7)",
+                         attn::value_error);
+    CHECK(rows.asked.size() == 1);
 }
 
 TEST_CASE("family registry: the block structures") {

@@ -465,3 +465,52 @@ TEST_CASE("safetensors: a converted tensor's mapped pages are released once copi
     CHECK(f.value(m - 1) == 0.0);
     CHECK(rss_file_kb() - before > 60 * 1024);  // the view's pages are its data
 }
+
+TEST_CASE("safetensors: load_rows gives load()'s rows for every dtype, in any order, and refuses a row past the axis") {
+    for (const char* file : {"dtypes.safetensors", "unaligned.safetensors"}) {
+        const checkpoint ck = checkpoint::open(st_path(file));
+        for (const tensor_entry& e : ck.tensors()) {
+            CAPTURE(file);
+            CAPTURE(e.name);
+            if (e.shape.empty() || e.shape[0] == 0) continue;
+            const array whole = ck.load(e.name);
+            const std::size_t n = e.shape[0], row = whole.data.size() / n;
+            const std::vector<std::size_t> rows{n - 1, 0, n - 1, n / 2};
+            const array a = ck.load_rows(e.name, rows);
+            CHECK(a.type == whole.type);
+            shape_t want = e.shape;
+            want[0] = rows.size();
+            CHECK(a.shape == want);
+            REQUIRE(a.data.size() == rows.size() * row);
+            for (std::size_t i = 0; i < rows.size(); ++i)
+                CHECK(std::memcmp(a.data.data() + i * row, whole.data.data() + rows[i] * row, row) == 0);
+            CHECK_THROWS_WITH_AS(ck.load_rows(e.name, {n}),
+                                 (st_path(file) + ":" + e.name + ": row out of range (expected 0 to " + std::to_string(n) +
+                                  " − 1, got " + std::to_string(n) + ")").c_str(),
+                                 value_error);
+        }
+    }
+}
+
+TEST_CASE("safetensors: load_rows of a large BF16 table touches only those rows' pages") {
+    // A (65536, 512) BF16 table: 64 MiB stored, 128 MiB as float32.
+    const std::size_t V = 65536, E = 512;
+    const std::string header = R"({"emb":{"dtype":"BF16","shape":[)" + std::to_string(V) + "," + std::to_string(E) +
+                               R"(],"data_offsets":[0,)" + std::to_string(2 * V * E) + "]}}";
+    std::string padded = header + std::string((8 - (8 + header.size()) % 8) % 8, ' ');
+    std::string data(2 * V * E, '\0');
+    for (std::size_t r = 0; r < V; ++r) data[2 * (r * E) + 1] = static_cast<char>(0x3f);  // row r starts with 0.5
+    attn_test::scratch_dir dir;
+    attn_test::spit(dir.path + "/emb.safetensors", st_bytes(padded, data));
+    data.clear();
+    data.shrink_to_fit();
+    if (rss_file_kb() < 0) ATTN_SKIP("no RssFile in /proc/self/status");
+    const auto ck = attn::io::checkpoint::open(dir.path + "/emb.safetensors");
+    const long before = rss_file_kb();
+    const attn::array a = ck.load_rows("emb", {7, 65535, 7});
+    CHECK(a.shape == shape_t{3, E});
+    CHECK(a.value(0) == 0.5);
+    CHECK(a.value(E) == 0.5);
+    CHECK(a.value(1) == 0.0);
+    CHECK(rss_file_kb() - before < 8 * 1024);  // three rows' pages (and the kernel's fault-around), not the table's 64 MiB
+}

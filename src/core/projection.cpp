@@ -10,28 +10,37 @@
 
 namespace attn::core {
 
-array embedding_lookup(const array& table, const array& ids) {
-    if (table.rank() != 2)
-        throw shape_error("embedding", "wrong rank " + expected_got("2-D (V, E)", shape_string(table.shape)));
+std::vector<std::size_t> embedding_rows(const shape_t& table_shape, const array& ids) {
+    if (table_shape.size() != 2)
+        throw shape_error("embedding", "wrong rank " + expected_got("2-D (V, E)", shape_string(table_shape)));
     if (ids.rank() != 1 && ids.rank() != 2)
         throw shape_error("token_ids", "wrong rank " + expected_got("(T,) or (B, T)", shape_string(ids.shape)));
     if (!is_integer(ids.type) && ids.type != dtype::b1)
         throw value_error("token_ids", "not integers " + expected_got("an integer dtype", std::string(dtype_name(ids.type))));
-    const std::size_t V = table.shape[0], row = table.shape[1] * dtype_size(table.type);
-    if (V == 0) throw shape_error("embedding", "no rows " + expected_got("(V, E) with V ≥ 1", shape_string(table.shape)));
-    array x;
-    x.type = table.type;
-    x.shape = ids.shape;
-    x.shape.push_back(table.shape[1]);
-    x.data.resize(ids.size() * row);
+    const std::size_t V = table_shape[0];
+    if (V == 0) throw shape_error("embedding", "no rows " + expected_got("(V, E) with V ≥ 1", shape_string(table_shape)));
+    std::vector<std::size_t> rows(ids.size());
     for (std::size_t i = 0; i < ids.size(); ++i) {
         const double id = ids.value(i);
         if (!(id >= 0 && id < static_cast<double>(V)))
             throw value_error("token_ids", "id out of range at index " + std::to_string(i) + ": the embedding has " +
                                                std::to_string(V) + " rows " +
                                                expected_got("0 to " + std::to_string(V - 1), general_number(id, 17)));
-        if (row) std::memcpy(x.data.data() + i * row, table.data.data() + static_cast<std::size_t>(id) * row, row);
+        rows[i] = static_cast<std::size_t>(id);
     }
+    return rows;
+}
+
+array embedding_lookup(const array& table, const array& ids) {
+    const std::vector<std::size_t> rows = embedding_rows(table.shape, ids);
+    const std::size_t row = table.shape[1] * dtype_size(table.type);
+    array x;
+    x.type = table.type;
+    x.shape = ids.shape;
+    x.shape.push_back(table.shape[1]);
+    x.data.resize(ids.size() * row);
+    for (std::size_t i = 0; i < rows.size(); ++i)
+        if (row) std::memcpy(x.data.data() + i * row, table.data.data() + rows[i] * row, row);
     return x;
 }
 

@@ -851,7 +851,7 @@ void release_copied_pages(const region& r, const std::byte* p, std::size_t n) {
 
 }  // namespace
 
-array checkpoint::load(const std::string& name) const {
+const tensor_entry& checkpoint::counted(const std::string& name) const {
     const state& s = *state_;
     const tensor_entry* e = find(name);
     if (!e) throw value_error(s.path, "no tensor named " + in_quotes(name) + " in the checkpoint");
@@ -874,6 +874,61 @@ array checkpoint::load(const std::string& name) const {
             }
         }
     }
+    return *e;
+}
+
+array checkpoint::load_rows(const std::string& name, const std::vector<std::size_t>& rows) const {
+    const state& s = *state_;
+    const tensor_entry* e = &counted(name);
+    if (e->shape.empty())
+        throw value_error(s.path + ":" + name, "has no rows " + expected_got("a tensor of rank ≥ 1", "a 0-d tensor"));
+    const dtype type = *loaded_type(e->dtype);
+    const auto& shard = s.shards[s.shard_of[static_cast<std::size_t>(e - s.entries.data())]];
+    const std::byte* p = shard.bytes->data + shard.data_start + e->begin;
+    const std::size_t n = e->shape[0];
+    const std::size_t row_count = n ? element_count(e->shape) / n : 0;  // elements of one row
+    const std::size_t row_stored = n ? (e->end - e->begin) / n : 0;     // its bytes as stored
+    for (std::size_t r : rows)
+        if (r >= n)
+            throw value_error(s.path + ":" + name, "row out of range " + expected_got("0 to " + std::to_string(n) + " − 1", std::to_string(r)));
+    const bool converted = e->dtype == "BF16" || e->dtype == "F8_E4M3" || e->dtype == "F8_E5M2";
+    const std::size_t row_bytes = converted ? row_count * sizeof(float) : row_stored;
+    array a;
+    a.type = type;
+    a.shape = e->shape;
+    a.shape[0] = rows.size();
+    std::vector<std::byte> out(rows.size() * row_bytes);
+    read_guarded(*shard.bytes, [&] {
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            const std::byte* from = p + rows[i] * row_stored;
+            std::byte* to = out.data() + i * row_bytes;
+            if (e->dtype == "BF16") {
+                for (std::size_t j = 0; j < row_count; ++j) {
+                    const std::uint32_t bits = std::uint32_t(load16(from + 2 * j)) << 16;  // as load()
+                    std::memcpy(to + j * sizeof(float), &bits, sizeof bits);
+                }
+            } else if (converted) {
+                const auto& table = fp8_table(e->dtype == "F8_E4M3");
+                for (std::size_t j = 0; j < row_count; ++j) {
+                    const float f = table[std::to_integer<unsigned char>(from[j])];
+                    std::memcpy(to + j * sizeof(float), &f, sizeof f);
+                }
+            } else if (type == dtype::b1) {
+                for (std::size_t j = 0; j < row_stored; ++j) to[j] = from[j] != std::byte{0} ? std::byte{1} : std::byte{0};
+            } else if (row_stored > 0) {
+                std::memcpy(to, from, row_stored);
+            }
+        }
+    });
+    a.data = byte_buffer(std::move(out));
+    return a;
+}
+
+array checkpoint::load(const std::string& name) const {
+    const state& s = *state_;
+    const tensor_entry* e = &counted(name);
+    const std::optional<dtype> type = loaded_type(e->dtype);
+    const std::size_t stored = e->end - e->begin;
     const auto& shard = s.shards[s.shard_of[static_cast<std::size_t>(e - s.entries.data())]];
     const std::byte* p = shard.bytes->data + shard.data_start + e->begin;
     const std::size_t count = element_count(e->shape);

@@ -4,6 +4,7 @@
 #include "attn/model/family.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 
 #include <nlohmann/json.hpp>
@@ -44,6 +45,29 @@ array family::need(const std::string& local) const {
     if (!weights_->shape(n))
         throw value_error(source_, "no tensor " + n + " (the " + spec().name + " family needs it)");
     return weights_->load(n);
+}
+
+array weight_source::load_rows(const std::string& name, const std::vector<std::size_t>& rows) const {
+    const array whole = load(name);
+    array a;
+    a.type = whole.type;
+    a.shape = whole.shape;
+    a.shape[0] = rows.size();
+    const std::size_t row = whole.shape[0] ? whole.data.size() / whole.shape[0] : 0;
+    a.data.resize(rows.size() * row);
+    for (std::size_t i = 0; i < rows.size(); ++i)
+        if (row) std::memcpy(a.data.data() + i * row, whole.data.data() + rows[i] * row, row);
+    return a;
+}
+
+array family::need_rows(const std::string& local, const array& ids) const {
+    const std::string n = name(local);
+    const shape_t* s = weights_->shape(n);
+    if (!s) throw value_error(source_, "no tensor " + n + " (the " + spec().name + " family needs it)");
+    array x = weights_->load_rows(n, core::embedding_rows(*s, ids));
+    x.shape = ids.shape;
+    x.shape.push_back((*s)[1]);
+    return x;
 }
 
 std::optional<array> family::maybe(const std::string& local) const {
@@ -184,7 +208,7 @@ core::tensor3<T> project(const family& f, const core::tensor3<T>& x, const std::
 
 template <class T>
 core::tensor3<T> lookup(const family& f, const std::string& table, const array& ids) {
-    const array rows = core::embedding_lookup(f.need(table), ids);
+    const array rows = f.need_rows(table, ids);
     const std::size_t B = ids.rank() == 2 ? ids.shape[0] : 1, S = ids.shape.back();
     auto x = core::tensor3<T>::from_shape({B, S, rows.shape.back()});
     rows.copy_to(x.data());

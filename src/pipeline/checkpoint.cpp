@@ -19,6 +19,7 @@
 #include "attn/io/npy.hpp"
 #include "attn/io/npz.hpp"
 #include "attn/io/safetensors.hpp"
+#include "attn/memory.hpp"
 #include "attn/pipeline/text.hpp"
 #include "attn/text.hpp"
 #include "attn/model/family.hpp"
@@ -42,6 +43,7 @@ public:
         return e ? &e->shape : nullptr;
     }
     array load(const std::string& name) const override { return c_.load(name); }
+    array load_rows(const std::string& name, const std::vector<std::size_t>& rows) const override { return c_.load_rows(name, rows); }
     const io::checkpoint& file() const { return c_; }
 
 private:
@@ -293,6 +295,9 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
             docs.push_back(std::move(doc));
         }
         if (propagate) x = std::move(next);
+        // This layer's Tq×Tk stages are freed (or held in docs); with the reuse policy their
+        // blocks would stay resident beside the next layer's (docs/design.md §5.4).
+        return_freed_memory();
     }
 
     io::document out = std::move(docs.back());

@@ -4,6 +4,7 @@
 /// (out, in)) or the notebook layout (`y = x·W + b`, W stored (in, out)).
 
 #include <optional>
+#include <vector>
 
 #include "attn/core/heads.hpp"
 #include "attn/tensor.hpp"
@@ -20,6 +21,12 @@ enum class weight_layout { out_in, in_out };
 /// [0, V), shape_error("embedding", …) when E is not 2-D, shape_error("token_ids", …)
 /// when ids are not 1-D or 2-D.
 array embedding_lookup(const array& table, const array& ids);
+
+/// The rows of a (V, E_dim) embedding that token ids (T,) or (B, T) pick, each id as a row
+/// index, in C order: what embedding_lookup reads, for reading only those rows of a stored
+/// table. Throws as embedding_lookup does for these ids and V (`table_shape` is the table's
+/// shape).
+std::vector<std::size_t> embedding_rows(const shape_t& table_shape, const array& ids);
 
 /// y (B, T, out) = x (B, T, in) · Wᵀ + b for out_in (W is (out, in)), or x · W + b for
 /// in_out (W is (in, out)); b (out) is optional. Computed with one BLAS GEMM.

@@ -88,6 +88,15 @@ public:
     /// Throws value_error (unknown name; source = the checkpoint path), limit_error.
     array load(const std::string& name) const;
 
+    /// Rows of one tensor: entries `rows` of its first axis, in that order (repeats allowed),
+    /// as load() gives the whole tensor's values (the same dtypes and conversions), shape
+    /// (rows.size(), shape[1:]…), always a copy. Only those rows' pages are touched: an
+    /// embedding's few rows without its V × E (a 151936-row BF16 table is 544 MB as float32).
+    /// Counts the whole tensor toward bytes_loaded() as load() does. Throws what load()
+    /// throws, and value_error (source = "<path>:<name>") for a 0-d tensor or a row past
+    /// the first axis.
+    array load_rows(const std::string& name, const std::vector<std::size_t>& rows) const;
+
     /// Bytes (as stored) of the tensors loaded so far through this object and its copies,
     /// each tensor counted once however often it is loaded.
     std::size_t bytes_loaded() const;
@@ -95,6 +104,8 @@ public:
     struct state;  ///< implementation detail (mapped shards, counters)
 private:
     std::shared_ptr<state> state_;
+    /// The entry of `name`, checked and counted as load() and load_rows() take it.
+    const tensor_entry& counted(const std::string& name) const;
 };
 
 }  // namespace attn::io

@@ -27,6 +27,11 @@ public:
     /// Loads it (float types as f2/f4/f8, see io::checkpoint::load). Only called for
     /// names shape() knows.
     virtual array load(const std::string& name) const = 0;
+    /// Rows of the first axis of a stored tensor (an embedding's rows for some token ids),
+    /// (rows.size(), shape[1:]…) as load() would give them; `rows` are within the first axis.
+    /// By default load() and a copy of those rows; a source that can read rows alone (a
+    /// safetensors checkpoint) overrides it so that a large table is never loaded whole.
+    virtual array load_rows(const std::string& name, const std::vector<std::size_t>& rows) const;
 };
 
 /// A norm of q (or k) before RoPE: RMSNorm over each head's D values with one weight (D,)
@@ -131,6 +136,10 @@ public:
     std::string name(const std::string& local) const { return prefix_ + local; }
     /// Loads a tensor the family needs; throws value_error naming it when missing.
     array need(const std::string& local) const;
+    /// The rows of an embedding table the family needs that token ids (T,) or (B, T) pick:
+    /// (T, E) or (B, T, E), as core::embedding_lookup(need(local), ids) gives them, reading
+    /// only those rows. Throws as need() and core::embedding_rows do.
+    array need_rows(const std::string& local, const array& ids) const;
     /// Loads a tensor when present (biases), else nullopt.
     std::optional<array> maybe(const std::string& local) const;
     /// Checks a tensor's shape; throws value_error naming the config key when it differs,
