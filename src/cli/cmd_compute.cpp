@@ -59,6 +59,24 @@ bool streams_layers(const compute_options& c, io::format f, const attn::checkpoi
            !ck.words && std::find(settings.dump.begin(), settings.dump.end(), stage_name(attn::stage::word_weights)) == settings.dump.end();
 }
 
+/// True when a checkpoint run writes JSON Lines a layer a line (docs/design.md §5.4): a
+/// run of listed or all layers in jsonl writes one compact object per dumped layer, in
+/// layer order, each exactly what --layer N writes for that layer, as soon as the layer
+/// is computed (to stdout, flushed line by line, or to -o through a temporary). Refused
+/// with rollout and word_weights, stages made from every layer's weights at the end,
+/// which are no layer's line: usage_error naming the stage.
+bool writes_layer_lines(io::format f, const attn::checkpoint_options& ck, const attn::pipeline_options& settings) {
+    if (f != io::parse_format("jsonl") || ck.layer) return false;
+    const auto dumped = [&](attn::stage s) { return std::find(settings.dump.begin(), settings.dump.end(), stage_name(s)) != settings.dump.end(); };
+    if (dumped(attn::stage::rollout))
+        throw usage_error("--dump", "rollout multiplies every layer's weights, and JSON Lines hold one layer a line " +
+                                        expected_got("--format json, csv or npz", "jsonl"));
+    if (ck.words || dumped(attn::stage::word_weights))
+        throw usage_error(ck.words ? "--words" : "--dump", "word_weights is merged from every layer's weights at the end, and JSON Lines hold one layer a line " +
+                                                    expected_got("--format json, csv or npz, or --layer N", "jsonl"));
+    return true;
+}
+
 /// Several inputs, a manifest, or -o DIR/: a batch run.
 int run_several(const compute_options& c, const attn::pipeline_options& settings) {
     std::vector<batch_job> jobs;
@@ -140,11 +158,34 @@ int run_compute(const compute_options& c) {
                 write();
             } catch (const io_error& e) {
                 if (!e.source().empty()) throw;
-                throw io_error(c.output, e.message());
+                throw io_error(is_stdout(c.output) ? "<stdout>" : c.output, e.message());
             }
         };
         try {
             attn::checkpoint_options ck = checkpoint_settings(c.inputs.empty() ? std::string() : c.inputs.front(), c.pipeline);
+            if (writes_layer_lines(f, ck, settings)) {
+                // One line per layer, written and freed; --plot draws the first listed
+                // layer, as it does of a held run.
+                std::optional<io::heatmap_spec> plot;
+                if (!is_stdout(c.output)) file.emplace(c.output);
+                std::ostream& out = file ? file->stream() : std::cout;
+                io::text_style style;
+                style.precision = c.precision;
+                style.full = c.full;
+                ck.each_layer = [&](io::document& layer, std::size_t index, std::size_t) {
+                    if (!c.plot.empty()) {
+                        std::optional<io::heatmap_spec> spec = plot_of_weights(layer, c.dump);
+                        if (index == 0) plot = std::move(spec);
+                    }
+                    apply_store(layer, c.store, f);
+                    named([&] { io::write_document(out, layer, f, style, false); });
+                };
+                io::bundle extra = gather_inputs("", c.pipeline);
+                attn::compute_checkpoint(ck, std::move(extra.arrays), {}, settings);
+                if (file) file->commit();
+                if (plot) io::write_heatmap(c.plot, *plot);
+                return exit_ok;
+            }
             if (streams_layers(c, f, ck, settings)) {
                 ck.each_layer = [&](io::document& layer, std::size_t, std::size_t count) {
                     apply_store(layer, c.store, f);

@@ -1,0 +1,146 @@
+// A checkpoint run's text outputs streamed layer by layer (docs/design.md §5.4): JSON Lines
+// of listed or all layers hold one line per layer, byte for byte what --layer N writes for
+// that layer, on stdout and through -o; a run that fails part way leaves the destination as
+// it was; rollout and word_weights, made from every layer at the end, are refused.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli_util.hpp"
+#include "refusals.hpp"
+#include "scratch_dir.hpp"
+
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line + "\n");
+    return lines;
+}
+
+std::size_t files_in(const std::string& dir) {
+    return static_cast<std::size_t>(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator{}));
+}
+
+/// A run of several layers (`args` holds "--layer LIST"), written as JSON Lines on stdout
+/// and to a file: both give the same bytes, one line per layer in `layers`, each the
+/// output of `single` with --layer N for that layer.
+void check_lines(const std::string& args, const std::string& single, const std::vector<std::size_t>& layers) {
+    CAPTURE(args);
+    attn_test::scratch_dir dir;
+    const auto on_stdout = attn_test::run_attn("compute " + args + " --format jsonl");
+    REQUIRE_MESSAGE(on_stdout.code == 0, on_stdout.err);
+    CHECK(on_stdout.err.empty());
+    const std::string file = dir.path + "/out.jsonl";
+    const auto to_file = attn_test::run_attn("compute " + args + " -o '" + file + "'");
+    REQUIRE_MESSAGE(to_file.code == 0, to_file.err);
+    CHECK(to_file.out.empty());
+    CHECK(attn_test::slurp(file) == on_stdout.out);
+    const std::vector<std::string> lines = lines_of(on_stdout.out);
+    REQUIRE(lines.size() == layers.size());
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+        CAPTURE(layers[i]);
+        const auto one = attn_test::run_attn("compute " + single + " --layer " + std::to_string(layers[i]) + " --format jsonl");
+        REQUIRE_MESSAGE(one.code == 0, one.err);
+        CHECK(lines[i] == one.out);
+    }
+    CHECK(files_in(dir.path) == 1);  // no temporary left beside it
+}
+
+}  // namespace
+
+TEST_CASE("JSON Lines of several layers: line i is the --layer N run's output, byte for byte, on stdout and in -o") {
+    const std::string gpt2 = "data/gpt2-tiny --ids 11,12,13,14,15";
+    const std::string llama = "data/llama-tiny --ids 1,7,300,42,5,9";
+    const std::string gemma3 = "tests/fixtures/checkpoints/gemma3-tiny --ids 1,5,9,2,7,3,8,4";  // sliding and full layers
+    const std::string qwen3 = "tests/fixtures/checkpoints/qwen3-tiny --ids 1,5,9,2";
+    const std::string every = " --dump x,x_norm,q_proj,k_proj,q,k,v,qk,scaled,scores,weights,output,lse,stats,head_stats,mask";
+    const std::string rope_free = " --dump x,x_norm,q,k,v,qk,scaled,scores,weights,output,lse,stats,head_stats,mask";  // gpt2: no q_proj
+    check_lines(gpt2 + " --layer all" + rope_free, gpt2 + rope_free, {0, 1});
+    check_lines(gpt2 + " --layer all --dump weights --dtype float64", gpt2 + " --dump weights --dtype float64", {0, 1});
+    check_lines(llama + " --layer all" + every, llama + every, {0, 1});
+    check_lines(llama + " --layer 0,1 --dump weights,output --precision 5", llama + " --dump weights,output --precision 5", {0, 1});
+    check_lines(gemma3 + " --layer all" + every, gemma3 + every, {0, 1, 2, 3});
+    check_lines(gemma3 + " --layer 1,3 --dump weights --average-heads", gemma3 + " --dump weights --average-heads", {1, 3});
+    check_lines(qwen3 + " --layer 0-1 --dump q_proj,k_proj,weights", qwen3 + " --dump q_proj,k_proj,weights", {0, 1});
+    // Texts (the tokenizer's labels and meta.model.text), and a padded batch of two.
+    check_lines("data/llama-tiny --layer all --text 'the river bank' --text 'a bank' --dump weights",
+                "data/llama-tiny --text 'the river bank' --text 'a bank' --dump weights", {0, 1});
+    // Ids in a batch whose items differ (meta.model.tokens).
+    check_lines("data/llama-tiny --layer all --token-ids tests/fixtures/checkpoints/bert-tiny/expected-padded.npz:attention_mask --dump weights",
+                "data/llama-tiny --token-ids tests/fixtures/checkpoints/bert-tiny/expected-padded.npz:attention_mask --dump weights", {0, 1});
+}
+
+TEST_CASE("JSON Lines of several layers: line N + 1 of the all-layers file (sed -n N+1p) is the --layer N run") {
+    // The shell's view of the same promise, on both model directories of data/.
+    attn_test::scratch_dir dir;
+    for (const std::string model : {"data/gpt2-tiny", "data/llama-tiny"}) {
+        CAPTURE(model);
+        const std::string all = dir.path + "/all.jsonl";
+        auto r = attn_test::run_attn("compute " + model + " --layer all --ids 3,1,4,1,5 --dump weights,output -o '" + all + "'");
+        REQUIRE_MESSAGE(r.code == 0, r.err);
+        for (int layer : {0, 1}) {
+            r = attn_test::run_attn("compute " + model + " --layer " + std::to_string(layer) + " --ids 3,1,4,1,5 --dump weights,output --format jsonl");
+            REQUIRE_MESSAGE(r.code == 0, r.err);
+            const std::vector<std::string> lines = lines_of(attn_test::slurp(all));  // sed -n Np, N = layer + 1
+            REQUIRE(lines.size() == 2);
+            CHECK(lines[static_cast<std::size_t>(layer)] == r.out);
+        }
+    }
+}
+
+TEST_CASE("JSON Lines of several layers with --plot: the plot of the first layer, as a held run draws it") {
+    attn_test::scratch_dir dir;
+    const std::string args = "compute tests/fixtures/checkpoints/gemma3-tiny --layer 1,3 --ids 1,5,9,2,7,3,8,4 --dump output";
+    auto r = attn_test::run_attn(args + " --format json -o '" + dir.path + "/held.json' --plot '" + dir.path + "/held.svg'");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    r = attn_test::run_attn(args + " --format jsonl -o '" + dir.path + "/lines.jsonl' --plot '" + dir.path + "/lines.svg'");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    CHECK(attn_test::slurp(dir.path + "/lines.svg") == attn_test::slurp(dir.path + "/held.svg"));
+    // The stage added for the plot is not written.
+    const std::vector<std::string> lines = lines_of(attn_test::slurp(dir.path + "/lines.jsonl"));
+    REQUIRE(lines.size() == 2);
+    CHECK(lines[0].find("\"weights\"") == std::string::npos);
+    CHECK(lines[0].find("\"output\":") != std::string::npos);
+}
+
+TEST_CASE("JSON Lines of several layers: a run that fails part way leaves the destination as it was") {
+    attn_test::scratch_dir dir;
+    const std::string out = dir.path + "/out.jsonl";
+    attn_test::spit(out, "before");
+    // x of 4 layers, 8 × 32 numbers a line, about 3.3 KB each: `ulimit -f 4` (KiB for bash)
+    // lets the first line through and fails the second with EFBIG once SIGXFSZ is ignored.
+    auto r = attn_test::run_attn("compute tests/fixtures/checkpoints/gemma3-tiny --layer all --ids 1,5,9,2,7,3,8,4 --dump x -o '" + out + "'", "",
+                                 "trap '' XFSZ && ulimit -f 4 && ");
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: " + out + ": cannot write output (File too large)\n");
+    CHECK(attn_test::slurp(out) == "before");
+    CHECK(files_in(dir.path) == 1);
+    // The same run under no limit replaces it with its four lines.
+    r = attn_test::run_attn("compute tests/fixtures/checkpoints/gemma3-tiny --layer all --ids 1,5,9,2,7,3,8,4 --dump x -o '" + out + "'");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    CHECK(lines_of(attn_test::slurp(out)).size() == 4);
+    CHECK(attn_test::slurp(out).size() > 4096);  // the limit above did bite
+}
+
+TEST_CASE("JSON Lines of several layers refuse rollout and word_weights, made from every layer at the end") {
+    attn_test::scratch_dir dir;
+    attn_test::refused("data/llama-tiny --layer all --ids 1,2,3 --dump weights,rollout --format jsonl", 2,
+                       "--dump: rollout multiplies every layer's weights, and JSON Lines hold one layer a line "
+                       "(expected --format json, csv or npz, got jsonl)");
+    attn_test::refused("data/llama-tiny --layer all --text 'the river bank' --words --format jsonl", 2,
+                       "--words: word_weights is merged from every layer's weights at the end, and JSON Lines hold one "
+                       "layer a line (expected --format json, csv or npz, or --layer N, got jsonl)");
+    attn_test::refused("data/llama-tiny --layer 0,1 --text 'the river bank' --dump word_weights -o '" + dir.path + "/w.jsonl'", 2,
+                       "--dump: word_weights is merged from every layer's weights at the end, and JSON Lines hold one "
+                       "layer a line (expected --format json, csv or npz, or --layer N, got jsonl)");
+    CHECK(files_in(dir.path) == 0);
+    // One layer's word_weights is that layer's line, as before.
+    const auto r = attn_test::run_attn("compute data/llama-tiny --layer 1 --text 'the river bank' --words --format jsonl");
+    CHECK_MESSAGE(r.code == 0, r.err);
+    CHECK(lines_of(r.out).size() == 1);
+}
