@@ -4,11 +4,14 @@
 // it was; rollout and word_weights, made from every layer at the end, are refused.
 #include <doctest/doctest.h>
 
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "attn/io/npy.hpp"
 #include "cli_util.hpp"
 #include "refusals.hpp"
 #include "scratch_dir.hpp"
@@ -143,4 +146,82 @@ TEST_CASE("JSON Lines of several layers refuse rollout and word_weights, made fr
     const auto r = attn_test::run_attn("compute data/llama-tiny --layer 1 --text 'the river bank' --words --format jsonl");
     CHECK_MESSAGE(r.code == 0, r.err);
     CHECK(lines_of(r.out).size() == 1);
+}
+
+TEST_CASE("CSV of several layers streamed to -o: byte for byte the held output on stdout") {
+    const std::vector<std::string> runs{
+        "data/gpt2-tiny --layer all --ids 11,12,13,14,15 --dump x,x_norm,q,k,v,qk,scaled,scores,weights,output,lse,stats,head_stats,mask",
+        "data/gpt2-tiny --layer all --ids 11,12,13 --dump weights --dtype float64 --precision 6",
+        "data/llama-tiny --layer all --ids 1,7,300,42,5,9 --dump x,x_norm,q_proj,k_proj,q,k,v,scores,weights,output,head_stats",
+        "data/llama-tiny --layer all --text 'the river bank' --text 'a bank' --dump weights,x",
+        "data/llama-tiny --layer all --token-ids tests/fixtures/checkpoints/bert-tiny/expected-padded.npz:attention_mask --dump weights,lse",
+        "tests/fixtures/checkpoints/gemma3-tiny --layer all --ids 1,5,9,2,7,3,8,4 --dump weights,output,stats",
+        "tests/fixtures/checkpoints/gemma3-tiny --layer 1,3 --ids 1,5,9,2,7,3,8,4 --dump weights,scores,head_stats --average-heads",
+        "tests/fixtures/checkpoints/qwen3-tiny --layer 1-2 --ids 1,5,9,2 --dump q_proj,k_proj,weights",
+    };
+    attn_test::scratch_dir dir;
+    for (const std::string& args : runs) {
+        CAPTURE(args);
+        const auto held = attn_test::run_attn("compute " + args + " --format csv");
+        REQUIRE_MESSAGE(held.code == 0, held.err);
+        const std::string file = dir.path + "/out.csv";
+        const auto streamed = attn_test::run_attn("compute " + args + " -o '" + file + "'");
+        REQUIRE_MESSAGE(streamed.code == 0, streamed.err);
+        CHECK(streamed.out.empty());
+        CHECK(attn_test::slurp(file) == held.out);
+        CHECK(files_in(dir.path) == 1);  // the spools had no names
+    }
+    // A list's `layer` column holds the model's layers.
+    const std::string text = attn_test::slurp(dir.path + "/out.csv");
+    CHECK(text.rfind("tensor,layer,batch,head,row,col,value\nq_proj,1,0,0,0,0,", 0) == 0);
+    CHECK(text.find("\nweights,2,") != std::string::npos);
+    CHECK(text.find("\nweights,0,") == std::string::npos);
+}
+
+TEST_CASE("CSV of several layers: a run that fails part way leaves the destination as it was, and no spool") {
+    attn_test::scratch_dir dir;
+    const std::string out = dir.path + "/out.csv";
+    attn_test::spit(out, "before");
+    // x of 4 layers, 8 × 32 lines of about 25 bytes: 6.4 KB a layer in its spool, 26 KB in
+    // all; `ulimit -f 16` lets the spool through and fails the joined file.
+    const std::string run = "compute tests/fixtures/checkpoints/gemma3-tiny --layer all --ids 1,5,9,2,7,3,8,4 --dump x -o '" + out + "'";
+    auto r = attn_test::run_attn(run, "", "trap '' XFSZ && ulimit -f 16 && ");
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: " + out + ": cannot write output (File too large)\n");
+    CHECK(attn_test::slurp(out) == "before");
+    CHECK(files_in(dir.path) == 1);
+    // Spools fail too: x_norm's reaches 12.8 KB at its second layer, past `ulimit -f 8`,
+    // before anything is joined.
+    r = attn_test::run_attn("compute tests/fixtures/checkpoints/gemma3-tiny --layer all --ids 1,5,9,2,7,3,8,4 --dump x_norm,x -o '" + out + "'", "",
+                            "trap '' XFSZ && ulimit -f 8 && ");
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: " + out + ": cannot write output (File too large)\n");
+    CHECK(attn_test::slurp(out) == "before");
+    CHECK(files_in(dir.path) == 1);
+    r = attn_test::run_attn(run);
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    CHECK(attn_test::slurp(out).size() > 16 * 1024);  // the limits above did bite
+}
+
+TEST_CASE("JSON Lines of several layers hold one layer: peak memory of --layer all --dump weights at T = 1024") {
+    attn_test::scratch_dir dir;
+    // gemma3-tiny: 4 layers of 4 heads × 1024² float32 weights, 16 MiB each. Held, the layers
+    // and their stack took 128 MiB (155 MB peak for the same run's held CSV); a line at a
+    // time, 38 MB.
+    std::vector<std::int64_t> ids(1024);
+    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int64_t>((i * 37 + 5) % 64);
+    {
+        std::ofstream f(dir.path + "/ids.npy", std::ios::binary);
+        attn::array a;
+        a.type = attn::dtype::i8;
+        a.shape = {ids.size()};
+        a.data.resize(ids.size() * sizeof(std::int64_t));
+        std::memcpy(a.data.data(), ids.data(), a.data.size());
+        attn::io::write_npy(f, a);
+    }
+    const auto m = attn_test::run_attn_measured("compute tests/fixtures/checkpoints/gemma3-tiny --layer all --token-ids '" + dir.path +
+                                                "/ids.npy' --dump weights --precision 2 -o '" + dir.path + "/out.jsonl'");
+    REQUIRE_MESSAGE(m.code == 0, "the run failed");
+    CHECK(m.peak_kb < attn_test::peak_bound_mb(80) * 1024);  // KiB; four layers held pass 128 MiB of weights alone
+    CHECK(std::filesystem::file_size(dir.path + "/out.jsonl") > 4 * 1024 * 1024 * 4);
 }
