@@ -148,7 +148,7 @@ TEST_CASE("JSON Lines of several layers refuse rollout and word_weights, made fr
     CHECK(lines_of(r.out).size() == 1);
 }
 
-TEST_CASE("CSV of several layers streamed to -o: byte for byte the held output on stdout") {
+TEST_CASE("CSV and JSON of several layers streamed to -o: byte for byte the held output on stdout") {
     const std::vector<std::string> runs{
         "data/gpt2-tiny --layer all --ids 11,12,13,14,15 --dump x,x_norm,q,k,v,qk,scaled,scores,weights,output,lse,stats,head_stats,mask",
         "data/gpt2-tiny --layer all --ids 11,12,13 --dump weights --dtype float64 --precision 6",
@@ -160,17 +160,23 @@ TEST_CASE("CSV of several layers streamed to -o: byte for byte the held output o
         "tests/fixtures/checkpoints/qwen3-tiny --layer 1-2 --ids 1,5,9,2 --dump q_proj,k_proj,weights",
     };
     attn_test::scratch_dir dir;
-    for (const std::string& args : runs) {
-        CAPTURE(args);
-        const auto held = attn_test::run_attn("compute " + args + " --format csv");
-        REQUIRE_MESSAGE(held.code == 0, held.err);
-        const std::string file = dir.path + "/out.csv";
-        const auto streamed = attn_test::run_attn("compute " + args + " -o '" + file + "'");
-        REQUIRE_MESSAGE(streamed.code == 0, streamed.err);
-        CHECK(streamed.out.empty());
-        CHECK(attn_test::slurp(file) == held.out);
-        CHECK(files_in(dir.path) == 1);  // the spools had no names
-    }
+    for (const std::string& args : runs)
+        for (const std::string format : {"csv", "json", "json --compact"}) {
+            CAPTURE(args);
+            CAPTURE(format);
+            const auto held = attn_test::run_attn("compute " + args + " --format " + format);
+            REQUIRE_MESSAGE(held.code == 0, held.err);
+            const std::string file = dir.path + "/out." + format.substr(0, format.find(' '));
+            for (const auto& e : std::filesystem::directory_iterator(dir.path)) std::filesystem::remove(e.path());
+            const auto streamed = attn_test::run_attn("compute " + args + " --format " + format + " -o '" + file + "'");
+            REQUIRE_MESSAGE(streamed.code == 0, streamed.err);
+            CHECK(streamed.out.empty());
+            CHECK(attn_test::slurp(file) == held.out);
+            CHECK(files_in(dir.path) == 1);  // the spools had no names
+        }
+    const std::string compact = attn_test::slurp(dir.path + "/out.json");
+    CHECK(compact.find('\n') == compact.size() - 1);  // one line
+    REQUIRE(attn_test::run_attn("compute " + runs.back() + " -o '" + dir.path + "/out.csv'").code == 0);
     // A list's `layer` column holds the model's layers.
     const std::string text = attn_test::slurp(dir.path + "/out.csv");
     CHECK(text.rfind("tensor,layer,batch,head,row,col,value\nq_proj,1,0,0,0,0,", 0) == 0);
@@ -178,29 +184,42 @@ TEST_CASE("CSV of several layers streamed to -o: byte for byte the held output o
     CHECK(text.find("\nweights,0,") == std::string::npos);
 }
 
-TEST_CASE("CSV of several layers: a run that fails part way leaves the destination as it was, and no spool") {
+TEST_CASE("CSV and JSON of several layers: a run that fails part way leaves the destination as it was, and no spool") {
     attn_test::scratch_dir dir;
     const std::string out = dir.path + "/out.csv";
     attn_test::spit(out, "before");
-    // x of 4 layers, 8 × 32 lines of about 25 bytes: 6.4 KB a layer in its spool, 26 KB in
-    // all; `ulimit -f 16` lets the spool through and fails the joined file.
-    const std::string run = "compute tests/fixtures/checkpoints/gemma3-tiny --layer all --ids 1,5,9,2,7,3,8,4 --dump x -o '" + out + "'";
-    auto r = attn_test::run_attn(run, "", "trap '' XFSZ && ulimit -f 16 && ");
-    CHECK(r.code == 1);
-    CHECK(r.err == "attn: error: " + out + ": cannot write output (File too large)\n");
-    CHECK(attn_test::slurp(out) == "before");
-    CHECK(files_in(dir.path) == 1);
-    // Spools fail too: x_norm's reaches 12.8 KB at its second layer, past `ulimit -f 8`,
-    // before anything is joined.
-    r = attn_test::run_attn("compute tests/fixtures/checkpoints/gemma3-tiny --layer all --ids 1,5,9,2,7,3,8,4 --dump x_norm,x -o '" + out + "'", "",
-                            "trap '' XFSZ && ulimit -f 8 && ");
-    CHECK(r.code == 1);
-    CHECK(r.err == "attn: error: " + out + ": cannot write output (File too large)\n");
-    CHECK(attn_test::slurp(out) == "before");
-    CHECK(files_in(dir.path) == 1);
-    r = attn_test::run_attn(run);
+    // x_norm and x of 4 layers, 8 × 32 lines each: x_norm's spool takes 7.3 KB a layer,
+    // 29.4 KB in all, x's 23.7 KB, the joined file 53 KB. `ulimit -f 32` (KiB for bash) lets
+    // both spools through and fails the joined file; `ulimit -f 8` fails x_norm's spool at
+    // its second layer.
+    const std::string run = "compute tests/fixtures/checkpoints/gemma3-tiny --layer all --ids 1,5,9,2,7,3,8,4 --dump x_norm,x -o '" + out + "'";
+    for (const std::string limit : {"32", "8"}) {
+        CAPTURE(limit);
+        const auto r = attn_test::run_attn(run, "", "trap '' XFSZ && ulimit -f " + limit + " && ");
+        CHECK(r.code == 1);
+        CHECK(r.err == "attn: error: " + out + ": cannot write output (File too large)\n");
+        CHECK(attn_test::slurp(out) == "before");
+        CHECK(files_in(dir.path) == 1);
+    }
+    auto r = attn_test::run_attn(run);
     REQUIRE_MESSAGE(r.code == 0, r.err);
-    CHECK(attn_test::slurp(out).size() > 16 * 1024);  // the limits above did bite
+    CHECK(attn_test::slurp(out).size() > 32 * 1024);  // the limits above did bite
+    // JSON: x takes about 2.9 KB a layer pretty, 11.9 KB a spool, 13 KB joined: `ulimit -f
+    // 12` fails the joined file, `ulimit -f 6` the spool.
+    const std::string json = dir.path + "/out.json";
+    attn_test::spit(json, "before");
+    const std::string json_run = "compute tests/fixtures/checkpoints/gemma3-tiny --layer all --ids 1,5,9,2,7,3,8,4 --dump x -o '" + json + "'";
+    for (const std::string limit : {"12", "6"}) {  // joining fails; a spool fails
+        CAPTURE(limit);
+        r = attn_test::run_attn(json_run, "", "trap '' XFSZ && ulimit -f " + limit + " && ");
+        CHECK(r.code == 1);
+        CHECK(r.err == "attn: error: " + json + ": cannot write output (File too large)\n");
+        CHECK(attn_test::slurp(json) == "before");
+        CHECK(files_in(dir.path) == 2);
+    }
+    r = attn_test::run_attn(json_run);
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    CHECK(attn_test::slurp(json).size() > 12 * 1024);
 }
 
 TEST_CASE("JSON Lines of several layers hold one layer: peak memory of --layer all --dump weights at T = 1024") {

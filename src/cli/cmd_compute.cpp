@@ -47,15 +47,17 @@ void emit(io::document& doc, io::format f, const compute_options& c) {
     write_output(c.output, io::is_binary(f), [&](std::ostream& out) { io::write_document(out, doc, f, style, color); });
 }
 
-/// True when a checkpoint run's .npz, .npy or CSV is streamed layer by layer (docs/design.md
+/// True when a checkpoint run's .npz, .npy, CSV or JSON is streamed layer by layer (docs/design.md
 /// §5.4): listed or all layers, to a file written through a temporary (not stdout, a
-/// device or a pipe, which cannot seek, nor hold CSV's spools beside them), without
+/// device or a pipe, which cannot seek, nor hold the text formats' spools beside them), without
 /// --plot, rollout or word_weights, which need the layers held, on a little-endian host
 /// (the .npy byte order).
 bool streams_layers(const compute_options& c, io::format f, const attn::checkpoint_options& ck, const attn::pipeline_options& settings) {
     const std::uint16_t one = 1;
     const bool little_endian = *reinterpret_cast<const unsigned char*>(&one) == 1;
-    return (f == io::parse_format("npz") || f == io::parse_format("npy") || f == io::parse_format("csv")) && !ck.layer && !is_stdout(c.output) &&
+    return (f == io::parse_format("npz") || f == io::parse_format("npy") || f == io::parse_format("csv") ||
+            f == io::parse_format("json")) &&
+           !ck.layer && !is_stdout(c.output) &&
            !io::written_in_place(c.output) && c.plot.empty() && little_endian &&
            std::find(settings.dump.begin(), settings.dump.end(), stage_name(attn::stage::rollout)) == settings.dump.end() &&
            !ck.words && std::find(settings.dump.begin(), settings.dump.end(), stage_name(attn::stage::word_weights)) == settings.dump.end();
@@ -155,6 +157,7 @@ int run_compute(const compute_options& c) {
         std::optional<io::atomic_file> file;
         std::optional<io::npz_stream> stream;
         std::optional<io::csv_stream> csv;  // CSV: each tensor's lines spooled, joined at the end
+        std::optional<io::json_stream> json;  // JSON: the same, within the run's document
         // The writers know why a write failed (a full disk, `ulimit -f`), not the destination.
         const auto named = [&](const std::function<void()>& write) {
             try {
@@ -192,6 +195,17 @@ int run_compute(const compute_options& c) {
             if (streams_layers(c, f, ck, settings)) {
                 ck.each_layer = [&](io::document& layer, std::size_t, std::size_t count) {
                     apply_store(layer, c.store, f);
+                    if (f == io::parse_format("json")) {
+                        if (!json) {
+                            file.emplace(c.output);
+                            io::text_style style;
+                            style.precision = c.precision;
+                            style.compact = c.compact;
+                            json.emplace(file->stream(), c.output, count, style);
+                        }
+                        named([&] { json->append(layer); });
+                        return;
+                    }
                     if (f == io::parse_format("csv")) {
                         if (!csv) {
                             file.emplace(c.output);
@@ -221,8 +235,12 @@ int run_compute(const compute_options& c) {
             }
             io::bundle extra = gather_inputs("", c.pipeline);
             doc = attn::compute_checkpoint(ck, std::move(extra.arrays), {}, settings);
-            if (stream || csv) {
-                named([&] { stream ? stream->finish() : csv->finish(); });
+            if (stream || csv || json) {
+                named([&] {
+                    if (stream) stream->finish();
+                    else if (csv) csv->finish();
+                    else json->finish(doc);
+                });
                 file->commit();
                 return exit_ok;
             }

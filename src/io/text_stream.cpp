@@ -16,6 +16,7 @@
 
 #include "attn/error.hpp"
 #include "attn/io/csv.hpp"
+#include "attn/io/json.hpp"
 
 namespace attn::io {
 
@@ -125,6 +126,68 @@ void csv_stream::finish() {
         s.reset();  // its disk space back before the next is copied
         if (!out_) break;
     }
+    out_.flush();
+    if (!out_) throw io_error("", "cannot write output (" + reason(errno ? errno : EIO) + ")");
+}
+
+json_stream::json_stream(std::ostream& out, std::string beside, std::size_t count, const text_style& style)
+    : out_(out), beside_(std::move(beside)), count_(count), style_(style) {}
+
+json_stream::~json_stream() = default;
+
+void json_stream::append(const document& layer) {
+    if (appended_ == 0) {
+        for (const auto& t : layer.tensors) {
+            named_array slot{t.name, {}};
+            slot.value.type = t.value.type;
+            slot.value.shape = t.value.shape;
+            plan_.push_back(std::move(slot));
+            spools_.push_back(std::make_unique<spool>(beside_));
+        }
+    }
+    bool same = layer.tensors.size() == plan_.size() && appended_ < count_;
+    for (std::size_t i = 0; same && i < plan_.size(); ++i)
+        same = layer.tensors[i].name == plan_[i].name && layer.tensors[i].value.shape == plan_[i].value.shape;
+    if (!same) {
+        std::string want, got;
+        for (const auto& t : plan_) want += (want.empty() ? "" : ", ") + t.name + " " + shape_string(t.value.shape);
+        for (const auto& t : layer.tensors) got += (got.empty() ? "" : ", ") + t.name + " " + shape_string(t.value.shape);
+        if (appended_ >= count_) want = std::to_string(count_) + " layers", got = "another";
+        throw shape_error(layer.tensors.empty() ? std::string("json") : layer.tensors.front().name,
+                          "does not continue its streamed JSON " + expected_got(want, got));
+    }
+    for (std::size_t i = 0; i < plan_.size(); ++i) {
+        try {
+            write_json_layer(spools_[i]->stream(), layer.tensors[i], appended_, style_);
+        } catch (const io_error& e) {
+            if (!e.source().empty()) throw;
+            throw io_error(beside_, e.message());  // a full disk, `ulimit -f`
+        }
+    }
+    ++appended_;
+}
+
+void json_stream::finish(const document& run) {
+    if (appended_ != count_)
+        throw shape_error(plan_.empty() ? std::string("json") : plan_.front().name,
+                          "streamed in part " + expected_got(std::to_string(count_) + " layers", std::to_string(appended_)));
+    document skeleton;
+    skeleton.input = run.input;
+    skeleton.meta = run.meta;
+    skeleton.tokens = run.tokens;
+    skeleton.tokens_kv = run.tokens_kv;
+    skeleton.words = run.words;
+    for (const auto& t : plan_) {
+        named_array stacked{t.name, {}};
+        stacked.value.type = t.value.type;
+        stacked.value.shape = t.value.shape;
+        stacked.value.shape.insert(stacked.value.shape.begin(), count_);
+        skeleton.tensors.push_back(std::move(stacked));
+    }
+    write_json_joined(out_, skeleton, style_, [&](std::ostream& out, std::size_t i) {
+        spools_[i]->copy_to(out);
+        spools_[i].reset();  // its disk space back before the next is copied
+    });
     out_.flush();
     if (!out_) throw io_error("", "cannot write output (" + reason(errno ? errno : EIO) + ")");
 }

@@ -73,4 +73,35 @@ private:
     std::vector<std::unique_ptr<spool>> spools_;
 };
 
+/// JSON (one document) of a run of several layers, streamed: write_json's bytes for the
+/// stacked document, pretty or compact, made one layer at a time. Each tensor's layers go
+/// to a spool of its own (write_json_layer); finish() writes the run's meta and labels and
+/// each tensor's spool between the brackets of its layer axis (write_json_joined).
+class json_stream {
+public:
+    /// As csv_stream's.
+    json_stream(std::ostream& out, std::string beside, std::size_t count, const text_style& style);
+    ~json_stream();
+
+    /// Appends one layer's document (no layer axis; the first layer fixes the tensors and
+    /// their shapes, each later one must hold the same). Throws shape_error ("weights: does
+    /// not continue its streamed JSON (expected …)"), value_error (bytes that do not match
+    /// a shape), io_error for a spool that cannot be written.
+    void append(const document& layer);
+
+    /// Writes `run` (the run's document: its meta, with the stacked shapes, and labels; its
+    /// tensors, if any, are ignored) with every spooled tensor, in order, to `out`, and
+    /// flushes it. Throws shape_error when fewer than `count` layers were appended,
+    /// io_error when `out` fails.
+    void finish(const document& run);
+
+private:
+    std::ostream& out_;
+    std::string beside_;
+    std::size_t count_, appended_ = 0;
+    text_style style_;
+    std::vector<named_array> plan_;  ///< names and one layer's dtype and shape, no data
+    std::vector<std::unique_ptr<spool>> spools_;
+};
+
 }  // namespace attn::io
