@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <algorithm>
 #include <limits>
 #include <string>
 #include <vector>
@@ -133,6 +135,69 @@ TEST_CASE("rollout refuses Tq different from Tk, a single layer and no heads") {
                          "rollout: needs several layers (expected L ≥ 2, got L = 1)", value_error);
     CHECK_THROWS_WITH_AS(attn::core::rollout(w.data(), 2, 1, 0, 2, 2),
                          "rollout: needs heads to average (expected H ≥ 1, got H = 0)", value_error);
+}
+
+TEST_CASE("rollout_product layer by layer: the whole stack's R, and a plain loop's past one block of 128 rows") {
+    // L = 3 layers of B = 2 items, H = 2 heads, T = 300 (two full blocks of 128 rows and a
+    // partial one); rows of random positive weights, some rows all zero (a masked row).
+    const std::size_t L = 3, B = 2, H = 2, T = 300, TT = T * T;
+    std::vector<float> w(L * B * H * TT);
+    std::uint32_t state = 12345;
+    for (auto& x : w) {
+        state = state * 1664525u + 1013904223u;
+        x = static_cast<float>(state >> 8) / 16777216.0f;
+    }
+    for (std::size_t l = 0; l < L; ++l)  // layer l, item 1, head 0: row 7 fully masked
+        std::fill_n(w.begin() + static_cast<std::ptrdiff_t>(((l * B + 1) * H) * TT + 7 * T), T, 0.0f);
+    // Plain loops: Â_l = ½·mean_h(A_l) + ½·I, rows renormalised; R = Â_L ⋯ Â_1.
+    std::vector<double> want(B * TT);
+    for (std::size_t b = 0; b < B; ++b) {
+        std::vector<double> r(TT, 0.0);
+        for (std::size_t l = 0; l < L; ++l) {
+            std::vector<double> a(TT, 0.0);
+            for (std::size_t i = 0; i < T; ++i) {
+                double sum = 0;
+                for (std::size_t j = 0; j < T; ++j) {
+                    double m = 0;
+                    for (std::size_t h = 0; h < H; ++h) m += w[((l * B + b) * H + h) * TT + i * T + j];
+                    a[i * T + j] = 0.5 * m / H + (i == j ? 0.5 : 0.0);
+                    sum += a[i * T + j];
+                }
+                for (std::size_t j = 0; j < T; ++j) a[i * T + j] /= sum;
+            }
+            if (l == 0) {
+                r = a;
+                continue;
+            }
+            std::vector<double> next(TT, 0.0);
+            for (std::size_t i = 0; i < T; ++i)
+                for (std::size_t k = 0; k < T; ++k)
+                    for (std::size_t j = 0; j < T; ++j) next[i * T + j] += a[i * T + k] * r[k * T + j];
+            r = next;
+        }
+        std::copy(r.begin(), r.end(), want.begin() + static_cast<std::ptrdiff_t>(b * TT));
+    }
+    attn::core::rollout_product p(B, H, T, T);
+    for (std::size_t l = 0; l < L; ++l) p.multiply(w.data() + l * B * H * TT);
+    CHECK(p.layers() == L);
+    CHECK(p.batch() == B);
+    CHECK(p.size() == T);
+    const std::vector<double> got = p.result();
+    check_close(got, want, 1e-12, 1e-10);
+    // The whole stack at once gives the same R, bit for bit.
+    CHECK(attn::core::rollout(w.data(), L, B, H, T, T) == got);
+}
+
+TEST_CASE("rollout_product refuses Tq different from Tk and no heads at once, and R of fewer than two layers") {
+    CHECK_THROWS_WITH_AS(attn::core::rollout_product(1, 2, 3, 4),
+                         "rollout: needs Tq = Tk (expected square weights, got Tq = 3, Tk = 4)", value_error);
+    CHECK_THROWS_WITH_AS(attn::core::rollout_product(1, 0, 2, 2),
+                         "rollout: needs heads to average (expected H ≥ 1, got H = 0)", value_error);
+    attn::core::rollout_product p(1, 1, 2, 2);
+    CHECK_THROWS_WITH_AS(p.result(), "rollout: needs several layers (expected L ≥ 2, got L = 0)", value_error);
+    const std::vector<double> w{1, 0, 0, 1};
+    p.multiply(w.data());
+    CHECK_THROWS_WITH_AS(p.result(), "rollout: needs several layers (expected L ≥ 2, got L = 1)", value_error);
 }
 
 TEST_CASE("per_head_divergence matches NumPy's KL and JS, worst rows first, with zeros on both sides") {

@@ -479,3 +479,25 @@ TEST_CASE("bombs: a checkpoint run with --layer all plans every layer's Tq×Tk s
         CHECK(std::filesystem::exists(dir.path + "/out." + ext));
     }
 }
+
+TEST_CASE("bombs: rollout and word_weights of every layer hold one layer's weights at a time, not L") {
+    // data/llama-tiny, T = 64 ids, 4 heads: one layer's weights are 4 × 64² float32 = 65 536 bytes;
+    // held for both layers and stacked they would be planned at 4 × 65 536 = 262 144 bytes.
+    scratch_dir dir;
+    std::string ids;
+    for (int t = 0; t < 64; ++t) ids += (t ? "," : "") + std::to_string(t);
+    const std::string run = "compute data/llama-tiny --layer all --ids " + ids + " --max-bytes 150000 -o '" + dir.path + "/out.json'";
+    auto r = run_attn(run + " --dump rollout");
+    CHECK_MESSAGE(r.code == 0, r.err);
+    // Asked for, the weights themselves are held for every layer as before.
+    r = run_attn(run + " --dump rollout,weights");
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: this run needs about 262.1 kB for its Tq×Tk stages (L=2, B=1, H=4, Tq=Tk=64, float32) "
+                   "(expected at most --max-bytes 150000 bytes; raise --max-bytes or dump fewer stages)\n");
+    // word_weights: a text of 64 tokens (the tokenizer's words), merged layer by layer.
+    std::string text;
+    for (int t = 0; t < 63; ++t) text += " a";
+    r = run_attn("compute data/llama-tiny --layer all --text '" + text + "' --words --dump word_weights --max-bytes 150000 -o '" +
+                 dir.path + "/words.json'");
+    CHECK_MESSAGE(r.code == 0, r.err);
+}

@@ -1,7 +1,8 @@
 // A checkpoint run's text outputs streamed layer by layer (docs/design.md §5.4): JSON Lines
 // of listed or all layers hold one line per layer, byte for byte what --layer N writes for
 // that layer, on stdout and through -o; a run that fails part way leaves the destination as
-// it was; rollout and word_weights, made from every layer at the end, are refused.
+// it was; rollout, made from every layer at the end, is refused. CSV and JSON (one document)
+// streamed to -o are byte for byte the held output.
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -130,22 +131,21 @@ TEST_CASE("JSON Lines of several layers: a run that fails part way leaves the de
     CHECK(attn_test::slurp(out).size() > 4096);  // the limit above did bite
 }
 
-TEST_CASE("JSON Lines of several layers refuse rollout and word_weights, made from every layer at the end") {
+TEST_CASE("JSON Lines of several layers refuse rollout, made from every layer at the end; --words is in each line") {
     attn_test::scratch_dir dir;
     attn_test::refused("data/llama-tiny --layer all --ids 1,2,3 --dump weights,rollout --format jsonl", 2,
                        "--dump: rollout multiplies every layer's weights, and JSON Lines hold one layer a line "
                        "(expected --format json, csv or npz, got jsonl)");
-    attn_test::refused("data/llama-tiny --layer all --text 'the river bank' --words --format jsonl", 2,
-                       "--words: word_weights is merged from every layer's weights at the end, and JSON Lines hold one "
-                       "layer a line (expected --format json, csv or npz, or --layer N, got jsonl)");
-    attn_test::refused("data/llama-tiny --layer 0,1 --text 'the river bank' --dump word_weights -o '" + dir.path + "/w.jsonl'", 2,
-                       "--dump: word_weights is merged from every layer's weights at the end, and JSON Lines hold one "
-                       "layer a line (expected --format json, csv or npz, or --layer N, got jsonl)");
+    attn_test::refused("data/llama-tiny --layer all --ids 1,2,3 --dump rollout -o '" + dir.path + "/r.jsonl'", 2,
+                       "--dump: rollout multiplies every layer's weights, and JSON Lines hold one layer a line "
+                       "(expected --format json, csv or npz, got jsonl)");
     CHECK(files_in(dir.path) == 0);
-    // One layer's word_weights is that layer's line, as before.
-    const auto r = attn_test::run_attn("compute data/llama-tiny --layer 1 --text 'the river bank' --words --format jsonl");
-    CHECK_MESSAGE(r.code == 0, r.err);
-    CHECK(lines_of(r.out).size() == 1);
+    // word_weights is made layer by layer: each line is --layer N --words's output (the
+    // words as labels, meta.model.text.words), with the same words and with words that differ.
+    check_lines("data/llama-tiny --layer all --text 'The capital of France is' --words",
+                "data/llama-tiny --text 'The capital of France is' --words", {0, 1});
+    check_lines("data/llama-tiny --layer 0,1 --text 'the river bank' --text 'a bank' --dump word_weights,weights",
+                "data/llama-tiny --text 'the river bank' --text 'a bank' --dump word_weights,weights", {0, 1});
 }
 
 TEST_CASE("CSV and JSON of several layers streamed to -o: byte for byte the held output on stdout") {
@@ -157,6 +157,8 @@ TEST_CASE("CSV and JSON of several layers streamed to -o: byte for byte the held
         "data/llama-tiny --layer all --token-ids tests/fixtures/checkpoints/bert-tiny/expected-padded.npz:attention_mask --dump weights,lse",
         "tests/fixtures/checkpoints/gemma3-tiny --layer all --ids 1,5,9,2,7,3,8,4 --dump weights,output,stats",
         "tests/fixtures/checkpoints/gemma3-tiny --layer 1,3 --ids 1,5,9,2,7,3,8,4 --dump weights,scores,head_stats --average-heads",
+        "data/llama-tiny --layer all --text 'The capital of France is' --words",  // word_weights made layer by layer
+        "data/llama-tiny --layer 0,1 --text 'the river bank' --text 'a bank' --dump word_weights,x",
         "tests/fixtures/checkpoints/qwen3-tiny --layer 1-2 --ids 1,5,9,2 --dump q_proj,k_proj,weights",
     };
     attn_test::scratch_dir dir;

@@ -161,8 +161,7 @@ TEST_CASE("--words on a padded batch: each text's own words, padding in no word,
 TEST_CASE("--words reaches every format and the view, with the words as labels") {
     attn_test::scratch_dir dir;
     const std::string run = "compute data/llama-tiny --layer all --text 'The capital of France is' --words";
-    // JSON Lines of several layers refuse word_weights (a line per layer, tests/test_cli_text_stream.cpp).
-    for (const std::string ext : {"npz", "csv", "json", "html"}) {
+    for (const std::string ext : {"npz", "csv", "jsonl", "html"}) {
         CAPTURE(ext);
         const auto r = attn_test::run_attn(run + " -o '" + dir.path + "/out." + ext + "'");
         REQUIRE_MESSAGE(r.code == 0, r.err);
@@ -239,5 +238,21 @@ TEST_CASE("text in on the shipped checkpoints: the view of every layer, ids as a
         r = attn_test::run_attn("compute " + ck + " --layer all --ids " + list + " --dump weights --dtype float64 --compact");
         REQUIRE_MESSAGE(r.code == 0, r.err);
         CHECK(json::parse(r.out).at("weights") == from_text.at("weights"));
+    }
+}
+
+TEST_CASE("--words streamed to .npz: made layer by layer, the same bytes as the held output on stdout") {
+    // word_weights is a per-layer stage (docs/design.md §5.4): each layer's weights are merged
+    // into words and dropped, so a streamed .npz carries it like any other stage.
+    attn_test::scratch_dir dir;
+    for (const std::string dump : {"word_weights", "weights,word_weights", "word_weights,weights,scores"}) {
+        CAPTURE(dump);
+        const std::string args = "compute data/llama-tiny --layer all --text 'The capital of France is' --words --dump " + dump;
+        const auto held = attn_test::run_attn(args + " --format npz");
+        REQUIRE_MESSAGE(held.code == 0, held.err);
+        const std::string file = dir.path + "/words.npz";
+        const auto streamed = attn_test::run_attn(args + " -o '" + file + "'");
+        REQUIRE_MESSAGE(streamed.code == 0, streamed.err);
+        CHECK(attn_test::slurp(file) == held.out);
     }
 }

@@ -49,9 +49,9 @@ void emit(io::document& doc, io::format f, const compute_options& c) {
 
 /// True when a checkpoint run's .npz, .npy, CSV or JSON is streamed layer by layer (docs/design.md
 /// §5.4): listed or all layers, to a file written through a temporary (not stdout, a
-/// device or a pipe, which cannot seek, nor hold the text formats' spools beside them), without
-/// --plot, rollout or word_weights, which need the layers held, on a little-endian host
-/// (the .npy byte order).
+/// device or a pipe, which cannot seek, nor hold the text formats' spools beside them),
+/// without --plot (drawn from the held weights) or rollout (made after the last layer), on
+/// a little-endian host (the .npy byte order).
 bool streams_layers(const compute_options& c, io::format f, const attn::checkpoint_options& ck, const attn::pipeline_options& settings) {
     const std::uint16_t one = 1;
     const bool little_endian = *reinterpret_cast<const unsigned char*>(&one) == 1;
@@ -59,25 +59,21 @@ bool streams_layers(const compute_options& c, io::format f, const attn::checkpoi
             f == io::parse_format("json")) &&
            !ck.layer && !is_stdout(c.output) &&
            !io::written_in_place(c.output) && c.plot.empty() && little_endian &&
-           std::find(settings.dump.begin(), settings.dump.end(), stage_name(attn::stage::rollout)) == settings.dump.end() &&
-           !ck.words && std::find(settings.dump.begin(), settings.dump.end(), stage_name(attn::stage::word_weights)) == settings.dump.end();
+           std::find(settings.dump.begin(), settings.dump.end(), stage_name(attn::stage::rollout)) == settings.dump.end();
 }
 
 /// True when a checkpoint run writes JSON Lines a layer a line (docs/design.md §5.4): a
 /// run of listed or all layers in jsonl writes one compact object per dumped layer, in
 /// layer order, each exactly what --layer N writes for that layer, as soon as the layer
-/// is computed (to stdout, flushed line by line, or to -o through a temporary). Refused
-/// with rollout and word_weights, stages made from every layer's weights at the end,
-/// which are no layer's line: usage_error naming the stage.
+/// is computed (to stdout, flushed line by line, or to -o through a temporary), --words'
+/// word_weights in it. Refused with rollout, made from every layer's weights at the end,
+/// which is no layer's line: usage_error.
 bool writes_layer_lines(io::format f, const attn::checkpoint_options& ck, const attn::pipeline_options& settings) {
     if (f != io::parse_format("jsonl") || ck.layer) return false;
     const auto dumped = [&](attn::stage s) { return std::find(settings.dump.begin(), settings.dump.end(), stage_name(s)) != settings.dump.end(); };
     if (dumped(attn::stage::rollout))
         throw usage_error("--dump", "rollout multiplies every layer's weights, and JSON Lines hold one layer a line " +
                                         expected_got("--format json, csv or npz", "jsonl"));
-    if (ck.words || dumped(attn::stage::word_weights))
-        throw usage_error(ck.words ? "--words" : "--dump", "word_weights is merged from every layer's weights at the end, and JSON Lines hold one layer a line " +
-                                                    expected_got("--format json, csv or npz, or --layer N", "jsonl"));
     return true;
 }
 

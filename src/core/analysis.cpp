@@ -15,7 +15,8 @@ namespace attn::core {
 namespace {
 
 constexpr double nan_value = std::numeric_limits<double>::quiet_NaN();
-constexpr double small_weight = 1e-3;  // docs/design.md §4.4: "share of visible cells whose weight is below 1e-3"
+constexpr double small_weight = 1e-3;
+constexpr std::size_t block_rows = 128;  // rollout_product: rows of Â_l·R made at a time (128 × T doubles)  // docs/design.md §4.4: "share of visible cells whose weight is below 1e-3"
 
 std::string count(std::size_t n) { return std::to_string(n); }
 
@@ -89,26 +90,27 @@ head_statistics head_stats(const T* weights, const unsigned char* visible, std::
     return s;
 }
 
-template <class T>
-std::vector<double> rollout(const T* weights, std::size_t layers, std::size_t batch, std::size_t heads,
-                            std::size_t tq, std::size_t tk) {
+rollout_product::rollout_product(std::size_t batch, std::size_t heads, std::size_t tq, std::size_t tk)
+    : batch_(batch), heads_(heads), n_(tq) {
     if (tq != tk)
         throw value_error(stage_name(stage::rollout), "needs Tq = Tk " + expected_got("square weights", "Tq = " + count(tq) + ", Tk = " + count(tk)));
-    if (layers < 2) throw value_error(stage_name(stage::rollout), "needs several layers " + expected_got("L ≥ 2", "L = " + count(layers)));
     if (heads == 0) throw value_error(stage_name(stage::rollout), "needs heads to average " + expected_got("H ≥ 1", "H = 0"));
-    const std::size_t n = tq, TT = n * n;
-    std::vector<double> result(batch * TT);
-    std::vector<double> a(TT), product(TT), next(TT);
+}
+
+template <class T>
+void rollout_product::multiply(const T* weights) {
+    const std::size_t n = n_, TT = n * n;
+    if (product_.empty()) product_.resize(batch_);
     // Â_l = ½·mean_h(A_l) + ½·I, each row renormalised to sum 1 (Abnar & Zuidema 2020, eq. 1).
-    const auto augmented = [&](std::size_t l, std::size_t b) {
-        std::fill(a.begin(), a.end(), 0.0);
-        for (std::size_t h = 0; h < heads; ++h) {
-            const T* w = weights + ((l * batch + b) * heads + h) * TT;
-            for (std::size_t x = 0; x < TT; ++x) a[x] += static_cast<double>(w[x]);
+    const double half_mean = 0.5 / static_cast<double>(heads_);
+    for (std::size_t b = 0; b < batch_; ++b) {
+        a_.assign(TT, 0.0);
+        for (std::size_t h = 0; h < heads_; ++h) {
+            const T* w = weights + (b * heads_ + h) * TT;
+            for (std::size_t x = 0; x < TT; ++x) a_[x] += static_cast<double>(w[x]);
         }
-        const double half_mean = 0.5 / static_cast<double>(heads);
         for (std::size_t i = 0; i < n; ++i) {
-            double* row = a.data() + i * n;
+            double* row = a_.data() + i * n;
             double sum = 0;
             for (std::size_t j = 0; j < n; ++j) {
                 row[j] = half_mean * row[j] + (i == j ? 0.5 : 0.0);
@@ -117,22 +119,41 @@ std::vector<double> rollout(const T* weights, std::size_t layers, std::size_t ba
             if (sum != 0)
                 for (std::size_t j = 0; j < n; ++j) row[j] /= sum;
         }
-    };
-    for (std::size_t b = 0; b < batch; ++b) {
-        augmented(0, b);
-        product = a;
-        for (std::size_t l = 1; l < layers; ++l) {
-            augmented(l, b);
-            if (n > 0) {
-                // R ← Â_l · R: the later layer on the left.
-                const int m = static_cast<int>(n);
-                detail::gemm(false, false, m, m, m, 1.0, a.data(), m, product.data(), m, 0.0, next.data(), m);
-            }
-            product.swap(next);
+        if (layers_ == 0) {
+            product_[b].swap(a_);
+            continue;
         }
-        std::copy(product.begin(), product.end(), result.begin() + static_cast<std::ptrdiff_t>(b * TT));
+        // R ← Â_l · R, the later layer on the left, a block of rows at a time: each block of
+        // Â_l·R is written over the rows of Â_l it was made from, which no later block reads,
+        // so Â_l becomes the new R and the old R the next item's buffer.
+        const double* r = product_[b].data();
+        for (std::size_t r0 = 0; r0 < n; r0 += block_rows) {
+            const std::size_t rows = std::min(block_rows, n - r0);
+            next_.resize(rows * n);
+            const int m = static_cast<int>(n);
+            detail::gemm(false, false, static_cast<int>(rows), m, m, 1.0, a_.data() + r0 * n, m, r, m, 0.0, next_.data(), m);
+            std::copy(next_.begin(), next_.end(), a_.begin() + static_cast<std::ptrdiff_t>(r0 * n));
+        }
+        product_[b].swap(a_);
     }
-    return result;
+    ++layers_;
+}
+
+std::vector<double> rollout_product::result() const {
+    if (layers_ < 2) throw value_error(stage_name(stage::rollout), "needs several layers " + expected_got("L ≥ 2", "L = " + count(layers_)));
+    std::vector<double> r;
+    r.reserve(batch_ * n_ * n_);
+    for (const auto& item : product_) r.insert(r.end(), item.begin(), item.end());
+    return r;
+}
+
+template <class T>
+std::vector<double> rollout(const T* weights, std::size_t layers, std::size_t batch, std::size_t heads,
+                            std::size_t tq, std::size_t tk) {
+    if (tq == tk && layers < 2) throw value_error(stage_name(stage::rollout), "needs several layers " + expected_got("L ≥ 2", "L = " + count(layers)));
+    rollout_product r(batch, heads, tq, tk);
+    for (std::size_t l = 0; l < layers; ++l) r.multiply(weights + l * batch * heads * tq * tk);
+    return r.result();
 }
 
 template <class T>
@@ -189,6 +210,8 @@ std::vector<row_divergence> per_head_divergence(const T* a, const T* b, std::siz
 template head_statistics head_stats(const float*, const unsigned char*, std::size_t, std::size_t, std::size_t, std::size_t);
 template head_statistics head_stats(const double*, const unsigned char*, std::size_t, std::size_t, std::size_t, std::size_t);
 template std::vector<double> rollout(const float*, std::size_t, std::size_t, std::size_t, std::size_t, std::size_t);
+template void rollout_product::multiply(const float*);
+template void rollout_product::multiply(const double*);
 template std::vector<double> rollout(const double*, std::size_t, std::size_t, std::size_t, std::size_t, std::size_t);
 template std::vector<row_divergence> per_head_divergence(const float*, const float*, std::size_t, std::size_t, std::size_t);
 template std::vector<row_divergence> per_head_divergence(const double*, const double*, std::size_t, std::size_t,

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -77,16 +78,6 @@ array stack(const std::vector<const array*>& parts) {
 
 bool has(const std::vector<std::string>& list, const char* name) {
     return std::find(list.begin(), list.end(), name) != list.end();
-}
-
-/// The stages kept per layer when rollout or word_weights is asked for: --dump's, and
-/// weights (their input, dropped again at the end when --dump did not ask for them).
-std::vector<std::string> dump_order(const std::vector<std::string>& dump) {
-    std::vector<std::string> d;
-    for (const auto& s : dump)
-        if (s != stage_name(stage::rollout) && s != stage_name(stage::word_weights)) d.push_back(s);
-    if (!has(d, stage_name(stage::weights).c_str())) d.push_back(stage_name(stage::weights));
-    return d;
 }
 
 /// The options of one layer's compute(): the run's, with the family's attention settings
@@ -201,13 +192,21 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
     if (words && !in.text)
         throw usage_error("--words", "merges tokens into the words of a text " +
                                          expected_got("--text or --text-file", in.x ? "--x" : "token ids"));
-    const bool merged = rollout || words;  // stages made from every layer's weights at the end
+    // Both are made layer by layer from that layer's weights, which are then dropped unless
+    // --dump keeps them (docs/design.md §5.4): a run holds R and the words, not L layers.
+    const bool merged = rollout || words;
     if (merged && !has(dump, stage_name(stage::weights).c_str())) dump.push_back(stage_name(stage::weights));
     const bool streamed = ck.each_layer && !ck.layer;
-    if (streamed && merged)
-        throw usage_error("--dump", std::string(rollout ? "rollout multiplies" : "word_weights merges") +
-                                        " every layer's weights, which streamed output does not hold " +
+    if (streamed && rollout)
+        throw usage_error("--dump", "rollout is made at the end of the run, which streamed output has written already " +
                                         expected_got("held output", "streamed output"));
+    std::optional<core::rollout_product> product;
+    // The Tq×Tk stages --dump asks for are held for every dumped layer, then stacked, unless
+    // streamed; the weights rollout and word_weights read are dropped with their layer.
+    const bool holds_matrices = std::any_of(o.dump.begin(), o.dump.end(), [](const std::string& s) {
+        const stage_kind k = tensor_kind(s);
+        return k == stage_kind::logits || k == stage_kind::scores || k == stage_kind::weights || k == stage_kind::mask;
+    });
     nlohmann::ordered_json streamed_shapes;  // the stacked shapes, from the first layer streamed
 
     std::vector<io::document> docs;
@@ -238,7 +237,7 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
         // and the stream entering a layer must not depend on which layers are listed, so
         // --layer N and any list are bitwise slices of --layer all (docs/design.md §5.4).
         lo.dump = dump;
-        lo.planned_layers = streamed ? 1 : wanted.size();  // every dumped layer is held, then stacked, unless streamed
+        lo.planned_layers = streamed || !holds_matrices ? 1 : wanted.size();
         if (propagate && !has(lo.dump, stage_name(stage::output).c_str())) lo.dump.push_back(stage_name(stage::output));
         if (lo.dump.empty()) lo.dump.push_back(stage_name(stage::output));
         io::document doc = compute(std::move(inputs), tokens, lo);
@@ -255,9 +254,21 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
             if (!want_output) doc.tensors.erase(it);
         }
         if (dumped) {
-            // x and x_norm first, as in pipeline order; then compute's stages in --dump order.
+            if (merged) {
+                const named_array& w = *std::find_if(doc.tensors.begin(), doc.tensors.end(),
+                                                     [](const named_array& a) { return a.name == stage_name(stage::weights); });
+                if (rollout) {
+                    // weights (H, T, T) or (B, H, T, T) multiplied into R (T, T) or (B, T, T).
+                    const array& a = w.value;
+                    if (!product) product.emplace(unbatched ? 1 : a.shape[0], a.shape[a.rank() - 3], a.shape[a.rank() - 2], a.shape.back());
+                    product->multiply(a.data.empty() ? nullptr : reinterpret_cast<const T*>(a.data.data()));
+                }
+                if (words) doc.tensors.push_back({stage_name(stage::word_weights), word_weights_of(w.value, false, !unbatched, *in.text)});
+            }
+            // x and x_norm first, as in pipeline order; then compute's stages in --dump order
+            // (weights only when asked for: rollout's and word_weights' are dropped here).
             std::vector<named_array> ordered;
-            for (const auto& s : merged ? dump_order(o.dump) : o.dump) {
+            for (const auto& s : o.dump) {
                 if (s == stage_name(stage::x)) ordered.push_back({stage_name(stage::x), array_of(x, unbatched)});
                 else if (s == stage_name(stage::x_norm)) ordered.push_back({stage_name(stage::x_norm), array_of(xn, unbatched)});
                 else
@@ -284,6 +295,8 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
                 doc.meta["model"] = pipeline::model_meta(cfg, one);
                 for (const auto& [key, value] : in.model_extra.items()) doc.meta["model"][key] = value;
                 pipeline::record_shapes(doc);
+                if (words && std::all_of(in.text->words.begin(), in.text->words.end(), [&](const auto& w) { return w == in.text->words.front(); }))
+                    doc.words = in.text->words.front();  // the labels, as below
                 ck.each_layer(doc, index, wanted.size());
                 doc.tensors.clear();
                 docs.clear();
@@ -304,36 +317,24 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
         }
         out.tensors = std::move(stacked);
     }
-    if (merged) {
-        auto w = std::find_if(out.tensors.begin(), out.tensors.end(), [](const named_array& a) { return a.name == stage_name(stage::weights); });
-        const array& a = w->value;
-        std::vector<named_array> made;
-        if (rollout) {
-            // weights (L, H, T, T) or (L, B, H, T, T) → R (T, T) or (B, T, T), in double.
-            const std::size_t Lc = a.shape[0], Bc = unbatched ? 1 : a.shape[1], H = a.shape[a.rank() - 3];
-            const std::size_t Tq = a.shape[a.rank() - 2], Tk = a.shape.back();
-            const std::vector<T> values = a.to_vector<T>();
-            const std::vector<double> r = core::rollout(values.data(), Lc, Bc, H, Tq, Tk);
-            shape_t shape{Bc, Tq, Tk};
-            if (unbatched) shape.erase(shape.begin());
-            made.push_back({stage_name(stage::rollout), array::from<double>(shape, r.data())});
-        }
-        if (words) {
-            made.push_back({stage_name(stage::word_weights), word_weights_of(a, !ck.layer, !unbatched, *in.text)});
-            // One row of words labels the document when every text has the same words.
-            const auto& w_all = in.text->words;
-            if (std::all_of(w_all.begin(), w_all.end(), [&](const auto& l) { return l == w_all.front(); })) out.words = w_all.front();
-        }
-        if (!has(o.dump, stage_name(stage::weights).c_str())) out.tensors.erase(w);
-        // In --dump order: rollout and word_weights where they were asked for.
+    if (rollout) {
+        // R, (T, T) or (B, T, T) in double, where --dump asked for it among the stacked stages.
+        const std::vector<double> r = product->result();
+        shape_t shape{product->batch(), product->size(), product->size()};
+        if (unbatched) shape.erase(shape.begin());
+        named_array made{stage_name(stage::rollout), array::from<double>(shape, r.data())};
         std::vector<named_array> ordered;
         for (const auto& s : o.dump) {
-            for (auto& m : made)
-                if (m.name == s) ordered.push_back(std::move(m));
+            if (s == made.name) ordered.push_back(std::move(made));
             for (auto& t : out.tensors)
                 if (t.name == s || t.name.rfind(s + ".", 0) == 0) ordered.push_back(std::move(t));
         }
         out.tensors = std::move(ordered);
+    }
+    if (words) {
+        // One row of words labels the document when every text has the same words.
+        const auto& w_all = in.text->words;
+        if (std::all_of(w_all.begin(), w_all.end(), [&](const auto& l) { return l == w_all.front(); })) out.words = w_all.front();
     }
     out.meta["model"] = pipeline::model_meta(cfg, ck);
     pipeline::record_shapes(out);

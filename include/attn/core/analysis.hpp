@@ -41,6 +41,39 @@ template <class T>
 std::vector<double> rollout(const T* weights, std::size_t layers, std::size_t batch, std::size_t heads,
                             std::size_t tq, std::size_t tk);
 
+/// Attention rollout (as rollout() above, the same arithmetic and the same values) taken one
+/// layer at a time, so that no layer's weights need be kept once multiplied in (docs/design.md
+/// §5.4): holds R, B·T·T doubles, one T·T buffer and 128 rows, whatever the number of layers.
+class rollout_product {
+public:
+    /// For weights of `batch` items of `heads` heads, (tq, tk) each. Throws value_error when
+    /// tq ≠ tk or heads = 0, with rollout()'s messages.
+    rollout_product(std::size_t batch, std::size_t heads, std::size_t tq, std::size_t tk);
+
+    /// Multiplies in the next layer (the first call: layer 1 of eq. 1): `weights` is its
+    /// (B, H, T, T) in C order. R ← Â_l · R for every batch item.
+    template <class T>
+    void multiply(const T* weights);
+
+    /// The layers multiplied in so far.
+    std::size_t layers() const noexcept { return layers_; }
+    /// B, the batch items.
+    std::size_t batch() const noexcept { return batch_; }
+    /// T, R's rows and columns.
+    std::size_t size() const noexcept { return n_; }
+
+    /// R, (B, T, T) in C order, double. Throws value_error when fewer than two layers were
+    /// multiplied in ("rollout: needs several layers (expected L ≥ 2, got L = 1)").
+    std::vector<double> result() const;
+
+private:
+    std::size_t batch_, heads_, n_;
+    std::size_t layers_ = 0;
+    std::vector<std::vector<double>> product_;  // B of (T, T): R of each item so far
+    std::vector<double> a_;                     // (T, T): Â_l of one item, then Â_l · R
+    std::vector<double> next_;                  // a block of rows of Â_l · R
+};
+
 /// One row of a per-head comparison of two weight tensors of identical shape.
 struct row_divergence {
     std::size_t head = 0;         ///< flat index over the leading axes ((L·)B·H)
