@@ -246,3 +246,44 @@ TEST_CASE("JSON Lines of several layers hold one layer: peak memory of --layer a
     CHECK(m.peak_kb < attn_test::peak_bound_mb(80) * 1024);  // KiB; four layers held pass 128 MiB of weights alone
     CHECK(std::filesystem::file_size(dir.path + "/out.jsonl") > 4 * 1024 * 1024 * 4);
 }
+
+TEST_CASE("JSON of several layers killed mid-way: the destination as it was, and no spool left, even after SIGKILL") {
+    // T = 1024 on gemma3-tiny: four layers of 16 MiB of weights, about a second of text;
+    // the signal arrives once the temporary exists (the first layer is being spooled).
+    attn_test::scratch_dir dir;
+    std::vector<std::int64_t> ids(1024);
+    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int64_t>((i * 37 + 5) % 64);
+    {
+        std::ofstream f(dir.path + "/ids.npy", std::ios::binary);
+        attn::array a;
+        a.type = attn::dtype::i8;
+        a.shape = {ids.size()};
+        a.data.resize(ids.size() * sizeof(std::int64_t));
+        std::memcpy(a.data.data(), ids.data(), a.data.size());
+        attn::io::write_npy(f, a);
+    }
+    const std::string out_dir = dir.path + "/out";
+    std::filesystem::create_directory(out_dir);
+    const std::string out = out_dir + "/out.json";
+    for (const std::string sig : {"TERM", "KILL"}) {
+        CAPTURE(sig);
+        attn_test::spit(out, "before");
+        // The shell waits for the temporary, lets the run go on a little, then signals it.
+        const std::string script = "cd '" + std::string(ATTN_SOURCE_DIR) + "' && { '" + ATTN_BINARY +
+                                   "' compute tests/fixtures/checkpoints/gemma3-tiny --layer all --token-ids '" + dir.path +
+                                   "/ids.npy' --dump weights --precision 2 -o '" + out + "' 2>/dev/null & p=$!; " +
+                                   "while ! ls -a '" + out_dir + "' | grep -q attn-; do sleep 0.01; done; sleep 0.2; kill -" + sig +
+                                   " $p; wait $p; echo $? > '" + dir.path + "/code'; } 2>/dev/null";
+        REQUIRE(std::system(script.c_str()) == 0);
+        const std::string code = attn_test::slurp(dir.path + "/code");
+        CHECK(code == (sig == "TERM" ? "143\n" : "137\n"));  // killed, not finished
+        CHECK(attn_test::slurp(out) == "before");
+        // SIGTERM removes the pending temporary; SIGKILL cannot, but the spools had no names.
+        std::vector<std::string> names;
+        for (const auto& e : std::filesystem::directory_iterator(out_dir)) names.push_back(e.path().filename().string());
+        CHECK(names.size() == (sig == "TERM" ? 1u : 2u));
+        for (const auto& n : names) CHECK((n == "out.json" || n.rfind("out.json.attn-", 0) == 0));
+        for (const auto& n : names)
+            if (n != "out.json") std::filesystem::remove(out_dir + "/" + n);
+    }
+}
