@@ -461,18 +461,23 @@ TEST_CASE("bombs: a checkpoint run with --layer all plans every layer's Tq×Tk s
     auto r = run_attn(run + " --layer 1");
     CHECK_MESSAGE(r.code == 0, r.err);
     std::filesystem::remove(out);
-    // Held output (JSON, and .npz on stdout): both layers are held, then stacked: 2 stages × 2 layers × 2 × 16 384 bytes.
-    const std::string held = "compute data/gpt2-tiny/model.safetensors --ids " + ids + " --dump weights,scores --max-bytes 125000 -o '" +
-                             dir.path + "/out.json'";
-    r = run_attn(held + " --layer all");
+    // Held output (JSON, CSV and .npz on stdout): both layers are held, then stacked: 2 stages × 2 layers × 2 × 16 384 bytes.
+    const std::string held = "compute data/gpt2-tiny/model.safetensors --ids " + ids + " --dump weights,scores --max-bytes 125000";
+    r = run_attn(held + " --layer all --format json");
     CHECK(r.code == 1);
     CHECK(r.err == "attn: error: this run needs about 131.1 kB for its Tq×Tk stages (L=2, B=1, H=4, Tq=Tk=32, float32) "
                    "(expected at most --max-bytes 125000 bytes; raise --max-bytes or dump fewer stages)\n");
-    CHECK_FALSE(std::filesystem::exists(dir.path + "/out.json"));
-    // A streamed .npz (docs/design.md §5.4) holds one layer at a time, within the limit.
+    CHECK(r.out.empty());
+    // A streamed .npz, JSON or CSV, or JSON Lines (docs/design.md §5.4) holds one layer at a time, within the limit.
     r = run_attn(run + " --layer all");
     CHECK_MESSAGE(r.code == 0, r.err);
     CHECK(std::filesystem::exists(out));
+    for (const std::string ext : {"json", "csv", "jsonl"}) {
+        CAPTURE(ext);
+        r = run_attn(held + " --layer all --format " + ext + " -o '" + dir.path + "/out." + ext + "'");
+        CHECK_MESSAGE(r.code == 0, r.err);
+        CHECK(std::filesystem::exists(dir.path + "/out." + ext));
+    }
 }
 
 TEST_CASE("bombs: rollout and word_weights of every layer hold one layer's weights at a time, not L") {

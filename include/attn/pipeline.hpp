@@ -116,11 +116,12 @@ struct checkpoint_options {
     /// hands each listed layer's stages to this function as soon as the layer is computed,
     /// then frees them, instead of holding and stacking every layer. `layer` holds that
     /// layer's stages without the layer axis, named and ordered as the stacked document's,
-    /// `index` counts the listed layers from 0 and `count` is their number (the leading
-    /// axis). compute_checkpoint then returns the run's meta (shapes with the layer axis)
-    /// and no tensors, and plans --max-bytes for one layer. Not used for --layer N (one
-    /// layer is the document); refused with rollout or word_weights, which need every
-    /// layer's weights.
+    /// and the meta --layer N gives that layer (meta.model.layer = N, meta.shapes without
+    /// the layer axis, its word labels): the document a --layer N run returns. `index`
+    /// counts the listed layers from 0 and `count` is their number (the leading axis).
+    /// compute_checkpoint then returns the run's meta (shapes with the layer axis) and
+    /// labels and no tensors, and plans --max-bytes for one layer. Not used for --layer N
+    /// (one layer is the document); refused with rollout, written after the last layer.
     std::function<void(io::document& layer, std::size_t index, std::size_t count)> each_layer;
 };
 

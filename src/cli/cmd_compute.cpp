@@ -21,6 +21,7 @@
 #include "attn/io/input.hpp"
 #include "attn/io/npz_stream.hpp"
 #include "attn/io/output.hpp"
+#include "attn/io/text_stream.hpp"
 #include "attn/io/writers.hpp"
 #include "batch.hpp"
 #include "commands.hpp"
@@ -46,16 +47,34 @@ void emit(io::document& doc, io::format f, const compute_options& c) {
     write_output(c.output, io::is_binary(f), [&](std::ostream& out) { io::write_document(out, doc, f, style, color); });
 }
 
-/// True when a checkpoint run's .npz or .npy is streamed layer by layer (docs/design.md
+/// True when a checkpoint run's .npz, .npy, CSV or JSON is streamed layer by layer (docs/design.md
 /// §5.4): listed or all layers, to a file written through a temporary (not stdout, a
-/// device or a pipe, which cannot seek), without --plot (drawn from the held weights) or
-/// rollout (made after the last layer), on a little-endian host (the .npy byte order).
+/// device or a pipe, which cannot seek, nor hold the text formats' spools beside them),
+/// without --plot (drawn from the held weights) or rollout (made after the last layer), on
+/// a little-endian host (the .npy byte order).
 bool streams_layers(const compute_options& c, io::format f, const attn::checkpoint_options& ck, const attn::pipeline_options& settings) {
     const std::uint16_t one = 1;
     const bool little_endian = *reinterpret_cast<const unsigned char*>(&one) == 1;
-    return (f == io::parse_format("npz") || f == io::parse_format("npy")) && !ck.layer && !is_stdout(c.output) &&
+    return (f == io::parse_format("npz") || f == io::parse_format("npy") || f == io::parse_format("csv") ||
+            f == io::parse_format("json")) &&
+           !ck.layer && !is_stdout(c.output) &&
            !io::written_in_place(c.output) && c.plot.empty() && little_endian &&
            std::find(settings.dump.begin(), settings.dump.end(), stage_name(attn::stage::rollout)) == settings.dump.end();
+}
+
+/// True when a checkpoint run writes JSON Lines a layer a line (docs/design.md §5.4): a
+/// run of listed or all layers in jsonl writes one compact object per dumped layer, in
+/// layer order, each exactly what --layer N writes for that layer, as soon as the layer
+/// is computed (to stdout, flushed line by line, or to -o through a temporary), --words'
+/// word_weights in it. Refused with rollout, made from every layer's weights at the end,
+/// which is no layer's line: usage_error.
+bool writes_layer_lines(io::format f, const attn::checkpoint_options& ck, const attn::pipeline_options& settings) {
+    if (f != io::parse_format("jsonl") || ck.layer) return false;
+    const auto dumped = [&](attn::stage s) { return std::find(settings.dump.begin(), settings.dump.end(), stage_name(s)) != settings.dump.end(); };
+    if (dumped(attn::stage::rollout))
+        throw usage_error("--dump", "rollout multiplies every layer's weights, and JSON Lines hold one layer a line " +
+                                        expected_got("--format json, csv or npz", "jsonl"));
+    return true;
 }
 
 /// Several inputs, a manifest, or -o DIR/: a batch run.
@@ -133,20 +152,67 @@ int run_compute(const compute_options& c) {
         // is computed, then is freed; the temporary file is renamed over -o at the end.
         std::optional<io::atomic_file> file;
         std::optional<io::npz_stream> stream;
+        std::optional<io::csv_stream> csv;  // CSV: each tensor's lines spooled, joined at the end
+        std::optional<io::json_stream> json;  // JSON: the same, within the run's document
         // The writers know why a write failed (a full disk, `ulimit -f`), not the destination.
         const auto named = [&](const std::function<void()>& write) {
             try {
                 write();
             } catch (const io_error& e) {
                 if (!e.source().empty()) throw;
-                throw io_error(c.output, e.message());
+                throw io_error(is_stdout(c.output) ? "<stdout>" : c.output, e.message());
             }
         };
         try {
             attn::checkpoint_options ck = checkpoint_settings(c.inputs.empty() ? std::string() : c.inputs.front(), c.pipeline);
+            if (writes_layer_lines(f, ck, settings)) {
+                // One line per layer, written and freed; --plot draws the first listed
+                // layer, as it does of a held run.
+                std::optional<io::heatmap_spec> plot;
+                if (!is_stdout(c.output)) file.emplace(c.output);
+                std::ostream& out = file ? file->stream() : std::cout;
+                io::text_style style;
+                style.precision = c.precision;
+                style.full = c.full;
+                ck.each_layer = [&](io::document& layer, std::size_t index, std::size_t) {
+                    if (!c.plot.empty()) {
+                        std::optional<io::heatmap_spec> spec = plot_of_weights(layer, c.dump);
+                        if (index == 0) plot = std::move(spec);
+                    }
+                    apply_store(layer, c.store, f);
+                    named([&] { io::write_document(out, layer, f, style, false); });
+                };
+                io::bundle extra = gather_inputs("", c.pipeline);
+                attn::compute_checkpoint(ck, std::move(extra.arrays), {}, settings);
+                if (file) file->commit();
+                if (plot) io::write_heatmap(c.plot, *plot);
+                return exit_ok;
+            }
             if (streams_layers(c, f, ck, settings)) {
                 ck.each_layer = [&](io::document& layer, std::size_t, std::size_t count) {
                     apply_store(layer, c.store, f);
+                    if (f == io::parse_format("json")) {
+                        if (!json) {
+                            file.emplace(c.output);
+                            io::text_style style;
+                            style.precision = c.precision;
+                            style.compact = c.compact;
+                            json.emplace(file->stream(), c.output, count, style);
+                        }
+                        named([&] { json->append(layer); });
+                        return;
+                    }
+                    if (f == io::parse_format("csv")) {
+                        if (!csv) {
+                            file.emplace(c.output);
+                            io::text_style style;
+                            style.precision = c.precision;
+                            csv.emplace(file->stream(), c.output, count, style);
+                        }
+                        // The model's layer, from the layer's meta (--layer N's).
+                        named([&] { csv->append(layer, layer.meta["model"]["layer"].get<std::size_t>()); });
+                        return;
+                    }
                     if (!stream) {
                         file.emplace(c.output);
                         if (file->in_place()) throw io_error(c.output, "cannot stream into a device or pipe (expected a file, got a device)");
@@ -165,8 +231,12 @@ int run_compute(const compute_options& c) {
             }
             io::bundle extra = gather_inputs("", c.pipeline);
             doc = attn::compute_checkpoint(ck, std::move(extra.arrays), {}, settings);
-            if (stream) {
-                named([&] { stream->finish(); });
+            if (stream || csv || json) {
+                named([&] {
+                    if (stream) stream->finish();
+                    else if (csv) csv->finish();
+                    else json->finish(doc);
+                });
                 file->commit();
                 return exit_ok;
             }

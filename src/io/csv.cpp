@@ -121,26 +121,54 @@ void put_lines(text_buffer& b, const std::string& name, const T* data, const lay
     }
 }
 
+/// Writes `rows` × l.cols values of one layer's block of `t` (or of the whole tensor),
+/// each line opening with `prefix` ("name," or "name,layer,").
+template <class T>
+void put_block(text_buffer& b, const layout4& l, const std::string& prefix, const T* block, int precision) {
+    const std::size_t rows = l.batch * l.head * l.rows;
+    if (rows * l.cols == 0) return;
+    detail::emit_rows(b, rows, l.cols, [&](text_buffer& out, std::size_t first, std::size_t last) {
+        put_lines(out, prefix, block, l, precision, first, last);
+    });
+}
+
 /// Writes `t`, whose first `layers` axes (0 or 1) are a layer axis: each layer's lines
 /// carry its model layer (io::layer_number) in the `layer` column.
 template <class T>
 void put_tensor(text_buffer& b, const layout4& l, const named_array& t, const T* data, int precision, std::size_t layers,
                 const document& doc) {
     const std::size_t rows = l.batch * l.head * l.rows;
-    if (rows * l.cols == 0) return;
     const std::size_t count = layers ? t.value.shape[0] : 1;
     for (std::size_t layer = 0; layer < count; ++layer) {
         // The layer index goes into the fixed prefix: "name,l," then b,h,r as usual.
         // The model's layer, which a list of layers (--layer 0,5) makes differ from the index.
         const std::string name = csv_field(t.name) + (layers ? "," + std::to_string(layer_number(doc, layer)) : "");
-        const T* block = data + layer * rows * l.cols;
-        detail::emit_rows(b, rows, l.cols, [&](text_buffer& out, std::size_t first, std::size_t last) {
-            put_lines(out, name, block, l, precision, first, last);
-        });
+        put_block(b, l, name, data + layer * rows * l.cols, precision);
+    }
+}
+
+/// Calls f(pointer) with `a`'s values as float or double: the array's own for float32
+/// and float64, a converted copy for the others.
+template <class F>
+void with_values(const array& a, F&& f) {
+    if (a.type == dtype::f4) {
+        f(reinterpret_cast<const float*>(a.data.data()));
+    } else if (a.type == dtype::f8) {
+        f(reinterpret_cast<const double*>(a.data.data()));
+    } else if (a.type == dtype::f2) {
+        const std::vector<float> v = a.to_vector<float>();
+        f(v.data());
+    } else {
+        const std::vector<double> v = a.to_vector<double>();
+        f(v.data());
     }
 }
 
 }  // namespace
+
+const char* csv_header(bool layered) {
+    return layered ? "tensor,layer,batch,head,row,col,value\n" : "tensor,batch,head,row,col,value\n";
+}
 
 void write_csv(std::ostream& out, const document& doc, const text_style& style) {
     const std::size_t layers = layer_axes(doc);
@@ -152,22 +180,32 @@ void write_csv(std::ostream& out, const document& doc, const text_style& style) 
         csv_layout(doc, t, layers);
     }
     text_buffer b(&out);
-    b.append(layers ? "tensor,layer,batch,head,row,col,value\n" : "tensor,batch,head,row,col,value\n");
+    b.append(csv_header(layers != 0));
     for (const named_array& t : doc.tensors) {
-        const array& a = t.value;
         const layout4 l = csv_layout(doc, t, layers);
-        if (a.type == dtype::f4) {
-            put_tensor(b, l, t, reinterpret_cast<const float*>(a.data.data()), style.precision, layers, doc);
-        } else if (a.type == dtype::f8) {
-            put_tensor(b, l, t, reinterpret_cast<const double*>(a.data.data()), style.precision, layers, doc);
-        } else if (a.type == dtype::f2) {
-            const std::vector<float> v = a.to_vector<float>();
-            put_tensor(b, l, t, v.data(), style.precision, layers, doc);
-        } else {
-            const std::vector<double> v = a.to_vector<double>();
-            put_tensor(b, l, t, v.data(), style.precision, layers, doc);
-        }
+        with_values(t.value, [&](const auto* data) { put_tensor(b, l, t, data, style.precision, layers, doc); });
     }
+    b.finish();
+}
+
+void check_csv_layer(const document& layer, std::size_t count) {
+    for (const named_array& t : layer.tensors) {
+        detail::check_layout(t.name, t.value);
+        named_array stacked{t.name, {}};
+        stacked.value.type = t.value.type;
+        stacked.value.shape = t.value.shape;
+        stacked.value.shape.insert(stacked.value.shape.begin(), count);
+        if (t.value.rank() > 4) csv_layout(layer, stacked, 1);  // the held writer's message, for the stacked shape
+        csv_layout(layer, t, 0);
+    }
+}
+
+void write_csv_layer(std::ostream& out, const document& layer, std::size_t index, std::size_t number, const text_style& style) {
+    const named_array& t = layer.tensors.at(index);
+    detail::check_layout(t.name, t.value);
+    const layout4 l = csv_layout(layer, t, 0);
+    text_buffer b(&out);
+    with_values(t.value, [&](const auto* data) { put_block(b, l, csv_field(t.name) + "," + std::to_string(number), data, style.precision); });
     b.finish();
 }
 

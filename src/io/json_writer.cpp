@@ -3,6 +3,7 @@
 // 0.10000000149011612).
 
 #include <cstring>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -205,9 +206,31 @@ void put_array(text_buffer& b, const named_array& t, int base, int precision, bo
     }
 }
 
-}  // namespace
+/// The object a dotted name "a.b" is a member of ("a"), or "" for a plain name (split at
+/// the first dot).
+std::string group_of(const std::string& name) {
+    const std::size_t dot = name.find('.');
+    return dot == std::string::npos || dot == 0 || dot + 1 == name.size() ? std::string() : name.substr(0, dot);
+}
 
-void write_json(std::ostream& out, const document& doc, const text_style& style) {
+/// The indentation of the line holding a tensor's key: 2, or 4 inside its group's object.
+int key_indent(const std::string& name) { return group_of(name).empty() ? indent_step : 2 * indent_step; }
+
+/// The value of tensor `index` of a streamed document, its layers' text joined.
+using joined_body = std::function<void(std::ostream& out, std::size_t index)>;
+
+/// A stacked tensor whose layers' text comes from `body`: the brackets around it as
+/// put_tensor writes them for a leading layer axis (layers of 0-d values: one flat list).
+void put_joined(text_buffer& b, std::ostream& out, const named_array& t, std::size_t index, int base, bool pretty,
+                const joined_body& body) {
+    b.put('[');
+    b.flush();
+    body(out, index);
+    if (pretty && t.value.rank() > 1) b.newline(base);
+    b.put(']');
+}
+
+void write_json_document(std::ostream& out, const document& doc, const text_style& style, const joined_body* body) {
     const bool pretty = !style.compact;
     text_buffer b(&out);
     bool first = true;
@@ -240,16 +263,13 @@ void write_json(std::ostream& out, const document& doc, const text_style& style)
     // A dotted name is a member of an object: every "stats.<member>" tensor goes into
     // one object, stats, written where the first of them is (one level: the name is
     // split at its first dot), so that `jq .stats.var_qk` works.
-    const auto group_of = [](const std::string& name) {
-        const std::size_t dot = name.find('.');
-        return dot == std::string::npos || dot == 0 || dot + 1 == name.size() ? std::string() : name.substr(0, dot);
-    };
     for (std::size_t i = 0; i < doc.tensors.size(); ++i) {
         const named_array& t = doc.tensors[i];
         const std::string group = group_of(t.name);
         if (group.empty()) {
             key(t.name);
-            put_array(b, t, indent_step, style.precision, pretty);
+            if (body) put_joined(b, out, t, i, indent_step, pretty, *body);
+            else put_array(b, t, indent_step, style.precision, pretty);
             continue;
         }
         bool written = false;
@@ -266,7 +286,8 @@ void write_json(std::ostream& out, const document& doc, const text_style& style)
             if (pretty) b.newline(2 * indent_step);
             b.append(quoted(m.name.substr(group.size() + 1)));
             b.append(pretty ? ": " : ":");
-            put_array(b, m, 2 * indent_step, style.precision, pretty);
+            if (body) put_joined(b, out, m, j, 2 * indent_step, pretty, *body);
+            else put_array(b, m, 2 * indent_step, style.precision, pretty);
         }
         if (pretty) b.newline(indent_step);
         b.put('}');
@@ -274,6 +295,29 @@ void write_json(std::ostream& out, const document& doc, const text_style& style)
     if (pretty) b.newline(0);
     b.append("}\n");
     b.finish();
+}
+
+}  // namespace
+
+void write_json(std::ostream& out, const document& doc, const text_style& style) { write_json_document(out, doc, style, nullptr); }
+
+void write_json_layer(std::ostream& out, const named_array& t, std::size_t index, const text_style& style) {
+    const bool pretty = !style.compact;
+    const int base = key_indent(t.name) + indent_step;  // one level in: the layer axis
+    text_buffer b(&out);
+    if (t.value.rank() == 0) {
+        if (index) b.append(pretty ? ", " : ",");
+    } else {
+        if (index) b.put(',');
+        if (pretty) b.newline(base);
+    }
+    put_array(b, t, base, style.precision, pretty);
+    b.finish();
+}
+
+void write_json_joined(std::ostream& out, const document& doc, const text_style& style,
+                       const std::function<void(std::ostream& out, std::size_t index)>& body) {
+    write_json_document(out, doc, style, &body);
 }
 
 void write_jsonl(std::ostream& out, const document& doc, const text_style& style) {

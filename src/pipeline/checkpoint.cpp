@@ -155,6 +155,7 @@ struct run_inputs {
     const array* x = nullptr;
     std::vector<named_array> passed;  // attention_mask, token_ids, position_ids, … given to every layer
     const encoded_texts* text = nullptr;  // the texts the ids come from (word_weights needs their words)
+    nlohmann::ordered_json model_extra = nlohmann::ordered_json::object();  // meta.model's tokens and text, every layer's
 };
 
 template <class T>
@@ -288,6 +289,16 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
                     }
                 }
                 const auto index = static_cast<std::size_t>(std::lower_bound(wanted.begin(), wanted.end(), l) - wanted.begin());
+                // Its meta as --layer l gives it (model.layer, shapes without the layer
+                // axis): a JSON Lines line per layer is that run's output (docs/design.md §5.4).
+                checkpoint_options one = ck;
+                one.layer = l;
+                one.layers.clear();
+                doc.meta["model"] = pipeline::model_meta(cfg, one);
+                for (const auto& [key, value] : in.model_extra.items()) doc.meta["model"][key] = value;
+                pipeline::record_shapes(doc);
+                if (words && std::all_of(in.text->words.begin(), in.text->words.end(), [&](const auto& w) { return w == in.text->words.front(); }))
+                    doc.words = in.text->words.front();  // the labels, as below
                 ck.each_layer(doc, index, wanted.size());
                 doc.tensors.clear();
                 docs.clear();
@@ -546,8 +557,7 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
     if (ck.words && !has(run_options.dump, word_stage.c_str())) run_options.dump.push_back(word_stage);
     const bool words = has(run_options.dump, word_stage.c_str());
     in.text = text ? &*text : nullptr;
-    io::document doc = t == dtype::f8 ? run<double>(fam, ck, in, tokens, run_options) : run<float>(fam, ck, in, tokens, run_options);
-    if (!item_tokens.empty()) doc.meta["model"]["tokens"] = item_tokens;
+    if (!item_tokens.empty()) in.model_extra["tokens"] = item_tokens;
     if (text) {
         nlohmann::json t;
         t["tokenizer"] = tok_path;
@@ -563,8 +573,10 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
                                                     all_ids.begin() + static_cast<std::ptrdiff_t>(b * T + text->lengths[b])));
         t["ids"] = ids;
         if (words) t["words"] = text->words;  // per text: word_weights' rows and columns
-        doc.meta["model"]["text"] = t;
+        in.model_extra["text"] = t;
     }
+    io::document doc = t == dtype::f8 ? run<double>(fam, ck, in, tokens, run_options) : run<float>(fam, ck, in, tokens, run_options);
+    for (const auto& [key, value] : in.model_extra.items()) doc.meta["model"][key] = value;
     return doc;
 }
 

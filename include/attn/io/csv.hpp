@@ -19,4 +19,23 @@ namespace attn::io {
 /// rank above 4, value_error if a tensor's bytes do not match its shape.
 void write_csv(std::ostream& out, const document& doc, const text_style& style);
 
+/// The header line write_csv writes: "tensor,layer,batch,head,row,col,value\n" for a
+/// document with a layer axis (layered), else "tensor,batch,head,row,col,value\n".
+const char* csv_header(bool layered);
+
+/// Streamed CSV of a run of several layers (docs/design.md §5.4): checks, before anything
+/// is written, that every tensor of `layer` (one layer's document, no layer axis) can be
+/// written as write_csv writes the run's `count` layers stacked. Throws shape_error (rank
+/// above 4 per layer, with write_csv's message for the stacked shape), value_error (bytes
+/// that do not match the shape).
+void check_csv_layer(const document& layer, std::size_t count);
+
+/// Streamed CSV: the lines write_csv writes for tensor `index` of one layer of a run of
+/// several layers (the held document's tensor, sliced at that layer), with `number`, the
+/// model's layer, in the `layer` column; no header. Concatenated tensor by tensor, each
+/// tensor's layers in order, after csv_header(true), they are write_csv's bytes for the
+/// stacked document. Throws io_error if `out` fails, shape_error / value_error as
+/// check_csv_layer.
+void write_csv_layer(std::ostream& out, const document& layer, std::size_t index, std::size_t number, const text_style& style);
+
 }  // namespace attn::io

@@ -3,6 +3,7 @@
 /// JSON in and out. Non-finite numbers are the strings "NaN", "Infinity", "-Infinity"
 /// (the protobuf JSON mapping), both ways.
 
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -83,6 +84,22 @@ std::string read_side_json(const std::string& path, side_json kind);
 /// formatted by several threads (as many as omp_get_max_threads()) in row blocks.
 /// Throws io_error if `out` fails, value_error if a tensor's bytes do not match its shape.
 void write_json(std::ostream& out, const document& doc, const text_style& style);
+
+/// Streamed JSON of a run of several layers (docs/design.md §5.4): the text of layer
+/// `index` (from 0) of a tensor with a leading layer axis, `t` being that layer's slice
+/// (no layer axis), as write_json writes it inside the stacked tensor's list: the comma
+/// and line break before it (none before layer 0), then its nested lists. Joined in layer
+/// order they are the value write_json_joined puts between the list's brackets. Throws
+/// io_error if `out` fails, value_error if the tensor's bytes do not match its shape.
+void write_json_layer(std::ostream& out, const named_array& t, std::size_t index, const text_style& style);
+
+/// write_json of a document whose tensors' values are written by `body(out, i)` (tensor
+/// i's layers, each from write_json_layer, one after another) between the brackets of
+/// its layer axis; `doc.tensors` give the names and the stacked shapes (their data is
+/// not read). Byte for byte write_json of the stacked document. Throws io_error if `out`
+/// fails, and whatever `body` throws.
+void write_json_joined(std::ostream& out, const document& doc, const text_style& style,
+                       const std::function<void(std::ostream& out, std::size_t index)>& body);
 
 /// JSON Lines: write_json with style.compact forced, so the object is exactly one
 /// line ending in "\n" (one line per input in batch runs, docs/design.md §2).
