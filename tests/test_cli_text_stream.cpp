@@ -131,7 +131,7 @@ TEST_CASE("JSON Lines of several layers: a run that fails part way leaves the de
     CHECK(attn_test::slurp(out).size() > 4096);  // the limit above did bite
 }
 
-TEST_CASE("JSON Lines of several layers refuse rollout, made from every layer at the end; --words is in each line") {
+TEST_CASE("JSON Lines of several layers refuse rollout, made from every layer at the end, and carry --words in each line") {
     attn_test::scratch_dir dir;
     attn_test::refused("data/llama-tiny --layer all --ids 1,2,3 --dump weights,rollout --format jsonl", 2,
                        "--dump: rollout multiplies every layer's weights, and JSON Lines hold one layer a line "
