@@ -512,5 +512,6 @@ TEST_CASE("safetensors: load_rows of a large BF16 table touches only those rows'
     CHECK(a.value(0) == 0.5);
     CHECK(a.value(E) == 0.5);
     CHECK(a.value(1) == 0.0);
-    CHECK(rss_file_kb() - before < 8 * 1024);  // three rows' pages (and the kernel's fault-around), not the table's 64 MiB
+    // Three rows, and the neighbours the kernel maps around each fault, which load_rows drops.
+    CHECK(rss_file_kb() - before < 256);
 }

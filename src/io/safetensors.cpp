@@ -920,6 +920,9 @@ array checkpoint::load_rows(const std::string& name, const std::vector<std::size
             }
         }
     });
+    // Each row read faults in its neighbours too (the kernel maps 64 KiB around a fault):
+    // T rows of a large table would leave up to T × 64 KiB of it resident.
+    release_copied_pages(*shard.bytes, p, e->end - e->begin);
     a.data = byte_buffer(std::move(out));
     return a;
 }
