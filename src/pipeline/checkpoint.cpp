@@ -249,6 +249,21 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
             for (auto& p : projected)
                 if (t.name == p.name) t.value = std::move(p.value);
 
+        if (dumped && merged) {
+            // Rollout and word_weights take this layer's weights now, and the weights go unless
+            // --dump keeps them, before the block's MLP allocates its own (docs/design.md §5.4).
+            auto w = std::find_if(doc.tensors.begin(), doc.tensors.end(), [](const named_array& a) { return a.name == stage_name(stage::weights); });
+            if (rollout) {
+                // weights (H, T, T) or (B, H, T, T) multiplied into R (T, T) or (B, T, T).
+                const array& a = w->value;
+                if (!product) product.emplace(unbatched ? 1 : a.shape[0], a.shape[a.rank() - 3], a.shape[a.rank() - 2], a.shape.back());
+                product->multiply(a.data.empty() ? nullptr : reinterpret_cast<const T*>(a.data.data()));
+            }
+            array merged_words = words ? word_weights_of(w->value, false, !unbatched, *in.text) : array{};
+            if (!has(o.dump, stage_name(stage::weights).c_str())) doc.tensors.erase(w);
+            if (words) doc.tensors.push_back({stage_name(stage::word_weights), std::move(merged_words)});
+        }
+
         core::tensor3<T> next;
         if (propagate) {
             auto it = std::find_if(doc.tensors.begin(), doc.tensors.end(), [](const named_array& a) { return a.name == stage_name(stage::output); });
@@ -256,19 +271,8 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
             if (!want_output) doc.tensors.erase(it);
         }
         if (dumped) {
-            if (merged) {
-                const named_array& w = *std::find_if(doc.tensors.begin(), doc.tensors.end(),
-                                                     [](const named_array& a) { return a.name == stage_name(stage::weights); });
-                if (rollout) {
-                    // weights (H, T, T) or (B, H, T, T) multiplied into R (T, T) or (B, T, T).
-                    const array& a = w.value;
-                    if (!product) product.emplace(unbatched ? 1 : a.shape[0], a.shape[a.rank() - 3], a.shape[a.rank() - 2], a.shape.back());
-                    product->multiply(a.data.empty() ? nullptr : reinterpret_cast<const T*>(a.data.data()));
-                }
-                if (words) doc.tensors.push_back({stage_name(stage::word_weights), word_weights_of(w.value, false, !unbatched, *in.text)});
-            }
             // x and x_norm first, as in pipeline order; then compute's stages in --dump order
-            // (weights only when asked for: rollout's and word_weights' are dropped here).
+            // (weights only when asked for: those rollout and word_weights read are gone by now).
             std::vector<named_array> ordered;
             for (const auto& s : o.dump) {
                 if (s == stage_name(stage::x)) ordered.push_back({stage_name(stage::x), array_of(x, unbatched)});
