@@ -188,6 +188,10 @@ constexpr std::size_t npy_head_bytes = (std::size_t{1} << 16) + 16;
 std::optional<bundle> read_in_place(const std::string& path, const member_filter& wanted,
                                     std::vector<std::string>* names, bool& named) {
     if (path == "-") return std::nullopt;
+    // Only a regular file is opened here: a FIFO opened twice (here, then by read_file)
+    // would block, or lose what its writer sent in between.
+    struct stat entry;
+    if (::stat(path.c_str(), &entry) != 0 || !S_ISREG(entry.st_mode)) return std::nullopt;
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return std::nullopt;
     struct closer {

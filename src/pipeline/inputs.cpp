@@ -199,6 +199,8 @@ prepared<T> prepare_qkv(input_set& in, const pipeline_options& o) {
             bv = as_vector<T>(in.find("b_v"), "b_v");
         }
     }
+    // The arrays are converted: their data is no longer needed (docs/design.md §5.4).
+    in.release({"x", "x_kv"});
     tensor3<T> q3, k3, v3;
     if (wq) {
         p.projected = true;
@@ -206,16 +208,16 @@ prepared<T> prepare_qkv(input_set& in, const pipeline_options& o) {
         q3 = linear(x, *wq, bq, layout, "w_q");
         k3 = linear(src_kv, *wk, bk, layout, "w_k");
         v3 = linear(src_kv, *wv, bv, layout, "w_v");
-    } else {
-        q3 = x;
-        k3 = src_kv;
-        v3 = src_kv;
     }
+    // Without projections Q, K and V are split from X (and X_kv) as they are, not from copies.
+    const tensor3<T>& qs = wq ? q3 : x;
+    const tensor3<T>& ks = wq ? k3 : src_kv;
+    const tensor3<T>& vs = wq ? v3 : src_kv;
     const std::size_t hq = o.heads ? o.heads : 1, hkv = o.kv_heads ? o.kv_heads : hq;
     const char* kv_option = o.kv_heads ? "--kv-heads" : "--heads";
-    p.q = split_by(q3, hq, "--heads", p.projected ? "Q = X·W_q" : "x");
-    p.k = split_by(k3, hkv, kv_option, p.projected ? "K = X·W_k" : xkv ? "x_kv" : "x");
-    p.v = split_by(v3, hkv, kv_option, p.projected ? "V = X·W_v" : xkv ? "x_kv" : "x");
+    p.q = split_by(qs, hq, "--heads", p.projected ? "Q = X·W_q" : "x");
+    p.k = split_by(ks, hkv, kv_option, p.projected ? "K = X·W_k" : xkv ? "x_kv" : "x");
+    p.v = split_by(vs, hkv, kv_option, p.projected ? "V = X·W_v" : xkv ? "x_kv" : "x");
     return p;
 }
 
