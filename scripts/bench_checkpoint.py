@@ -4,7 +4,7 @@
     /usr/bin/python3 scripts/bench_checkpoint.py [--build DIR]
 
 1. Memory: a synthetic 1 GB float32 Llama-layout checkpoint (16 layers, hidden 2048,
-   attention tensors only), layer 7 from --x at T=128: peak RSS against the bytes of that
+   attention tensors and a tiny MLP, intermediate 64), layer 7 from --x at T=128: peak RSS against the bytes of that
    layer's tensors (+ 100 MB allowed), and the time as a ratio to reading those bytes
    (dd of the layer's byte range, page cache warm for both).
 2. Time: --layer all on a 12-layer, hidden-768 GPT-2-shaped checkpoint at T=256 (weights
@@ -46,7 +46,7 @@ def section_checkpoint(build, rep, tmp, torch, run_process):
     """run_process(cmd, reps) → (median seconds, peak RSS MB): scripts/bench's."""
     rep.say("\n## Checkpoints\n")
     rng = np.random.default_rng(15)
-    E, L, layer, T = 2048, 16, 7, 128
+    E, L, layer, T, F = 2048, 16, 7, 128, 64
     d = tmp / "big"
     d.mkdir(exist_ok=True)
     mat = lambda r, c: (lambda: (rng.standard_normal((r, c), dtype=np.float32) * 0.02))
@@ -56,10 +56,14 @@ def section_checkpoint(build, rep, tmp, torch, run_process):
         tensors[p + "input_layernorm.weight"] = ((E,), lambda: np.ones(E, np.float32))
         for n in "qkvo":
             tensors[p + f"self_attn.{n}_proj.weight"] = ((E, E), mat(E, E))
+        # The llama family reads every layer's MLP: a tiny one (intermediate 64, 1.5 MB a layer).
+        tensors[p + "post_attention_layernorm.weight"] = ((E,), lambda: np.ones(E, np.float32))
+        for n, shape in (("gate", (F, E)), ("up", (F, E)), ("down", (E, F))):
+            tensors[p + f"mlp.{n}_proj.weight"] = (shape, mat(*shape))
     header, data_start = write_checkpoint(d / "model.safetensors", tensors)
     (d / "config.json").write_text(json.dumps({"model_type": "llama", "hidden_size": E, "num_attention_heads": 16,
                                                "num_key_value_heads": 16, "num_hidden_layers": L, "vocab_size": 32,
-                                               "intermediate_size": 4 * E, "rms_norm_eps": 1e-6}))
+                                               "intermediate_size": F, "rms_norm_eps": 1e-6}))
     np.save(tmp / "x.npy", rng.standard_normal((T, E), dtype=np.float32))
     mine = [v["data_offsets"] for k, v in header.items() if k.startswith(f"model.layers.{layer}.")]
     begin, end = min(b for b, _ in mine), max(e for _, e in mine)

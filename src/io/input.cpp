@@ -14,6 +14,7 @@
 #include <iostream>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string_view>
 
 #include "attn/error.hpp"
@@ -168,6 +169,79 @@ bool ends_with(std::string_view s, std::string_view suffix) {
     return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
+/// The largest input file read_file accepts: max_array_bytes() plus room for headers.
+std::size_t max_file_bytes() {
+    const std::size_t max = max_array_bytes();
+    return max > SIZE_MAX - file_overhead_bytes ? SIZE_MAX : max + file_overhead_bytes;
+}
+
+/// Enough for every .npy header NumPy writes (version 1.0 headers are < 64 KiB).
+constexpr std::size_t npy_head_bytes = (std::size_t{1} << 16) + 16;
+
+/// A regular .npy or .npz file read in place (docs/design.md §5.4): a .npy's data is read
+/// straight into its array, an .npz's wanted members are inflated straight into theirs,
+/// so that each byte is held once rather than also in a copy of the whole file. As
+/// read_bundle's readers, with `named` set when `names` was filled (an .npz). Returns
+/// nullopt for anything else: stdin, a FIFO, other content, a file over read_file's size
+/// limit, a .npy whose size is not what its header declares, an archive libzip cannot
+/// open. The caller then reads the file whole, and its reader says what is wrong.
+std::optional<bundle> read_in_place(const std::string& path, const member_filter& wanted,
+                                    std::vector<std::string>* names, bool& named) {
+    if (path == "-") return std::nullopt;
+    // Only a regular file is opened here: a FIFO opened twice (here, then by read_file)
+    // would block, or lose what its writer sent in between.
+    struct stat entry;
+    if (::stat(path.c_str(), &entry) != 0 || !S_ISREG(entry.st_mode)) return std::nullopt;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return std::nullopt;
+    struct closer {
+        int fd;
+        ~closer() { ::close(fd); }
+    } close_on_exit{fd};
+    struct stat st;
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) > max_file_bytes())
+        return std::nullopt;
+    const auto size = static_cast<std::size_t>(st.st_size);
+    std::string head(std::min(size, npy_head_bytes), '\0');
+    std::size_t got = 0;
+    while (got < head.size()) {
+        const ssize_t n = ::read(fd, head.data() + got, head.size() - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return std::nullopt;
+        got += static_cast<std::size_t>(n);
+    }
+    bundle b;
+    if (is_npy(head)) {
+        // Any difference between the header and the file gets read_npy's message.
+        const std::optional<std::size_t> total = check_npy_head(head, path);
+        if (!total || *total != size) return std::nullopt;
+        auto read_rest = [&](std::byte* out, std::size_t n) -> std::size_t {
+            for (;;) {
+                const ssize_t r = ::read(fd, out, n);
+                if (r >= 0) return static_cast<std::size_t>(r);
+                if (errno != EINTR) throw io_error(path, std::string("cannot read file (") + std::strerror(errno) + ")");
+            }
+        };
+        b.arrays.push_back({"x", read_npy_streamed(head, read_rest, path)});
+        named = false;
+        return b;
+    }
+    if (is_zip(head)) {
+        // read_npz_file fills `all` before it reads a member, so the filter is given the
+        // member count, and lower-cased names, as read_bundle's is.
+        std::vector<std::string> all;
+        auto arrays = read_npz_file(
+            path, path, nullptr, [&](const std::string& n) { return wanted(lower(n), all.size()); }, &all);
+        if (!arrays) return std::nullopt;
+        b.arrays = std::move(*arrays);
+        for (auto& n : all) n = lower(n);
+        if (names) *names = std::move(all);
+        named = true;
+        return b;
+    }
+    return std::nullopt;
+}
+
 /// Reads a file without renaming anything: names lower-cased, in file order (tensor name
 /// order for a checkpoint). Of an .npz or a checkpoint, only the members `wanted` accepts
 /// are read; `names` (if not null) receives every member's lower-cased name.
@@ -180,6 +254,8 @@ bundle read_bundle(const std::string& path, const member_filter& wanted = attn_m
     if (is_checkpoint_file(path)) {
         b = read_checkpoint(checkpoint::open(path), wanted, names);
         named = true;
+    } else if (auto in_place = read_in_place(path, wanted, names, named)) {
+        b = std::move(*in_place);
     } else if (bytes = read_file(path); looks_like_safetensors(bytes)) {
         b = read_checkpoint(checkpoint::read(std::move(bytes), source), wanted, names);
         named = true;
@@ -224,12 +300,6 @@ std::string name_list(const bundle& b) {
     std::string s;
     for (const auto& a : b.arrays) s += (s.empty() ? "" : ", ") + a.name;
     return s.empty() ? "none" : s;
-}
-
-/// The largest input file read_file accepts: max_array_bytes() plus room for headers.
-std::size_t max_file_bytes() {
-    const std::size_t max = max_array_bytes();
-    return max > SIZE_MAX - file_overhead_bytes ? SIZE_MAX : max + file_overhead_bytes;
 }
 
 bool exists(const std::string& path) {

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <ostream>
 #include <vector>
@@ -320,9 +321,21 @@ bool is_npy(std::string_view bytes) { return bytes.substr(0, magic.size()) == ma
 
 namespace {
 
-/// read_npy, or with `total` set only the header's checks: then *total receives the
-/// whole file's declared size (preamble, header and data) and no array is made.
-array parse_npy(std::string_view bytes, const std::string& source, npy_layout* stored, std::size_t* total) {
+/// What a .npy header says, checked: the array's type and shape, where its data starts
+/// and how many bytes it holds, and how they are stored.
+struct npy_header {
+    dtype type = dtype::f4;
+    shape_t shape;
+    bool swap = false;     // stored byte order differs from the host's
+    bool fortran = false;  // stored first axis fastest
+    std::size_t data_offset = 0;
+    std::size_t nbytes = 0;
+    npy_layout layout;
+};
+
+/// Parses and checks the header at the start of `bytes` (read_npy's checks up to, not
+/// including, the data's size against the bytes present). Throws as read_npy does.
+npy_header parse_header(std::string_view bytes, const std::string& source) {
     if (!is_npy(bytes)) {
         const std::string got = bytes.empty() ? "an empty file" : escape_bytes(bytes.substr(0, magic.size()));
         throw format_error(source, "not a .npy file " + expected_got("magic \\x93NUMPY", got));
@@ -406,40 +419,75 @@ array parse_npy(std::string_view bytes, const std::string& source, npy_layout* s
     }
     // Before the data is looked at: a header alone can declare any size (io/limits.hpp).
     check_array_bytes(nbytes, source);
-    if (total) {
-        if (__builtin_add_overflow(data_offset, nbytes, total)) *total = SIZE_MAX;
-        return {};
-    }
-    const std::size_t present = bytes.size() - data_offset;
-    if (present < nbytes)
-        throw format_error(source, "truncated .npy data " +
-                                       expected_got(std::to_string(nbytes) + " bytes", std::to_string(present)));
-    if (present > nbytes)
-        throw format_error(source, "extra bytes after .npy data " +
-                                       expected_got(std::to_string(nbytes) + " bytes", std::to_string(present)));
+    npy_header h;
+    h.type = info.type;
+    h.shape = std::move(shape);
+    h.swap = info.swap;
+    h.fortran = fortran->truth;
+    h.data_offset = data_offset;
+    h.nbytes = nbytes;
+    const char prefix = descr->str.empty() ? '=' : descr->str[0];
+    const bool big = prefix == '>' || (prefix != '<' && !host_is_little_endian());
+    h.layout.byte_order = width == 1 ? '|' : big ? '>' : '<';
+    h.layout.fortran_order = fortran->truth;
+    return h;
+}
 
+/// The array `h` describes, its data not yet read (sized, left uninitialised by the
+/// caller's reads).
+array empty_array(const npy_header& h) {
     array a;
-    a.type = info.type;
-    a.shape = shape;
-    a.data.resize(nbytes);
-    if (nbytes) std::memcpy(a.data.data(), bytes.data() + data_offset, nbytes);
-    if (info.swap) swap_bytes(a.data.data(), a.data.size(), width);
+    a.type = h.type;
+    a.shape = h.shape;
+    a.data.resize(h.nbytes);
+    return a;
+}
+
+/// Turns the data as stored in `a` into C order and the host's byte order.
+void finish_array(array& a, const npy_header& h, npy_layout* stored) {
+    const std::size_t width = dtype_size(h.type);
+    if (h.swap) swap_bytes(a.data.data(), a.data.size(), width);
     if (a.type == dtype::b1)
         for (auto& b : a.data) b = b != std::byte{0} ? std::byte{1} : std::byte{0};
-    if (fortran->truth && shape.size() > 1) a.data = fortran_to_c(a.data, a.shape, width);
-    if (stored) {
-        const char prefix = descr->str.empty() ? '=' : descr->str[0];
-        const bool big = prefix == '>' || (prefix != '<' && !host_is_little_endian());
-        stored->byte_order = width == 1 ? '|' : big ? '>' : '<';
-        stored->fortran_order = fortran->truth;
-    }
-    return a;
+    if (h.fortran && h.shape.size() > 1) a.data = fortran_to_c(a.data, a.shape, width);
+    if (stored) *stored = h.layout;
 }
 
 }  // namespace
 
 array read_npy(std::string_view bytes, const std::string& source, npy_layout* stored) {
-    return parse_npy(bytes, source, stored, nullptr);
+    const npy_header h = parse_header(bytes, source);
+    const std::size_t present = bytes.size() - h.data_offset;
+    if (present < h.nbytes)
+        throw format_error(source, "truncated .npy data " +
+                                       expected_got(std::to_string(h.nbytes) + " bytes", std::to_string(present)));
+    if (present > h.nbytes)
+        throw format_error(source, "extra bytes after .npy data " +
+                                       expected_got(std::to_string(h.nbytes) + " bytes", std::to_string(present)));
+    array a = empty_array(h);
+    if (h.nbytes) std::memcpy(a.data.data(), bytes.data() + h.data_offset, h.nbytes);
+    finish_array(a, h, stored);
+    return a;
+}
+
+array read_npy_streamed(std::string_view head, const std::function<std::size_t(std::byte*, std::size_t)>& read_rest,
+                        const std::string& source, npy_layout* stored) {
+    const npy_header h = parse_header(head, source);
+    std::size_t present = head.size() - h.data_offset;
+    if (present > h.nbytes)
+        throw format_error(source, "extra bytes after .npy data " +
+                                       expected_got(std::to_string(h.nbytes) + " bytes", std::to_string(present)));
+    array a = empty_array(h);
+    if (present) std::memcpy(a.data.data(), head.data() + h.data_offset, present);
+    while (present < h.nbytes) {
+        const std::size_t n = read_rest(a.data.data() + present, h.nbytes - present);
+        if (n == 0)
+            throw format_error(source, "truncated .npy data " +
+                                           expected_got(std::to_string(h.nbytes) + " bytes", std::to_string(present)));
+        present += n;
+    }
+    finish_array(a, h, stored);
+    return a;
 }
 
 void write_npy_header(std::ostream& out, const array& a) {
@@ -492,8 +540,9 @@ std::optional<std::size_t> check_npy_head(std::string_view head, const std::stri
     // unsupported dtype or rank); its format_errors here only say that the header is cut
     // short or malformed, which read_npy reports once everything is read.
     try {
+        const npy_header h = parse_header(head, source);
         std::size_t total = 0;
-        (void)parse_npy(head, source, nullptr, &total);
+        if (__builtin_add_overflow(h.data_offset, h.nbytes, &total)) total = SIZE_MAX;
         return total;
     } catch (const format_error&) {
     }

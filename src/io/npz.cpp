@@ -1,5 +1,5 @@
-// .npz archives through libzip, entirely in memory: the reader opens a zip source over
-// the caller's bytes, the writer builds the archive in a libzip buffer source.
+// .npz archives through libzip: the reader opens a zip source over the caller's bytes or
+// over a file (read as needed), the writer builds the archive in a libzip buffer source.
 
 #include "attn/io/npz.hpp"
 
@@ -50,11 +50,13 @@ bool ends_with(std::string_view s, std::string_view suffix) {
     return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-/// Reads a whole member, never holding more than its (checked) declared size. The .npy
+/// Reads a member's array, never holding more than its (checked) declared size. The .npy
 /// header comes first, alone: an array over --max-bytes, or a member whose stated size
 /// is larger than its header says the array is (a zip bomb behind a small array), is
-/// refused before the data is inflated.
-std::string read_member(zip_t* z, zip_uint64_t index, const zip_stat_t& st, const std::string& source) {
+/// refused before the data is inflated. A well-formed member is then inflated straight
+/// into its array's buffer (read_npy_streamed), so each byte is held once; anything else
+/// is read whole, for read_npy to say what is wrong with it.
+array read_member(zip_t* z, zip_uint64_t index, const zip_stat_t& st, const std::string& source, npy_layout* layout) {
     if ((st.valid & ZIP_STAT_SIZE) && (st.valid & ZIP_STAT_COMP_SIZE) &&
         st.size > st.comp_size * max_deflate_ratio + size_slack)
         throw format_error(source, "implausible member size " +
@@ -67,6 +69,17 @@ std::string read_member(zip_t* z, zip_uint64_t index, const zip_stat_t& st, cons
     std::uint64_t limit = (st.valid & ZIP_STAT_SIZE) ? st.size
                           : (st.valid & ZIP_STAT_COMP_SIZE) ? st.comp_size * max_deflate_ratio + size_slack
                                                             : 0;
+    auto fread_some = [&](void* out, std::uint64_t want) {
+        const zip_int64_t n = zip_fread(file.get(), out, want);
+        if (n < 0)
+            throw format_error(source, "cannot read member (" +
+                                           lower_first(zip_file_strerror(file.get())) + ")");
+        return static_cast<std::size_t>(n);
+    };
+    auto larger_than_declared = [&] {
+        return format_error(source, "member larger than declared " +
+                                        expected_got(std::to_string(limit) + " bytes", "more"));
+    };
     std::string data;
     bool head_checked = false;
     for (;;) {
@@ -76,15 +89,10 @@ std::string read_member(zip_t* z, zip_uint64_t index, const zip_stat_t& st, cons
         const std::size_t chunk = head_checked ? read_chunk : head_chunk;
         const std::uint64_t want = std::min<std::uint64_t>(chunk, limit + 1 - old);
         data.resize(old + static_cast<std::size_t>(want));
-        const zip_int64_t n = zip_fread(file.get(), data.data() + old, want);
-        if (n < 0)
-            throw format_error(source, "cannot read member (" +
-                                           lower_first(zip_file_strerror(file.get())) + ")");
-        data.resize(old + static_cast<std::size_t>(n));
+        const std::size_t n = fread_some(data.data() + old, want);
+        data.resize(old + n);
         if (n == 0) break;
-        if (data.size() > limit)
-            throw format_error(source, "member larger than declared " +
-                                           expected_got(std::to_string(limit) + " bytes", "more"));
+        if (data.size() > limit) throw larger_than_declared();
         if (!head_checked && (data.size() >= head_chunk || static_cast<std::uint64_t>(n) < want)) {
             head_checked = true;
             if (!is_npy(data)) continue;
@@ -94,10 +102,28 @@ std::string read_member(zip_t* z, zip_uint64_t index, const zip_stat_t& st, cons
                 throw format_error(source, "member larger than its array " +
                                                expected_got(std::to_string(*total) + " bytes", std::to_string(st.size)));
             limit = std::min<std::uint64_t>(limit, *total);
+            if (data.size() <= limit) {
+                // The rest goes straight into the array; `pos` counts the member's bytes.
+                std::uint64_t pos = data.size();
+                auto read_rest = [&](std::byte* out, std::size_t room) -> std::size_t {
+                    if (pos >= limit) {
+                        char extra;
+                        if (fread_some(&extra, 1) != 0) throw larger_than_declared();
+                        return 0;
+                    }
+                    const std::size_t got = fread_some(out, std::min<std::uint64_t>(room, limit - pos));
+                    pos += got;
+                    return got;
+                };
+                array a = read_npy_streamed(data, read_rest, source, layout);
+                // The array is whole: the member must end here.
+                if (read_rest(nullptr, 0) != 0) throw larger_than_declared();
+                return a;
+            }
             data.reserve(static_cast<std::size_t>(limit) + 1);
         }
     }
-    return data;
+    return read_npy(data, source, layout);
 }
 
 }  // namespace
@@ -109,10 +135,8 @@ bool is_zip(std::string_view bytes) {
 
 namespace {
 
-/// Calls visit(archive, index, stat, name) for each ".npy" member of the archive in
-/// `bytes`, in archive order, with the suffix taken off the name. Throws format_error.
-template <class Visit>
-void for_each_member(std::string_view bytes, const std::string& source, Visit&& visit) {
+/// The archive in `bytes`. Throws format_error for a broken one.
+archive_ptr open_buffer(std::string_view bytes, const std::string& source) {
     // libzip opens zero bytes as a new, empty archive; a file has to be one already.
     if (!is_zip(bytes)) throw format_error(source, "not a valid .npz archive (not a zip archive)");
     zip_error_t error;
@@ -131,18 +155,75 @@ void for_each_member(std::string_view bytes, const std::string& source, Visit&& 
         throw format_error(source, "not a valid .npz archive (" + msg + ")");
     }
     zip_error_fini(&error);
-    const zip_int64_t count = zip_get_num_entries(z.get(), 0);
+    return z;
+}
+
+/// The archive in the file at `path`, read from the file as needed; null when libzip
+/// cannot open it (the caller then reads it whole, and open_buffer says why).
+archive_ptr open_file(const std::string& path) {
+    zip_error_t error;
+    zip_error_init(&error);
+    zip_source_t* src = zip_source_file_create(path.c_str(), 0, -1, &error);
+    zip_error_fini(&error);
+    if (!src) return nullptr;
+    archive_ptr z(zip_open_from_source(src, ZIP_RDONLY, nullptr));
+    if (!z) zip_source_free(src);
+    return z;
+}
+
+/// Calls visit(archive, index, stat, name) for each ".npy" member of the archive, in
+/// archive order, with the suffix taken off the name. Throws format_error.
+template <class Visit>
+void for_each_member(zip_t* z, const std::string& source, Visit&& visit) {
+    const zip_int64_t count = zip_get_num_entries(z, 0);
     for (zip_int64_t i = 0; i < count; ++i) {
         const auto index = static_cast<zip_uint64_t>(i);
         zip_stat_t st;
         zip_stat_init(&st);
-        if (zip_stat_index(z.get(), index, 0, &st) != 0 || !(st.valid & ZIP_STAT_NAME))
-            throw format_error(source, "not a valid .npz archive (" + zip_message(zip_get_error(z.get())) + ")");
+        if (zip_stat_index(z, index, 0, &st) != 0 || !(st.valid & ZIP_STAT_NAME))
+            throw format_error(source, "not a valid .npz archive (" + zip_message(zip_get_error(z)) + ")");
         const std::string member = st.name;
         // np.load returns members without the suffix as raw bytes; they hold no array.
         if (!ends_with(member, npy_suffix)) continue;
-        visit(z.get(), index, st, member.substr(0, member.size() - npy_suffix.size()));
+        visit(z, index, st, member.substr(0, member.size() - npy_suffix.size()));
     }
+}
+
+bool has_member(zip_t* z, const std::function<bool(const std::string&)>& match) {
+    const zip_int64_t count = zip_get_num_entries(z, 0);
+    for (zip_int64_t i = 0; i < count; ++i)
+        if (const char* name = zip_get_name(z, static_cast<zip_uint64_t>(i), 0); name && match(name)) return true;
+    return false;
+}
+
+/// torch.save (since 1.6) writes a zip too, of "<name>/data.pkl" and raw storages.
+bool is_torch_member(const std::string& m) {
+    return m == "data.pkl" || (m.size() > 9 && m.compare(m.size() - 9, 9, "/data.pkl") == 0);
+}
+
+std::vector<std::string> member_names(zip_t* z, const std::string& source) {
+    std::vector<std::string> names;
+    for_each_member(z, source, [&](zip_t*, zip_uint64_t, const zip_stat_t&, const std::string& name) {
+        names.push_back(name);
+    });
+    return names;
+}
+
+std::vector<named_array> read_members(zip_t* z, const std::string& source, std::vector<npy_layout>* stored,
+                                      const std::function<bool(const std::string&)>& wanted) {
+    std::vector<named_array> arrays;
+    std::size_t loaded = 0;
+    for_each_member(z, source, [&](zip_t* archive, zip_uint64_t index, const zip_stat_t& st, const std::string& name) {
+        if (wanted && !wanted(name)) return;
+        const std::string member_source = source + ":" + name;
+        npy_layout layout;
+        arrays.push_back({name, read_member(archive, index, st, member_source, &layout)});
+        // --max-bytes bounds the arrays read from one file together, not only each one.
+        loaded += arrays.back().value.data.size();
+        check_file_bytes(loaded, source);
+        if (stored) stored->push_back(layout);
+    });
+    return arrays;
 }
 
 }  // namespace
@@ -160,42 +241,31 @@ bool zip_has_member(std::string_view bytes,
         zip_source_free(src);
         return false;  // read_npz says what is wrong with it
     }
-    const zip_int64_t count = zip_get_num_entries(z.get(), 0);
-    for (zip_int64_t i = 0; i < count; ++i)
-        if (const char* name = zip_get_name(z.get(), static_cast<zip_uint64_t>(i), 0); name && match(name)) return true;
-    return false;
+    return has_member(z.get(), match);
 }
 
 std::vector<std::string> npz_names(std::string_view bytes, const std::string& source) {
-    std::vector<std::string> names;
-    for_each_member(bytes, source, [&](zip_t*, zip_uint64_t, const zip_stat_t&, const std::string& name) {
-        names.push_back(name);
-    });
-    return names;
+    return member_names(open_buffer(bytes, source).get(), source);
 }
 
 std::vector<named_array> read_npz(std::string_view bytes, const std::string& source,
                                   std::vector<npy_layout>* stored,
                                   const std::function<bool(const std::string&)>& wanted) {
-    // torch.save (since 1.6) writes a zip too, of "<name>/data.pkl" and raw storages.
-    if (zip_has_member(bytes, [](const std::string& m) {
-            return m == "data.pkl" || (m.size() > 9 && m.compare(m.size() - 9, 9, "/data.pkl") == 0);
-        }))
-        throw format_error(source, torch_archive_message);
-    std::vector<named_array> arrays;
-    std::size_t loaded = 0;
-    for_each_member(bytes, source, [&](zip_t* z, zip_uint64_t index, const zip_stat_t& st, const std::string& name) {
-        if (wanted && !wanted(name)) return;
-        const std::string member_source = source + ":" + name;
-        const std::string content = read_member(z, index, st, member_source);
-        npy_layout layout;
-        arrays.push_back({name, read_npy(content, member_source, &layout)});
-        // --max-bytes bounds the arrays read from one file together, not only each one.
-        loaded += arrays.back().value.data.size();
-        check_file_bytes(loaded, source);
-        if (stored) stored->push_back(layout);
-    });
-    return arrays;
+    if (zip_has_member(bytes, is_torch_member)) throw format_error(source, torch_archive_message);
+    return read_members(open_buffer(bytes, source).get(), source, stored, wanted);
+}
+
+std::optional<std::vector<named_array>> read_npz_file(const std::string& path, const std::string& source,
+                                                      std::vector<npy_layout>* stored,
+                                                      const std::function<bool(const std::string&)>& wanted,
+                                                      std::vector<std::string>* names) {
+    archive_ptr z = open_file(path);
+    if (!z) return std::nullopt;
+    // As read_bundle did with the whole file: the names first, then the torch check.
+    std::vector<std::string> all = member_names(z.get(), source);
+    if (has_member(z.get(), is_torch_member)) throw format_error(source, torch_archive_message);
+    if (names) *names = std::move(all);
+    return read_members(z.get(), source, stored, wanted);
 }
 
 void write_npz(std::ostream& out, const std::vector<named_array>& arrays) {

@@ -71,7 +71,7 @@ rope_tables rope_tables_for(const input_set& in, const pipeline_options& o, std:
 }
 
 template <class T>
-prepared<T> prepare_qkv(const input_set& in, const pipeline_options& o) {
+prepared<T> prepare_qkv(input_set& in, const pipeline_options& o) {
     prepared<T> p;
     const bool keep_x = std::find(o.dump.begin(), o.dump.end(), "x") != o.dump.end();
     const array* qa = in.find("q");
@@ -93,9 +93,14 @@ prepared<T> prepare_qkv(const input_set& in, const pipeline_options& o) {
         if (p.rank < 2 || p.rank > 4)
             throw shape_error("q", "wrong rank " + expected_got("(T, D), (B, T, D) or (B, H, T, D)", shape_string(qa->shape)));
         if (p.rank == 4) {
+            // Each input's data is freed once converted (docs/design.md §5.4): the arrays
+            // and the tensors are never all held at once.
             p.q = as_rank4<T>(*qa, "q");
+            in.release({"q"});
             p.k = as_rank4<T>(*ka, "k");
+            in.release({"k"});
             p.v = as_rank4<T>(*va, "v");
+            in.release({"v"});
             if (o.heads && o.heads != p.q.shape(1))
                 throw usage_error("--heads", "differs from q's head axis " + expected_got(num(p.q.shape(1)), num(o.heads)));
             if (o.kv_heads && o.kv_heads != p.k.shape(1))
@@ -104,9 +109,12 @@ prepared<T> prepare_qkv(const input_set& in, const pipeline_options& o) {
         }
         const std::size_t hq = o.heads ? o.heads : 1, hkv = o.kv_heads ? o.kv_heads : hq;
         const char* kv_option = o.kv_heads ? "--kv-heads" : "--heads";
-        p.q = split_by(as_batched<T>(*qa, "q"), hq, "--heads", "q");
-        p.k = split_by(as_batched<T>(*ka, "k"), hkv, kv_option, "k");
-        p.v = split_by(as_batched<T>(*va, "v"), hkv, kv_option, "v");
+        p.q = as_heads<T>(*qa, hq, "--heads", "q");
+        in.release({"q"});
+        p.k = as_heads<T>(*ka, hkv, kv_option, "k");
+        in.release({"k"});
+        p.v = as_heads<T>(*va, hkv, kv_option, "v");
+        in.release({"v"});
         return p;
     }
     if (!xa) throw value_error("inputs", "nothing to attend over " + expected_got("x, or q, k and v", "neither"));
@@ -191,6 +199,8 @@ prepared<T> prepare_qkv(const input_set& in, const pipeline_options& o) {
             bv = as_vector<T>(in.find("b_v"), "b_v");
         }
     }
+    // The arrays are converted: their data is no longer needed (docs/design.md §5.4).
+    in.release({"x", "x_kv"});
     tensor3<T> q3, k3, v3;
     if (wq) {
         p.projected = true;
@@ -198,22 +208,22 @@ prepared<T> prepare_qkv(const input_set& in, const pipeline_options& o) {
         q3 = linear(x, *wq, bq, layout, "w_q");
         k3 = linear(src_kv, *wk, bk, layout, "w_k");
         v3 = linear(src_kv, *wv, bv, layout, "w_v");
-    } else {
-        q3 = x;
-        k3 = src_kv;
-        v3 = src_kv;
     }
+    // Without projections Q, K and V are split from X (and X_kv) as they are, not from copies.
+    const tensor3<T>& qs = wq ? q3 : x;
+    const tensor3<T>& ks = wq ? k3 : src_kv;
+    const tensor3<T>& vs = wq ? v3 : src_kv;
     const std::size_t hq = o.heads ? o.heads : 1, hkv = o.kv_heads ? o.kv_heads : hq;
     const char* kv_option = o.kv_heads ? "--kv-heads" : "--heads";
-    p.q = split_by(q3, hq, "--heads", p.projected ? "Q = X·W_q" : "x");
-    p.k = split_by(k3, hkv, kv_option, p.projected ? "K = X·W_k" : xkv ? "x_kv" : "x");
-    p.v = split_by(v3, hkv, kv_option, p.projected ? "V = X·W_v" : xkv ? "x_kv" : "x");
+    p.q = split_by(qs, hq, "--heads", p.projected ? "Q = X·W_q" : "x");
+    p.k = split_by(ks, hkv, kv_option, p.projected ? "K = X·W_k" : xkv ? "x_kv" : "x");
+    p.v = split_by(vs, hkv, kv_option, p.projected ? "V = X·W_v" : xkv ? "x_kv" : "x");
     return p;
 }
 
 
-template prepared<float> prepare_qkv<float>(const input_set&, const pipeline_options&);
-template prepared<double> prepare_qkv<double>(const input_set&, const pipeline_options&);
+template prepared<float> prepare_qkv<float>(input_set&, const pipeline_options&);
+template prepared<double> prepare_qkv<double>(input_set&, const pipeline_options&);
 
 void add_inline_ids(std::vector<named_array>& inputs, const pipeline_options& options) {
     if (options.ids.empty()) return;

@@ -117,6 +117,16 @@ inline tensor4<T> split_by(const tensor3<T>& x, std::size_t heads, const char* o
     return split_heads(x, heads, name);
 }
 
+/// A q, k or v input of rank 2 (T, D) or 3 (B, T, D) as (B, H, T, D/H): as_batched then
+/// split_by, except that one head is converted straight into place ((B, T, D) and
+/// (B, 1, T, D) are the same bytes), without the (B, T, D) copy in between.
+template <class T>
+tensor4<T> as_heads(const array& a, std::size_t heads, const char* option, const char* name) {
+    if (heads == 1 && (a.rank() == 2 || a.rank() == 3))
+        return to_tensor<T, 4>(a, {a.rank() == 3 ? a.shape[0] : 1, 1, a.shape[a.rank() - 2], a.shape[a.rank() - 1]});
+    return split_by(as_batched<T>(a, name), heads, option, name);
+}
+
 /// The RoPE tables of B sequences of T new tokens with head width D (docs/design.md §4.1):
 /// positions from `position_ids` ((B, T) or (T,) integers), else first + t; cos/sin from
 /// `rope_cos`/`rope_sin` ((M, R/2) indexed by position, or (B, T, R/2) per token), else
@@ -126,11 +136,12 @@ rope_tables rope_tables_for(const input_set& in, const pipeline_options& o, std:
 
 /// Q, K, V from the inputs: given directly (q, k, v: rank 2, 3 or 4) or projected from X
 /// (and X_kv) with w_q w_k w_v (+ biases) or in_proj_weight/in_proj_bias, heads split
-/// head-major, --posenc added to X first. Throws value_error / shape_error / usage_error.
+/// head-major, --posenc added to X first. q, k and v given directly are released from
+/// `in` (input_set::release) as each is converted. Throws value_error / shape_error / usage_error.
 template <class T>
-prepared<T> prepare_qkv(const input_set& in, const pipeline_options& o);
+prepared<T> prepare_qkv(input_set& in, const pipeline_options& o);
 
-extern template prepared<float> prepare_qkv<float>(const input_set&, const pipeline_options&);
-extern template prepared<double> prepare_qkv<double>(const input_set&, const pipeline_options&);
+extern template prepared<float> prepare_qkv<float>(input_set&, const pipeline_options&);
+extern template prepared<double> prepare_qkv<double>(input_set&, const pipeline_options&);
 
 }  // namespace attn::pipeline

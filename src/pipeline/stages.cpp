@@ -62,11 +62,19 @@ shape_t layout_shape(const shape_t& full, std::size_t input_rank) {
 }
 
 /// (B, H, T, D) in the input's layout: 4-D as is; rank 3 → (B, T, H·D); rank 2 → (T, H·D).
-/// `owner` keeps `t` alive; a 4-D result views it, the others are merged copies.
+/// `owner` keeps `t` alive; a 4-D result, or one of a single head, views it; the others are
+/// merged copies.
 template <class T>
 array in_input_layout(const tensor4<T>& t, std::size_t input_rank, std::shared_ptr<const void> owner) {
     if (input_rank == 4) {
         shape_t s{t.shape(0), t.shape(1), t.shape(2), t.shape(3)};
+        return owner ? view_of(std::move(s), std::move(owner), t) : array::from<T>(std::move(s), t.data());
+    }
+    if (t.shape(1) == 1) {
+        // One head: (B, 1, T, D) and (B, T, D) are the same bytes, viewed rather than
+        // merged into a copy (docs/design.md §5.4).
+        shape_t s{t.shape(0), t.shape(2), t.shape(3)};
+        if (input_rank == 2) s.erase(s.begin());
         return owner ? view_of(std::move(s), std::move(owner), t) : array::from<T>(std::move(s), t.data());
     }
     tensor3<T> m = merge_heads(t);

@@ -4,6 +4,7 @@
 /// numpy/lib/format.py ("NEP 1 — A simple file format for NumPy arrays").
 
 #include <cstddef>
+#include <functional>
 #include <iosfwd>
 #include <optional>
 #include <string>
@@ -37,6 +38,17 @@ struct npy_layout {
 /// over the limit), with `source` (the file name) as the error source.
 /// If `stored` is not null it receives how the file stores the data (see npy_layout).
 array read_npy(std::string_view bytes, const std::string& source, npy_layout* stored = nullptr);
+
+/// read_npy for a .npy read as it arrives, each data byte placed once, straight into the
+/// array's own buffer: `head` holds the file's first bytes (its whole header, and at
+/// most the whole file), `read_rest(out, n)` writes up to n of the following bytes to
+/// `out` and returns how many (0 at the end; it may throw). Reads exactly the data bytes
+/// the header declares; what follows them is the caller's to check.
+/// Throws as read_npy does: the header's errors, "truncated .npy data (expected N bytes,
+/// got M)" when read_rest ends early, "extra bytes after .npy data" when `head` already
+/// holds more than the file declares.
+array read_npy_streamed(std::string_view head, const std::function<std::size_t(std::byte*, std::size_t)>& read_rest,
+                        const std::string& source, npy_layout* stored = nullptr);
 
 /// Refuses early, from the first bytes of a .npy file (or .npz member) that hold at least
 /// its whole header, an array larger than max_array_bytes() (attn/io/limits.hpp), so that

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,6 +48,17 @@ std::vector<std::string> npz_names(std::string_view bytes, const std::string& so
 std::vector<named_array> read_npz(std::string_view bytes, const std::string& source,
                                   std::vector<npy_layout>* stored = nullptr,
                                   const std::function<bool(const std::string&)>& wanted = {});
+
+/// read_npz of the .npz file at `path`, read from the file as needed (libzip's file
+/// source): only the central directory and the wanted members are read, each inflated
+/// straight into its array's buffer, so that every byte is held once. `names` (if not
+/// null) receives every member's name, as npz_names would. Returns nullopt when libzip
+/// cannot open the file as an archive: the caller reads it whole and read_npz says why.
+/// Throws as read_npz does (torch_archive_message for a PyTorch archive).
+std::optional<std::vector<named_array>> read_npz_file(const std::string& path, const std::string& source,
+                                                      std::vector<npy_layout>* stored = nullptr,
+                                                      const std::function<bool(const std::string&)>& wanted = {},
+                                                      std::vector<std::string>* names = nullptr);
 
 /// Writes the arrays as an uncompressed .npz (`np.savez` layout, members "<name>.npy").
 /// Throws io_error if `out` fails.
