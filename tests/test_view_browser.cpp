@@ -431,6 +431,9 @@ TEST_CASE("view in chromium: a whole model's page (24 layers x 14 heads, T=512) 
         CHECK(got.at("mean").at("n") == 1);
         CHECK(got.at("layer").at("n") == L);
         CHECK(got.at("rollout").at("n") == 1);
+        // Two heads' every cell drawn in the colour the page's cell-by-cell path gives.
+        CHECK(got.at("checked_cells") == 2 * T * T);
+        CHECK(got.at("mismatched_cells") == 0);
         // Generous bounds only (speed is measured by scripts/bench_view.py, not asserted here):
         // a switch within 2 s, the page loaded and drawn within 30 s, even on a loaded 2-core machine.
         for (const char* k : {"head", "mean", "layer", "rollout"}) {
