@@ -414,6 +414,7 @@ TEST_CASE("view in chromium: a whole model's page (24 layers x 14 heads, T=512) 
 
     double seconds = 0;
     const json got = browse_timed(dir.path + "/model.html", {{"timing", {{"rounds", 1}}}}, dir.path + "/profile", &seconds);
+    REQUIRE_MESSAGE(got.at("errors") == json::array(), got.dump());
     MESSAGE("whole-model page " << L << "x" << H << " heads, T=" << T << ": " << page_bytes / 1e6 << " MB, written in "
                                 << write_s << " s; chromium ran " << seconds << " s");
     MESSAGE("load (ms since navigation): " << got.at("load_ms").dump() << "; the switches took " << got.at("tour_ms") << " ms");
@@ -423,7 +424,6 @@ TEST_CASE("view in chromium: a whole model's page (24 layers x 14 heads, T=512) 
     MESSAGE("ms in each step of render(): " << got.at("spent_ms").dump());
     {
         CAPTURE(got.dump());
-        CHECK(got.at("errors") == json::array());
         CHECK(got.at("dims") == json{L, 1, H, T, T});
         CHECK(got.at("bits") == 8);
         // Every head (then the mean of heads), every layer, then the rollout.
