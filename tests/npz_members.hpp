@@ -3,10 +3,14 @@
 // every test file that compares members against a reference.
 #include <doctest/doctest.h>
 
+#include <cstdint>
+#include <cstring>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "attn/io/npy.hpp"
 #include "attn/io/npz.hpp"
 #include "cli_util.hpp"
 
@@ -39,6 +43,21 @@ inline attn::array leading_slice(const attn::array& a, std::size_t i) {
 /// The arrays of the .npz file at `path`.
 inline std::vector<attn::named_array> read_npz_file(const std::string& path) {
     return attn::io::read_npz(slurp(path), path);
+}
+
+/// Writes `count` token ids (i·37 + 5) mod 64, int64, to an .npy at `path`: a long
+/// sequence for the tiny checkpoints (vocab 64) whose peak memory a test measures.
+inline void write_cycled_ids(const std::string& path, std::size_t count) {
+    attn::array a;
+    a.type = attn::dtype::i8;
+    a.shape = {count};
+    a.data.resize(count * sizeof(std::int64_t));
+    for (std::size_t i = 0; i < count; ++i) {
+        const auto id = static_cast<std::int64_t>((i * 37 + 5) % 64);
+        std::memcpy(a.data.data() + i * sizeof id, &id, sizeof id);
+    }
+    std::ofstream f(path, std::ios::binary);
+    attn::io::write_npy(f, a);
 }
 
 }  // namespace attn_test

@@ -14,6 +14,7 @@
 
 #include "attn/io/npy.hpp"
 #include "cli_util.hpp"
+#include "npz_members.hpp"
 #include "refusals.hpp"
 #include "scratch_dir.hpp"
 
@@ -229,17 +230,7 @@ TEST_CASE("JSON Lines of several layers hold one layer: peak memory of --layer a
     // gemma3-tiny: 4 layers of 4 heads × 1024² float32 weights, 16 MiB each. Held, the layers
     // and their stack took 128 MiB (155 MB peak for the same run's held CSV); a line at a
     // time, 38 MB.
-    std::vector<std::int64_t> ids(1024);
-    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int64_t>((i * 37 + 5) % 64);
-    {
-        std::ofstream f(dir.path + "/ids.npy", std::ios::binary);
-        attn::array a;
-        a.type = attn::dtype::i8;
-        a.shape = {ids.size()};
-        a.data.resize(ids.size() * sizeof(std::int64_t));
-        std::memcpy(a.data.data(), ids.data(), a.data.size());
-        attn::io::write_npy(f, a);
-    }
+    attn_test::write_cycled_ids(dir.path + "/ids.npy", 1024);
     const auto m = attn_test::run_attn_measured("compute tests/fixtures/checkpoints/gemma3-tiny --layer all --token-ids '" + dir.path +
                                                 "/ids.npy' --dump weights --precision 2 -o '" + dir.path + "/out.jsonl'");
     REQUIRE_MESSAGE(m.code == 0, "the run failed");
@@ -251,17 +242,7 @@ TEST_CASE("JSON of several layers killed mid-way: the destination as it was, and
     // T = 1024 on gemma3-tiny: four layers of 16 MiB of weights, about a second of text;
     // the signal arrives once the temporary exists (the first layer is being spooled).
     attn_test::scratch_dir dir;
-    std::vector<std::int64_t> ids(1024);
-    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int64_t>((i * 37 + 5) % 64);
-    {
-        std::ofstream f(dir.path + "/ids.npy", std::ios::binary);
-        attn::array a;
-        a.type = attn::dtype::i8;
-        a.shape = {ids.size()};
-        a.data.resize(ids.size() * sizeof(std::int64_t));
-        std::memcpy(a.data.data(), ids.data(), a.data.size());
-        attn::io::write_npy(f, a);
-    }
+    attn_test::write_cycled_ids(dir.path + "/ids.npy", 1024);
     const std::string out_dir = dir.path + "/out";
     std::filesystem::create_directory(out_dir);
     const std::string out = out_dir + "/out.json";

@@ -168,17 +168,7 @@ TEST_CASE("a streamed run holds one layer: peak memory of --layer all --dump wei
     attn_test::scratch_dir dir;
     // gemma3-tiny: 4 layers of 4 heads × 2048² float32 weights, 64 MiB each. Held, they
     // took 550 MB (the layers, their stack and the archive built in memory); streamed, 93 MB.
-    std::vector<std::int64_t> ids(2048);
-    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int64_t>((i * 37 + 5) % 64);
-    {
-        std::ofstream f(dir.path + "/ids.npy", std::ios::binary);
-        attn::array a;
-        a.type = attn::dtype::i8;
-        a.shape = {ids.size()};
-        a.data.resize(ids.size() * sizeof(std::int64_t));
-        std::memcpy(a.data.data(), ids.data(), a.data.size());
-        attn::io::write_npy(f, a);
-    }
+    attn_test::write_cycled_ids(dir.path + "/ids.npy", 2048);
     const auto m = attn_test::run_attn_measured("compute tests/fixtures/checkpoints/gemma3-tiny --layer all --token-ids '" + dir.path +
                                                 "/ids.npy' --dump weights -o '" + dir.path + "/out.npz'");
     REQUIRE_MESSAGE(m.code == 0, "the run failed");
