@@ -849,6 +849,34 @@ void release_copied_pages(const region& r, const std::byte* p, std::size_t n) {
     if (from < to) ::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
 }
 
+/// True for the stored dtypes load() converts to float32 (BF16 and the F8 kinds).
+bool converted_to_f32(const std::string& stored_type) {
+    return stored_type == "BF16" || stored_type == "F8_E4M3" || stored_type == "F8_E5M2";
+}
+
+/// Copies `count` elements, `stored` bytes as stored with dtype `stored_type`, from the
+/// mapping at `from` to `to` as load() gives them: BF16 and F8 converted to float32
+/// exactly, BOOL as 0/1 bytes, any other dtype byte for byte.
+void copy_as_loaded(const std::string& stored_type, const std::byte* from, std::size_t count, std::size_t stored, std::byte* to) {
+    if (stored_type == "BF16") {
+        for (std::size_t i = 0; i < count; ++i) {
+            // bfloat16 is the upper half of a binary32 (PyTorch c10::BFloat16).
+            const std::uint32_t bits = std::uint32_t(load16(from + 2 * i)) << 16;
+            std::memcpy(to + i * sizeof(float), &bits, sizeof bits);
+        }
+    } else if (converted_to_f32(stored_type)) {
+        const auto& table = fp8_table(stored_type == "F8_E4M3");
+        for (std::size_t i = 0; i < count; ++i) {
+            const float f = table[std::to_integer<unsigned char>(from[i])];
+            std::memcpy(to + i * sizeof(float), &f, sizeof f);
+        }
+    } else if (stored_type == "BOOL") {
+        for (std::size_t i = 0; i < stored; ++i) to[i] = from[i] != std::byte{0} ? std::byte{1} : std::byte{0};
+    } else if (stored > 0) {  // an empty tensor has no bytes (and maybe a null pointer, which memcpy may not take)
+        std::memcpy(to, from, stored);
+    }
+}
+
 }  // namespace
 
 const tensor_entry& checkpoint::counted(const std::string& name) const {
@@ -891,34 +919,15 @@ array checkpoint::load_rows(const std::string& name, const std::vector<std::size
     for (std::size_t r : rows)
         if (r >= n)
             throw value_error(s.path + ":" + name, "row out of range " + expected_got("0 to " + std::to_string(n) + " − 1", std::to_string(r)));
-    const bool converted = e->dtype == "BF16" || e->dtype == "F8_E4M3" || e->dtype == "F8_E5M2";
-    const std::size_t row_bytes = converted ? row_count * sizeof(float) : row_stored;
+    const std::size_t row_bytes = converted_to_f32(e->dtype) ? row_count * sizeof(float) : row_stored;
     array a;
     a.type = type;
     a.shape = e->shape;
     a.shape[0] = rows.size();
     std::vector<std::byte> out(rows.size() * row_bytes);
     read_guarded(*shard.bytes, [&] {
-        for (std::size_t i = 0; i < rows.size(); ++i) {
-            const std::byte* from = p + rows[i] * row_stored;
-            std::byte* to = out.data() + i * row_bytes;
-            if (e->dtype == "BF16") {
-                for (std::size_t j = 0; j < row_count; ++j) {
-                    const std::uint32_t bits = std::uint32_t(load16(from + 2 * j)) << 16;  // as load()
-                    std::memcpy(to + j * sizeof(float), &bits, sizeof bits);
-                }
-            } else if (converted) {
-                const auto& table = fp8_table(e->dtype == "F8_E4M3");
-                for (std::size_t j = 0; j < row_count; ++j) {
-                    const float f = table[std::to_integer<unsigned char>(from[j])];
-                    std::memcpy(to + j * sizeof(float), &f, sizeof f);
-                }
-            } else if (type == dtype::b1) {
-                for (std::size_t j = 0; j < row_stored; ++j) to[j] = from[j] != std::byte{0} ? std::byte{1} : std::byte{0};
-            } else if (row_stored > 0) {
-                std::memcpy(to, from, row_stored);
-            }
-        }
+        for (std::size_t i = 0; i < rows.size(); ++i)
+            copy_as_loaded(e->dtype, p + rows[i] * row_stored, row_count, row_stored, out.data() + i * row_bytes);
     });
     // Each row read faults in its neighbours too (the kernel maps 64 KiB around a fault):
     // T rows of a large table would leave up to T × 64 KiB of it resident.
@@ -941,31 +950,10 @@ array checkpoint::load(const std::string& name) const {
     array a;
     a.type = *type;
     a.shape = e->shape;
-    if (e->dtype == "BF16" || e->dtype == "F8_E4M3" || e->dtype == "F8_E5M2") {
-        std::vector<std::byte> out(count * sizeof(float));
-        float* f = reinterpret_cast<float*>(out.data());
-        read_guarded(mapped, [&] {
-        if (e->dtype == "BF16") {
-            for (std::size_t i = 0; i < count; ++i) {
-                // bfloat16 is the upper half of a binary32 (PyTorch c10::BFloat16).
-                const std::uint32_t bits = std::uint32_t(load16(p + 2 * i)) << 16;
-                std::memcpy(f + i, &bits, sizeof bits);
-            }
-        } else {
-            const auto& table = fp8_table(e->dtype == "F8_E4M3");
-            for (std::size_t i = 0; i < count; ++i) f[i] = table[std::to_integer<unsigned char>(p[i])];
-        }
-        });
-        release_copied_pages(mapped, p, stored);
-        a.data = byte_buffer(std::move(out));
-        return a;
-    }
     const std::size_t width = dtype_size(*type);
-    if (*type == dtype::b1) {
-        std::vector<std::byte> out(stored);
-        read_guarded(mapped, [&] {
-            for (std::size_t i = 0; i < stored; ++i) out[i] = p[i] != std::byte{0} ? std::byte{1} : std::byte{0};
-        });
+    if (converted_to_f32(e->dtype) || *type == dtype::b1) {
+        std::vector<std::byte> out(converted_to_f32(e->dtype) ? count * sizeof(float) : stored);
+        read_guarded(mapped, [&] { copy_as_loaded(e->dtype, p, count, stored, out.data()); });
         release_copied_pages(mapped, p, stored);
         a.data = byte_buffer(std::move(out));
         return a;
@@ -983,8 +971,7 @@ array checkpoint::load(const std::string& name) const {
         a.data = byte_buffer::view(std::shared_ptr<const void>(shard.bytes, shard.bytes.get()), p, stored);
     } else {
         std::vector<std::byte> out(stored);
-        // An empty tensor has no bytes to copy (and a null vector data(), which memcpy may not take).
-        if (stored > 0) read_guarded(mapped, [&] { std::memcpy(out.data(), p, stored); });
+        read_guarded(mapped, [&] { copy_as_loaded(e->dtype, p, count, stored, out.data()); });
         release_copied_pages(mapped, p, stored);
         a.data = byte_buffer(std::move(out));
     }
