@@ -19,10 +19,4 @@ bool keep_freed_memory(std::size_t limit) noexcept {
     return mallopt(M_MMAP_MAX, 0) == 1 && mallopt(M_TRIM_THRESHOLD, trim) == 1;
 }
 
-void return_freed_memory() noexcept {
-#if defined(__GLIBC__)
-    malloc_trim(0);
-#endif
-}
-
 }  // namespace attn

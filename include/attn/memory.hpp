@@ -22,13 +22,4 @@ std::size_t default_kept_memory() noexcept;
 /// nothing that matters, when the C library refuses (a sanitizer's allocator).
 bool keep_freed_memory(std::size_t limit = default_kept_memory()) noexcept;
 
-/// Gives the pages of every freed block back to the system (glibc's malloc_trim(0), which
-/// also releases whole free pages inside the heap, not only at its top), keeping the blocks
-/// themselves for reuse. For a computation that frees large tensors it will not allocate
-/// again at once, such as a checkpoint run between layers: with keep_freed_memory() a freed
-/// block that the next, larger allocation cannot reuse stays resident, so peak memory would
-/// count it. The next use of those pages costs their page faults. Does nothing where the C
-/// library has no malloc_trim.
-void return_freed_memory() noexcept;
-
 }  // namespace attn

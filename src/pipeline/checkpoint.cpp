@@ -19,7 +19,6 @@
 #include "attn/io/npy.hpp"
 #include "attn/io/npz.hpp"
 #include "attn/io/safetensors.hpp"
-#include "attn/memory.hpp"
 #include "attn/pipeline/text.hpp"
 #include "attn/text.hpp"
 #include "attn/model/family.hpp"
@@ -203,6 +202,10 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
         throw usage_error("--dump", "rollout is made at the end of the run, which streamed output has written already " +
                                         expected_got("held output", "streamed output"));
     std::optional<core::rollout_product> product;
+    // One row of words labels a document when every text has the same words.
+    const std::vector<std::string>* word_labels = nullptr;
+    if (words && std::all_of(in.text->words.begin(), in.text->words.end(), [&](const auto& w) { return w == in.text->words.front(); }))
+        word_labels = &in.text->words.front();
     // The Tq×Tk stages --dump asks for are held for every dumped layer, then stacked, unless
     // streamed; the weights rollout and word_weights read are dropped with their layer.
     const bool holds_matrices = std::any_of(o.dump.begin(), o.dump.end(), [](const std::string& s) {
@@ -301,8 +304,7 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
                 doc.meta["model"] = pipeline::model_meta(cfg, one);
                 for (const auto& [key, value] : in.model_extra.items()) doc.meta["model"][key] = value;
                 pipeline::record_shapes(doc);
-                if (words && std::all_of(in.text->words.begin(), in.text->words.end(), [&](const auto& w) { return w == in.text->words.front(); }))
-                    doc.words = in.text->words.front();  // the labels, as below
+                if (word_labels) doc.words = *word_labels;
                 ck.each_layer(doc, index, wanted.size());
                 doc.tensors.clear();
                 docs.clear();
@@ -310,9 +312,6 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
             docs.push_back(std::move(doc));
         }
         if (propagate) x = std::move(next);
-        // This layer's Tq×Tk stages are freed (or held in docs); with the reuse policy their
-        // blocks would stay resident beside the next layer's (docs/design.md §5.4).
-        return_freed_memory();
     }
 
     io::document out = std::move(docs.back());
@@ -340,11 +339,7 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
         }
         out.tensors = std::move(ordered);
     }
-    if (words) {
-        // One row of words labels the document when every text has the same words.
-        const auto& w_all = in.text->words;
-        if (std::all_of(w_all.begin(), w_all.end(), [&](const auto& l) { return l == w_all.front(); })) out.words = w_all.front();
-    }
+    if (word_labels) out.words = *word_labels;
     out.meta["model"] = pipeline::model_meta(cfg, ck);
     pipeline::record_shapes(out);
     if (streamed) out.meta["shapes"] = streamed_shapes;
