@@ -15,8 +15,8 @@ namespace attn::core {
 namespace {
 
 constexpr double nan_value = std::numeric_limits<double>::quiet_NaN();
-constexpr double small_weight = 1e-3;
-constexpr std::size_t block_rows = 128;  // rollout_product: rows of Â_l·R made at a time (128 × T doubles)  // docs/design.md §4.4: "share of visible cells whose weight is below 1e-3"
+constexpr double small_weight = 1e-3;  // docs/design.md §4.4: "share of visible cells whose weight is below 1e-3"
+constexpr std::size_t block_rows = 128;  // rollout_product: rows of Â_l·R made at a time (128 × T doubles)
 
 std::string count(std::size_t n) { return std::to_string(n); }
 
