@@ -186,6 +186,29 @@ TEST_CASE("rollout_product layer by layer: the whole stack's R, and a plain loop
     check_close(got, want, 1e-12, 1e-10);
     // The whole stack at once gives the same R, bit for bit.
     CHECK(attn::core::rollout(w.data(), L, B, H, T, T) == got);
+    // So do the layers given one head at a time (each head's (B, 1, T, T)), as a
+    // checkpoint run computes them when it keeps no weights.
+    attn::core::rollout_product by_head(B, H, T, T);
+    std::vector<float> head(B * TT);
+    for (std::size_t l = 0; l < L; ++l)
+        for (std::size_t h = 0; h < H; ++h) {
+            for (std::size_t b = 0; b < B; ++b)
+                std::copy_n(w.begin() + static_cast<std::ptrdiff_t>(((l * B + b) * H + h) * TT), TT,
+                            head.begin() + static_cast<std::ptrdiff_t>(b * TT));
+            by_head.add_head(h, head.data());
+            CHECK(by_head.layers() == (h + 1 == H ? l + 1 : l));
+        }
+    CHECK(by_head.result() == got);
+}
+
+TEST_CASE("rollout_product one head at a time refuses a head out of order") {
+    attn::core::rollout_product p(1, 2, 2, 2);
+    const std::vector<double> w{1, 0, 0, 1};
+    CHECK_THROWS_WITH_AS(p.add_head(1, w.data()), "rollout: takes a layer's heads in order (expected head 0, got head 1)",
+                         value_error);
+    p.add_head(0, w.data());
+    CHECK_THROWS_WITH_AS(p.add_head(0, w.data()), "rollout: takes a layer's heads in order (expected head 1, got head 0)",
+                         value_error);
 }
 
 TEST_CASE("rollout_product refuses Tq different from Tk and no heads at once, and R of fewer than two layers") {

@@ -4,14 +4,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
+#include <random>
 #include <string>
 #include <thread>
 
 #include <omp.h>
 
 #include "attn/core/attention.hpp"
+#include "attn/core/reference.hpp"
 #include "attn/threads.hpp"
 #include "attn/error.hpp"
 #include "reference.hpp"
@@ -388,4 +391,86 @@ TEST_CASE("thread policy: a thread's budget is its own, 1 inside a parallel regi
     CHECK(attn::thread_budget() == 3);
     attn::set_thread_budget(0);
     CHECK(attn::thread_budget() == process);
+}
+
+namespace {
+
+/// attention_by_head against one call over every head keeping the weights: the same
+/// bytes for every head's weights, the output and lse; with per-head state in the mask
+/// (ALiBi slopes per item and head, a bool attn_mask and a float bias with a head axis),
+/// sinks, GQA and a causal offset, on both kernels, and with a NaN in Q (every head then
+/// goes to the reference kernel, as attention() sends the whole call).
+template <class T>
+void check_by_head(bool nan_in_q) {
+    CAPTURE(sizeof(T));
+    CAPTURE(nan_in_q);
+    const std::size_t B = 2, Hq = 6, Hkv = 2, Tq = 70, Tk = 90, Dk = 16, Dv = 12;
+    auto q = to4<T>(ref::random_normal(B * Hq * Tq * Dk, 11), B, Hq, Tq, Dk);
+    const auto k = to4<T>(ref::random_normal(B * Hkv * Tk * Dk, 12), B, Hkv, Tk, Dk);
+    const auto v = to4<T>(ref::random_normal(B * Hkv * Tk * Dv, 13), B, Hkv, Tk, Dv);
+    if (nan_in_q) q(1, 4, 3, 2) = std::numeric_limits<T>::quiet_NaN();
+    std::mt19937 gen(14);
+    mask<T> m;
+    m.B = B, m.H = Hq, m.Tq = Tq, m.Tk = Tk;
+    m.causal = true;
+    m.position_offset = {20, 5};
+    for (std::size_t i = 0; i < B * Hq; ++i) m.alibi_slopes.push_back(static_cast<T>(0.01 * static_cast<double>(i + 1)));
+    broadcast_mask<std::uint8_t> allowed;
+    allowed.shape = {B, Hq, Tq, Tk};
+    for (std::size_t i = 0; i < B * Hq * Tq * Tk; ++i) allowed.data.push_back(gen() % 5 != 0);
+    m.allowed.push_back(allowed);
+    broadcast_mask<T> bias;
+    bias.shape = {1, Hq, 1, Tk};
+    for (std::size_t i = 0; i < Hq * Tk; ++i)
+        bias.data.push_back(gen() % 9 == 0 ? -std::numeric_limits<T>::infinity() : static_cast<T>((gen() % 1000) / 500.0));
+    m.bias.push_back(bias);
+    attention_options o;
+    o.scale = 0.3;
+    o.keep_weights = o.keep_lse = true;
+    for (std::size_t h = 0; h < Hq; ++h) o.sinks.push_back(0.25 * static_cast<double>(h) - 0.5);
+    const auto bytes_equal = [](const auto& a, const auto& b) {
+        return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+    };
+    for (const bool reference : {false, true}) {
+        CAPTURE(reference);
+        const attention_result<T> whole = reference ? attention_reference(q, k, v, m, o) : attention(q, k, v, m, o);
+        tensor4<T> weights = tensor4<T>::from_shape({B, Hq, Tq, Tk});
+        std::size_t next = 0;
+        const attention_result<T> by_head =
+            attention_by_head<T>(q, k, v, m, o, reference, [&](std::size_t h, const tensor4<T>& w) {
+                CHECK(h == next++);
+                REQUIRE(w.shape(0) == B);
+                REQUIRE(w.shape(1) == 1);
+                REQUIRE(w.shape(2) == Tq);
+                REQUIRE(w.shape(3) == Tk);
+                for (std::size_t b = 0; b < B; ++b) std::copy_n(&w(b, 0, 0, 0), Tq * Tk, &weights(b, h, 0, 0));
+            });
+        CHECK(next == Hq);
+        CHECK(by_head.weights.size() == 0);
+        CHECK(bytes_equal(weights, whole.weights));
+        CHECK(bytes_equal(by_head.output, whole.output));
+        CHECK(bytes_equal(by_head.lse, whole.lse));
+    }
+}
+
+}  // namespace
+
+TEST_CASE("attention one head at a time: each head's weights, the output and lse bit for bit as one call over every head") {
+    check_by_head<float>(false);
+    check_by_head<double>(false);
+    check_by_head<float>(true);
+    check_by_head<double>(true);
+}
+
+TEST_CASE("attention one head at a time refuses to keep qk, scaled or scores, and a mask cut to heads it lacks") {
+    const auto q = to4<double>(ref::random_normal(2 * 4, 1), 1, 2, 1, 4);
+    const auto kv = to4<double>(ref::random_normal(4, 2), 1, 1, 1, 4);
+    mask<double> m;
+    m.B = 1, m.H = 2, m.Tq = 1, m.Tk = 1;
+    attention_options o;
+    o.keep_scores = true;
+    CHECK_THROWS_WITH_AS(attention_by_head<double>(q, kv, kv, m, o, false, [](std::size_t, const tensor4<double>&) {}),
+                         "attention: one head at a time hands on the weights alone (expected no qk, scaled or scores kept, got some kept)",
+                         attn::usage_error);
+    CHECK_THROWS_WITH_AS(head_slice(m, 1, 3), "attention: heads [1, 3) are not among the mask's 2", attn::shape_error);
 }

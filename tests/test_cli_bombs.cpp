@@ -480,24 +480,38 @@ TEST_CASE("bombs: a checkpoint run with --layer all plans every layer's Tq×Tk s
     }
 }
 
-TEST_CASE("bombs: rollout and word_weights of every layer hold one layer's weights at a time, not L") {
-    // data/llama-tiny, T = 64 ids, 4 heads: one layer's weights are 4 × 64² float32 = 65 536 bytes;
-    // held for both layers and stacked they would be planned at 4 × 65 536 = 262 144 bytes.
+TEST_CASE("bombs: rollout, word_weights and head_stats of every layer hold one head's weights at a time, not a layer's or L layers'") {
+    // data/llama-tiny, T = 128 ids, 4 heads: one head's weights are 128² float32 = 65 536 bytes
+    // (the embedding table's size; the file's tensors are 102 656 bytes), one layer's 4 × 65 536 =
+    // 262 144; held for both layers and stacked they would be planned at 4 × 262 144 bytes.
     scratch_dir dir;
     std::string ids;
-    for (int t = 0; t < 64; ++t) ids += (t ? "," : "") + std::to_string(t);
-    const std::string run = "compute data/llama-tiny --layer all --ids " + ids + " --max-bytes 150000 -o '" + dir.path + "/out.json'";
-    auto r = run_attn(run + " --dump rollout");
-    CHECK_MESSAGE(r.code == 0, r.err);
+    for (int t = 0; t < 128; ++t) ids += (t ? "," : "") + std::to_string(t % 64);
+    const std::string run = "compute data/llama-tiny --layer all --ids " + ids + " --max-bytes 200000 -o '" + dir.path + "/out.json'";
+    for (const char* dump : {"rollout", "head_stats", "head_stats,rollout,output"}) {
+        CAPTURE(dump);
+        const auto r = run_attn(run + " --dump " + dump);
+        CHECK_MESSAGE(r.code == 0, r.err);
+    }
     // Asked for, the weights themselves are held for every layer as before.
-    r = run_attn(run + " --dump rollout,weights");
+    auto r = run_attn(run + " --dump rollout,weights");
     CHECK(r.code == 1);
-    CHECK(r.err == "attn: error: this run needs about 262.1 kB for its Tq×Tk stages (L=2, B=1, H=4, Tq=Tk=64, float32) "
-                   "(expected at most --max-bytes 150000 bytes; raise --max-bytes or dump fewer stages)\n");
-    // word_weights: a text of 64 tokens (the tokenizer's words), merged layer by layer.
+    CHECK(r.err == "attn: error: this run needs about 1.0 MB for its Tq×Tk stages (L=2, B=1, H=4, Tq=Tk=128, float32) "
+                   "(expected at most --max-bytes 200000 bytes; raise --max-bytes or dump fewer stages)\n");
+    // A stage beside them that is a layer's Tq×Tk (the scores) takes the whole-layer path.
+    r = run_attn("compute data/llama-tiny --layer 1 --ids " + ids + " --max-bytes 200000 --dump scores,head_stats");
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: this run needs about 524.3 kB for its Tq×Tk stages (B=1, H=4, Tq=Tk=128, float32) "
+                   "(expected at most --max-bytes 200000 bytes; raise --max-bytes or dump fewer stages)\n");
+    // word_weights: a text of 128 tokens (the tokenizer's words), merged head by head.
     std::string text;
-    for (int t = 0; t < 63; ++t) text += " a";
-    r = run_attn("compute data/llama-tiny --layer all --text '" + text + "' --words --dump word_weights --max-bytes 150000 -o '" +
+    for (int t = 0; t < 127; ++t) text += " a";
+    r = run_attn("compute data/llama-tiny --layer all --text '" + text + "' --words --dump word_weights --max-bytes 200000 -o '" +
                  dir.path + "/words.json'");
+    CHECK_MESSAGE(r.code == 0, r.err);
+    // An attention call of its own: head_stats alone reads one head's weights at a time.
+    const std::string x = dir.path + "/x.npy";
+    write_sparse_f32_npy(x, "(128, 16)", 128 * 16);
+    r = run_attn("compute --heads 4 --dump head_stats --max-bytes 200000 --mask causal '" + x + "'");
     CHECK_MESSAGE(r.code == 0, r.err);
 }

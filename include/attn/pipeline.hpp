@@ -69,6 +69,15 @@ struct pipeline_options : core::attention_call {
     /// Tq×Tk stages planned against --max-bytes (io::max_array_bytes) are this many times
     /// one layer's, twice over when above 1 (the layers, then their stack).
     std::size_t planned_layers = 1;
+    /// Set by a checkpoint run whose rollout or word_weights read the weights and keep
+    /// none (docs/design.md §5.4): compute() then runs the heads one at a time
+    /// (core::attention_by_head) and hands each head's weights, (B, 1, Tq, Tk) in the
+    /// compute dtype and valid during the call, to this function, with the head's index
+    /// among the call's Hq heads;
+    /// the document holds no weights. head_stats beside it is made head by head. compute()
+    /// throws usage_error("--dump", …) when it is set with weights, qk, scaled, scores or
+    /// stats dumped, or with average_heads.
+    std::function<void(std::size_t head, std::size_t heads, const array& weights)> each_head_weights;
 };
 
 /// Runs the pipeline on `inputs` (names as in docs/design.md §2, lower case; unknown names

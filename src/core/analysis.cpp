@@ -99,44 +99,79 @@ rollout_product::rollout_product(std::size_t batch, std::size_t heads, std::size
 
 template <class T>
 void rollout_product::multiply(const T* weights) {
-    const std::size_t n = n_, TT = n * n;
+    const std::size_t TT = n_ * n_;
     if (product_.empty()) product_.resize(batch_);
-    // Â_l = ½·mean_h(A_l) + ½·I, each row renormalised to sum 1 (Abnar & Zuidema 2020, eq. 1).
-    const double half_mean = 0.5 / static_cast<double>(heads_);
     for (std::size_t b = 0; b < batch_; ++b) {
         a_.assign(TT, 0.0);
         for (std::size_t h = 0; h < heads_; ++h) {
             const T* w = weights + (b * heads_ + h) * TT;
             for (std::size_t x = 0; x < TT; ++x) a_[x] += static_cast<double>(w[x]);
         }
-        for (std::size_t i = 0; i < n; ++i) {
-            double* row = a_.data() + i * n;
-            double sum = 0;
-            for (std::size_t j = 0; j < n; ++j) {
-                row[j] = half_mean * row[j] + (i == j ? 0.5 : 0.0);
-                sum += row[j];
-            }
-            if (sum != 0)
-                for (std::size_t j = 0; j < n; ++j) row[j] /= sum;
-        }
-        if (layers_ == 0) {
-            product_[b].swap(a_);
-            continue;
-        }
-        // R ← Â_l · R, the later layer on the left, a block of rows at a time: each block of
-        // Â_l·R is written over the rows of Â_l it was made from, which no later block reads,
-        // so Â_l becomes the new R and the old R the next item's buffer.
-        const double* r = product_[b].data();
-        for (std::size_t r0 = 0; r0 < n; r0 += block_rows) {
-            const std::size_t rows = std::min(block_rows, n - r0);
-            next_.resize(rows * n);
-            const int m = static_cast<int>(n);
-            detail::gemm(false, false, static_cast<int>(rows), m, m, 1.0, a_.data() + r0 * n, m, r, m, 0.0, next_.data(), m);
-            std::copy(next_.begin(), next_.end(), a_.begin() + static_cast<std::ptrdiff_t>(r0 * n));
-        }
-        product_[b].swap(a_);
+        finish_item(b);
     }
     ++layers_;
+}
+
+template <class T>
+void rollout_product::add_head(std::size_t h, const T* weights) {
+    if (h != next_head_)
+        throw value_error(stage_name(stage::rollout), "takes a layer's heads in order " +
+                                                          expected_got("head " + count(next_head_), "head " + count(h)));
+    const std::size_t TT = n_ * n_;
+    if (h == 0) {
+        // Item 0's sum reuses a_, which holds the R the last layer replaced.
+        sums_.resize(batch_);
+        sums_[0].swap(a_);
+        for (auto& sum : sums_) sum.assign(TT, 0.0);
+    }
+    // The same sums, in the same order, as multiply()'s: head 0 first, one head at a time.
+    for (std::size_t b = 0; b < batch_; ++b) {
+        const T* w = weights + b * TT;
+        double* sum = sums_[b].data();
+        for (std::size_t x = 0; x < TT; ++x) sum[x] += static_cast<double>(w[x]);
+    }
+    if (++next_head_ < heads_) return;
+    next_head_ = 0;
+    if (product_.empty()) product_.resize(batch_);
+    for (std::size_t b = 0; b < batch_; ++b) {
+        a_.swap(sums_[b]);
+        sums_[b] = std::vector<double>();
+        finish_item(b);
+    }
+    sums_.clear();
+    ++layers_;
+}
+
+void rollout_product::finish_item(std::size_t b) {
+    const std::size_t n = n_;
+    // Â_l = ½·mean_h(A_l) + ½·I, each row renormalised to sum 1 (Abnar & Zuidema 2020, eq. 1).
+    const double half_mean = 0.5 / static_cast<double>(heads_);
+    for (std::size_t i = 0; i < n; ++i) {
+        double* row = a_.data() + i * n;
+        double sum = 0;
+        for (std::size_t j = 0; j < n; ++j) {
+            row[j] = half_mean * row[j] + (i == j ? 0.5 : 0.0);
+            sum += row[j];
+        }
+        if (sum != 0)
+            for (std::size_t j = 0; j < n; ++j) row[j] /= sum;
+    }
+    if (layers_ == 0) {
+        product_[b].swap(a_);
+        return;
+    }
+    // R ← Â_l · R, the later layer on the left, a block of rows at a time: each block of
+    // Â_l·R is written over the rows of Â_l it was made from, which no later block reads,
+    // so Â_l becomes the new R and the old R the next item's buffer.
+    const double* r = product_[b].data();
+    for (std::size_t r0 = 0; r0 < n; r0 += block_rows) {
+        const std::size_t rows = std::min(block_rows, n - r0);
+        next_.resize(rows * n);
+        const int m = static_cast<int>(n);
+        detail::gemm(false, false, static_cast<int>(rows), m, m, 1.0, a_.data() + r0 * n, m, r, m, 0.0, next_.data(), m);
+        std::copy(next_.begin(), next_.end(), a_.begin() + static_cast<std::ptrdiff_t>(r0 * n));
+    }
+    product_[b].swap(a_);
 }
 
 std::vector<double> rollout_product::result() const {
@@ -212,6 +247,8 @@ template head_statistics head_stats(const double*, const unsigned char*, std::si
 template std::vector<double> rollout(const float*, std::size_t, std::size_t, std::size_t, std::size_t, std::size_t);
 template void rollout_product::multiply(const float*);
 template void rollout_product::multiply(const double*);
+template void rollout_product::add_head(std::size_t, const float*);
+template void rollout_product::add_head(std::size_t, const double*);
 template std::vector<double> rollout(const double*, std::size_t, std::size_t, std::size_t, std::size_t, std::size_t);
 template std::vector<row_divergence> per_head_divergence(const float*, const float*, std::size_t, std::size_t, std::size_t);
 template std::vector<row_divergence> per_head_divergence(const double*, const double*, std::size_t, std::size_t,

@@ -349,9 +349,55 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
     return r;
 }
 
+template <class T>
+attention_result<T> attention_by_head(const tensor4<T>& q, const tensor4<T>& k, const tensor4<T>& v, const mask<T>& m,
+                                      const attention_options& options, bool reference,
+                                      const std::function<void(std::size_t head, const tensor4<T>& weights)>& each_head) {
+    if (options.keep_qk || options.keep_scaled || options.keep_scores)
+        throw usage_error("attention", "one head at a time hands on the weights alone " +
+                                           expected_got("no qk, scaled or scores kept", "some kept"));
+    attention_options whole = options;
+    whole.keep_weights = false;
+    attention_result<T> r = allocate_result(q, k, v, m, whole);  // checks the shapes; the output and lse
+    const std::size_t B = q.shape(0), Hq = q.shape(1), Tq = q.shape(2), Dk = q.shape(3);
+    const std::size_t Hkv = k.shape(1), Tk = k.shape(2), Dv = v.shape(3), group = Hq / Hkv;
+    // As attention(): one NaN or ±∞ anywhere sends the whole call to the reference kernel.
+    const bool use_reference = reference || !all_finite(q) || !all_finite(k) || !all_finite(v);
+    attention_options one = options;
+    one.keep_weights = true;
+    tensor4<T> qh = tensor4<T>::from_shape({B, 1, Tq, Dk});
+    tensor4<T> kh = tensor4<T>::from_shape({B, 1, Tk, Dk});
+    tensor4<T> vh = tensor4<T>::from_shape({B, 1, Tk, Dv});
+    for (std::size_t h = 0; h < Hq; ++h) {
+        for (std::size_t b = 0; b < B; ++b) {
+            std::copy_n(&q(b, h, 0, 0), Tq * Dk, &qh(b, 0, 0, 0));
+            if (h % group == 0) {  // the kv head of query heads h … h + group − 1 (GQA)
+                std::copy_n(&k(b, h / group, 0, 0), Tk * Dk, &kh(b, 0, 0, 0));
+                std::copy_n(&v(b, h / group, 0, 0), Tk * Dv, &vh(b, 0, 0, 0));
+            }
+        }
+        const mask<T> mh = head_slice(m, h, h + 1);
+        one.sinks = options.sinks.empty() ? std::vector<double>{} : std::vector<double>{options.sinks[h]};
+        const attention_result<T> rh = use_reference ? attention_reference(qh, kh, vh, mh, one) : attention(qh, kh, vh, mh, one);
+        for (std::size_t b = 0; b < B; ++b) {
+            std::copy_n(&rh.output(b, 0, 0, 0), Tq * Dv, &r.output(b, h, 0, 0));
+            if (options.keep_lse) std::copy_n(&rh.lse(b, 0, 0), Tq, &r.lse(b, h, 0));
+        }
+        each_head(h, rh.weights);
+    }
+    return r;
+}
+
 template attention_result<float> attention(const tensor4<float>&, const tensor4<float>&, const tensor4<float>&,
                                            const mask<float>&, const attention_options&);
 template attention_result<double> attention(const tensor4<double>&, const tensor4<double>&,
                                             const tensor4<double>&, const mask<double>&, const attention_options&);
+
+template attention_result<float> attention_by_head(const tensor4<float>&, const tensor4<float>&, const tensor4<float>&,
+                                                   const mask<float>&, const attention_options&, bool,
+                                                   const std::function<void(std::size_t, const tensor4<float>&)>&);
+template attention_result<double> attention_by_head(const tensor4<double>&, const tensor4<double>&,
+                                                    const tensor4<double>&, const mask<double>&, const attention_options&,
+                                                    bool, const std::function<void(std::size_t, const tensor4<double>&)>&);
 
 }  // namespace attn::core

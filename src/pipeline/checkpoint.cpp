@@ -77,6 +77,22 @@ array stack(const std::vector<const array*>& parts) {
     return a;
 }
 
+/// Joins one array per head, each (B, 1, …) with the same dtype and shape, along the
+/// head axis: (B, H, …), or (H, …) for an input without a batch axis.
+array heads_joined(const std::vector<array>& heads, bool unbatched) {
+    array a;
+    a.type = heads.front().type;
+    a.shape = heads.front().shape;
+    const std::size_t B = a.shape[0], H = heads.size();
+    a.shape[1] = H;
+    const std::size_t block = heads.front().data.size() / B;  // bytes of one item's head
+    a.data.resize(block * B * H);
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t h = 0; h < H; ++h) std::memcpy(a.data.data() + (b * H + h) * block, heads[h].data.data() + b * block, block);
+    if (unbatched) a.shape.erase(a.shape.begin());
+    return a;
+}
+
 bool has(const std::vector<std::string>& list, const char* name) {
     return std::find(list.begin(), list.end(), name) != list.end();
 }
@@ -196,7 +212,13 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
     // Both are made layer by layer from that layer's weights, which are then dropped unless
     // --dump keeps them (docs/design.md §5.4): a run holds R and the words, not L layers.
     const bool merged = rollout || words;
-    if (merged && !has(dump, stage_name(stage::weights).c_str())) dump.push_back(stage_name(stage::weights));
+    // Weights that are merged and not dumped are handed over one head at a time
+    // (pipeline_options::each_head_weights): a layer holds one head's, not Hq heads'.
+    const bool by_head = merged && !o.average_heads && std::none_of(dump.begin(), dump.end(), [](const std::string& s) {
+        return s == stage_name(stage::weights) || s == stage_name(stage::qk) || s == stage_name(stage::scaled) ||
+               s == stage_name(stage::scores) || s == stage_name(stage::stats);
+    });
+    if (merged && !by_head && !has(dump, stage_name(stage::weights).c_str())) dump.push_back(stage_name(stage::weights));
     const bool streamed = ck.each_layer && !ck.layer;
     if (streamed && rollout)
         throw usage_error("--dump", "rollout is made at the end of the run, which streamed output has written already " +
@@ -245,6 +267,19 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
         lo.planned_layers = streamed || !holds_matrices ? 1 : wanted.size();
         if (propagate && !has(lo.dump, stage_name(stage::output).c_str())) lo.dump.push_back(stage_name(stage::output));
         if (lo.dump.empty()) lo.dump.push_back(stage_name(stage::output));
+        std::vector<array> head_words;  // by_head: each head's word_weights, (B, 1, W, W)
+        // Layers not dumped compute their weights too, and drop them: the kernel's path is
+        // the dumped layers' (see above).
+        if (by_head)
+            lo.each_head_weights = [&, dumped](std::size_t h, std::size_t heads, const array& w) {
+                // w is head h's (B, 1, T, T).
+                if (!dumped) return;
+                if (rollout) {
+                    if (!product) product.emplace(w.shape[0], heads, w.shape[2], w.shape[3]);
+                    product->add_head(h, reinterpret_cast<const T*>(w.data.data()));
+                }
+                if (words) head_words.push_back(word_weights_of(w, false, true, *in.text));
+            };
         io::document doc = compute(std::move(inputs), tokens, lo);
         // compute() saw q and k already normalised, so its q_proj and k_proj are after the
         // norm; the stages are the projections before it (docs/design.md §5.2).
@@ -252,7 +287,9 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
             for (auto& p : projected)
                 if (t.name == p.name) t.value = std::move(p.value);
 
-        if (dumped && merged) {
+        if (dumped && by_head && words)
+            doc.tensors.push_back({stage_name(stage::word_weights), heads_joined(head_words, unbatched)});
+        if (dumped && merged && !by_head) {
             // Rollout and word_weights take this layer's weights now, and the weights go unless
             // --dump keeps them, before the block's MLP allocates its own (docs/design.md §5.4).
             auto w = std::find_if(doc.tensors.begin(), doc.tensors.end(), [](const named_array& a) { return a.name == stage_name(stage::weights); });

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "attn/core/attention.hpp"
@@ -122,10 +123,21 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     ao.keep_scores = wants(stage::scores);
     ao.keep_weights = wants(stage::weights) || wants(stage::stats) || wants(stage::head_stats);
     ao.keep_lse = wants(stage::lse);
+    // Weights that are read and not dumped (head_stats; a checkpoint's rollout and
+    // word_weights) are computed one head at a time and dropped head by head
+    // (core::attention_by_head): the run holds one head's Tq×Tk weights, not Hq heads'.
+    const bool others_kept = ao.keep_qk || ao.keep_scaled || ao.keep_scores || wants(stage::weights) || wants(stage::stats);
+    if (o.each_head_weights && (others_kept || o.average_heads))
+        throw usage_error("--dump", "weights handed on one head at a time are not dumped " +
+                                        expected_got("no weights, qk, scaled, scores, stats or --average-heads", "some"));
+    const bool by_head = o.each_head_weights || (wants(stage::head_stats) && !others_kept && !o.average_heads);
     {
         const std::string lengths = Tq == Tk ? "Tq=Tk=" + num(Tq) : "Tq=" + num(Tq) + ", Tk=" + num(Tk);
         const std::string layers = o.planned_layers > 1 ? "L=" + num(o.planned_layers) + ", " : "";
-        check_planned_bytes(planned_stage_bytes(stages, ao, o.average_heads, B, Hq, Tq, Tk, sizeof(T), o.planned_layers),
+        attention_options held = ao;
+        held.keep_weights = ao.keep_weights && !by_head;
+        const double one_head = by_head ? static_cast<double>(B) * static_cast<double>(Tq) * static_cast<double>(Tk) * sizeof(T) : 0.0;
+        check_planned_bytes(planned_stage_bytes(stages, held, o.average_heads, B, Hq, Tq, Tk, sizeof(T), o.planned_layers) + one_head,
                             "this run",
                             layers + "B=" + num(B) + ", H=" + num(Hq) + ", " + lengths + ", " + std::string(dtype_name(dtype_of<T>())),
                             "raise --max-bytes or dump fewer stages");
@@ -161,8 +173,20 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     ao.threads = o.threads;
     // The result is shared by the arrays of the document, which view its tensors
     // instead of copying them.
+    std::optional<head_stats_table<T>> head_table;
+    if (by_head && wants(stage::head_stats)) head_table.emplace(m, o.sink_k);
+    const auto each_head = [&](std::size_t h, const tensor4<T>& w) {
+        const std::size_t TT = Tq * Tk;
+        if (head_table)
+            for (std::size_t b = 0; b < B; ++b) head_table->add(b, h, w.data() + b * TT);
+        if (o.each_head_weights)
+            o.each_head_weights(h, Hq, array::view<T>({B, 1, Tq, Tk}, std::shared_ptr<const void>(), w.data()));
+    };
+    const bool reference = o.kernel == kernel_kind::reference;
     const auto result = std::make_shared<attention_result<T>>(
-        o.kernel == kernel_kind::reference ? attention_reference(p.q, key, value, m, ao) : attention(p.q, key, value, m, ao));
+        by_head     ? attention_by_head<T>(p.q, key, value, m, ao, reference, each_head)
+        : reference ? attention_reference(p.q, key, value, m, ao)
+                    : attention(p.q, key, value, m, ao));
     const attention_result<T>& r = *result;
 
     io::document doc;
@@ -186,7 +210,8 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
             continue;
         }
         if (st == stage::head_stats) {
-            append_head_stats(doc, r, m, rank, o.sink_k);
+            if (head_table) head_table->append(doc, rank);
+            else append_head_stats(doc, r, m, rank, o.sink_k);
             continue;
         }
         array a;

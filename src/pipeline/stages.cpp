@@ -165,38 +165,53 @@ void append_stats(io::document& doc, const tensor4<T>& q, const tensor4<T>& k, c
 }
 
 template <class T>
-void append_head_stats(io::document& doc, const attention_result<T>& r, const mask<T>& m, std::size_t rank,
-                       std::size_t sink_k) {
-    const tensor4<T>& w = r.weights;
-    const std::size_t B = w.shape(0), H = w.shape(1), Tq = w.shape(2), Tk = w.shape(3);
+head_stats_table<T>::head_stats_table(const mask<T>& m, std::size_t sink_k)
+    : m_(m), sink_k_(sink_k), visible_(m.Tq * m.Tk) {
+    for (auto* v : {&all_.entropy, &all_.max_weight, &all_.distance, &all_.sink_mass, &all_.small_share})
+        v->assign(m.B * m.H, 0.0);
+}
+
+template <class T>
+void head_stats_table<T>::add(std::size_t b, std::size_t h, const T* weights) {
     // One head at a time: the visible cells of one head, not of the whole (B, H, Tq, Tk).
-    std::vector<unsigned char> visible(Tq * Tk);
-    head_statistics all;
-    for (auto* v : {&all.entropy, &all.max_weight, &all.distance, &all.sink_mass, &all.small_share}) v->reserve(B * H);
-    for (std::size_t b = 0; b < B; ++b)
-        for (std::size_t h = 0; h < H; ++h) {
-            for (std::size_t i = 0; i < Tq; ++i) m.attend_row(b, h, i, visible.data() + i * Tk);
-            const head_statistics one =
-                core::head_stats(w.data() + (b * H + h) * Tq * Tk, visible.data(), 1, Tq, Tk, sink_k);
-            all.entropy.push_back(one.entropy[0]);
-            all.max_weight.push_back(one.max_weight[0]);
-            all.distance.push_back(one.distance[0]);
-            all.sink_mass.push_back(one.sink_mass[0]);
-            all.small_share.push_back(one.small_share[0]);
-        }
-    shape_t shape{B, H};
+    const std::size_t Tq = m_.Tq, Tk = m_.Tk, at = b * m_.H + h;
+    for (std::size_t i = 0; i < Tq; ++i) m_.attend_row(b, h, i, visible_.data() + i * Tk);
+    const head_statistics one = core::head_stats(weights, visible_.data(), 1, Tq, Tk, sink_k_);
+    all_.entropy[at] = one.entropy[0];
+    all_.max_weight[at] = one.max_weight[0];
+    all_.distance[at] = one.distance[0];
+    all_.sink_mass[at] = one.sink_mass[0];
+    all_.small_share[at] = one.small_share[0];
+}
+
+template <class T>
+void head_stats_table<T>::append(io::document& doc, std::size_t rank) const {
+    shape_t shape{m_.B, m_.H};
     if (rank == 2) shape.erase(shape.begin());
     const auto tensor = [&](const std::vector<double>& v) {
         const std::vector<T> x(v.begin(), v.end());
         return array::from<T>(shape, x.data());
     };
-    doc.tensors.push_back({"head_stats.entropy", tensor(all.entropy)});
-    doc.tensors.push_back({"head_stats.max_weight", tensor(all.max_weight)});
-    doc.tensors.push_back({"head_stats.distance", tensor(all.distance)});
-    doc.tensors.push_back({"head_stats.sink_mass", tensor(all.sink_mass)});
-    doc.tensors.push_back({"head_stats.small_share", tensor(all.small_share)});
+    doc.tensors.push_back({"head_stats.entropy", tensor(all_.entropy)});
+    doc.tensors.push_back({"head_stats.max_weight", tensor(all_.max_weight)});
+    doc.tensors.push_back({"head_stats.distance", tensor(all_.distance)});
+    doc.tensors.push_back({"head_stats.sink_mass", tensor(all_.sink_mass)});
+    doc.tensors.push_back({"head_stats.small_share", tensor(all_.small_share)});
 }
 
+template <class T>
+void append_head_stats(io::document& doc, const attention_result<T>& r, const mask<T>& m, std::size_t rank,
+                       std::size_t sink_k) {
+    const tensor4<T>& w = r.weights;
+    const std::size_t B = w.shape(0), H = w.shape(1), TT = w.shape(2) * w.shape(3);
+    head_stats_table<T> table(m, sink_k);
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t h = 0; h < H; ++h) table.add(b, h, w.data() + (b * H + h) * TT);
+    table.append(doc, rank);
+}
+
+template class head_stats_table<float>;
+template class head_stats_table<double>;
 template tensor4<float> mean_heads(const tensor4<float>&);
 template tensor4<double> mean_heads(const tensor4<double>&);
 template array in_input_layout(const tensor4<float>&, std::size_t, std::shared_ptr<const void>);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "attn/core/analysis.hpp"
 #include "attn/core/attention.hpp"
 #include "attn/io/document.hpp"
 #include "attn/stages.hpp"
@@ -80,11 +81,31 @@ template <class T>
 void append_stats(io::document& doc, const tensor4<T>& q, const tensor4<T>& k, const attention_result<T>& r,
                   std::size_t rank, bool average_heads);
 
-/// The `head_stats` stage (docs/design.md §4.4, core/analysis.hpp) as tensors "head_stats.entropy",
-/// ".max_weight", ".distance", ".sink_mass", ".small_share", each (B, H), or (H,) for an
-/// input without a batch axis (rank 2), in the compute dtype. Always per query head of the
-/// softmax weights r.weights (which must be kept), --average-heads or not; a cell is
-/// visible when the combined mask `m` lets the query see the key (mask<T>::attend_row).
+/// The `head_stats` stage (docs/design.md §4.4, core/analysis.hpp), built one query
+/// head at a time: add() takes a head's weights as they are computed, append() writes
+/// the tensors "head_stats.entropy", ".max_weight", ".distance", ".sink_mass",
+/// ".small_share", each (B, H), or (H,) for an input without a batch axis (rank 2), in
+/// the compute dtype. Always per query head of the softmax weights, --average-heads or
+/// not; a cell is visible when the combined mask `m` lets the query see the key
+/// (mask<T>::attend_row).
+template <class T>
+class head_stats_table {
+public:
+    /// For m's B items and H heads. sink_k as core::head_stats takes it.
+    head_stats_table(const mask<T>& m, std::size_t sink_k);
+    /// Head h of item b: its (Tq, Tk) weights, C order.
+    void add(std::size_t b, std::size_t h, const T* weights);
+    /// The five tensors, in the input's leading axes (`rank`).
+    void append(io::document& doc, std::size_t rank) const;
+
+private:
+    const mask<T>& m_;
+    std::size_t sink_k_;
+    head_statistics all_;               // B·H entries each, item-major
+    std::vector<unsigned char> visible_;  // (Tq, Tk) of the head being added
+};
+
+/// head_stats_table over every head of r.weights (which must be kept), appended to `doc`.
 template <class T>
 void append_head_stats(io::document& doc, const attention_result<T>& r, const mask<T>& m, std::size_t rank,
                        std::size_t sink_k);

@@ -55,6 +55,14 @@ public:
     template <class T>
     void multiply(const T* weights);
 
+    /// The next layer one head at a time, for a caller that computes its heads one by one
+    /// (core::attention_by_head): `weights` is head h's (B, 1, T, T) in C order, heads in
+    /// order 0 … H − 1; the head-mean is summed as multiply() sums it, and after head H − 1
+    /// the layer is multiplied in, so the bits are multiply()'s. Holds B sums of (T, T)
+    /// doubles meanwhile. Throws value_error("rollout", …) for a head out of order.
+    template <class T>
+    void add_head(std::size_t h, const T* weights);
+
     /// The layers multiplied in so far.
     std::size_t layers() const noexcept { return layers_; }
     /// B, the batch items.
@@ -72,6 +80,11 @@ private:
     std::vector<std::vector<double>> product_;  // B of (T, T): R of each item so far
     std::vector<double> a_;                     // (T, T): Â_l of one item, then Â_l · R
     std::vector<double> next_;                  // a block of rows of Â_l · R
+    std::vector<std::vector<double>> sums_;     // add_head: B of (T, T), Σ_h A_l so far
+    std::size_t next_head_ = 0;                 // add_head: the head expected next
+
+    /// Â_l from a_ = Σ_h A_l of item b, then R_b ← Â_l · R_b (a_ is consumed).
+    void finish_item(std::size_t b);
 };
 
 /// One row of a per-head comparison of two weight tensors of identical shape.

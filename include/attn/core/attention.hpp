@@ -4,6 +4,8 @@
 /// Source: Vaswani et al. 2017, "Attention Is All You Need", eq. (1); stage semantics
 /// follow the ONNX Attention operator (opset 23/24) and torch SDPA.
 
+#include <cstddef>
+#include <functional>
 #include <vector>
 
 #include "attn/core/heads.hpp"
@@ -45,5 +47,21 @@ struct attention_result {
 template <class T>
 attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const tensor4<T>& v, const mask<T>& m,
                               const attention_options& options);
+
+/// attention() — or attention_reference() when `reference` — one query head at a time,
+/// for callers that read each head's weights once and keep none (head statistics,
+/// rollout, word merges of a whole model; docs/design.md §5.4): head h's weights,
+/// (B, 1, Tq, Tk), go to each_head(h, weights) and are freed before head h + 1 is
+/// computed, so the call holds one head's Tq×Tk weights instead of Hq heads'. Returns
+/// the output (B, Hq, Tq, Dv) and, with keep_lse, lse (B, Hq, Tq); no Tq×Tk stage.
+/// Every value is bit for bit what one call over all heads with keep_weights gives:
+/// each (item, head, query block) is its own work in both kernels, and inputs holding
+/// NaN or ±∞ send every head to the reference kernel, as attention() does.
+/// Throws usage_error("attention", …) when `options` keeps qk, scaled or scores,
+/// shape_error as attention() does, and whatever each_head throws.
+template <class T>
+attention_result<T> attention_by_head(const tensor4<T>& q, const tensor4<T>& k, const tensor4<T>& v, const mask<T>& m,
+                                      const attention_options& options, bool reference,
+                                      const std::function<void(std::size_t head, const tensor4<T>& weights)>& each_head);
 
 }  // namespace attn::core

@@ -211,4 +211,12 @@ broadcast_mask<T> float_mask(const array& values, const std::array<std::size_t, 
 template <class T>
 mask<T> build_mask(const mask_spec& spec, std::vector<std::string>& used);
 
+/// The mask of query heads [h0, h1) of `m`, as build_mask would give a call whose Hq is
+/// h1 − h0: H = h1 − h0, the per-head state (ALiBi's (B, H) slopes, boolean and float
+/// attn_masks with a head axis) cut to those heads, everything else as in `m`. What
+/// attention_by_head hands each head's kernel call (docs/design.md §5.4). Throws
+/// shape_error("attention", …) unless h0 < h1 ≤ m.H.
+template <class T>
+mask<T> head_slice(const mask<T>& m, std::size_t h0, std::size_t h1);
+
 }  // namespace attn::core
