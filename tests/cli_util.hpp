@@ -102,19 +102,19 @@ inline run_result run_attn(const std::string& args, const std::string& input = "
 
 /// One run's exit code and peak memory in KiB, measured in a forked process whose only
 /// child the run is, so that earlier runs do not count (getrusage(RUSAGE_CHILDREN));
-/// code −1 when the fork or its report fails.
+/// code −1 when the fork or its report fails. `prefix` is run_attn's (e.g. "TMPDIR=… ").
 struct measured_run {
     int code = -1;
     long peak_kb = -1;
 };
 
-inline measured_run run_attn_measured(const std::string& args) {
+inline measured_run run_attn_measured(const std::string& args, const std::string& prefix = "") {
     int fds[2];
     if (pipe(fds) != 0) return {};
     const pid_t pid = fork();
     if (pid < 0) return {};
     if (pid == 0) {
-        const run_result r = run_attn(args);
+        const run_result r = run_attn(args, "", prefix);
         struct rusage ru {};
         getrusage(RUSAGE_CHILDREN, &ru);
         const long report[2] = {r.code, ru.ru_maxrss};

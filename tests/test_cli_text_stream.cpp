@@ -149,7 +149,7 @@ TEST_CASE("JSON Lines of several layers refuse rollout, made from every layer at
                 "data/llama-tiny --text 'the river bank' --text 'a bank' --dump word_weights,weights", {0, 1});
 }
 
-TEST_CASE("CSV and JSON of several layers streamed to -o: byte for byte the held output on stdout") {
+TEST_CASE("CSV and JSON of several layers streamed to -o and to stdout: byte for byte the held output of -o DIR/") {
     const std::vector<std::string> runs{
         "data/gpt2-tiny --layer all --ids 11,12,13,14,15 --dump x,x_norm,q,k,v,qk,scaled,scores,weights,output,lse,stats,head_stats,mask",
         "data/gpt2-tiny --layer all --ids 11,12,13 --dump weights --dtype float64 --precision 6",
@@ -162,20 +162,30 @@ TEST_CASE("CSV and JSON of several layers streamed to -o: byte for byte the held
         "data/llama-tiny --layer 0,1 --text 'the river bank' --text 'a bank' --dump word_weights,x",
         "tests/fixtures/checkpoints/qwen3-tiny --layer 1-2 --ids 1,5,9,2 --dump q_proj,k_proj,weights",
     };
-    attn_test::scratch_dir dir;
+    // The held writer: a folder output (-o DIR/) writes each input's document whole.
+    attn_test::scratch_dir dir, held_dir, tmp;
     for (const std::string& args : runs)
         for (const std::string format : {"csv", "json", "json --compact"}) {
             CAPTURE(args);
             CAPTURE(format);
-            const auto held = attn_test::run_attn("compute " + args + " --format " + format);
-            REQUIRE_MESSAGE(held.code == 0, held.err);
-            const std::string file = dir.path + "/out." + format.substr(0, format.find(' '));
+            const std::string ext = format.substr(0, format.find(' '));
+            for (const auto& e : std::filesystem::directory_iterator(held_dir.path)) std::filesystem::remove(e.path());
+            const auto held_run = attn_test::run_attn("compute " + args + " --format " + format + " -o '" + held_dir.path + "/'");
+            REQUIRE_MESSAGE(held_run.code == 0, held_run.err);
+            REQUIRE(files_in(held_dir.path) == 1);
+            const std::string held = attn_test::slurp(std::filesystem::directory_iterator(held_dir.path)->path().string());
+            const std::string file = dir.path + "/out." + ext;
             for (const auto& e : std::filesystem::directory_iterator(dir.path)) std::filesystem::remove(e.path());
             const auto streamed = attn_test::run_attn("compute " + args + " --format " + format + " -o '" + file + "'");
             REQUIRE_MESSAGE(streamed.code == 0, streamed.err);
             CHECK(streamed.out.empty());
-            CHECK(attn_test::slurp(file) == held.out);
+            CHECK(attn_test::slurp(file) == held);
             CHECK(files_in(dir.path) == 1);  // the spools had no names
+            // On stdout the spools go to $TMPDIR, nameless too.
+            const auto on_stdout = attn_test::run_attn("compute " + args + " --format " + format, "", "TMPDIR='" + tmp.path + "' ");
+            REQUIRE_MESSAGE(on_stdout.code == 0, on_stdout.err);
+            CHECK(on_stdout.out == held);
+            CHECK(files_in(tmp.path) == 0);
         }
     const std::string compact = attn_test::slurp(dir.path + "/out.json");
     CHECK(compact.find('\n') == compact.size() - 1);  // one line
@@ -236,6 +246,19 @@ TEST_CASE("JSON Lines of several layers hold one layer: peak memory of --layer a
     REQUIRE_MESSAGE(m.code == 0, "the run failed");
     CHECK(m.peak_kb < attn_test::peak_bound_mb(80) * 1024);  // KiB; four layers held pass 128 MiB of weights alone
     CHECK(std::filesystem::file_size(dir.path + "/out.jsonl") > 4 * 1024 * 1024 * 4);
+}
+
+TEST_CASE("JSON of several layers on stdout holds one layer: peak memory of --layer all --dump weights at T = 1024") {
+    // As the JSON Lines case above: four layers of 16 MiB of weights, held and stacked they
+    // pass 128 MiB; on stdout each tensor's layers are spooled in $TMPDIR and joined.
+    attn_test::scratch_dir dir, tmp;
+    attn_test::write_cycled_ids(dir.path + "/ids.npy", 1024);
+    const auto m = attn_test::run_attn_measured("compute tests/fixtures/checkpoints/gemma3-tiny --layer all --token-ids '" + dir.path +
+                                                "/ids.npy' --dump weights --precision 1 --compact --format json",
+                                                "TMPDIR='" + tmp.path + "' ");
+    REQUIRE_MESSAGE(m.code == 0, "the run failed");
+    CHECK(m.peak_kb < attn_test::peak_bound_mb(80) * 1024);  // KiB
+    CHECK(files_in(tmp.path) == 0);
 }
 
 TEST_CASE("JSON of several layers killed mid-way: the destination as it was, and no spool left, even after SIGKILL") {

@@ -1,5 +1,6 @@
 // attn compute: the main job (docs/design.md §2).
 #include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <cmath>
 #include <cstdlib>
@@ -48,18 +49,27 @@ void emit(io::document& doc, io::format f, const compute_options& c) {
 }
 
 /// True when a checkpoint run's .npz, .npy, CSV or JSON is streamed layer by layer (docs/design.md
-/// §5.4): listed or all layers, to a file written through a temporary (not stdout, a
-/// device or a pipe, which cannot seek, nor hold the text formats' spools beside them),
-/// without --plot (drawn from the held weights) or rollout (made after the last layer), on
-/// a little-endian host (the .npy byte order).
+/// §5.4): listed or all layers, without --plot (drawn from the held weights) or rollout
+/// (made after the last layer). .npz and .npy go to a file written through a temporary
+/// (not stdout, a device or a pipe, which cannot seek), on a little-endian host (the .npy
+/// byte order); CSV and JSON go anywhere, their spools beside the file or, for stdout, a
+/// device or a pipe, in the temporary directory (text_spools_beside).
 bool streams_layers(const compute_options& c, io::format f, const attn::checkpoint_options& ck, const attn::pipeline_options& settings) {
     const std::uint16_t one = 1;
     const bool little_endian = *reinterpret_cast<const unsigned char*>(&one) == 1;
-    return (f == io::parse_format("npz") || f == io::parse_format("npy") || f == io::parse_format("csv") ||
-            f == io::parse_format("json")) &&
-           !ck.layer && !is_stdout(c.output) &&
-           !io::written_in_place(c.output) && c.plot.empty() && little_endian &&
+    const bool text = f == io::parse_format("csv") || f == io::parse_format("json");
+    const bool binary = f == io::parse_format("npz") || f == io::parse_format("npy");
+    const bool seekable = !is_stdout(c.output) && !io::written_in_place(c.output);
+    return (text || (binary && seekable && little_endian)) && !ck.layer && c.plot.empty() &&
            std::find(settings.dump.begin(), settings.dump.end(), stage_name(attn::stage::rollout)) == settings.dump.end();
+}
+
+/// Where streamed CSV and JSON keep their spools (io::spool's `beside`): beside -o's file,
+/// so that they fill the disk the output goes to; for stdout, a device or a pipe, in the
+/// temporary directory ($TMPDIR, else /tmp: std::filesystem::temp_directory_path).
+std::string text_spools_beside(const compute_options& c) {
+    if (!is_stdout(c.output) && !io::written_in_place(c.output)) return c.output;
+    return (std::filesystem::temp_directory_path() / "attn-output").string();
 }
 
 /// True when a checkpoint run writes JSON Lines a layer a line (docs/design.md §5.4): a
@@ -193,21 +203,21 @@ int run_compute(const compute_options& c) {
                     apply_store(layer, c.store, f);
                     if (f == io::parse_format("json")) {
                         if (!json) {
-                            file.emplace(c.output);
+                            if (!is_stdout(c.output)) file.emplace(c.output);
                             io::text_style style;
                             style.precision = c.precision;
                             style.compact = c.compact;
-                            json.emplace(file->stream(), c.output, count, style);
+                            json.emplace(file ? file->stream() : std::cout, text_spools_beside(c), count, style);
                         }
                         named([&] { json->append(layer); });
                         return;
                     }
                     if (f == io::parse_format("csv")) {
                         if (!csv) {
-                            file.emplace(c.output);
+                            if (!is_stdout(c.output)) file.emplace(c.output);
                             io::text_style style;
                             style.precision = c.precision;
-                            csv.emplace(file->stream(), c.output, count, style);
+                            csv.emplace(file ? file->stream() : std::cout, text_spools_beside(c), count, style);
                         }
                         // The model's layer, from the layer's meta (--layer N's).
                         named([&] { csv->append(layer, layer.meta["model"]["layer"].get<std::size_t>()); });
@@ -237,7 +247,7 @@ int run_compute(const compute_options& c) {
                     else if (csv) csv->finish();
                     else json->finish(doc);
                 });
-                file->commit();
+                if (file) file->commit();
                 return exit_ok;
             }
         } catch (const limit_error&) {
