@@ -1,14 +1,19 @@
 #pragma once
-// attn_mask (PyTorch SDPA, ONNX Attention), broadcast right-aligned against (B, Hq, Tq, Tk):
-// bool True = attend (or True = masked, nn.MultiheadAttention's bool attn_mask), marked
-// cell by cell; float: added to the scores as is (mask<T>::bias).
-#include "broadcast.hpp"
-#include "term.hpp"
+/// \file attn_mask.hpp
+/// attn_mask (PyTorch SDPA, ONNX Attention), broadcast right-aligned against (B, Hq, Tq, Tk):
+/// bool True = attend (or True = masked, nn.MultiheadAttention's bool attn_mask), marked
+/// cell by cell; float: added to the scores as is (mask<T>::bias).
+/// attn mask term: attn_mask_term, build order 110
+#include "attn/core/broadcast_mask.hpp"
+#include "attn/core/mask_term.hpp"
 
 namespace attn::core {
 
-broadcast_mask<std::uint8_t> bool_attn_mask(const array& attn_mask, const std::array<std::size_t, 4>& full,
-                                            bool batch_first, bool true_masks) {
+/// A bool (or integer) attn_mask: True/non-zero = attend (PyTorch SDPA, ONNX Attention),
+/// or with true_masks True = masked (nn.MultiheadAttention's bool attn_mask), broadcast
+/// against (B, Hq, Tq, Tk). Throws shape_error("attn_mask", …).
+inline broadcast_mask<std::uint8_t> bool_attn_mask(const array& attn_mask, const std::array<std::size_t, 4>& full,
+                                                   bool batch_first = false, bool true_masks = false) {
     broadcast_mask<std::uint8_t> bm;
     bm.shape = broadcast_shape(attn_mask, full, "attn_mask", batch_first);
     bm.data.resize(attn_mask.size());
@@ -18,10 +23,23 @@ broadcast_mask<std::uint8_t> bool_attn_mask(const array& attn_mask, const std::a
 
 namespace masks {
 
+/// The attn_mask term (mask_term.hpp): attn_mask: a bool mask marked cell by cell (mark), a
+/// float one added to the scores.
 struct attn_mask_term : term_base {
+    /// Its settings in mask_settings.
+    struct settings {
+        bool attn_mask_true_masks = false;  ///< a bool attn_mask's True masks (nn.MultiheadAttention)
+    };
+    /// What build() computes, in mask<T>; any(): whether it masks anything.
+    template <class T>
+    struct state {
+        std::vector<broadcast_mask<std::uint8_t>> allowed;  ///< boolean attn_masks (1 = attend)
+        bool any() const { return !allowed.empty(); }
+    };
+
     template <class T>
     static void build(build_context<T>& c) {
-        const mask_spec& spec = c.spec;
+        const auto& spec = c.spec;
         const array* am = spec.attn_mask;
         if (!am) return;
         const std::array<std::size_t, 4> full{spec.B, spec.Hq, spec.Tq, spec.Tk};
