@@ -14,6 +14,8 @@ install(TARGETS attn_core EXPORT attnTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/attn DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# Headers the build writes (attn/core/mask_terms.hpp, which attention_call.hpp includes).
+install(DIRECTORY ${PROJECT_BINARY_DIR}/generated/attn DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT attnTargets NAMESPACE attn:: FILE attnTargets.cmake DESTINATION ${ATTN_INSTALL_CMAKEDIR})
 
 # A static attn_core carries its private link dependencies into the consumer's link,

@@ -1,46 +1,30 @@
 // mask<T> (include/attn/core/masks.hpp): the mask conventions combined. Each convention
-// is a term in its own file under src/core/masks/ (term.hpp says what a term is); this
-// file lists them once, in build order, and combines them:
+// is a term, one header under include/attn/core/masks/ (mask_term.hpp says what a term
+// is); the build lists them in build order (mask_terms.hpp), and this file combines them:
 //  - build_mask runs every term's build();
 //  - the visible key range of a row is the intersection of the terms' ranges (the
 //    block skipping and the per-row fast path use it);
 //  - a cell is masked when it is outside that range or a term marks it; ALiBi and the
-//    float masks are added.
+//    float masks are added;
+//  - mask_records gathers what meta records of every term.
 #include "attn/core/masks.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <string>
-#include <tuple>
+#include <utility>
 
 #include "attn/error.hpp"
-#include "attn/text.hpp"
-#include "masks/alibi.hpp"
-#include "masks/attn_mask.hpp"
-#include "masks/broadcast.hpp"
-#include "masks/causal.hpp"
-#include "masks/documents.hpp"
-#include "masks/key_flags.hpp"
-#include "masks/lengths.hpp"
-#include "masks/prefix_lm.hpp"
-#include "masks/sink_tokens.hpp"
-#include "masks/window.hpp"
 
 namespace attn::core {
 
 namespace masks {
 namespace {
 
-/// Every mask convention, in the order they are built (their errors and meta's "mask"
-/// list come in this order). A new convention is one file under src/core/masks/ and
-/// one entry here.
-using terms = std::tuple<lengths_term, key_flags_term, positions_term, causal_term, window_term, prefix_lm_term,
-                         sink_tokens_term, documents_term, alibi_term, padding_term, attn_mask_term>;
-
 template <class F>
 void for_each_term(F&& f) {
-    std::apply([&](auto... t) { (f(t), ...); }, terms{});
+    terms::for_each(std::forward<F>(f));
 }
 
 /// The keys a row may see as far as every term's range goes.
@@ -121,7 +105,7 @@ bool mask<T>::apply_range(std::size_t b, std::size_t h, std::size_t i, const T* 
         for (std::size_t j = 0; j < begin; ++j) scores[j] = inf_fill ? scaled[j] + neg_inf : fill;
         if (scores != scaled) std::copy(scaled + begin, scaled + end, scores + begin);
         for (std::size_t j = end; j < n; ++j) scores[j] = inf_fill ? scaled[j] + neg_inf : fill;
-        if (!alibi_slopes.empty()) add_alibi(b, h, i, scores, j0, begin, end);
+        if (!this->alibi_slopes.empty()) add_alibi(b, h, i, scores, j0, begin, end);
         return inf_fill && begin == end && n > 0;
     }
     // Per-thread scratch: rows are applied by many threads at once.
@@ -133,7 +117,7 @@ bool mask<T>::apply_range(std::size_t b, std::size_t h, std::size_t i, const T* 
             scores[j] = inf_fill ? scaled[j] + neg_inf : fill;
         else {
             scores[j] = scaled[j];
-            if (!alibi_slopes.empty()) add_alibi(b, h, i, scores, j0, j, j + 1);
+            if (!this->alibi_slopes.empty()) add_alibi(b, h, i, scores, j0, j, j + 1);
             full = false;
         }
     }
@@ -168,5 +152,31 @@ mask<T> build_mask(const mask_spec& spec, std::vector<std::string>& used) {
 
 template mask<float> build_mask<float>(const mask_spec&, std::vector<std::string>&);
 template mask<double> build_mask<double>(const mask_spec&, std::vector<std::string>&);
+
+template <class T>
+mask<T> head_slice(const mask<T>& m, std::size_t h0, std::size_t h1) {
+    if (!(h0 < h1 && h1 <= m.H))
+        throw shape_error("attention", "heads [" + std::to_string(h0) + ", " + std::to_string(h1) + ") are not among the mask's " +
+                                           std::to_string(m.H));
+    mask<T> out = m;
+    out.H = h1 - h0;
+    masks::terms::for_each([&](auto t) { decltype(t)::heads(out, m, h0, h1); });
+    for (std::size_t k = 0; k < m.bias.size(); ++k) out.bias[k] = m.bias[k].heads(h0, h1);
+    return out;
+}
+
+template mask<float> head_slice(const mask<float>&, std::size_t, std::size_t);
+template mask<double> head_slice(const mask<double>&, std::size_t, std::size_t);
+
+template <class T>
+std::vector<mask_record> mask_records(const mask_settings& settings, const mask<T>& m) {
+    std::vector<mask_record> out;
+    masks::record_context<T> c{settings, m, out};
+    masks::for_each_term([&](auto t) { decltype(t)::record(c); });
+    return out;
+}
+
+template std::vector<mask_record> mask_records<float>(const mask_settings&, const mask<float>&);
+template std::vector<mask_record> mask_records<double>(const mask_settings&, const mask<double>&);
 
 }  // namespace attn::core

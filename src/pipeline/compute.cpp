@@ -267,8 +267,7 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     facts.type = dtype_of<T>();
     facts.scale = ao.scale;
     facts.masks_used = std::move(masks_used);
-    if (!m.alibi_slopes.empty()) facts.alibi_slopes.assign(m.alibi_slopes.begin(), m.alibi_slopes.begin() + Hq);
-    facts.lengths = m.lengths;
+    facts.mask_records = mask_records(o.masks(), m);
     facts.sinks = ao.sinks;
     facts.heads = Hq, facts.kv_heads = Hkv, facts.past = past, facts.head_width = Dk;
     facts.projected = p.projected;

@@ -2,11 +2,20 @@
 // checkpoint's model block. The key order is the writers' (and the golden outputs').
 #include "meta.hpp"
 
+#include <algorithm>
+#include <variant>
+
 #include "attn/core/posenc.hpp"
 #include "attn/core/rope.hpp"
 #include "attn/core/rope_scaling.hpp"
 
 namespace attn::pipeline {
+
+namespace {
+/// meta.sink_k's place among the mask terms' entries: after sink_tokens (40), before
+/// alibi_slopes (60).
+constexpr int sink_k_place = 50;
+}  // namespace
 
 void write_call_meta(nlohmann::ordered_json& meta, const pipeline_options& o, const call_facts& f) {
     const core::mask_settings& m = o.masks();
@@ -15,15 +24,13 @@ void write_call_meta(nlohmann::ordered_json& meta, const pipeline_options& o, co
     meta["scale"] = f.scale;
     meta["softcap"] = o.softcap;
     meta["mask"] = f.masks_used;
-    const bool window = m.window_left >= 0 || m.window_right >= 0;
-    if (m.causal || window) meta["causal_align"] = core::causal_align_name(m.align);
-    if (window) meta["window"] = {m.window_left, m.window_right};
-    if (!m.prefix_len.empty()) meta["prefix_len"] = m.prefix_len;
-    if (m.sink_tokens) meta["sink_tokens"] = m.sink_tokens;
-    if (f.head_stats) meta["sink_k"] = o.sink_k;
-    if (!f.alibi_slopes.empty()) meta["alibi_slopes"] = f.alibi_slopes;
-    if (!f.lengths.empty()) meta["lengths"] = f.lengths;
-    if (m.pad_id) meta["pad_id"] = *m.pad_id;
+    // Each mask term's entries (include/attn/core/masks/), and head_stats' sink_k among
+    // them, by place: the key order meta has always had.
+    std::vector<core::mask_record> entries = f.mask_records;
+    if (f.head_stats) entries.push_back({sink_k_place, "sink_k", o.sink_k});
+    std::stable_sort(entries.begin(), entries.end(),
+                     [](const core::mask_record& a, const core::mask_record& b) { return a.place < b.place; });
+    for (const core::mask_record& e : entries) std::visit([&](const auto& v) { meta[e.key] = v; }, e.value);
     if (m.fill) meta["mask_fill"] = *m.fill;
     else meta["mask_fill"] = "-Infinity";
     meta["masked_rows"] = core::masked_rows_name(o.rows);

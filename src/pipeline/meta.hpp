@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "attn/core/masks.hpp"
 #include "attn/io/document.hpp"
 #include "attn/model/config.hpp"
 #include "attn/pipeline.hpp"
@@ -22,8 +23,7 @@ struct call_facts {
     dtype type = dtype::f8;
     double scale = 1.0;
     std::vector<std::string> masks_used;   ///< build_mask's `used`
-    std::vector<double> alibi_slopes;      ///< the first Hq slopes applied, or empty
-    std::vector<std::size_t> lengths;      ///< the valid keys applied, or empty
+    std::vector<core::mask_record> mask_records;  ///< what each mask term records (core::mask_records)
     std::vector<double> sinks;             ///< the sink logits applied, or empty
     std::size_t heads = 1, kv_heads = 1, past = 0, head_width = 0;
     bool projected = false;                ///< Q, K, V came from projections
@@ -34,7 +34,8 @@ struct call_facts {
 
 /// Writes the call's settings into `meta` (an object), in the order the writers show
 /// them: attn_version, dtype, scale, softcap, mask (the conventions applied) and each mask
-/// setting in use, mask_fill, masked_rows, kernel, sinks, heads, kv_heads, past_length,
+/// term's entries by their place (causal_align, window, prefix_len, sink_tokens, then
+/// sink_k with head_stats, alibi_slopes, lengths, pad_id), mask_fill, masked_rows, kernel, sinks, heads, kv_heads, past_length,
 /// weight_layout, average_heads, rope, posenc. Throws nothing but std::bad_alloc.
 void write_call_meta(nlohmann::ordered_json& meta, const pipeline_options& o, const call_facts& facts);
 

@@ -13,38 +13,22 @@
 #include <string>
 #include <vector>
 
+#include "attn/core/mask_terms.hpp"
 #include "attn/core/rope.hpp"
 #include "attn/core/softmax.hpp"
 
 namespace attn::core {
-
-/// How the causal diagonal is placed when Tq ≠ Tk.
-enum class causal_align { top_left, bottom_right };
-
-/// "top-left" or "bottom-right": the name meta and the command line give an alignment.
-inline const char* causal_align_name(causal_align a) { return a == causal_align::top_left ? "top-left" : "bottom-right"; }
 
 /// "zero" or "nan": the name meta and the command line give what a fully masked row becomes.
 inline const char* masked_rows_name(masked_rows r) { return r == masked_rows::zero ? "zero" : "nan"; }
 
 /// Every mask and bias setting of a call, as plain values (the arrays that mask — an
 /// attn_mask, a key_padding_mask, lengths given as data — are the inputs', in
-/// `mask_spec`). Each is read by its term under src/core/masks/, which validates it in
-/// its own terms (docs/design.md §1.4). Defaults mask nothing.
-struct mask_settings {
-    bool causal = false;                          ///< `causal`: key j visible iff j ≤ p = i + offset
-    causal_align align = causal_align::top_left;  ///< the offset: past length, or valid keys − Tq
-    long long window_left = -1, window_right = -1;  ///< `window`: p − left ≤ j ≤ p + right; −1 = unbounded
-    std::vector<std::size_t> prefix_len;          ///< `prefix_len`: keys j < N beat the causal mask; one N or one per item
-    std::size_t sink_tokens = 0;                  ///< `sink_tokens`: the first K keys stay visible through the left window
-    bool alibi = false;                           ///< `alibi`: ALiBi with the paper's slopes for Hq heads
-    std::vector<std::size_t> cu_seqlens;          ///< `cu_seqlens`: documents packed in one row (0, c1, …, T)
-    std::vector<std::size_t> lengths;             ///< `lengths`: valid keys per item, or empty
-    std::optional<long long> pad_id;              ///< `pad_id`: token ids equal to it are padding keys
-    bool attn_mask_true_masks = false;            ///< a bool attn_mask's True masks (nn.MultiheadAttention)
-    bool padding_required = false;                ///< padding asked for: some padding source must be given
-    bool padding_refused = false;                 ///< no mask asked for: no padding source may be given
-    std::optional<double> fill;                   ///< masked-cell value; default −∞
+/// `mask_spec`): every term's `settings` (one header each under include/attn/core/masks/,
+/// listed by the build in mask_terms.hpp), which the term validates in its own terms
+/// (docs/design.md §1.4), and the value of a masked cell. Defaults mask nothing.
+struct mask_settings : masks::terms::settings {
+    std::optional<double> fill;  ///< masked-cell value; default −∞
 };
 
 /// The settings of one attention call besides its inputs: the mask settings (its base,

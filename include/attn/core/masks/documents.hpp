@@ -1,14 +1,19 @@
 #pragma once
-// Documents (FlashAttention varlen cu_seqlens, FlexAttention document masking): query
-// and key must belong to the same document. Runs of one id are a key range; ids that
-// come back later (one document in several runs) are marked cell by cell.
+/// \file documents.hpp
+/// Documents (FlashAttention varlen cu_seqlens, FlexAttention document masking): query
+/// and key must belong to the same document. Runs of one id are a key range; ids that
+/// come back later (one document in several runs) are marked cell by cell.
+/// attn mask term: documents_term, build order 80
 #include <algorithm>
 
-#include "term.hpp"
+#include "attn/core/mask_term.hpp"
 
 namespace attn::core {
 
-std::vector<std::int64_t> documents_from_cu_seqlens(const std::vector<std::size_t>& cu) {
+/// Document ids (T,) from FlashAttention's cu_seqlens of one packed row: 0 = c0 < c1 < …
+/// < cn = T gives position t the document d with c_d ≤ t < c_{d+1}. Throws
+/// usage_error("`cu_seqlens`", …) unless the list starts at 0 and increases.
+inline std::vector<std::int64_t> documents_from_cu_seqlens(const std::vector<std::size_t>& cu) {
     bool ok = !cu.empty() && cu[0] == 0;
     for (std::size_t k = 1; ok && k < cu.size(); ++k) ok = cu[k] > cu[k - 1];
     if (!ok) {
@@ -24,11 +29,27 @@ std::vector<std::int64_t> documents_from_cu_seqlens(const std::vector<std::size_
 
 namespace masks {
 
+/// The documents term (mask_term.hpp): documents: keys of other documents hidden (visible for
+/// runs, mark for ids that come back).
 struct documents_term : term_base {
+    /// Its settings in mask_settings.
+    struct settings {
+        std::vector<std::size_t> cu_seqlens;  ///< `cu_seqlens`: documents packed in one row (0, c1, …, T)
+    };
+    /// What build() computes, in mask<T>; any(): whether it masks anything.
+    template <class T>
+    struct state {
+        /// Documents in contiguous runs: (B, Tk) the first key and one past the last key of
+        /// the run holding position j; query i sees only its own run. Or empty.
+        std::vector<std::size_t> doc_begin, doc_end;
+        std::vector<std::int64_t> document;  ///< (B, Tk) ids when a document is not one run; or empty
+        bool any() const { return !doc_end.empty() || !document.empty(); }
+    };
+
     template <class T>
     static void build(build_context<T>& c) {
-        const mask_spec& spec = c.spec;
-        mask<T>& m = c.m;
+        const auto& spec = c.spec;
+        auto& m = c.m;
         const array* docs = spec.document_ids;
         if (!docs) return;
         const std::size_t B = spec.B, Tk = spec.Tk;

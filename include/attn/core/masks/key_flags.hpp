@@ -1,10 +1,14 @@
 #pragma once
-// Padding keys given per key (B, Tk): a key_padding_mask (True = padding,
-// nn.MultiheadAttention; a float one is added as is), Hugging Face's attention_mask
-// (1 = a real token) and token ids equal to pad_id. Then the padding asked for, or
-// refused, is checked against every padding source (with the lengths term's).
-#include "broadcast.hpp"
-#include "term.hpp"
+/// \file key_flags.hpp
+/// Padding keys given per key (B, Tk): a key_padding_mask (True = padding,
+/// nn.MultiheadAttention; a float one is added as is), Hugging Face's attention_mask
+/// (1 = a real token) and token ids equal to pad_id. Then the padding asked for, or
+/// refused, is checked against every padding source (with the lengths term's).
+/// attn mask term: key_flags_term, build order 20
+#include <optional>
+
+#include "attn/core/broadcast_mask.hpp"
+#include "attn/core/mask_term.hpp"
 
 namespace attn::core {
 
@@ -23,28 +27,52 @@ std::vector<std::uint8_t> per_key(const array& a, std::size_t B, std::size_t Tk,
 
 }  // namespace masks
 
-std::vector<std::uint8_t> key_padding_allowed(const array& key_padding_mask, std::size_t B, std::size_t Tk) {
+/// (B, Tk) "may attend" flags (1 = attend) from an integer or bool key_padding_mask, whose
+/// True/non-zero entries are padding (nn.MultiheadAttention); a 1-D (Tk,) mask applies
+/// to every item. Throws shape_error("key_padding_mask", …) for another shape.
+inline std::vector<std::uint8_t> key_padding_allowed(const array& key_padding_mask, std::size_t B, std::size_t Tk) {
     return masks::per_key(key_padding_mask, B, Tk, "key_padding_mask", [](double v) { return v == 0.0; });
 }
 
-std::vector<std::uint8_t> token_ids_allowed(const array& token_ids, long long pad_id, std::size_t B, std::size_t Tk) {
+/// (B, Tk) "may attend" flags from token ids: ids equal to pad_id are padding.
+/// Throws value_error for non-integer ids, shape_error("token_ids", …) for a wrong shape.
+inline std::vector<std::uint8_t> token_ids_allowed(const array& token_ids, long long pad_id, std::size_t B,
+                                                   std::size_t Tk) {
     if (!is_integer(token_ids.type))
         throw value_error("token_ids", "wrong dtype " + expected_got("integers", std::string(dtype_name(token_ids.type))));
     const double pad = static_cast<double>(pad_id);
     return masks::per_key(token_ids, B, Tk, "token_ids", [pad](double v) { return v != pad; });
 }
 
-std::vector<std::uint8_t> attention_mask_allowed(const array& attention_mask, std::size_t B, std::size_t Tk) {
+/// (B, Tk) "may attend" flags from Hugging Face's attention_mask, (B, Tk) or (Tk,):
+/// non-zero = a real token, 0 = padding (the inverse of key_padding_mask).
+/// Throws shape_error("attention_mask", …) for another shape.
+inline std::vector<std::uint8_t> attention_mask_allowed(const array& attention_mask, std::size_t B, std::size_t Tk) {
     return masks::per_key(attention_mask, B, Tk, "attention_mask", [](double v) { return v != 0.0; });
 }
 
 namespace masks {
 
+/// The key_flags term (mask_term.hpp): per-key padding flags: padding keys hidden cell by cell
+/// (mark), a float key_padding_mask added, pad_id recorded.
 struct key_flags_term : term_base {
+    /// Its settings in mask_settings.
+    struct settings {
+        std::optional<long long> pad_id;  ///< `pad_id`: token ids equal to it are padding keys
+        bool padding_required = false;    ///< padding asked for: some padding source must be given
+        bool padding_refused = false;     ///< no mask asked for: no padding source may be given
+    };
+    /// What build() computes, in mask<T>; any(): whether it masks anything.
+    template <class T>
+    struct state {
+        std::vector<std::uint8_t> key_allowed;  ///< (B, Tk), 1 = may attend, or empty
+        bool any() const { return !key_allowed.empty(); }
+    };
+
     template <class T>
     static void build(build_context<T>& c) {
-        const mask_spec& spec = c.spec;
-        mask<T>& m = c.m;
+        const auto& spec = c.spec;
+        auto& m = c.m;
         const std::size_t B = spec.B, Tk = spec.Tk;
         const std::array<std::size_t, 4> full{B, spec.Hq, spec.Tq, Tk};
         const auto add = [&](std::vector<std::uint8_t> allowed) {
@@ -98,20 +126,12 @@ struct key_flags_term : term_base {
         const std::uint8_t* ka = m.key_allowed.data() + b * m.Tk + j0;
         for (std::size_t j = 0; j < n; ++j) masked[j] |= !ka[j];
     }
+    /// meta.pad_id.
+    template <class T>
+    static void record(record_context<T>& c) {
+        if (c.settings.pad_id) c.out.push_back({80, "pad_id", *c.settings.pad_id});
+    }
 };
 
 }  // namespace masks
 }  // namespace attn::core
-
-namespace attn::core::masks {
-
-/// Names "padding" for meta when some padding source (lengths, key flags) was given,
-/// after ALiBi and before attn_mask, as meta's "mask" list has always read.
-struct padding_term : term_base {
-    template <class T>
-    static void build(build_context<T>& c) {
-        if (c.padding) c.used.push_back("padding");
-    }
-};
-
-}  // namespace attn::core::masks
