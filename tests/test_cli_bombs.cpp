@@ -461,9 +461,10 @@ TEST_CASE("bombs: a checkpoint run with --layer all plans every layer's Tq×Tk s
     auto r = run_attn(run + " --layer 1");
     CHECK_MESSAGE(r.code == 0, r.err);
     std::filesystem::remove(out);
-    // Held output (JSON, CSV and .npz on stdout): both layers are held, then stacked: 2 stages × 2 layers × 2 × 16 384 bytes.
+    // Held output (.npz on stdout, which cannot seek): both layers are held, then stacked:
+    // 2 stages × 2 layers × 2 × 16 384 bytes.
     const std::string held = "compute data/gpt2-tiny/model.safetensors --ids " + ids + " --dump weights,scores --max-bytes 125000";
-    r = run_attn(held + " --layer all --format json");
+    r = run_attn(held + " --layer all --format npz");
     CHECK(r.code == 1);
     CHECK(r.err == "attn: error: this run needs about 131.1 kB for its Tq×Tk stages (L=2, B=1, H=4, Tq=Tk=32, float32) "
                    "(expected at most --max-bytes 125000 bytes; raise --max-bytes or dump fewer stages)\n");
@@ -477,6 +478,10 @@ TEST_CASE("bombs: a checkpoint run with --layer all plans every layer's Tq×Tk s
         r = run_attn(held + " --layer all --format " + ext + " -o '" + dir.path + "/out." + ext + "'");
         CHECK_MESSAGE(r.code == 0, r.err);
         CHECK(std::filesystem::exists(dir.path + "/out." + ext));
+        // On stdout too, the spools in $TMPDIR.
+        r = run_attn(held + " --layer all --format " + ext, "", "TMPDIR='" + dir.path + "' ");
+        CHECK_MESSAGE(r.code == 0, r.err);
+        CHECK(!r.out.empty());
     }
 }
 

@@ -214,10 +214,7 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
     const bool merged = rollout || words;
     // Weights that are merged and not dumped are handed over one head at a time
     // (pipeline_options::each_head_weights): a layer holds one head's, not Hq heads'.
-    const bool by_head = merged && !o.average_heads && std::none_of(dump.begin(), dump.end(), [](const std::string& s) {
-        return s == stage_name(stage::weights) || s == stage_name(stage::qk) || s == stage_name(stage::scaled) ||
-               s == stage_name(stage::scores) || s == stage_name(stage::stats);
-    });
+    const bool by_head = merged && pipeline::weights_by_head_allowed(dump, o.average_heads);
     if (merged && !by_head && !has(dump, stage_name(stage::weights).c_str())) dump.push_back(stage_name(stage::weights));
     const bool streamed = ck.each_layer && !ck.layer;
     if (streamed && rollout)

@@ -126,11 +126,11 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     // Weights that are read and not dumped (head_stats; a checkpoint's rollout and
     // word_weights) are computed one head at a time and dropped head by head
     // (core::attention_by_head): the run holds one head's Tq×Tk weights, not Hq heads'.
-    const bool others_kept = ao.keep_qk || ao.keep_scaled || ao.keep_scores || wants(stage::weights) || wants(stage::stats);
-    if (o.each_head_weights && (others_kept || o.average_heads))
+    const bool allowed = weights_by_head_allowed(o.dump, o.average_heads);
+    if (o.each_head_weights && !allowed)
         throw usage_error("--dump", "weights handed on one head at a time are not dumped " +
                                         expected_got("no weights, qk, scaled, scores, stats or --average-heads", "some"));
-    const bool by_head = o.each_head_weights || (wants(stage::head_stats) && !others_kept && !o.average_heads);
+    const bool by_head = o.each_head_weights || (wants(stage::head_stats) && allowed);
     {
         const std::string lengths = Tq == Tk ? "Tq=Tk=" + num(Tq) : "Tq=" + num(Tq) + ", Tk=" + num(Tk);
         const std::string layers = o.planned_layers > 1 ? "L=" + num(o.planned_layers) + ", " : "";

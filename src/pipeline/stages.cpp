@@ -105,6 +105,13 @@ double planned_stage_bytes(const std::vector<stage>& stages, const attention_opt
     return bytes * static_cast<double>(layers > 1 ? 2 * layers : 1);
 }
 
+bool weights_by_head_allowed(const std::vector<std::string>& dump, bool average_heads) {
+    return !average_heads && std::none_of(dump.begin(), dump.end(), [](const std::string& s) {
+        return s == stage_name(stage::weights) || s == stage_name(stage::qk) || s == stage_name(stage::scaled) ||
+               s == stage_name(stage::scores) || s == stage_name(stage::stats);
+    });
+}
+
 void record_shapes(io::document& doc) {
     nlohmann::ordered_json shapes = nlohmann::ordered_json::object();
     for (const auto& t : doc.tensors) shapes[t.name] = t.value.shape;

@@ -69,6 +69,12 @@ double planned_stage_bytes(const std::vector<stage>& stages, const attention_opt
                            std::size_t B, std::size_t H, std::size_t Tq, std::size_t Tk, std::size_t element_bytes,
                            std::size_t layers);
 
+/// True when a run dumping `dump` may compute the weights one query head at a time
+/// (core::attention_by_head, docs/design.md §5.4): it writes no Tq×Tk stage of a whole
+/// layer (weights, qk, scaled, scores) and nothing read from every head at once (stats,
+/// --average-heads).
+bool weights_by_head_allowed(const std::vector<std::string>& dump, bool average_heads);
+
 /// meta.shapes: every tensor's shape by name, as the document now holds them.
 void record_shapes(io::document& doc);
 
