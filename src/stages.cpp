@@ -1,6 +1,7 @@
 // The stage table (include/attn/stages.hpp): the one place a stage name is spelled.
 #include "attn/stages.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "attn/error.hpp"
@@ -76,6 +77,67 @@ stage_kind tensor_kind(const std::string& tensor_name) {
         return row.kind;
     }
     return stage_kind::unknown;
+}
+
+std::vector<std::string> full_axes(const std::string& tensor_name) {
+    const stage_kind kind = tensor_kind(tensor_name);
+    if (kind == stage_kind::unknown || kind == stage_kind::scalar) return {};
+    const auto dot = tensor_name.find('.');
+    // The parts of stats and head_stats: the per-row ones as lse, the per-head ones (B, H).
+    const std::string& text = kind == stage_kind::per_row && dot != std::string::npos ? stage_row(stage::lse).axes
+                              : kind == stage_kind::per_head                         ? stage_row(stage::head_stats).axes
+                                                                                     : stage_row(parse_stage(tensor_name)).axes;
+    std::vector<std::string> axes;
+    for (std::size_t begin = 0; begin <= text.size();) {
+        const std::size_t comma = std::min(text.find(", ", begin), text.size());
+        axes.push_back(text.substr(begin, comma - begin));
+        begin = comma + 2;
+    }
+    return axes;
+}
+
+std::vector<std::string> fit_axes(const std::string& tensor_name, std::size_t rank, bool heads_kept) {
+    std::vector<std::string> full = full_axes(tensor_name);
+    if (rank == full.size()) return full;
+    const std::size_t dot = full.size() == 3 ? full[2].find("·") : std::string::npos;
+    if (rank == 4 && dot != std::string::npos && tensor_kind(tensor_name) == stage_kind::vectors)
+        // (B, T, H·D) of a 4-D input: the heads apart, (B, H, T, D).
+        return {full[0], full[2].substr(0, dot), full[1], full[2].substr(dot + std::string("·").size())};
+    if (rank > full.size()) return {};
+    const std::size_t short_by = full.size() - rank;
+    const bool heads_second = full.size() >= 3 && full[1].rfind('H', 0) == 0;  // (B, H or Hkv, …)
+    const auto drop = [&](const std::string axis) { full.erase(std::find(full.begin(), full.end(), axis)); };
+    switch (tensor_kind(tensor_name)) {
+        case stage_kind::vectors:
+            if (heads_second && full.size() == 4) {
+                // (B, H, T, D) in the input's layout: heads merged into the last axis.
+                std::vector<std::string> merged{full[0], full[2], full[1] + "·" + full[3]};
+                if (short_by == 2) merged.erase(merged.begin());
+                return short_by <= 2 ? merged : std::vector<std::string>{};
+            }
+            if (short_by == 1 && full[0] == "B") drop("B");
+            else return {};
+            return full;
+        case stage_kind::logits:
+        case stage_kind::scores:
+        case stage_kind::weights:
+        case stage_kind::mask:
+        case stage_kind::per_row:
+        case stage_kind::words:
+            if (!heads_second || short_by > 2) return {};
+            if (short_by == 2 || !heads_kept) drop(full[1]);
+            if (short_by == 2 || heads_kept) drop("B");
+            return full;
+        case stage_kind::per_head:
+            if (short_by == 1) drop("B");
+            else return {};
+            return full;
+        case stage_kind::rollout:
+            if (short_by == 1) drop("B");
+            else return {};
+            return full;
+        default: return {};
+    }
 }
 
 bool is_matrix(stage_kind k) {

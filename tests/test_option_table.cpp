@@ -9,11 +9,14 @@
 #include <utility>
 #include <vector>
 
+#include "../src/cli/compute_options.hpp"
 #include "../src/cli/flag_terms.hpp"
 #include "../src/cli/option_table.hpp"
 #include "attn/core/attention_call.hpp"
 #include "attn/core/rope.hpp"
+#include "attn/io/formats.hpp"
 #include "attn/model/config.hpp"
+#include "attn/stages.hpp"
 
 using attn::cli::option_row;
 using attn::cli::option_scope;
@@ -21,12 +24,16 @@ using attn::cli::option_table;
 
 namespace {
 
-/// Parses `words` (a command line after the subcommand) into `c` with every pipeline,
-/// rope, job and run row bound, as attn compute binds them.
-void parse(attn::cli::pipeline_cli& c, std::vector<std::string> words) {
+/// Parses `words` (a command line after the subcommand) into `c` (and the output options
+/// into `out`) with every pipeline, rope, job, run and output row bound, as attn compute
+/// binds them.
+void parse(attn::cli::pipeline_cli& c, std::vector<std::string> words, attn::cli::output_cli* out = nullptr) {
     CLI::App app;
-    for (const option_row& r : option_table())
-        if (r.scope != option_scope::other) r.bind(app, c, r);
+    attn::cli::output_cli ignored;
+    for (const option_row& r : option_table()) {
+        if (r.scope == option_scope::output) r.bind_output(app, out ? *out : ignored, r);
+        else if (r.scope != option_scope::other) r.bind(app, c, r);
+    }
     std::reverse(words.begin(), words.end());  // CLI11 takes them last to first
     app.parse(words);
 }
@@ -61,7 +68,8 @@ TEST_CASE("option table: one row per flag, and every row but another command's b
     std::set<std::string> flags;
     for (const option_row& r : option_table()) {
         CHECK_MESSAGE(flags.insert(r.flag).second, r.flag);
-        CHECK_MESSAGE((r.scope == option_scope::other) == !r.bind, r.flag);
+        CHECK_MESSAGE((r.scope == option_scope::other || r.scope == option_scope::output) == !r.bind, r.flag);
+        CHECK_MESSAGE((r.scope == option_scope::output) == static_cast<bool>(r.bind_output), r.flag);
     }
     CHECK(row("--q").file);
     CHECK(row("--config").file);
@@ -77,6 +85,41 @@ TEST_CASE("option table: the choices are the registries'") {
           std::vector<std::string>{attn::core::causal_align_name(attn::core::causal_align::top_left),
                                    attn::core::causal_align_name(attn::core::causal_align::bottom_right)});
     CHECK(row("--masked-rows").choices == std::vector<std::string>{"zero", "nan"});
+    std::vector<std::string> stages, formats;
+    for (const attn::stage_info& s : attn::stage_table()) stages.push_back(s.name);
+    for (const attn::io::format f : attn::io::output_formats()) formats.push_back(f->name);
+    CHECK(row("--dump").choices == stages);
+    CHECK(row("--format").choices == formats);
+}
+
+TEST_CASE("option table: compute's output options are rows that write their typed fields") {
+    for (const std::string flag : {"--dump", "--format", "-o,--output", "--store", "--precision", "--compact", "--full"}) {
+        CHECK_MESSAGE(row(flag).scope == option_scope::output, flag);
+        CHECK_MESSAGE(row(flag).group == "Output", flag);
+    }
+    attn::cli::pipeline_cli c;
+    attn::cli::output_cli out;
+    CHECK(out.dump == attn::default_dump());
+    parse(c, {"--dump", "weights,lse", "--format", "csv", "-o", "w.csv", "--store", "bfloat16", "--precision", "5", "--compact",
+              "--full", "--sink-k", "2"},
+          &out);
+    CHECK(out.dump == std::vector<std::string>{"weights", "lse"});
+    CHECK(out.format == "csv");
+    CHECK(out.output == "w.csv");
+    CHECK(out.store == "bfloat16");
+    CHECK(out.precision == 5);
+    CHECK(out.compact);
+    CHECK(out.full);
+    CHECK(c.settings.sink_k == 2);
+    // A job over a copy keeps what it does not set.
+    attn::cli::output_cli job = out;
+    parse(c, {"--format", "json"}, &job);
+    CHECK(job.format == "json");
+    CHECK(job.dump == out.dump);
+    CHECK(job.output == "w.csv");
+    attn::cli::output_cli bad;
+    CHECK_THROWS_AS(parse(c, {"--format", "xml"}, &bad), CLI::ValidationError);
+    CHECK_THROWS_AS(parse(c, {"--store", "float8"}, &bad), CLI::ValidationError);
 }
 
 TEST_CASE("option table: options write their typed fields of the call") {

@@ -76,6 +76,24 @@ std::string stage_list(const std::string& separator, const std::string& last = "
 /// per_row); any "head_stats.<part>" (per_head); unknown for any other name.
 stage_kind tensor_kind(const std::string& tensor_name);
 
+/// The axes of the tensor called `tensor_name` in full form: its stage's `axes`, split
+/// ({"B", "H", "Tq", "Tk"} for weights, {"B", "Tk", "Hkv·D"} for k_proj); a part of
+/// `stats` its own ({} for the 0-d ones, lse's {"B", "H", "Tq"} for the per-row ones);
+/// any "head_stats.<part>" {"B", "H"}; empty for a name that is not a stage.
+std::vector<std::string> full_axes(const std::string& tensor_name);
+
+/// The axes of the tensor called `tensor_name` when it has rank `rank`: its full_axes
+/// less those the input's layout drops (docs/design.md §2 "Tensor shapes"). The full
+/// rank keeps them all. A vector stage (B, H, T, D) of a rank-3 input has its heads merged,
+/// (B, T, H·D), and of a rank-2 input (T, H·D); (B, T, E) of a rank-2 input is (T, E), and
+/// (B, T, H·D) of a rank-4 input (B, H, T, D) (q_proj, k_proj of 4-D inputs). A
+/// Tq×Tk or per-row stage (B, H, …) one axis short lost B when `heads_kept` (several heads,
+/// not averaged: (H, Tq, Tk), unbatched nn.MultiheadAttention), else H (one head or
+/// averaged: (B, Tq, Tk)), and two short lost both; head_stats of rank 1 are (H). Empty
+/// when `rank` fits none of these (a tensor that is not a stage, a rank-4 x): no axis is
+/// guessed.
+std::vector<std::string> fit_axes(const std::string& tensor_name, std::size_t rank, bool heads_kept);
+
 /// True for the kinds that are Tq×Tk matrices of one layer: logits, scores, weights, mask,
 /// and words (word_weights: Wq×Wk, laid out as weights are).
 bool is_matrix(stage_kind k);

@@ -163,10 +163,16 @@ struct array {
 };
 
 /// An array with the name it has in a bundle (.npz member, JSON key) or a document
-/// (a stage name).
+/// (a stage name), and, for a stage the pipeline computed, its axes.
 struct named_array {
     std::string name;
     array value;
+    /// The axes by name, one per dimension, as the stage table spells them once the
+    /// input's layout has dropped B or H ({"L", "B", "H", "Tq", "Tk"}, {"H", "Tq", "Tk"},
+    /// {"B", "Tq", "H·D"}; docs/design.md §2 "Tensor shapes"): set by the pipeline, read by
+    /// the writers through io::tensor_axes. Empty when not known (an input, an array read
+    /// from a file), in which case io::tensor_axes reads them from the document's meta.
+    std::vector<std::string> axes{};
 };
 
 /// An int64 array of `shape` holding `values` (C order; element_count(shape) of them).

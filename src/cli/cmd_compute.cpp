@@ -309,38 +309,10 @@ int run_compute(const compute_options& c) {
 
 void add_job_options(CLI::App& sub, compute_options& c) {
     add_pipeline_options(sub, c.pipeline);
-    sub.add_option("--dump", c.dump,
-                    "Stages to write, comma-separated: " + stage_list(" ") + " (mask: the combined mask, bool, True = "
-                    "attend; x_norm: a checkpoint's layer input after its norm; head_stats: per-head entropy, max "
-                    "weight, distance, sink mass, small share; rollout: of a checkpoint's layers)")
-        ->delimiter(',')
-        ->allow_extra_args(false)
-        ->capture_default_str()
-        ->group("Output");
-    bind_option(sub, c.pipeline, "--sink-k");
-    std::vector<std::string> formats;
-    for (const io::format f : io::output_formats()) formats.push_back(f->name);
-    sub.add_option("--format", c.format, io::format_help() + "; default from -o's extension")
-        ->check(CLI::IsMember(formats))
-        ->group("Output");
-    sub.add_option("-o,--output", c.output,
-                    "Write to PATH (atomically) instead of stdout. With several inputs or a manifest, a PATH "
-                    "ending in / is a folder: one file per input, named after it (a.npz → DIR/a.json)")
-        ->group("Output");
-    sub.add_option("--store", c.store,
-                    "Store the Tq×Tk stages (qk, scaled, scores, weights) in .npy/.npz as float16 (as NumPy's "
-                    "astype rounds) or bfloat16 (as torch's .to rounds; kept as uint16 bits, see meta.store_bits), "
-                    "halving a whole-model dump")
-        ->check(CLI::IsMember({"float16", "bfloat16"}))
-        ->group("Output");
-    sub.add_option("--precision", c.precision,
-                    "Significant digits of text output (default: the shortest text that round-trips; "
-                    "4 in tables)")
-        ->check(CLI::Range(1, 17))
-        ->group("Output");
-    sub.add_flag("--compact", c.compact, "JSON on one line")->group("Output");
-    sub.add_flag("--full", c.full, "Tables: print every element (default: above 1000, the first and last 3 of each axis, as NumPy)")
-        ->group("Output");
+    for (const option_row& r : option_table()) {
+        if (r.scope == option_scope::output) r.bind_output(sub, c, r);
+        if (r.scope == option_scope::job) r.bind(sub, c.pipeline, r);
+    }
 }
 
 void setup_compute(CLI::App& app, int& exit_status) {

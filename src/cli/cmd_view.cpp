@@ -72,7 +72,7 @@ void check_view_plan(const io::document& doc, const std::string& source, double 
     }
     double bytes = held + 5 * page + cells;
     if (weights && !head_stats) bytes += 10 * static_cast<double>(weights->value.size());
-    if (weights && !rollout && weights->value.type != dtype::f4 && (weights->value.rank() == 5 || io::layer_axes(doc) == 1)) bytes += 8 * static_cast<double>(weights->value.size());
+    if (weights && !rollout && weights->value.type != dtype::f4 && (weights->value.rank() == 5 || io::has_layer_axis(io::tensor_axes(doc, *weights)))) bytes += 8 * static_cast<double>(weights->value.size());
     check_planned_bytes(bytes, earlier ? "this view of " + std::to_string(earlier + 1) + " inputs" : std::string("this view"), sizes, "raise --max-bytes or view fewer stages, layers or heads");
 }
 

@@ -17,7 +17,9 @@
 #include "attn/core/rope.hpp"
 #include "attn/error.hpp"
 #include "attn/model/registry.hpp"
+#include "attn/stages.hpp"
 #include "attn/text.hpp"
+#include "compute_options.hpp"
 #include "flag_terms.hpp"
 
 namespace attn::cli {
@@ -282,6 +284,14 @@ option_row tensor_row(const std::string& option, const std::string& name) {
                  {},
                  [option, name](CLI::App& a, pipeline_cli& c, const option_row&) { return add_tensor_option(a, c, option, name); }};
     r.file = true;
+    return r;
+}
+
+/// A row of compute's output options (scope `output`, group "Output"), bound to an output_cli.
+option_row output_row(const std::string& flag, const std::string& help, std::vector<std::string> choices,
+                      option_row::output_binder bind) {
+    option_row r{flag, "", help, "Output", std::move(choices), nullptr, option_scope::output};
+    r.bind_output = std::move(bind);
     return r;
 }
 
@@ -571,6 +581,28 @@ std::vector<option_row> make_table() {
                  "Text", {}, [](CLI::App& a, pipeline_cli& c, const option_row& r) {
                      return grouped(a.add_flag(r.flag, c.words, r.help), r);
                  }});
+    // Compute's output options (docs/design.md §3.1 item 1): what a job writes and how,
+    // bound to compute_options' output_cli; --sink-k, a head_stats setting, sits among them
+    // as --help has always listed it.
+    t.push_back(output_row("--dump",
+                           "Stages to write, comma-separated: " + stage_list(" ") +
+                               " (mask: the combined mask, bool, True = attend; x_norm: a checkpoint's layer input "
+                               "after its norm; head_stats: per-head entropy, max weight, distance, sink mass, small "
+                               "share; rollout: of a checkpoint's layers)",
+                           [] {
+                               std::vector<std::string> names;
+                               for (const stage_info& s : stage_table()) names.push_back(s.name);
+                               return names;
+                           }(),
+                           // Not checked against the choices here: pipeline_settings names an
+                           // unknown stage with the list (parse_stage).
+                           [](CLI::App& a, output_cli& c, const option_row& r) {
+                               return a.add_option(r.flag, c.dump, r.help)
+                                   ->delimiter(',')
+                                   ->allow_extra_args(false)
+                                   ->capture_default_str()
+                                   ->group(r.group);
+                           }));
     t.push_back({"--sink-k", "", "head_stats: the sink mass is the weight on the first K keys (1 to Tk)", "Output", {},
                  [](CLI::App& a, pipeline_cli& c, const option_row& r) {
                      return grouped(a.add_option(r.flag, c.settings.sink_k, r.help)
@@ -580,6 +612,44 @@ std::vector<option_row> make_table() {
                                     r);
                  },
                  option_scope::job});
+    t.push_back(output_row("--format", io::format_help() + "; default from -o's extension",
+                           [] {
+                               std::vector<std::string> names;
+                               for (const io::format f : io::output_formats()) names.push_back(f->name);
+                               return names;
+                           }(),
+                           [](CLI::App& a, output_cli& c, const option_row& r) {
+                               return a.add_option(r.flag, c.format, r.help)->check(CLI::IsMember(r.choices))->group(r.group);
+                           }));
+    t.push_back(output_row("-o,--output",
+                           "Write to PATH (atomically) instead of stdout. With several inputs or a manifest, a PATH "
+                           "ending in / is a folder: one file per input, named after it (a.npz → DIR/a.json)",
+                           {}, [](CLI::App& a, output_cli& c, const option_row& r) {
+                               return a.add_option(r.flag, c.output, r.help)->group(r.group);
+                           }));
+    t.push_back(output_row("--store",
+                           "Store the Tq×Tk stages (qk, scaled, scores, weights) in .npy/.npz as float16 (as NumPy's "
+                           "astype rounds) or bfloat16 (as torch's .to rounds; kept as uint16 bits, see "
+                           "meta.store_bits), halving a whole-model dump",
+                           {"float16", "bfloat16"}, [](CLI::App& a, output_cli& c, const option_row& r) {
+                               return a.add_option(r.flag, c.store, r.help)->check(CLI::IsMember(r.choices))->group(r.group);
+                           }));
+    t.push_back(output_row("--precision",
+                           "Significant digits of text output (default: the shortest text that round-trips; 4 in "
+                           "tables)",
+                           {}, [](CLI::App& a, output_cli& c, const option_row& r) {
+                               return a.add_option(r.flag, c.precision, r.help)->check(CLI::Range(1, 17))->group(r.group);
+                           }));
+    t.push_back(output_row("--compact", "JSON on one line", {}, [](CLI::App& a, output_cli& c, const option_row& r) {
+        return a.add_flag(r.flag, c.compact, r.help)->group(r.group);
+    }));
+    t.push_back(output_row("--full",
+                           "Tables: print every element (default: above 1000, the first and last 3 of each axis, as "
+                           "NumPy)",
+                           {}, [](CLI::App& a, output_cli& c, const option_row& r) {
+                               return a.add_flag(r.flag, c.full, r.help)->group(r.group);
+                           }));
+    // End of compute's output options.
     t.push_back({"-j,--jobs", "", "Worker threads (default: all cores)", "", {},
                  [](CLI::App& a, pipeline_cli& c, const option_row& r) {
                      return a.add_option(r.flag, c.settings.threads, r.help)->type_name("N")->check(CLI::Range(1, 1 << 20));

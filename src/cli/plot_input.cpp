@@ -101,12 +101,12 @@ void select_layer(io::document& doc, const std::string& layer, const std::string
     // One layer is drawn: a list (--layer 0,5) computes on a checkpoint, it does not pick.
     const bool one = layer.empty() || layer == "last" || layer.find_first_not_of("0123456789", layer[0] == '-' ? 1 : 0) == std::string::npos;
     if (!one) throw usage_error("--layer", "picks the one layer to draw " + expected_got("N, last or -K", layer));
-    const bool layer_all = io::layer_axes(doc) == 1;
     const bool has_meta = doc.meta.is_object();
     const io::named_array* first = nullptr;
     for (const auto& t : doc.tensors)
         if (is_layered_stage(t.name) && attn::tensor_kind(t.name) != attn::stage_kind::mask && !first) first = &t;
     if (!first) return;  // heatmap_from_document names the missing stage
+    const bool layer_all = io::has_layer_axis(io::tensor_axes(doc, *first));
     const std::size_t rank = first->value.rank();
     // A layer axis: meta says --layer all, or rank 5 (L, B, H, Tq, Tk), or an .npz
     // without meta (whose (L, H, T, T) looks like (B, H, T, T)) when --layer asks for one.
@@ -144,7 +144,10 @@ void select_layer(io::document& doc, const std::string& layer, const std::string
         const std::size_t n = t.value.size() / L;
         std::vector<double> block(n);
         for (std::size_t i = 0; i < n; ++i) block[i] = t.value.value(l * n + i);
-        kept.push_back({t.name, array::from<double>(rest, block.data())});
+        // Its axes less the layer's, when it carries them.
+        kept.push_back({t.name, array::from<double>(rest, block.data()),
+                        io::has_layer_axis(t.axes) ? std::vector<std::string>(t.axes.begin() + 1, t.axes.end())
+                                                   : std::vector<std::string>{}});
     }
     doc.tensors = std::move(kept);
     if (!has_meta) doc.meta = nlohmann::ordered_json::object();
@@ -234,7 +237,8 @@ void plot_weights(io::document& doc, const std::string& path, const std::vector<
 
 io::heatmap_spec plot_of_weights(io::document& doc, const std::vector<std::string>& dump) {
     io::heatmap_spec spec;
-    if (io::layer_axes(doc) == 1) {
+    if (std::any_of(doc.tensors.begin(), doc.tensors.end(),
+                    [&](const io::named_array& t) { return io::has_layer_axis(io::tensor_axes(doc, t)); })) {
         io::document first;  // layer 0 of a --layer all run, as attn plot draws it by default
         first.meta = doc.meta;
         first.tokens = doc.tokens;

@@ -40,8 +40,9 @@ struct layout4 {
     std::size_t batch = 1, head = 1, rows = 1, cols = 1;
 };
 
-/// `t` seen as (B, H, R, C); `layers` leading axes (a checkpoint's layer axis) are
-/// left out, each layer written on its own.
+/// `t` seen as (B, H, R, C); `layers` leading axes (a checkpoint's layer axis, tensor_axes)
+/// are left out, each layer written on its own; whether a rank-3 Tq×Tk stage (or a rank-2
+/// per-row one) leads with heads is read from its axes (leading_axis_is_heads).
 layout4 csv_layout(const document& doc, const named_array& t, std::size_t layers) {
     const shape_t s(t.value.shape.begin() + static_cast<std::ptrdiff_t>(std::min(layers, t.value.rank())), t.value.shape.end());
     if (is_head_stage(t.name) && s.size() == 2) return {s[0], s[1], 1, 1};
@@ -171,19 +172,29 @@ const char* csv_header(bool layered) {
 }
 
 void write_csv(std::ostream& out, const document& doc, const text_style& style) {
-    const std::size_t layers = layer_axes(doc);
+    // A layer column when the tensors carry a layer axis (tensor_axes), or the meta says
+    // they do; then every tensor must have one.
+    std::vector<std::size_t> layers;
+    bool layered = layer_axes(doc) != 0;
     for (const named_array& t : doc.tensors) {
+        layers.push_back(has_layer_axis(tensor_axes(doc, t)) ? 1 : 0);
+        layered = layered || layers.back();
+    }
+    for (std::size_t i = 0; i < doc.tensors.size(); ++i) {
+        const named_array& t = doc.tensors[i];
         // Reject bad tensors before the first byte, not halfway through the file.
         detail::check_layout(t.name, t.value);
-        if (layers && t.value.rank() == 0)
-            throw shape_error(t.name, "has no layer axis " + expected_got("a leading layer axis", "a 0-d value"));
-        csv_layout(doc, t, layers);
+        if (layered && !layers[i])
+            throw shape_error(t.name, "has no layer axis " + expected_got("a leading layer axis",
+                                                                          t.value.rank() == 0 ? "a 0-d value" : shape_string(t.value.shape)));
+        csv_layout(doc, t, layers[i]);
     }
     text_buffer b(&out);
-    b.append(csv_header(layers != 0));
-    for (const named_array& t : doc.tensors) {
-        const layout4 l = csv_layout(doc, t, layers);
-        with_values(t.value, [&](const auto* data) { put_tensor(b, l, t, data, style.precision, layers, doc); });
+    b.append(csv_header(layered));
+    for (std::size_t i = 0; i < doc.tensors.size(); ++i) {
+        const named_array& t = doc.tensors[i];
+        const layout4 l = csv_layout(doc, t, layers[i]);
+        with_values(t.value, [&](const auto* data) { put_tensor(b, l, t, data, style.precision, layers[i], doc); });
     }
     b.finish();
 }

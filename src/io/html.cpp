@@ -39,7 +39,7 @@ struct stage_dims {
 stage_dims dims_of(const document& doc, const named_array& t) {
     const shape_t& s = t.value.shape;
     // A rank-5 array is (L, B, H, Tq, Tk) even without meta (HF output_attentions stacked).
-    const std::size_t layers = s.size() == 5 ? 1 : layer_axes(doc);
+    const std::size_t layers = s.size() == 5 || has_layer_axis(tensor_axes(doc, t)) ? 1 : 0;
     if (s.size() < 2 + layers || s.size() > 4 + layers)
         throw shape_error(t.name, "cannot be viewed as Tq×Tk matrices " +
                                       expected_got(layers ? "rank 3 to 5 with a layer axis" : "rank 2 to 4", shape_string(s)));
@@ -167,13 +167,18 @@ const named_array* shown_rollout(const document& doc, const std::vector<const na
 nlohmann::ordered_json head_stat_rows(const document& doc) {
     const stage_info& head_stats = stage_row(stage::head_stats);
     std::vector<const array*> cols;
+    const named_array* first = nullptr;
     for (const std::string& n : head_stats.parts)
         for (const auto& t : doc.tensors)
-            if (t.name == head_stats.name + "." + n) cols.push_back(&t.value);
+            if (t.name == head_stats.name + "." + n) {
+                cols.push_back(&t.value);
+                if (!first) first = &t;
+            }
     if (cols.size() != head_stats.parts.size()) return nullptr;
     const shape_t& s = cols[0]->shape;
-    // ([L,]B,H) or ([L,]H); rank 3 is always (L, B, H).
-    const std::size_t layers = s.size() == 3 ? 1 : std::min(layer_axes(doc), s.size() - 1);
+    // ([L,]B,H) or ([L,]H); rank 3 is always (L, B, H); a layer axis leaves one more.
+    const std::size_t layers =
+        s.size() == 3 ? 1 : std::min<std::size_t>(has_layer_axis(tensor_axes(doc, *first)) ? 1 : 0, s.size() - 1);
     const std::size_t L = layers ? s[0] : 1, r = s.size() - layers;
     const std::size_t B = r == 2 ? s[layers] : 1, H = s.back();
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();

@@ -859,10 +859,10 @@ heatmap_spec heatmap_from_document(const document& doc, const heatmap_view& view
     heatmap_spec spec;
     spec.values = t->value;
     const shape_t sh = t->value.shape;
-    const std::size_t heads_meta = has_meta && meta.contains("heads") && meta["heads"].is_number_unsigned() ? meta["heads"].get<std::size_t>() : 1;
     const bool averaged = has_meta && meta.value("average_heads", false);
     if (sh.size() == 3) {
-        if (heads_meta > 1 && !averaged) spec.values.shape = {1, sh[0], sh[1], sh[2]};
+        // (H, Tq, Tk) or (B, Tq, Tk), as its axes say (tensor_axes).
+        if (tensor_axes(doc, *t).front() == "H") spec.values.shape = {1, sh[0], sh[1], sh[2]};
         else spec.values.shape = {sh[0], 1, sh[1], sh[2]};
     } else if (sh.size() == 2) {
         spec.values.shape = {1, 1, sh[0], sh[1]};

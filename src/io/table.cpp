@@ -267,6 +267,7 @@ void put_tensor(text_buffer& b, const document& doc, const named_array& t, int p
 
     const bool shade = options.color && tensor_kind(t.name) == stage_kind::weights;
     const bool heads_first = leading_axis_is_heads(doc, t);
+    const std::size_t layers = has_layer_axis(tensor_axes(doc, t)) ? 1 : 0;
     bool first = true;
     auto put = [&](std::size_t offset, const std::vector<std::size_t>& index) {
         if (lead > 0) {
@@ -278,8 +279,8 @@ void put_tensor(text_buffer& b, const document& doc, const named_array& t, int p
                 return;
             }
             std::vector<std::size_t> label = index;
-            if (layer_axes(doc) && !label.empty()) label[0] = layer_number(doc, label[0]);  // a list's own layers
-            b.append(block_label(label, heads_first, layer_axes(doc)));
+            if (layers && !label.empty()) label[0] = layer_number(doc, label[0]);  // a list's own layers
+            b.append(block_label(label, heads_first, layers));
             b.put('\n');
         }
         put_block(b, m, offset, shade);

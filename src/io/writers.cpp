@@ -5,8 +5,10 @@
 #include <limits>
 
 #include <algorithm>
+#include <initializer_list>
 #include <iterator>
 #include <ostream>
+#include <stdexcept>
 
 #include "attn/error.hpp"
 #include "attn/stages.hpp"
@@ -88,16 +90,50 @@ std::size_t layer_number(const document& doc, std::size_t index) {
     return index < listed.size() ? listed[index] : index;
 }
 
+std::vector<std::string> tensor_axes(const document& doc, const named_array& t) {
+    const std::size_t rank = t.value.rank();
+    if (!t.axes.empty()) {
+        if (t.axes.size() != rank)
+            throw std::logic_error(t.name + ": carries " + std::to_string(t.axes.size()) + " axes for rank " + std::to_string(rank));
+        return t.axes;
+    }
+    // Read back from a file: the meta says what the pipeline's layout did.
+    const std::size_t layers = std::min(rank, layer_axes(doc));
+    const nlohmann::ordered_json& meta = doc.meta;
+    bool heads_kept = false;
+    if (meta.is_object()) {
+        const auto heads = meta.find("heads");
+        const bool several = heads != meta.end() && heads->is_number_unsigned() && heads->get<std::size_t>() > 1;
+        const auto averaged = meta.find("average_heads");
+        heads_kept = several && !(averaged != meta.end() && averaged->is_boolean() && averaged->get<bool>());
+    }
+    std::vector<std::string> axes = fit_axes(t.name, rank - layers, heads_kept);
+    if (axes.size() != rank - layers) axes.assign(rank - layers, std::string());
+    // The layouts whose vectors are written in the input's axes (pipeline_options::
+    // input_layout): (B, T, H, D) for --layout bthd, (T, B, ·) for --seq-first.
+    const auto is = [&](std::initializer_list<stage> stages) {
+        for (const stage s : stages)
+            if (t.name == stage_name(s)) return true;
+        return false;
+    };
+    if (meta.is_object() && meta.value("layout", nlohmann::ordered_json()) == "bthd" && axes.size() == 4 &&
+        is({stage::q, stage::k, stage::v, stage::output}))
+        std::swap(axes[1], axes[2]);
+    if (meta.is_object() && meta.value("seq_first", nlohmann::ordered_json()) == true && axes.size() == 3 &&
+        is({stage::q, stage::k, stage::v, stage::output}))
+        std::swap(axes[0], axes[1]);
+    if (layers) axes.insert(axes.begin(), "L");
+    return axes;
+}
+
+bool has_layer_axis(const std::vector<std::string>& axes) { return !axes.empty() && axes.front() == "L"; }
+
 bool leading_axis_is_heads(const document& doc, const named_array& t) {
-    const std::size_t rank = t.value.rank() - std::min(t.value.rank(), layer_axes(doc));
+    const std::vector<std::string> axes = tensor_axes(doc, t);
+    const std::size_t first = has_layer_axis(axes) ? 1 : 0, rank = axes.size() - first;
     const bool matrix = rank == 3 && is_matrix(tensor_kind(t.name));
     if (!matrix && !(rank == 2 && is_row_stage(t.name))) return false;
-    const nlohmann::ordered_json& meta = doc.meta;
-    if (!meta.is_object()) return false;
-    const auto heads = meta.find("heads");
-    const bool several = heads != meta.end() && heads->is_number_unsigned() && heads->get<std::size_t>() > 1;
-    const auto averaged = meta.find("average_heads");
-    return several && !(averaged != meta.end() && averaged->is_boolean() && averaged->get<bool>());
+    return axes[first] == "H";
 }
 
 void write_document(std::ostream& out, const document& doc, format f, const text_style& style, bool color) {

@@ -59,7 +59,7 @@ void add_rollout(io::document& doc) {
     }
     if (!w) return;
     const array& a = w->value;
-    const bool layered = a.rank() == 5 || (io::layer_axes(doc) == 1 && a.rank() >= 3 && a.rank() <= 5);
+    const bool layered = a.rank() == 5 || (io::has_layer_axis(io::tensor_axes(doc, *w)) && a.rank() >= 3 && a.rank() <= 5);
     if (!layered) return;
     // Rollout is a product over every block from the first; listed layers skip some.
     if (!io::listed_layers(doc).empty()) return;

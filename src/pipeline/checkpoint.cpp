@@ -355,7 +355,11 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
             std::vector<const array*> parts;
             for (std::size_t l = 0; l + 1 < docs.size(); ++l) parts.push_back(&docs[l].tensors[i].value);
             parts.push_back(&out.tensors[i].value);
-            stacked.push_back({out.tensors[i].name, stack(parts)});
+            // The layer axis first, before the axes the layer's tensor carries (if it does).
+            std::vector<std::string> axes = out.tensors[i].axes;
+            if (axes.size() == out.tensors[i].value.rank()) axes.insert(axes.begin(), "L");
+            else axes.clear();
+            stacked.push_back({out.tensors[i].name, stack(parts), std::move(axes)});
         }
         out.tensors = std::move(stacked);
     }

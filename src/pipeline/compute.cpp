@@ -263,6 +263,13 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
         doc.tensors.push_back({s, std::move(a)});
     }
 
+    // Each tensor's axes, from the stage table, less those this input's layout dropped:
+    // B for a rank-2 input, H for one head or averaged heads (docs/design.md §2).
+    const bool heads_kept = Hq > 1 && !o.average_heads;
+    for (auto& t : doc.tensors)
+        t.axes = t.name == stage_name(stage::x) && p.x4 ? std::vector<std::string>{"B", "H", "T", "D"}
+                                                        : fit_axes(t.name, t.value.rank(), heads_kept);
+
     call_facts facts;
     facts.type = dtype_of<T>();
     facts.scale = ao.scale;
@@ -350,7 +357,10 @@ io::document compute(std::vector<named_array> inputs, const std::vector<std::str
             by_rank.layout_of_inputs = layout::by_rank;
             io::document doc = compute(std::move(inputs), bundle_tokens, by_rank);
             for (auto& t : doc.tensors)
-                if (t.value.rank() == 4 && (qkvx(t.name) || t.name == "output")) t.value = swap_middle_axes(t.value);
+                if (t.value.rank() == 4 && (qkvx(t.name) || t.name == "output")) {
+                    t.value = swap_middle_axes(t.value);
+                    if (t.axes.size() == 4) std::swap(t.axes[1], t.axes[2]);
+                }
             pipeline::write_layout_meta(doc.meta, layout::bthd);
             pipeline::record_shapes(doc);
             return doc;
@@ -372,8 +382,10 @@ io::document compute(std::vector<named_array> inputs, const std::vector<std::str
             return batch_first;
         }());
         for (auto& t : doc.tensors)
-            if (t.value.rank() == 3 && (t.name == "q" || t.name == "k" || t.name == "v" || t.name == "output"))
+            if (t.value.rank() == 3 && (t.name == "q" || t.name == "k" || t.name == "v" || t.name == "output")) {
                 t.value = swap_leading_axes(t.value);
+                if (t.axes.size() == 3) std::swap(t.axes[0], t.axes[1]);
+            }
         pipeline::write_layout_meta(doc.meta, layout::tbe);
         pipeline::record_shapes(doc);
         return doc;

@@ -25,15 +25,26 @@ void write_document(std::ostream& out, const document& doc, format f, const text
 /// them) and 24-bit colour if `color`.
 void write_document(std::ostream& out, const document& doc, format f, const text_style& style, bool color);
 
-/// True when the first axis of tensor `t` of `doc` holds heads rather than batch items:
-/// a rank-3 Tq×Tk stage (is_matrix of the stage table: qk, scaled, scores, weights, mask), or a rank-2 per-row stage
-/// (is_row_stage), of a rank-2 input split into several heads, which is (H, Tq, Tk) or
-/// (H, Tq) as in unbatched nn.MultiheadAttention. The
-/// document says so in its meta: "heads" > 1 and "average_heads" false (README "Shapes
-/// of what is written"); without meta (an .npz read back) rank 3 is (B, Tq, Tk).
-/// The same rule as heatmap_from_document (plot.hpp), so tables, CSV and plots agree.
-/// A document of every layer of a checkpoint (meta.model.layer "all") has a leading
-/// layer axis on each tensor, before the axes described here.
+/// The axes of tensor `t` of `doc`, one name per dimension ("L", "B", "H", "Tq", "Tk", …;
+/// "" for an axis nothing names): the ones it carries (named_array::axes, set by the
+/// pipeline from the stage table), else — a document read back from a file — read from
+/// `doc`'s meta, the one place that does: "L" first when meta.model.layer is "all" or a
+/// list (layer_axes), then the stage's axes fitted to the rest (attn::fit_axes), heads kept
+/// before the batch axis when meta "heads" > 1 and "average_heads" is false (README "Shapes
+/// of what is written"; without meta an .npz's rank 3 is (B, Tq, Tk)). Every writer, plot
+/// and the view read a tensor's layer, batch and head axes from here. Throws
+/// std::logic_error when `t` carries a number of axes other than its rank.
+std::vector<std::string> tensor_axes(const document& doc, const named_array& t);
+
+/// True when `axes` (tensor_axes) start with a layer axis "L".
+bool has_layer_axis(const std::vector<std::string>& axes);
+
+/// True when the first axis of tensor `t` of `doc` after any layer axis holds heads rather
+/// than batch items (tensor_axes): a rank-3 Tq×Tk stage (is_matrix of the stage table:
+/// qk, scaled, scores, weights, mask), or a rank-2 per-row stage (is_row_stage), of a
+/// rank-2 input split into several heads, which is (H, Tq, Tk) or (H, Tq) as in unbatched
+/// nn.MultiheadAttention. The same rule as heatmap_from_document (plot.hpp), so tables,
+/// CSV and plots agree.
 bool leading_axis_is_heads(const document& doc, const named_array& t);
 
 /// The one rule of which cells of tensor `t` of `doc` are masked, one flag per element,
@@ -48,9 +59,10 @@ bool leading_axis_is_heads(const document& doc, const named_array& t);
 /// the view draw masked cells grey (plots only those whose weight is 0 or NaN).
 std::vector<char> masked_cells(const document& doc, const named_array& t);
 
-/// 1 when every tensor of `doc` has a leading layer axis (a checkpoint computed with
-/// `--layer all` or a list: meta.model.layer is "all" or the list of layers), else 0.
-/// CSV gives it a `layer` column, tables label it "layer l".
+/// 1 when `doc`'s meta says every tensor has a leading layer axis (a checkpoint computed
+/// with `--layer all` or a list: meta.model.layer is "all" or the list of layers), else
+/// 0: what tensor_axes reads for a tensor that carries no axes. CSV gives the axis a
+/// `layer` column, tables label it "layer l".
 std::size_t layer_axes(const document& doc);
 
 /// The layers of a run of listed layers (`--layer 0,5,10-12`, docs/design.md §5.4):
