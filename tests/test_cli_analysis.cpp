@@ -452,3 +452,45 @@ TEST_CASE("head_stats, rollout and word_weights made one head at a time are the 
         CHECK(compared >= 2);
     }
 }
+
+TEST_CASE("CSV of a --layer all run: rollout's rows leave the layer column empty and hold R[i][j] at row i, col j") {
+    // Rollout is made from every layer: it has no layer axis. Its (T, T) was once written as
+    // if its query axis were the layer axis (layer = i, row = j, col = 0).
+    attn_test::scratch_dir dir;
+    const std::string args = "compute data/llama-tiny --layer all --ids 1,2,3,4 --dump rollout,head_stats";
+    const auto csv = attn_test::run_attn(args + " --format csv");
+    REQUIRE_MESSAGE(csv.code == 0, csv.err);
+    auto r = attn_test::run_attn(args + " -o '" + dir.path + "/out.npz'");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    const auto npz = read_npz_file(dir.path + "/out.npz");
+    const attn::array& rollout = member(npz, "rollout");
+    REQUIRE(rollout.shape == attn::shape_t{4, 4});
+    std::istringstream lines(csv.out);
+    std::string line;
+    std::getline(lines, line);
+    CHECK(line == "tensor,layer,batch,head,row,col,value");
+    std::size_t seen = 0, head_stats_lines = 0;
+    while (std::getline(lines, line)) {
+        if (line.rfind("head_stats.", 0) == 0) {
+            ++head_stats_lines;
+            CHECK(line.find(",0,") != std::string::npos);  // per layer: the layer column is filled
+            continue;
+        }
+        REQUIRE(line.rfind("rollout,", 0) == 0);
+        CAPTURE(line);
+        std::vector<std::string> f;
+        std::istringstream fields(line);
+        for (std::string x; std::getline(fields, x, ',');) f.push_back(x);
+        REQUIRE(f.size() == 7);
+        CHECK(f[1].empty());
+        CHECK(f[2] == "0");
+        CHECK(f[3] == "0");
+        const std::size_t i = std::stoul(f[4]), j = std::stoul(f[5]);
+        REQUIRE(i < 4);
+        REQUIRE(j < 4);
+        CHECK(std::stod(f[6]) == rollout.value(i * 4 + j));
+        ++seen;
+    }
+    CHECK(seen == 16);
+    CHECK(head_stats_lines == 5 * 2 * 4);  // five statistics, two layers, four heads
+}

@@ -134,16 +134,19 @@ void put_block(text_buffer& b, const layout4& l, const std::string& prefix, cons
 }
 
 /// Writes `t`, whose first `layers` axes (0 or 1) are a layer axis: each layer's lines
-/// carry its model layer (io::layer_number) in the `layer` column.
+/// carry its model layer (io::layer_number) in the `layer` column. In a file with that
+/// column (`layered`), a tensor of the whole run (rollout) leaves it empty.
 template <class T>
 void put_tensor(text_buffer& b, const layout4& l, const named_array& t, const T* data, int precision, std::size_t layers,
-                const document& doc) {
+                bool layered, const document& doc) {
     const std::size_t rows = l.batch * l.head * l.rows;
     const std::size_t count = layers ? t.value.shape[0] : 1;
     for (std::size_t layer = 0; layer < count; ++layer) {
         // The layer index goes into the fixed prefix: "name,l," then b,h,r as usual.
         // The model's layer, which a list of layers (--layer 0,5) makes differ from the index.
-        const std::string name = csv_field(t.name) + (layers ? "," + std::to_string(layer_number(doc, layer)) : "");
+        const std::string name = csv_field(t.name) + (layers    ? "," + std::to_string(layer_number(doc, layer))
+                                                      : layered ? ","
+                                                                : "");
         put_block(b, l, name, data + layer * rows * l.cols, precision);
     }
 }
@@ -173,7 +176,7 @@ const char* csv_header(bool layered) {
 
 void write_csv(std::ostream& out, const document& doc, const text_style& style) {
     // A layer column when the tensors carry a layer axis (tensor_axes), or the meta says
-    // they do; then every tensor must have one.
+    // they do; then every tensor must have one, but rollout, which is made from every layer.
     std::vector<std::size_t> layers;
     bool layered = layer_axes(doc) != 0;
     for (const named_array& t : doc.tensors) {
@@ -184,7 +187,7 @@ void write_csv(std::ostream& out, const document& doc, const text_style& style) 
         const named_array& t = doc.tensors[i];
         // Reject bad tensors before the first byte, not halfway through the file.
         detail::check_layout(t.name, t.value);
-        if (layered && !layers[i])
+        if (layered && !layers[i] && tensor_kind(t.name) != stage_kind::rollout)
             throw shape_error(t.name, "has no layer axis " + expected_got("a leading layer axis",
                                                                           t.value.rank() == 0 ? "a 0-d value" : shape_string(t.value.shape)));
         csv_layout(doc, t, layers[i]);
@@ -194,7 +197,7 @@ void write_csv(std::ostream& out, const document& doc, const text_style& style) 
     for (std::size_t i = 0; i < doc.tensors.size(); ++i) {
         const named_array& t = doc.tensors[i];
         const layout4 l = csv_layout(doc, t, layers[i]);
-        with_values(t.value, [&](const auto* data) { put_tensor(b, l, t, data, style.precision, layers[i], doc); });
+        with_values(t.value, [&](const auto* data) { put_tensor(b, l, t, data, style.precision, layers[i], layered, doc); });
     }
     b.finish();
 }

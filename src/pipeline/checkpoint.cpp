@@ -369,6 +369,7 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
         shape_t shape{product->batch(), product->size(), product->size()};
         if (unbatched) shape.erase(shape.begin());
         named_array made{stage_name(stage::rollout), array::from<double>(shape, r.data())};
+        made.axes = fit_axes(made.name, shape.size(), false);  // (B, Tq, Tk) or (Tq, Tk): no layer axis
         std::vector<named_array> ordered;
         for (const auto& s : o.dump) {
             if (s == made.name) ordered.push_back(std::move(made));
