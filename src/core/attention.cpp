@@ -65,10 +65,10 @@ std::size_t block_key_end(const mask<T>& m, std::size_t b, std::size_t i0, std::
 }
 
 /// Keys below the returned index are masked with −∞ for every row of the block (a left
-/// window or a document start hides them; sink tokens keep the first keys visible).
+/// window or a document start hides them; with sink tokens the window's range keeps the
+/// first keys, so no row's begins past 0).
 template <class T>
 std::size_t block_key_begin(const mask<T>& m, std::size_t b, std::size_t i0, std::size_t nb) {
-    if (m.sink_tokens > 0) return 0;
     std::size_t begin = m.Tk;
     for (std::size_t i = i0; i < i0 + nb; ++i) begin = std::min(begin, m.visible_begin(b, i));
     return begin;
@@ -300,7 +300,7 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
     // shows the scores and nothing is added to them but −∞ (a softcap, float masks and
     // ALiBi act on natural units). The weights stay within the same few ulp of exact.
     const bool base2 = std::is_same_v<T, float> && !o.keep_qk && !o.keep_scaled && !o.keep_scores &&
-                       o.softcap <= 0 && inf_fill && m.bias.empty() && m.alibi_slopes.empty();
+                       o.softcap <= 0 && inf_fill && m.bias.empty() && !m.adds_to_scores();
 
     if (B * Hq * Tq == 0) return r;
 

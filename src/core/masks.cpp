@@ -72,9 +72,18 @@ void mask<T>::mark_masked(std::size_t b, std::size_t h, std::size_t i, std::size
 }
 
 template <class T>
-void mask<T>::add_alibi(std::size_t b, std::size_t h, std::size_t i, T* scores, std::size_t j0, std::size_t from,
+bool mask<T>::adds_to_scores() const {
+    bool adds = false;
+    masks::for_each_term([&](auto t) { adds = adds || decltype(t)::adds(*this); });
+    return adds;
+}
+
+template <class T>
+void mask<T>::add_terms(std::size_t b, std::size_t h, std::size_t i, T* scores, std::size_t j0, std::size_t from,
                         std::size_t to) const {
-    masks::alibi_term::add(*this, b, h, i, scores, j0, from, to);
+    masks::for_each_term([&](auto t) {
+        if (decltype(t)::adds(*this)) decltype(t)::add(*this, b, h, i, scores, j0, from, to);
+    });
 }
 
 template <class T>
@@ -96,6 +105,7 @@ bool mask<T>::apply_range(std::size_t b, std::size_t h, std::size_t i, const T* 
     constexpr T neg_inf = -std::numeric_limits<T>::infinity();
     const bool inf_fill = std::isinf(fill) && fill < 0;
     const std::size_t n = j1 - j0;
+    const bool adds = adds_to_scores();
     if (bias.empty() && !masks::any_marks(*this, b, i, j0)) {
         // Only ranges (causal, window, lengths, document runs): masked cells, a visible
         // run [begin, end), masked cells (the common case).
@@ -105,7 +115,7 @@ bool mask<T>::apply_range(std::size_t b, std::size_t h, std::size_t i, const T* 
         for (std::size_t j = 0; j < begin; ++j) scores[j] = inf_fill ? scaled[j] + neg_inf : fill;
         if (scores != scaled) std::copy(scaled + begin, scaled + end, scores + begin);
         for (std::size_t j = end; j < n; ++j) scores[j] = inf_fill ? scaled[j] + neg_inf : fill;
-        if (!this->alibi_slopes.empty()) add_alibi(b, h, i, scores, j0, begin, end);
+        if (adds) add_terms(b, h, i, scores, j0, begin, end);
         return inf_fill && begin == end && n > 0;
     }
     // Per-thread scratch: rows are applied by many threads at once.
@@ -117,7 +127,7 @@ bool mask<T>::apply_range(std::size_t b, std::size_t h, std::size_t i, const T* 
             scores[j] = inf_fill ? scaled[j] + neg_inf : fill;
         else {
             scores[j] = scaled[j];
-            if (!this->alibi_slopes.empty()) add_alibi(b, h, i, scores, j0, j, j + 1);
+            if (adds) add_terms(b, h, i, scores, j0, j, j + 1);
             full = false;
         }
     }

@@ -24,6 +24,10 @@
 ///               inside the range (by ranges where it can: a term marks runs, not cells);
 ///  - record(c): what `meta` records of it, as key/value entries with their place in
 ///               meta's key order (core knows no JSON: src/pipeline/meta.cpp writes them);
+///  - adds(m), add(m, b, h, i, scores, j0, from, to): a term that adds to the visible
+///               scores rather than hiding cells (ALiBi) says so, and adds its values to
+///               scores[j] for keys j0 + j, j in [from, to); the fast kernel keeps its
+///               natural-unit softmax while some term adds (mask<T>::adds_to_scores);
 ///  - heads(out, m, h0, h1): cuts a state with a head axis to heads [h0, h1) of `m`, in
 ///               `out` (a copy of `m` whose H is h1 − h0): core::head_slice, for a call
 ///               over some heads alone (core::attention_by_head).
@@ -122,6 +126,12 @@ struct term_base {
     static void mark(const mask<T>&, std::size_t, std::size_t, std::size_t, std::size_t, std::size_t, std::uint8_t*) {}
     template <class T>
     static void record(record_context<T>&) {}
+    template <class T>
+    static bool adds(const mask<T>&) {
+        return false;
+    }
+    template <class T>
+    static void add(const mask<T>&, std::size_t, std::size_t, std::size_t, T*, std::size_t, std::size_t, std::size_t) {}
     template <class T>
     static void heads(mask<T>&, const mask<T>&, std::size_t, std::size_t) {}
 };

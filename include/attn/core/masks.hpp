@@ -53,6 +53,10 @@ struct mask : masks::terms::state<T> {
     /// float mask.
     bool any() const { return masks::terms::state<T>::any() || !bias.empty(); }
 
+    /// True when some term adds to the visible scores (ALiBi; mask_term.hpp `adds`); the
+    /// float masks (`bias`) are apart.
+    bool adds_to_scores() const;
+
     /// Keys ≥ the returned index are masked for query i of batch item b by causal and
     /// lengths (the prefix that can be visible); in [0, Tk].
     std::size_t visible_end(std::size_t b, std::size_t i) const;
@@ -85,8 +89,9 @@ private:
     /// masks key j0 + j of row (b, h, i), j < j1 − j0.
     void mark_masked(std::size_t b, std::size_t h, std::size_t i, std::size_t j0, std::size_t j1,
                      std::vector<std::uint8_t>& masked) const;
-    /// Adds ALiBi's −slope·|p − j| to scores[j] for the keys j0 + j, j in [from, to).
-    void add_alibi(std::size_t b, std::size_t h, std::size_t i, T* scores, std::size_t j0, std::size_t from,
+    /// Adds every adding term's values (ALiBi's −slope·|p − j|) to scores[j] for the keys
+    /// j0 + j, j in [from, to).
+    void add_terms(std::size_t b, std::size_t h, std::size_t i, T* scores, std::size_t j0, std::size_t from,
                    std::size_t to) const;
 };
 

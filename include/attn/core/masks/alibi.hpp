@@ -86,6 +86,11 @@ struct alibi_term : term_base {
             out.alibi_slopes.insert(out.alibi_slopes.end(), m.alibi_slopes.begin() + static_cast<std::ptrdiff_t>(b * m.H + h0),
                                     m.alibi_slopes.begin() + static_cast<std::ptrdiff_t>(b * m.H + h1));
     }
+    /// True when slopes were built: ALiBi adds to the visible scores.
+    template <class T>
+    static bool adds(const mask<T>& m) {
+        return !m.alibi_slopes.empty();
+    }
     /// scores[j] −= slope·|p − (j0 + j)| for j in [from, to): the visible cells of a range.
     template <class T>
     static void add(const mask<T>& m, std::size_t b, std::size_t h, std::size_t i, T* scores, std::size_t j0,
