@@ -48,6 +48,9 @@ void emit(io::document& doc, io::format f, const compute_options& c) {
     write_output(c.output, io::is_binary(f), [&](std::ostream& out) { io::write_document(out, doc, f, style, color); });
 }
 
+/// True when -o names a file written through a temporary: not stdout, a device or a pipe.
+bool to_seekable_file(const compute_options& c) { return !is_stdout(c.output) && !io::written_in_place(c.output); }
+
 /// True when a checkpoint run's .npz, .npy, CSV or JSON is streamed layer by layer (docs/design.md
 /// §5.4): listed or all layers, without --plot (drawn from the held weights) or rollout
 /// (made after the last layer). .npz and .npy go to a file written through a temporary
@@ -59,8 +62,7 @@ bool streams_layers(const compute_options& c, io::format f, const attn::checkpoi
     const bool little_endian = *reinterpret_cast<const unsigned char*>(&one) == 1;
     const bool text = f == io::parse_format("csv") || f == io::parse_format("json");
     const bool binary = f == io::parse_format("npz") || f == io::parse_format("npy");
-    const bool seekable = !is_stdout(c.output) && !io::written_in_place(c.output);
-    return (text || (binary && seekable && little_endian)) && !ck.layer && c.plot.empty() &&
+    return (text || (binary && to_seekable_file(c) && little_endian)) && !ck.layer && c.plot.empty() &&
            std::find(settings.dump.begin(), settings.dump.end(), stage_name(attn::stage::rollout)) == settings.dump.end();
 }
 
@@ -68,7 +70,7 @@ bool streams_layers(const compute_options& c, io::format f, const attn::checkpoi
 /// so that they fill the disk the output goes to; for stdout, a device or a pipe, in the
 /// temporary directory ($TMPDIR, else /tmp: std::filesystem::temp_directory_path).
 std::string text_spools_beside(const compute_options& c) {
-    if (!is_stdout(c.output) && !io::written_in_place(c.output)) return c.output;
+    if (to_seekable_file(c)) return c.output;
     return (std::filesystem::temp_directory_path() / "attn-output").string();
 }
 
