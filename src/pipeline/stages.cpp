@@ -106,11 +106,9 @@ double planned_stage_bytes(const std::vector<stage>& stages, const attention_opt
 }
 
 bool weights_by_head_allowed(const std::vector<std::string>& dump, bool average_heads) {
-    // By the stage table's kinds: a layer's Tq×Tk values (qk, scaled, scores, weights), and
-    // the statistics read from all of them.
     return !average_heads && std::none_of(dump.begin(), dump.end(), [](const std::string& s) {
-        const stage_kind k = tensor_kind(s);
-        return k == stage_kind::logits || k == stage_kind::scores || k == stage_kind::weights || k == stage_kind::statistics;
+        return s == stage_name(stage::weights) || s == stage_name(stage::qk) || s == stage_name(stage::scaled) ||
+               s == stage_name(stage::scores) || s == stage_name(stage::stats);
     });
 }
 
