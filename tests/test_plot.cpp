@@ -501,6 +501,30 @@ TEST_CASE("attn compute --plot FILE writes the data and the weights heatmap of b
     CHECK(several.err == "attn: error: --plot: plots a single input (expected one INPUT, got a batch run)\n");
 }
 
+TEST_CASE("attn compute --plot keeps every dumped stage with parts (stats.*, head_stats.*), on a held and a checkpoint run") {
+    // --plot drops what it computed only for the picture (weights, scores not dumped); a
+    // stage with parts is dumped by its name, and its parts used to be dropped with them.
+    scratch_dir dir;
+    const auto names = [](const std::string& path) {
+        std::vector<std::string> out;
+        for (const auto& t : io::read_npz(slurp(path), path)) out.push_back(t.name);
+        return out;
+    };
+    const auto with_and_without_plot = [&](const std::string& args) {
+        CAPTURE(args);
+        REQUIRE(run_attn("compute " + args + " -o '" + (dir / "a.npz") + "'").code == 0);
+        const auto r = run_attn("compute " + args + " --plot '" + (dir / "p.png") + "' -o '" + (dir / "b.npz") + "'");
+        REQUIRE_MESSAGE(r.code == 0, r.err);
+        CHECK(names(dir / "b.npz") == names(dir / "a.npz"));
+        return names(dir / "b.npz");
+    };
+    const auto stats = with_and_without_plot("data/notebook.npz --mask causal --dump output,stats");
+    CHECK(std::count_if(stats.begin(), stats.end(), [](const std::string& n) { return n.rfind("stats.", 0) == 0; }) > 5);
+    CHECK(std::find(stats.begin(), stats.end(), "weights") == stats.end());  // computed for the plot only
+    const auto heads = with_and_without_plot("data/gpt2-tiny/model.safetensors --layer all --ids 1,2,3 --dump weights,head_stats");
+    CHECK(std::find(heads.begin(), heads.end(), "head_stats.entropy") != heads.end());
+}
+
 TEST_CASE("plot: a non-finite --vmin or --vmax is a usage error") {
     const attn_test::scratch_dir scratch;
     const std::string never = scratch.path + "/never-written.png";

@@ -251,7 +251,10 @@ io::heatmap_spec plot_of_weights(io::document& doc, const std::vector<std::strin
     } else {
         spec = io::heatmap_from_document(doc, io::heatmap_view{});
     }
-    const auto extra = [&](const io::named_array& t) { return std::find(dump.begin(), dump.end(), t.name) == dump.end(); };
+    // A stage with parts is dumped by its name: head_stats keeps head_stats.entropy, ….
+    const auto extra = [&](const io::named_array& t) {
+        return std::none_of(dump.begin(), dump.end(), [&](const std::string& s) { return t.name == s || t.name.rfind(s + ".", 0) == 0; });
+    };
     for (const auto& t : doc.tensors)
         if (extra(t) && doc.meta.contains("shapes")) doc.meta["shapes"].erase(t.name);
     doc.tensors.erase(std::remove_if(doc.tensors.begin(), doc.tensors.end(), extra), doc.tensors.end());
