@@ -1,4 +1,5 @@
-// attn view's refusals: one line, exit 1 for data, 2 for options, no partial page.
+// attn view and compute --format html: the page's data, its refusals (one line, exit 1 for data, 2 for options, no
+// partial page), and a run of several layers written layer by layer.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -12,9 +13,11 @@
 #include <zlib.h>
 
 #include "attn/io/npy.hpp"
+#include "attn/io/npz.hpp"
 
 #include "cli_util.hpp"
 #include "io_fixtures.hpp"
+#include "npz_members.hpp"
 #include "reference.hpp"
 #include "scratch_dir.hpp"
 
@@ -61,51 +64,78 @@ void write_npy_file(const std::string& path, attn::shape_t shape, const std::vec
     attn::io::write_npy(f, attn::array::from<double>(shape, v.data()));
 }
 
+/// Decodes one chunk's text (base64, then zlib's inflate) into `n` codes of `bytes` bytes each.
+std::vector<unsigned> decode_codes(const std::string& b64, std::size_t n, int bytes) {
+    static const std::string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::vector<unsigned char> z;
+    unsigned bits = 0, acc = 0;
+    for (char c : b64) {
+        if (c == '=') break;
+        acc = (acc << 6) | static_cast<unsigned>(alphabet.find(c));
+        bits += 6;
+        if (bits >= 8) z.push_back(static_cast<unsigned char>((acc >> (bits -= 8)) & 0xff));
+    }
+    std::vector<unsigned char> raw(n * bytes);
+    uLongf size = raw.size();
+    REQUIRE(uncompress(raw.data(), &size, z.data(), z.size()) == Z_OK);
+    REQUIRE(size == raw.size());
+    std::vector<unsigned> codes(n);
+    for (std::size_t i = 0; i < n; ++i) codes[i] = bytes == 2 ? raw[2 * i] | (raw[2 * i + 1] << 8) : raw[i];
+    return codes;
+}
+
 /// The data block of a page (src/io/html.cpp): stages and rollout (each input's, on a page
-/// of several) with their codes decoded (base64, then zlib's inflate) into "codes".
+/// of several) with their codes decoded from the page's chunks (one
+/// <script class="attn-chunk" data-input data-stage data-layer> per layer) into "codes".
+/// Every stage gets each of its layers exactly once.
 json page_data(const std::string& page) {
     const std::string open = "<script type=\"application/json\" id=\"attn-data\">";
     const std::size_t at = page.find(open);
     REQUIRE(at != std::string::npos);
     const std::size_t start = at + open.size();
     json d = json::parse(page.substr(start, page.find("</script>", start) - start));
-    const auto decode = [](json& st) {
-        static const std::string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        const std::string b64 = st.at("data").get<std::string>();
-        std::vector<unsigned char> z;
-        unsigned bits = 0, acc = 0;
-        for (char c : b64) {
-            if (c == '=') break;
-            acc = (acc << 6) | static_cast<unsigned>(alphabet.find(c));
-            bits += 6;
-            if (bits >= 8) z.push_back(static_cast<unsigned char>((acc >> (bits -= 8)) & 0xff));
+    const auto input = [&](std::size_t k) -> json& { return d.contains("inputs") ? d.at("inputs").at(k) : d; };
+    const std::string chunk = "<script type=\"application/octet-stream\" class=\"attn-chunk\" data-input=\"";
+    for (std::size_t p = page.find(chunk); p != std::string::npos && p < at; p = page.find(chunk, p + 1)) {
+        const std::size_t close = page.find('>', p), end = page.find("</script>", close);
+        const std::string tag = page.substr(p, close - p);
+        const auto attribute = [&](const std::string& name) {
+            const std::size_t q = tag.find(name + "=\"") + name.size() + 2;
+            return tag.substr(q, tag.find('"', q) - q);
+        };
+        json& in = input(std::stoul(attribute("data-input")));
+        const std::string stage = attribute("data-stage");
+        json& st = stage == "rollout" ? in.at("rollout") : in.at("stages").at(std::stoul(stage));
+        const std::size_t layer = std::stoul(attribute("data-layer"));
+        const std::size_t per = st.at("B").get<std::size_t>() * st.at("H").get<std::size_t>() * st.at("Tq").get<std::size_t>() *
+                                st.at("Tk").get<std::size_t>();
+        const std::vector<unsigned> codes = decode_codes(page.substr(close + 1, end - close - 1), per, st.at("bits").get<int>() / 8);
+        if (!st.contains("codes")) st["codes"] = std::vector<unsigned>(st.at("L").get<std::size_t>() * per, 1u << 20);
+        REQUIRE(layer < st.at("L").get<std::size_t>());
+        for (std::size_t i = 0; i < per; ++i) {
+            REQUIRE(st["codes"][layer * per + i] == 1u << 20);  // each layer once
+            st["codes"][layer * per + i] = codes[i];
         }
-        const std::size_t n = st.at("L").get<std::size_t>() * st.at("B").get<std::size_t>() * st.at("H").get<std::size_t>() *
-                              st.at("Tq").get<std::size_t>() * st.at("Tk").get<std::size_t>();
-        const int bytes = st.at("bits").get<int>() / 8;
-        std::vector<unsigned char> raw(n * bytes);
-        uLongf size = raw.size();
-        REQUIRE(uncompress(raw.data(), &size, z.data(), z.size()) == Z_OK);
-        REQUIRE(size == raw.size());
-        std::vector<unsigned> codes(n);
-        for (std::size_t i = 0; i < n; ++i) codes[i] = bytes == 2 ? raw[2 * i] | (raw[2 * i + 1] << 8) : raw[i];
-        st["codes"] = codes;
+    }
+    const auto complete = [](const json& st) {
+        REQUIRE(st.contains("codes"));
+        for (const auto& c : st.at("codes")) REQUIRE(c != 1u << 20);
     };
-    const auto decode_input = [&](json& in) {
-        for (auto& st : in.at("stages")) decode(st);
-        if (!in.at("rollout").is_null()) decode(in.at("rollout"));
-    };
-    if (d.contains("inputs"))
-        for (json& in : d.at("inputs")) decode_input(in);
-    else
-        decode_input(d);
+    for (std::size_t k = 0; k < (d.contains("inputs") ? d.at("inputs").size() : 1); ++k) {
+        for (const auto& st : input(k).at("stages")) complete(st);
+        if (!input(k).at("rollout").is_null()) complete(input(k).at("rollout"));
+    }
     return d;
 }
 
-/// A code back to its value (the page's cell()): lo + code/(top − 1)·(hi − lo).
+/// A code back to its value (the page's cell()): lo + code/(top − 1)·(hi − lo), with the
+/// [lo, hi] of the cell's layer, which its codes are quantised over.
 double value_of(const json& st, std::size_t i) {
     const double top = st.at("masked_code").get<double>();
-    return st.at("lo").get<double>() + st.at("codes")[i].get<double>() / (top - 1) * (st.at("hi").get<double>() - st.at("lo").get<double>());
+    const std::size_t per = st.at("codes").size() / st.at("L").get<std::size_t>();
+    const json& range = st.at("layers").at(i / per);
+    const double lo = range[0].get<double>(), hi = range[1].get<double>();
+    return lo + st.at("codes")[i].get<double>() / (top - 1) * (hi - lo);
 }
 
 std::vector<double> flat(const json& nested) {
@@ -433,4 +463,104 @@ TEST_CASE("view of several INPUTs: an error names the input it comes from, one l
     CHECK(r.err == "attn: error: " + d + "/w.npy: this view of 2 inputs needs about 390.0 kB for its Tq×Tk stages (weights (100, 100) float64) "
                    "(expected at most --max-bytes 300 KiB; raise --max-bytes or view fewer stages, layers or heads)\n");
     CHECK(!std::filesystem::exists(d + "/v.html"));
+}
+
+namespace {
+
+/// The page of `args` (a checkpoint run of several layers) written layer by layer to -o
+/// and to stdout, and held (--plot draws from the held weights): the same bytes.
+std::string streamed_page(const std::string& args) {
+    CAPTURE(args);
+    attn_test::scratch_dir dir;
+    const auto to_file = attn_test::run_attn("compute " + args + " -o '" + dir.path + "/s.html'");
+    REQUIRE_MESSAGE(to_file.code == 0, to_file.err);
+    const auto on_stdout = attn_test::run_attn("compute " + args + " --format html");
+    REQUIRE_MESSAGE(on_stdout.code == 0, on_stdout.err);
+    const auto held = attn_test::run_attn("compute " + args + " --plot '" + dir.path + "/p.png' -o '" + dir.path + "/h.html'");
+    REQUIRE_MESSAGE(held.code == 0, held.err);
+    const std::string page = attn_test::slurp(dir.path + "/s.html");
+    CHECK(on_stdout.out == page);
+    CHECK(attn_test::slurp(dir.path + "/h.html") == page);
+    // Chunks before the data block, as the layers came: layer 0's stages, then layer 1's.
+    CHECK(page.find("class=\"attn-chunk\" data-input=\"0\" data-stage=\"0\" data-layer=\"1\"") <
+          page.find("id=\"attn-data\""));
+    return page;
+}
+
+}  // namespace
+
+TEST_CASE("compute --format html of several layers is written layer by layer: the held page's bytes, each layer over its own range") {
+    attn_test::scratch_dir dir;
+    for (const std::string model : {"data/gpt2-tiny/model.safetensors --ids 1,2,3,4,5", "data/llama-tiny --ids 3,1,4,1,5,9",
+                                    "data/bert-tiny --ids 2,7,1,8", "tests/fixtures/checkpoints/gemma3-tiny --ids 1,5,9,2,7,3,8,4"}) {
+        CAPTURE(model);
+        const json d = page_data(streamed_page(model + " --layer all"));
+        // The stages against the run's own .npz: every cell within half a step of its
+        // layer's range (weights over [0, 1]), masked where the score is −∞.
+        const std::string npz = dir.path + "/run.npz";
+        auto r = attn_test::run_attn("compute " + model + " --layer all --dump weights,scores -o '" + npz + "'");
+        REQUIRE_MESSAGE(r.code == 0, r.err);
+        const auto arrays = attn::io::read_npz(attn_test::slurp(npz), npz);
+        std::size_t ranges_differ = 0;
+        for (const json& st : d.at("stages")) {
+            const std::string name = st.at("name");
+            if (name != "weights" && name != "scores") continue;
+            const attn::array* a = nullptr;
+            for (const auto& t : arrays)
+                if (t.name == name) a = &t.value;
+            REQUIRE(a);
+            REQUIRE(a->size() == st.at("codes").size());
+            const std::size_t L = st.at("L"), per = a->size() / L;
+            const double top = st.at("masked_code");
+            for (std::size_t l = 0; l < L; ++l) {
+                const double lo = st.at("layers")[l][0], hi = st.at("layers")[l][1];
+                if (l > 0 && st.at("layers")[l] != st.at("layers")[0]) ++ranges_differ;
+                for (std::size_t i = l * per; i < (l + 1) * per; ++i) {
+                    const double v = a->value(i);
+                    const bool masked = st.at("codes")[i] == top;
+                    if (name == "scores") CHECK(masked == !std::isfinite(v));
+                    if (masked) {
+                        CHECK(v <= 0);  // a weight of a −∞ score is 0
+                        continue;
+                    }
+                    CHECK(std::abs(value_of(st, i) - v) <= 0.5 * (hi - lo) / (top - 1) * 1.01 + 1e-12);
+                }
+            }
+            // The colours span every layer's range.
+            for (const json& range : st.at("layers")) {
+                CHECK(st.at("lo").get<double>() <= range[0].get<double>());
+                CHECK(st.at("hi").get<double>() >= range[1].get<double>());
+            }
+        }
+        CHECK(ranges_differ > 0);  // the scores of each model's layers span different ranges
+        CHECK(d.at("rollout").is_object());
+        CHECK(d.at("head_stats").at("rows").size() == d.at("stages")[0].at("L").get<std::size_t>() *
+                                                           d.at("stages")[0].at("B").get<std::size_t>() *
+                                                           d.at("stages")[0].at("H").get<std::size_t>());
+    }
+    // A list of layers: named on the page, and no rollout (a product that skips blocks).
+    const json d = page_data(streamed_page("data/llama-tiny --ids 3,1,4 --layer 1,0"));
+    CHECK(d.at("layer_names") == json{0, 1});
+    CHECK(d.at("rollout").is_null());
+}
+
+TEST_CASE("compute --format html of several layers holds one layer: peak memory at T = 1024, and a failed run leaves no page") {
+    attn_test::scratch_dir dir;
+    // gemma3-tiny: 4 layers of 4 heads × 1024²: weights and scores float32 and the mask,
+    // 36 MiB a layer; held, the layers and their stack passed 288 MiB.
+    attn_test::write_cycled_ids(dir.path + "/ids.npy", 1024);
+    const std::string run = "compute tests/fixtures/checkpoints/gemma3-tiny --layer all --token-ids '" + dir.path + "/ids.npy' --format html";
+    const auto m = attn_test::run_attn_measured(run + " -o '" + dir.path + "/v.html'");
+    REQUIRE_MESSAGE(m.code == 0, "the run failed");
+    CHECK(m.peak_kb < attn_test::peak_bound_mb(100) * 1024);  // KiB
+    CHECK(attn_test::slurp(dir.path + "/v.html").rfind("<!DOCTYPE html>", 0) == 0);
+    // `ulimit -f` past the first layer's chunks: the destination as it was, no temporary.
+    const std::string out = dir.path + "/out/v.html";
+    std::filesystem::create_directory(dir.path + "/out");
+    attn_test::spit(out, "before");
+    const auto r = attn_test::run_attn(run + " -o '" + out + "'", "", "trap '' XFSZ && ulimit -f 2000 && ");
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: " + out + ": cannot write output (File too large)\n");
+    CHECK(attn_test::slurp(out) == "before");
+    CHECK(std::distance(std::filesystem::directory_iterator(dir.path + "/out"), std::filesystem::directory_iterator{}) == 1);
 }

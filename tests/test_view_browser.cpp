@@ -277,6 +277,29 @@ TEST_CASE("view in chromium: layers of (L, B, H, Tq, Tk) weights, the mean of he
     CHECK(got.at("where") == "rollout of 2 layers (Abnar & Zuidema 2020) · all heads");
 }
 
+TEST_CASE("view in chromium: each layer's codes over its own range, coloured over the stage's range across layers") {
+    require_chromium();
+    attn_test::scratch_dir dir;
+    // scores of 2 layers, 1 head, T = 3: layer 0 spans [0, 1], layer 1 [0, 10]. Each layer is
+    // quantised over its own range; the colours span [0, 10] for both.
+    const std::vector<double> scores = {0, 0.25, 0.5, 0.75, 1, 0.1, 0.2, 0.3, 0.4,  //
+                                        0, 10, 5, 2.5, 7.5, 1, 2, 3, 4};
+    const std::string npz = dir.path + "/scores.npz";
+    {
+        std::ofstream f(npz, std::ios::binary);
+        attn::io::write_npz(f, {{"scores", attn::array::from<double>({2, 1, 1, 3, 3}, scores.data())}});
+    }
+    auto r = attn_test::run_attn("view '" + npz + "' -o '" + dir.path + "/scores.html'");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    const json got = browse(dir.path + "/scores.html", {{"layer", 1}, {"row", 1}, {"col", 0}}, dir.path + "/profile");
+    CAPTURE(got.dump());
+    CHECK(got.at("errors") == json::array());
+    CHECK(got.at("before") == lut(0.75 / 10));  // layer 0: 0.75 on the scale of both layers
+    CHECK(got.at("after") == lut(2.5 / 10));
+    CHECK(got.at("hover") == "query 1 \"1\" → key 0 \"0\": scores 2.500");
+    CHECK(got.at("where") == "scores · layer 1 · head 0");
+}
+
 TEST_CASE("view in chromium: a checkpoint run of listed layers names them in the selector and the caption") {
     require_chromium();
     attn_test::scratch_dir dir;

@@ -130,7 +130,8 @@ struct checkpoint_options {
     /// counts the listed layers from 0 and `count` is their number (the leading axis).
     /// compute_checkpoint then returns the run's meta (shapes with the layer axis) and
     /// labels and no tensors, and plans --max-bytes for one layer. Not used for --layer N
-    /// (one layer is the document); refused with rollout, written after the last layer.
+    /// (one layer is the document). Rollout, made from every layer, is in the returned
+    /// document (the page of attn view shows it after the layers).
     std::function<void(io::document& layer, std::size_t index, std::size_t count)> each_layer;
 };
 

@@ -19,6 +19,7 @@
 #include "attn/stages.hpp"
 #include "attn/pipeline/analysis.hpp"
 #include "attn/error.hpp"
+#include "attn/io/html.hpp"
 #include "attn/io/input.hpp"
 #include "attn/io/npz_stream.hpp"
 #include "attn/io/output.hpp"
@@ -64,6 +65,13 @@ bool streams_layers(const compute_options& c, io::format f, const attn::checkpoi
     const bool binary = f == io::parse_format("npz") || f == io::parse_format("npy");
     return (text || (binary && to_seekable_file(c) && little_endian)) && !ck.layer && c.plot.empty() &&
            std::find(settings.dump.begin(), settings.dump.end(), stage_name(attn::stage::rollout)) == settings.dump.end();
+}
+
+/// True when a checkpoint run's page (--format html) is written layer by layer (docs/design.md
+/// §5.4): listed or all layers, without --plot (drawn from the held weights) or
+/// --average-heads (whose page the held run draws). It goes anywhere, in order: no spool.
+bool streams_page(const compute_options& c, io::format f, const attn::checkpoint_options& ck, const attn::pipeline_options& settings) {
+    return f == io::parse_format("html") && !ck.layer && c.plot.empty() && !settings.average_heads;
 }
 
 /// Where streamed CSV and JSON keep their spools (io::spool's `beside`): beside -o's file,
@@ -151,10 +159,13 @@ int run_compute(const compute_options& c) {
         check_plot_option(c.plot, c.inputs.size() > 1 || !c.manifest.empty() || directory_target(c.output));
     if (!c.plot.empty() && !is_stdout(c.output) && same_output(c.plot, c.output))
         throw usage_error("--plot", "names the same file as -o " + expected_got("two different files", c.plot));
-    std::vector<std::string> dump = c.plot.empty() ? c.dump : with_plot_stages(c.dump);
+    // What the output keeps: --dump's stages, and for a page what it shows (attn view);
+    // --plot's stages besides them are dropped once drawn (plot_of_weights).
+    std::vector<std::string> kept = c.dump;
     if (c.format == "html" || (c.format.empty() && io::format_from_path(c.output) == io::parse_format("html")))
-        for (const std::string& s : view_stages())  // what the page shows (attn view)
-            if (std::find(dump.begin(), dump.end(), s) == dump.end()) dump.push_back(s);
+        for (const std::string& s : view_stages())
+            if (std::find(kept.begin(), kept.end(), s) == kept.end()) kept.push_back(s);
+    const std::vector<std::string> dump = c.plot.empty() ? kept : with_plot_stages(kept);
     const attn::pipeline_options settings = pipeline_settings(c.pipeline, dump);
     if (c.inputs.size() > 1 || !c.manifest.empty() || directory_target(c.output) || plot_dir) return run_several(c, settings);
     const io::format f = output_format(c.format, c.output);
@@ -166,6 +177,7 @@ int run_compute(const compute_options& c) {
         std::optional<io::npz_stream> stream;
         std::optional<io::csv_stream> csv;  // CSV: each tensor's lines spooled, joined at the end
         std::optional<io::json_stream> json;  // JSON: the same, within the run's document
+        std::optional<io::html_stream> page;  // HTML: each layer's blocks, then the rest
         // The writers know why a write failed (a full disk, `ulimit -f`), not the destination.
         const auto named = [&](const std::function<void()>& write) {
             try {
@@ -188,7 +200,7 @@ int run_compute(const compute_options& c) {
                 style.full = c.full;
                 ck.each_layer = [&](io::document& layer, std::size_t index, std::size_t) {
                     if (!c.plot.empty()) {
-                        std::optional<io::heatmap_spec> spec = plot_of_weights(layer, c.dump);
+                        std::optional<io::heatmap_spec> spec = plot_of_weights(layer, kept);
                         if (index == 0) plot = std::move(spec);
                     }
                     apply_store(layer, c.store, f);
@@ -200,7 +212,22 @@ int run_compute(const compute_options& c) {
                 if (plot) io::write_heatmap(c.plot, *plot);
                 return exit_ok;
             }
-            if (streams_layers(c, f, ck, settings)) {
+            attn::pipeline_options run = settings;
+            if (streams_page(c, f, ck, settings)) {
+                // The page shows the rollout of every layer, as add_rollout makes it of a held
+                // run: made layer by layer here (a list of layers skips blocks: none).
+                const std::string rollout = stage_name(attn::stage::rollout);
+                const bool asked = std::find(run.dump.begin(), run.dump.end(), rollout) != run.dump.end();
+                if (!asked && ck.layers.empty()) run.dump.push_back(rollout);
+                ck.each_layer = [&](io::document& layer, std::size_t, std::size_t count) {
+                    apply_store(layer, c.store, f);
+                    if (!page) {
+                        if (!is_stdout(c.output)) file.emplace(c.output);
+                        page.emplace(file ? file->stream() : std::cout, "attn compute", asked);
+                    }
+                    named([&] { page->append(layer, count); });
+                };
+            } else if (streams_layers(c, f, ck, settings)) {
                 ck.each_layer = [&](io::document& layer, std::size_t, std::size_t count) {
                     apply_store(layer, c.store, f);
                     if (f == io::parse_format("json")) {
@@ -242,12 +269,13 @@ int run_compute(const compute_options& c) {
                 };
             }
             io::bundle extra = gather_inputs("", c.pipeline);
-            doc = attn::compute_checkpoint(ck, std::move(extra.arrays), {}, settings);
-            if (stream || csv || json) {
+            doc = attn::compute_checkpoint(ck, std::move(extra.arrays), {}, run);
+            if (stream || csv || json || page) {
                 named([&] {
                     if (stream) stream->finish();
                     else if (csv) csv->finish();
-                    else json->finish(doc);
+                    else if (json) json->finish(doc);
+                    else page->finish(doc);
                 });
                 if (file) file->commit();
                 return exit_ok;
@@ -267,7 +295,7 @@ int run_compute(const compute_options& c) {
         }
         // The plot is written after -o: a run whose output fails leaves no plot behind.
         std::optional<io::heatmap_spec> plot;
-        if (!c.plot.empty()) plot = plot_of_weights(doc, c.dump);
+        if (!c.plot.empty()) plot = plot_of_weights(doc, kept);
         emit(doc, f, c);
         if (plot) io::write_heatmap(c.plot, *plot);
         return exit_ok;
@@ -301,7 +329,7 @@ int run_compute(const compute_options& c) {
         throw value_error(file, e.what());
     }
     std::optional<io::heatmap_spec> plot;
-    if (!c.plot.empty()) plot = plot_of_weights(doc, c.dump);
+    if (!c.plot.empty()) plot = plot_of_weights(doc, kept);
     emit(doc, f, c);
     if (plot) io::write_heatmap(c.plot, *plot);
     return exit_ok;

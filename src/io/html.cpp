@@ -1,13 +1,19 @@
-// attn view's page (io/html.hpp): the document's Tq×Tk stages quantised, deflated and
-// base64-encoded into a JSON block, with the script and styles of src/io/html/ inline.
+// attn view's page (io/html.hpp): the document's Tq×Tk stages quantised layer by layer,
+// deflated and base64-encoded into one data block per layer ("chunks", written as the
+// layers come), then a JSON block of what the page shows, with the script and styles of
+// src/io/html/ inline.
 #include "attn/io/html.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cerrno>
 #include <cmath>
 #include <optional>
 #include <limits>
+#include <memory>
 #include <ostream>
 #include <string>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -93,27 +99,41 @@ std::vector<unsigned char> deflate(const std::vector<unsigned char>& raw) {
     return out;
 }
 
-/// One array quantised: codes 0 … top−1 over [lo, hi] (over [0, 1] when `unit_range`, as
-/// for weights), top = masked or not finite; deflated and base64-encoded.
-nlohmann::ordered_json encode(const std::string& name, const array& a, const stage_dims& d, std::vector<char> masked,
-                              bool unit_range, int bits) {
-    const std::size_t n = a.size();
+/// What a stage (or the rollout) of the page records of itself, apart from its codes: its
+/// dimensions (L = the layers it has in all) and each layer's range as its chunk was
+/// written.
+struct stage_record {
+    std::string name;
+    stage_dims d;
+    bool unit_range = false;              // weights, word weights and rollout: coloured over [0, 1]
+    std::vector<std::array<double, 2>> layers;  // each layer's [lo, hi]
+    std::vector<char> finite;                   // whether that layer had a cell not masked
+};
+
+/// One layer of a stage, cells [begin, begin + n) of `a` (masked where `masked`, of n
+/// cells, or where not finite), quantised to codes 0 … top−1 over the layer's own
+/// [lo, hi] ([0, 1] when `unit_range`), top = masked; deflated, base64-encoded and written
+/// as one `<script class="attn-chunk">` of input `input`, stage `key` (its index, or
+/// the rollout's stage name), layer `layer`. Records the layer's range in `rec`.
+void write_chunk(std::ostream& out, std::size_t input, const std::string& key, std::size_t layer, const array& a,
+                 std::size_t begin, std::size_t n, std::vector<char> masked, int bits, stage_record& rec) {
     double lo = std::numeric_limits<double>::infinity(), hi = -lo;
     for (std::size_t i = 0; i < n; ++i) {
-        const double v = a.value(i);
+        const double v = a.value(begin + i);
         if (!std::isfinite(v)) masked[i] = 1;
         if (masked[i]) continue;
         lo = std::min(lo, v);
         hi = std::max(hi, v);
     }
-    if (unit_range) lo = 0, hi = 1;
+    const bool any = lo <= hi;
+    if (rec.unit_range) lo = 0, hi = 1;
     if (!(lo <= hi)) lo = 0, hi = 1;  // everything masked
     const unsigned top = bits == 16 ? 65535u : 255u;
     std::vector<unsigned char> raw(n * static_cast<std::size_t>(bits / 8));
     for (std::size_t i = 0; i < n; ++i) {
         unsigned q = top;
         if (!masked[i]) {
-            const double x = hi > lo ? (a.value(i) - lo) / (hi - lo) : 0.0;
+            const double x = hi > lo ? (a.value(begin + i) - lo) / (hi - lo) : 0.0;
             q = static_cast<unsigned>(std::lround(std::clamp(x, 0.0, 1.0) * (top - 1)));
         }
         if (bits == 16) {
@@ -123,44 +143,61 @@ nlohmann::ordered_json encode(const std::string& name, const array& a, const sta
             raw[i] = static_cast<unsigned char>(q);
         }
     }
+    if (rec.layers.size() != layer) throw value_error(rec.name, "layers of the page out of order");
+    rec.layers.push_back({lo, hi});
+    rec.finite.push_back(any ? 1 : 0);
+    // base64 holds no '<', so the chunk cannot close its script early.
+    out << "<script type=\"application/octet-stream\" class=\"attn-chunk\" data-input=\"" << input << "\" data-stage=\""
+        << key << "\" data-layer=\"" << layer << "\">" << base64(deflate(raw)) << "</script>\n";
+}
+
+/// A stage's entry in the page's data: its dimensions, bits, the range its colours span
+/// (every layer's: [0, 1] for unit ranges), the step and digits of that range, the
+/// masked code and each layer's own [lo, hi], which its codes are quantised over.
+nlohmann::ordered_json stage_json(const stage_record& rec, int bits) {
+    double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+    for (std::size_t l = 0; l < rec.layers.size(); ++l)
+        if (rec.finite[l]) lo = std::min(lo, rec.layers[l][0]), hi = std::max(hi, rec.layers[l][1]);
+    if (rec.unit_range) lo = 0, hi = 1;
+    if (!(lo <= hi)) lo = 0, hi = 1;  // everything masked
+    const unsigned top = bits == 16 ? 65535u : 255u;
     const double step = hi > lo ? (hi - lo) / (top - 1) : 0.0;
     int digits = 2;
     while (digits < 6 && step > 0 && std::pow(10.0, -(digits + 1)) > step) ++digits;  // no digit finer than a step
     nlohmann::ordered_json j;
-    j["name"] = name;
-    j["L"] = d.L, j["B"] = d.B, j["H"] = d.H, j["Tq"] = d.Tq, j["Tk"] = d.Tk;
+    j["name"] = rec.name;
+    j["L"] = rec.d.L, j["B"] = rec.d.B, j["H"] = rec.d.H, j["Tq"] = rec.d.Tq, j["Tk"] = rec.d.Tk;
     j["bits"] = bits;
     j["lo"] = lo, j["hi"] = hi;
     j["step"] = step;
     j["digits"] = digits;
     j["masked_code"] = top;
-    j["data"] = base64(deflate(raw));
+    j["layers"] = nlohmann::ordered_json::array();
+    for (const auto& r : rec.layers) j["layers"].push_back({r[0], r[1]});
     return j;
 }
 
-nlohmann::ordered_json encode_stage(const document& doc, const named_array& t, int bits) {
-    // Weights and word weights (rows summing to 1 as theirs do) are coloured over [0, 1].
-    const stage_kind k = tensor_kind(t.name);
-    return encode(t.name, t.value, dims_of(doc, t), masked_cells(doc, t), k == stage_kind::weights || k == stage_kind::words, bits);
-}
-
-/// The `rollout` tensor ((T, T) or (B, T, T), docs/design.md §4.4) shown as one more layer of the
-/// weights, or null when the document has no weights or no rollout of their size.
-const named_array* shown_rollout(const document& doc, const std::vector<const named_array*>& stages,
+/// The `rollout` tensor of `doc` ((T, T) or (B, T, T), docs/design.md §4.4) when the page
+/// shows it as one more layer of the weights: the first viewed stage is the weights
+/// (`first`, of dimensions `weights`) and the rollout has their batch and size; else null.
+const named_array* shown_rollout(const document& doc, const std::string& first, const stage_dims& weights,
                                  stage_dims* dims = nullptr) {
     const named_array* r = nullptr;
     for (const auto& t : doc.tensors)
         if (tensor_kind(t.name) == stage_kind::rollout) r = &t;
-    if (!r || stages.empty() || tensor_kind(stages.front()->name) != stage_kind::weights || r->value.rank() < 2 || r->value.rank() > 3)
-        return nullptr;
-    const stage_dims w = dims_of(doc, *stages.front());
+    if (!r || tensor_kind(first) != stage_kind::weights || r->value.rank() < 2 || r->value.rank() > 3) return nullptr;
     stage_dims d;
     d.B = r->value.rank() == 3 ? r->value.shape[0] : 1;
     d.Tq = r->value.shape[r->value.rank() - 2];
     d.Tk = r->value.shape.back();
-    if (d.B != w.B || d.Tq != w.Tq || d.Tk != w.Tk) return nullptr;
+    if (d.B != weights.B || d.Tq != weights.Tq || d.Tk != weights.Tk) return nullptr;
     if (dims) *dims = d;
     return r;
+}
+
+const named_array* shown_rollout(const document& doc, const std::vector<const named_array*>& stages,
+                                 stage_dims* dims = nullptr) {
+    return stages.empty() ? nullptr : shown_rollout(doc, stages.front()->name, dims_of(doc, *stages.front()), dims);
 }
 
 /// head_stats.* tensors (([L,]B,H) or ([L,]H)) as table rows [layer, batch, head, …].
@@ -283,14 +320,73 @@ std::size_t viewed_cells(const document& doc, const std::string& source, std::si
     return cells;
 }
 
-/// One input's part of the page's data: its tokens, stages, rollout and head statistics,
-/// quantised to `bits`. `rolled` tells whether it shows a rollout.
-nlohmann::ordered_json input_data(const document& doc, int bits, bool& rolled) {
-    const auto stages = viewed(doc);
-    stage_dims rollout_dims;
-    const named_array* rollout = shown_rollout(doc, stages, &rollout_dims);
-    rolled = rollout != nullptr;
+/// One input's chunks and the records the page's data keeps of them.
+struct input_page {
+    std::vector<stage_record> stages;
+    std::optional<stage_record> rollout;
+};
 
+/// The record of viewed stage `t` of `doc` before any chunk: its dimensions with `layers`
+/// layers, and whether it is coloured over [0, 1] (weights and word weights, whose rows
+/// sum to 1).
+stage_record record_of(const document& doc, const named_array& t, std::size_t layers) {
+    stage_record rec;
+    rec.name = t.name;
+    rec.d = dims_of(doc, t);
+    rec.d.L = layers;
+    const stage_kind k = tensor_kind(t.name);
+    rec.unit_range = k == stage_kind::weights || k == stage_kind::words;
+    return rec;
+}
+
+/// Writes the rollout's one chunk, when `doc` has one the page shows, into `page`.
+/// Rollout rows sum to 1 (Abnar & Zuidema 2020): coloured over [0, 1] as weights are. An
+/// exact 0 is a key no path through the layers reaches (above a causal diagonal): drawn
+/// as masked, as a weight of exactly 0 is when there are no scores.
+void write_rollout_chunk(std::ostream& out, const document& doc, std::size_t input, int bits, input_page& page) {
+    stage_dims dims;
+    const named_array* r = page.stages.empty() ? nullptr : shown_rollout(doc, page.stages.front().name, page.stages.front().d, &dims);
+    if (!r) return;
+    stage_record rec;
+    rec.name = r->name;
+    rec.d = dims;
+    rec.unit_range = true;
+    std::vector<char> unreached(r->value.size());
+    for (std::size_t i = 0; i < unreached.size(); ++i) unreached[i] = r->value.value(i) == 0;
+    write_chunk(out, input, stage_name(stage::rollout), 0, r->value, 0, r->value.size(), std::move(unreached), bits, rec);
+    page.rollout = std::move(rec);
+}
+
+/// Writes every viewed stage of `doc` as chunks, layer by layer (the order a stream
+/// writes them), then its rollout.
+input_page write_input_chunks(std::ostream& out, const document& doc, std::size_t input, int bits) {
+    const auto stages = viewed(doc);
+    input_page page;
+    std::vector<std::vector<char>> masked;
+    std::size_t layers = 0;
+    for (const auto* t : stages) {
+        const stage_dims d = dims_of(doc, *t);
+        page.stages.push_back(record_of(doc, *t, d.L));
+        masked.push_back(masked_cells(doc, *t));
+        layers = std::max(layers, d.L);
+    }
+    for (std::size_t l = 0; l < layers; ++l)
+        for (std::size_t i = 0; i < stages.size(); ++i) {
+            stage_record& rec = page.stages[i];
+            if (l >= rec.d.L) continue;
+            const std::size_t per = rec.d.cells() / rec.d.L;
+            const auto from = masked[i].begin() + static_cast<std::ptrdiff_t>(l * per);
+            write_chunk(out, input, std::to_string(i), l, stages[i]->value, l * per, per,
+                        std::vector<char>(from, from + static_cast<std::ptrdiff_t>(per)), bits, rec);
+        }
+    write_rollout_chunk(out, doc, input, bits, page);
+    return page;
+}
+
+/// One input's part of the page's data: its tokens, labels, stages (their records; the
+/// codes are in the chunks) and rollout, and its head statistics (`head_stats`, rows or
+/// null).
+nlohmann::ordered_json input_data(const document& doc, const input_page& page, int bits, nlohmann::ordered_json head_stats) {
     nlohmann::ordered_json data;
     data["tokens"] = doc.tokens;
     data["tokens_kv"] = doc.tokens_kv;
@@ -306,19 +402,63 @@ nlohmann::ordered_json input_data(const document& doc, int bits, bool& rolled) {
     // A run of listed layers (--layer 0,5,10-12) names its layers; index i is not layer i.
     if (const std::vector<std::size_t> listed = listed_layers(doc); !listed.empty()) data["layer_names"] = listed;
     data["stages"] = nlohmann::ordered_json::array();
-    for (const auto* t : stages) data["stages"].push_back(encode_stage(doc, *t, bits));
-    // Rollout rows sum to 1 (Abnar & Zuidema 2020): coloured over [0, 1] as weights are. An
-    // exact 0 is a key no path through the layers reaches (above a causal diagonal):
-    // drawn as masked, as a weight of exactly 0 is when there are no scores.
-    nlohmann::ordered_json rolled_json;
-    if (rollout) {
-        std::vector<char> unreached(rollout->value.size());
-        for (std::size_t i = 0; i < unreached.size(); ++i) unreached[i] = rollout->value.value(i) == 0;
-        rolled_json = encode(rollout->name, rollout->value, rollout_dims, std::move(unreached), true, bits);
-    }
-    data[stage_name(stage::rollout)] = rolled_json;  // the page's keys are the stage names
-    data[stage_name(stage::head_stats)] = head_stat_rows(doc);
+    for (const auto& rec : page.stages) data["stages"].push_back(stage_json(rec, bits));
+    data[stage_name(stage::rollout)] = page.rollout ? stage_json(*page.rollout, bits) : nlohmann::ordered_json();  // the page's keys are the stage names
+    data[stage_name(stage::head_stats)] = std::move(head_stats);
     return data;
+}
+
+/// The page up to its first chunk: the doctype, the head (title, styles) and <body>.
+void write_page_head(std::ostream& out, const std::string& source) {
+    out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+           "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; "
+           "style-src 'unsafe-inline'; img-src data:\">\n"
+        << "<title>attn view: " << escape_html(valid_utf8(source)) << "</title>\n<style>" << view_css << "</style></head>\n<body>\n";
+}
+
+/// The page after its chunks: the heading, controls, `settings` (each input's <dl>), the
+/// note on quantisation, the panes, the data block (`data`, to which the colours are
+/// added) and the script.
+void write_page_tail(std::ostream& out, const std::string& source, const std::string& settings, bool many, int bits,
+                     bool any_rollout, nlohmann::ordered_json data) {
+    nlohmann::ordered_json lut = nlohmann::ordered_json::array();
+    for (int k = 0; k < 256; ++k) {
+        const rgb8 c = colormap(k / 255.0);
+        lut.push_back({c.r, c.g, c.b});
+    }
+    data["lut"] = lut;
+    data["masked_rgb"] = {masked_color.r, masked_color.g, masked_color.b};
+    data["hatch_rgb"] = {hatch_color.r, hatch_color.g, hatch_color.b};
+    std::string json = data.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    // Inside <script>: no "</script>" or "<!--" can appear once every '<' is \u003c (only
+    // strings hold '<' in JSON).
+    std::string safe;
+    safe.reserve(json.size());
+    for (char c : json) safe += c == '<' ? std::string("\\u003c") : std::string(1, c);
+
+    const std::string levels = bits == 16 ? "65535" : "255";
+    out << "<h1>attn view: " << escape_html(valid_utf8(source)) << "</h1>\n"
+        << "<div class=\"controls\">" << (many ? "<label>input <select id=\"input\"></select></label>" : "")
+        << "<label>stage <select id=\"stage\"></select></label>"
+           "<label>layer <select id=\"layer\"></select></label><label>batch <select id=\"batch\"></select></label>"
+           "<label>head <select id=\"head\"></select></label><label>view <select id=\"mode\">"
+           "<option value=\"heatmap\">heatmap</option><option value=\"lines\">lines</option></select></label></div>\n"
+        << settings << "<p class=\"note\">Values are stored quantised to " << bits
+        << " bits: each stage linearly over its range in each layer (weights over [0, 1]) in " << levels
+        << " levels, so a shown value is within half a step (weights: " << general_number(0.5 / (bits == 16 ? 65534 : 254), 2)
+        << ") of the computed one. Masked cells (−∞ scores) are grey, hatched when large; overviews average "
+           "blocks of cells."
+        << (any_rollout ? " The last layer of the weights, “rollout”, is attention rollout (Abnar &amp; Zuidema 2020): "
+                          "Â = ½·mean<sub>h</sub>(A) + ½·I per layer with rows renormalised, R = Â<sub>L</sub> ⋯ Â<sub>1</sub>, "
+                          "the same for every head."
+                        : "")
+        << "</p>\n"
+        << "<div id=\"where\"></div><div id=\"hover\"></div>\n"
+           "<div class=\"panes\"><canvas id=\"heatmap\"></canvas><canvas id=\"lines\"></canvas>"
+           "<div><h2>All heads</h2><canvas id=\"grid\"></canvas></div></div>\n"
+           "<h2>Head statistics</h2><div id=\"stats\"></div>\n<pre id=\"test-result\"></pre>\n"
+           "<script type=\"application/json\" id=\"attn-data\">"
+        << safe << "</script>\n<script>" << view_js << "</script>\n</body></html>\n";
 }
 
 }  // namespace
@@ -346,74 +486,121 @@ void write_html(std::ostream& out, const std::vector<view_input>& inputs) {
     }
     const int bits = view_bits(cells);  // of the stages: the rollout, 1/(L·H) of the weights, follows them
     const bool many = inputs.size() > 1;
+    std::string source;
+    for (std::size_t k = 0; k < inputs.size(); ++k) source += (k ? ", " : "") + inputs[k].name;
+    write_page_head(out, source);
 
     // One input: its data is the page's (no "inputs"), as it was before pages of several.
     nlohmann::ordered_json data;
     bool any_rollout = false;
-    std::string source, settings;
+    std::string settings;
     if (!many) {
-        data = input_data(*inputs[0].doc, bits, any_rollout);
-        source = inputs[0].name;
+        const input_page page = write_input_chunks(out, *inputs[0].doc, 0, bits);
+        any_rollout = page.rollout.has_value();
+        data = input_data(*inputs[0].doc, page, bits, head_stat_rows(*inputs[0].doc));
         settings = meta_html(inputs[0].doc->meta);
     } else {
         data["inputs"] = nlohmann::ordered_json::array();
         for (std::size_t k = 0; k < inputs.size(); ++k) {
-            bool rolled = false;
+            const input_page page = write_input_chunks(out, *inputs[k].doc, k, bits);
             nlohmann::ordered_json one;
             one["name"] = valid_utf8(inputs[k].name);
-            nlohmann::ordered_json part = input_data(*inputs[k].doc, bits, rolled);
+            nlohmann::ordered_json part = input_data(*inputs[k].doc, page, bits, head_stat_rows(*inputs[k].doc));
             for (auto it = part.begin(); it != part.end(); ++it) one[it.key()] = std::move(it.value());
             data["inputs"].push_back(std::move(one));
-            any_rollout = any_rollout || rolled;
-            source += (k ? ", " : "") + inputs[k].name;
+            any_rollout = any_rollout || page.rollout.has_value();
             // Each input's settings, shown with it (the page's script switches them).
             settings += meta_html(inputs[k].doc->meta, " class=\"meta\" data-input=\"" + std::to_string(k) + "\"" +
                                                            (k ? " style=\"display:none\"" : ""));
         }
     }
-    nlohmann::ordered_json lut = nlohmann::ordered_json::array();
-    for (int k = 0; k < 256; ++k) {
-        const rgb8 c = colormap(k / 255.0);
-        lut.push_back({c.r, c.g, c.b});
-    }
-    data["lut"] = lut;
-    data["masked_rgb"] = {masked_color.r, masked_color.g, masked_color.b};
-    data["hatch_rgb"] = {hatch_color.r, hatch_color.g, hatch_color.b};
-    std::string json = data.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-    // Inside <script>: no "</script>" or "<!--" can appear once every '<' is \u003c (only
-    // strings hold '<' in JSON).
-    std::string safe;
-    safe.reserve(json.size());
-    for (char c : json) safe += c == '<' ? std::string("\\u003c") : std::string(1, c);
-
-    const std::string levels = bits == 16 ? "65535" : "255";
-    out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-           "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; "
-           "style-src 'unsafe-inline'; img-src data:\">\n"
-        << "<title>attn view: " << escape_html(valid_utf8(source)) << "</title>\n<style>" << view_css << "</style></head>\n<body>\n"
-        << "<h1>attn view: " << escape_html(valid_utf8(source)) << "</h1>\n"
-        << "<div class=\"controls\">" << (many ? "<label>input <select id=\"input\"></select></label>" : "")
-        << "<label>stage <select id=\"stage\"></select></label>"
-           "<label>layer <select id=\"layer\"></select></label><label>batch <select id=\"batch\"></select></label>"
-           "<label>head <select id=\"head\"></select></label><label>view <select id=\"mode\">"
-           "<option value=\"heatmap\">heatmap</option><option value=\"lines\">lines</option></select></label></div>\n"
-        << settings << "<p class=\"note\">Values are stored quantised to " << bits
-        << " bits: each stage linearly over its range (weights over [0, 1]) in " << levels
-        << " levels, so a shown value is within half a step (weights: " << general_number(0.5 / (bits == 16 ? 65534 : 254), 2)
-        << ") of the computed one. Masked cells (−∞ scores) are grey, hatched when large; overviews average "
-           "blocks of cells."
-        << (any_rollout ? " The last layer of the weights, “rollout”, is attention rollout (Abnar &amp; Zuidema 2020): "
-                          "Â = ½·mean<sub>h</sub>(A) + ½·I per layer with rows renormalised, R = Â<sub>L</sub> ⋯ Â<sub>1</sub>, "
-                          "the same for every head."
-                        : "")
-        << "</p>\n"
-        << "<div id=\"where\"></div><div id=\"hover\"></div>\n"
-           "<div class=\"panes\"><canvas id=\"heatmap\"></canvas><canvas id=\"lines\"></canvas>"
-           "<div><h2>All heads</h2><canvas id=\"grid\"></canvas></div></div>\n"
-           "<h2>Head statistics</h2><div id=\"stats\"></div>\n<pre id=\"test-result\"></pre>\n"
-           "<script type=\"application/json\" id=\"attn-data\">"
-        << safe << "</script>\n<script>" << view_js << "</script>\n</body></html>\n";
+    write_page_tail(out, source, settings, many, bits, any_rollout, std::move(data));
     if (!out) throw io_error(source, "write failed");
+}
+
+namespace {
+
+/// Flushes `out`; throws io_error("", "cannot write output (<why>)") when it failed (a
+/// full disk, `ulimit -f`): the caller names the destination.
+void check_written(std::ostream& out) {
+    out.flush();
+    if (!out) throw io_error("", "cannot write output (" + std::system_category().message(errno ? errno : EIO) + ")");
+}
+
+}  // namespace
+
+struct html_stream::impl {
+    impl(std::ostream& o, std::string s) : out(o), source(std::move(s)) {}
+    std::ostream& out;
+    std::string source;
+    bool keep_single_rollout = false;
+    std::size_t count = 0, appended = 0;
+    int bits = 16;
+    input_page page;
+    std::vector<std::pair<std::string, shape_t>> plan;  // the first layer's viewed stages
+    nlohmann::ordered_json head_rows = nlohmann::ordered_json::array();
+    bool head_stats = true;  // every layer had them
+};
+
+html_stream::html_stream(std::ostream& out, std::string source, bool rollout_asked)
+    : p_(std::make_unique<impl>(out, std::move(source))) {
+    p_->keep_single_rollout = rollout_asked;
+}
+
+html_stream::~html_stream() = default;
+
+void html_stream::append(const document& layer, std::size_t count) {
+    impl& p = *p_;
+    const auto stages = viewed(layer);
+    if (p.appended == 0) {
+        std::size_t rollout = 0;
+        const std::size_t cells = viewed_cells(layer, p.source, rollout);
+        p.count = count;
+        p.bits = view_bits(cells * count);
+        for (const auto* t : stages) {
+            p.plan.emplace_back(t->name, t->value.shape);
+            p.page.stages.push_back(record_of(layer, *t, count));
+        }
+        write_page_head(p.out, p.source);
+    }
+    bool same = stages.size() == p.plan.size() && p.appended < p.count;
+    for (std::size_t i = 0; same && i < stages.size(); ++i)
+        same = stages[i]->name == p.plan[i].first && stages[i]->value.shape == p.plan[i].second;
+    if (!same) {
+        std::string want, got;
+        for (const auto& [name, shape] : p.plan) want += (want.empty() ? "" : ", ") + name + " " + shape_string(shape);
+        for (const auto* t : stages) got += (got.empty() ? "" : ", ") + t->name + " " + shape_string(t->value.shape);
+        if (p.appended >= p.count) want = std::to_string(p.count) + " layers", got = "another";
+        throw shape_error(stages.empty() ? std::string("html") : stages.front()->name,
+                          "does not continue its streamed page " + expected_got(want, got));
+    }
+    for (std::size_t i = 0; i < stages.size(); ++i)
+        write_chunk(p.out, 0, std::to_string(i), p.appended, stages[i]->value, 0, stages[i]->value.size(),
+                    masked_cells(layer, *stages[i]), p.bits, p.page.stages[i]);
+    // The layer's head statistics as rows of the page's table, numbered by the layer axis.
+    nlohmann::ordered_json rows = head_stat_rows(layer);
+    if (rows.is_null()) p.head_stats = false;
+    else
+        for (auto& row : rows["rows"]) {
+            row[0] = p.appended;
+            p.head_rows.push_back(std::move(row));
+        }
+    ++p.appended;
+    check_written(p.out);
+}
+
+void html_stream::finish(const document& run) {
+    impl& p = *p_;
+    if (p.appended != p.count || p.appended == 0)
+        throw shape_error(p.plan.empty() ? std::string("html") : p.plan.front().first,
+                          "streamed in part " + expected_got(std::to_string(p.count) + " layers", std::to_string(p.appended)));
+    // A rollout of one layer is not shown unless asked for (add_rollout makes none).
+    if (p.count >= 2 || p.keep_single_rollout) write_rollout_chunk(p.out, run, 0, p.bits, p.page);
+    nlohmann::ordered_json rows;
+    if (p.head_stats) rows["rows"] = std::move(p.head_rows);
+    write_page_tail(p.out, p.source, meta_html(run.meta), false, p.bits, p.page.rollout.has_value(),
+                    input_data(run, p.page, p.bits, std::move(rows)));
+    check_written(p.out);
 }
 
 }  // namespace attn::io

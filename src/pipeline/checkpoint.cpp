@@ -217,9 +217,6 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
     const bool by_head = merged && pipeline::weights_by_head_allowed(dump, o.average_heads);
     if (merged && !by_head && !has(dump, stage_name(stage::weights).c_str())) dump.push_back(stage_name(stage::weights));
     const bool streamed = ck.each_layer && !ck.layer;
-    if (streamed && rollout)
-        throw usage_error("--dump", "rollout is made at the end of the run, which streamed output has written already " +
-                                        expected_got("held output", "streamed output"));
     std::optional<core::rollout_product> product;
     // One row of words labels a document when every text has the same words.
     const std::vector<std::string>* word_labels = nullptr;

@@ -3,11 +3,13 @@
 /// `attn view` and `compute --format html` (docs/design.md §4.4): one standalone HTML page that
 /// shows a document's Tq×Tk stages per layer, batch item and head — a heatmap with
 /// token labels, a bertviz-style line view, an all-heads grid and a sortable table of
-/// head statistics. No network: the script and styles are inline, the data is a JSON
-/// block in the page, and a Content-Security-Policy forbids every fetch.
+/// head statistics. No network: the script and styles are inline, the data is in the page
+/// (each stage's layers as deflated, base64-encoded blocks, then a JSON block of what it
+/// shows), and a Content-Security-Policy forbids every fetch.
 
 #include <cstddef>
 #include <iosfwd>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,8 +28,9 @@ int view_bits(std::size_t cells);
 /// fit (2 to 4, plus a layer axis).
 std::size_t view_data_bytes(const document& doc, const std::string& source);
 
-/// Writes the page. Each stage is quantised linearly over its finite range (weights over
-/// [0, 1]) to view_bits levels, the top code meaning masked (a −∞ score, the `mask`
+/// Writes the page. Each layer of each stage is quantised linearly over that layer's
+/// finite range (weights over [0, 1]) to view_bits levels, its colours spanning the
+/// stage's range over every layer, the top code meaning masked (a −∞ score, the `mask`
 /// stage's False, or a non-finite value), deflated (zlib) and base64-encoded; the page
 /// states the quantisation. `head_stats.*` tensors in `doc` fill the head table. A
 /// `rollout` tensor ((T, T) or (B, T, T), of the weights' batch and size) is shown as one
@@ -55,5 +58,37 @@ std::size_t view_data_bytes(const std::vector<view_input>& inputs);
 /// show with it. One input: exactly write_html(out, *doc, name), no selector.
 /// Throws as view_data_bytes, io_error when `out` fails.
 void write_html(std::ostream& out, const std::vector<view_input>& inputs);
+
+/// The page of a run of several layers written as the layers come (docs/design.md §5.4,
+/// `attn compute CHECKPOINT --layer all --format html`): the head and each layer's chunks
+/// at once, the rest (rollout, head statistics, settings, script) at finish(). The bytes
+/// are write_html's of the held run's document. Holds one layer's stages while it encodes
+/// them and the page's records (a range per stage and layer, the head statistics rows).
+class html_stream {
+public:
+    /// A page titled `source` to `out`. `rollout_asked`: the run dumps rollout, which the
+    /// page then shows even of one layer (add_rollout makes none of one layer).
+    html_stream(std::ostream& out, std::string source, bool rollout_asked);
+    ~html_stream();
+    html_stream(const html_stream&) = delete;
+    html_stream& operator=(const html_stream&) = delete;
+
+    /// Writes the viewed stages of `layer` (a layer's document, as checkpoint_options::
+    /// each_layer hands it, without the layer axis), the next of `count`; the first writes
+    /// the page's head and fixes its depth (view_bits of count layers). Throws
+    /// value_error("no Tq×Tk stage to view …") when the first layer has none, shape_error
+    /// when a layer's stages differ from the first's ("does not continue its streamed
+    /// page") or come after the last, io_error("", …) when `out` fails.
+    void append(const document& layer, std::size_t count);
+
+    /// Writes the rest of the page from `run`, the run's document (its meta, labels and
+    /// rollout; its stages were appended). Throws shape_error when fewer than `count`
+    /// layers came ("streamed in part"), io_error("", …) when `out` fails.
+    void finish(const document& run);
+
+private:
+    struct impl;
+    std::unique_ptr<impl> p_;
+};
 
 }  // namespace attn::io
