@@ -564,3 +564,26 @@ TEST_CASE("compute --format html of several layers holds one layer: peak memory 
     CHECK(attn_test::slurp(out) == "before");
     CHECK(std::distance(std::filesystem::directory_iterator(dir.path + "/out"), std::filesystem::directory_iterator{}) == 1);
 }
+
+TEST_CASE("attn view of a checkpoint's layers streams: compute --format html's page, titled by its input, holding one layer") {
+    attn_test::scratch_dir dir;
+    attn_test::write_cycled_ids(dir.path + "/ids.npy", 1024);
+    const std::string model = "tests/fixtures/checkpoints/gemma3-tiny";
+    const std::string run = model + " --layer all --token-ids '" + dir.path + "/ids.npy'";
+    const auto m = attn_test::run_attn_measured("view " + run + " -o '" + dir.path + "/v.html'");
+    REQUIRE_MESSAGE(m.code == 0, "the run failed");
+    // As compute's page above: 36 MiB a layer, 4 layers; held, the view took 317 MB.
+    CHECK(m.peak_kb < attn_test::peak_bound_mb(100) * 1024);  // KiB
+    // The page compute writes held (--plot holds it), titled by the input instead of "attn compute".
+    const auto held = attn_test::run_attn("compute " + run + " --format html --plot '" + dir.path + "/p.png' -o '" + dir.path + "/h.html'");
+    REQUIRE_MESSAGE(held.code == 0, held.err);
+    std::string want = attn_test::slurp(dir.path + "/h.html");
+    for (std::size_t at = want.find("attn view: attn compute"); at != std::string::npos; at = want.find("attn view: attn compute", at))
+        want.replace(at + 11, 12, model);
+    CHECK(attn_test::slurp(dir.path + "/v.html") == want);
+    // A --tokens that does not fit is refused at the first layer, and writes nothing.
+    const auto bad = attn_test::run_attn("view " + model + " --layer all --ids 1,2,3 --tokens 'a b' -o '" + dir.path + "/bad.html'");
+    CHECK(bad.code == 2);
+    CHECK(bad.err == "attn: error: --tokens: one token per query (expected 3, got 2)\n");
+    CHECK_FALSE(std::filesystem::exists(dir.path + "/bad.html"));
+}

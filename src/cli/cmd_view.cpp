@@ -5,13 +5,17 @@
 // Several INPUTs make one page with a selector between them (docs/design.md §5.4); the
 // options apply to each.
 #include <algorithm>
+#include <functional>
+#include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "attn/error.hpp"
 #include "attn/io/html.hpp"
 #include "attn/io/limits.hpp"
+#include "attn/io/output.hpp"
 #include "attn/io/writers.hpp"
 #include "attn/pipeline.hpp"
 #include "attn/stages.hpp"
@@ -140,6 +144,51 @@ double held_bytes(const io::document& doc, const std::string& source) {
     return bytes;
 }
 
+/// The page of one checkpoint run of listed or all layers, written layer by layer
+/// (io::html_stream, docs/design.md §5.4): each layer's tokens checked and its plan held to
+/// --max-bytes as it comes, the rollout multiplied in layer by layer (not of a list of
+/// layers, which skips blocks). The bytes of the held page. False, and nothing done, for
+/// another run (one layer, --average-heads), which is held.
+bool stream_checkpoint_page(const std::string& input, const view_options& c, const attn::pipeline_options& settings) {
+    if (!checkpoint_run(c.pipeline) || settings.average_heads) return false;
+    attn::checkpoint_options ck = checkpoint_settings(input, c.pipeline);
+    if (ck.layer) return false;
+    const std::string source = input == "-" ? "<stdin>" : input;
+    attn::pipeline_options run = settings;
+    const std::string rollout = stage_name(stage::rollout);
+    if (ck.layers.empty() && std::find(run.dump.begin(), run.dump.end(), rollout) == run.dump.end()) run.dump.push_back(rollout);
+    const auto labelled = [&](io::document& doc) {
+        if (!settings.tokens.empty()) doc.tokens = settings.tokens;
+        if (!settings.tokens_kv.empty()) doc.tokens_kv = settings.tokens_kv;
+    };
+    std::optional<io::atomic_file> file;
+    std::optional<io::html_stream> page;
+    const auto named = [&](const std::function<void()>& write) {
+        try {
+            write();
+        } catch (const io_error& e) {
+            if (!e.source().empty()) throw;
+            throw io_error(is_stdout(c.output) ? "<stdout>" : c.output, e.message());
+        }
+    };
+    ck.each_layer = [&](io::document& layer, std::size_t, std::size_t count) {
+        labelled(layer);
+        check_token_options(layer, settings);
+        check_view_plan(layer, source, 0, 0);
+        if (!page) {
+            if (!is_stdout(c.output)) file.emplace(c.output);
+            page.emplace(file ? file->stream() : std::cout, source, false);
+        }
+        named([&] { page->append(layer, count); });
+    };
+    io::bundle extra = gather_inputs("", c.pipeline);
+    io::document doc = attn::compute_checkpoint(ck, std::move(extra.arrays), {}, run);
+    labelled(doc);
+    named([&] { page->finish(doc); });
+    if (file) file->commit();
+    return true;
+}
+
 int run_view(const view_options& c) {
     if (!is_stdout(c.output) && !extension_of(c.output).empty() && io::format_from_path(c.output) != io::parse_format("html"))
         throw usage_error("-o", "a view is an HTML page " + expected_got("a .html file", "'" + extension_of(c.output) + "'"));
@@ -147,6 +196,7 @@ int run_view(const view_options& c) {
         throw usage_error("INPUT", "standard input can be read once " +
                                        expected_got("at most one '-'", std::to_string(std::count(c.inputs.begin(), c.inputs.end(), "-"))));
     const attn::pipeline_options settings = pipeline_settings(c.pipeline, view_stages());
+    if (c.inputs.size() == 1 && stream_checkpoint_page(c.inputs.front(), c, settings)) return exit_ok;
     // Each input read in turn, all held until the page is written: its --max-bytes counts them all.
     std::vector<io::document> docs;
     std::vector<io::view_input> page;
