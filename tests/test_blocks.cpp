@@ -18,7 +18,7 @@
 
 namespace {
 
-using attn::model::mlp_activation;
+using attn::model::activation;
 
 struct fixture {
     std::vector<attn::named_array> arrays;
@@ -81,21 +81,21 @@ TEST_CASE("Gemma RMSNorm: x·rsqrt(mean(x²) + eps)·(1 + w) in float32, as Gemm
 TEST_CASE("gated MLP: GemmaMLP down(gelu_tanh(gate x)·up x) matches transformers, a SiLU gate does not") {
     const fixture f = load();
     const auto x = rows_of<double>(f.at("x"));
-    const auto got = array_of(attn::model::gated_mlp(x, f.at("gate"), f.at("up"), f.at("down"), mlp_activation::gelu_tanh));
+    const auto got = array_of(attn::model::gated_mlp(x, f.at("gate"), f.at("up"), f.at("down"), activation::gelu_tanh));
     const auto cmp = attn_test::compare_arrays(got, f.at("gated_mlp_gelu_tanh"), 1e-12, 1e-12);
     CHECK_MESSAGE(cmp.ok, cmp.summary);
     const auto f32 = array_of(attn::model::gated_mlp(rows_of<float>(f.at("x")), f.at("gate"), f.at("up"), f.at("down"),
-                                                     mlp_activation::gelu_tanh));
+                                                     activation::gelu_tanh));
     CHECK(attn_test::compare_arrays(f32, f.at("gated_mlp_gelu_tanh"), 1e-5, 1e-5).ok);
-    for (const auto wrong : {mlp_activation::silu, mlp_activation::gelu}) {
+    for (const auto wrong : {activation::silu, activation::gelu}) {
         const auto bad = array_of(attn::model::gated_mlp(x, f.at("gate"), f.at("up"), f.at("down"), wrong));
         CHECK_FALSE(attn_test::compare_arrays(bad, f.at("gated_mlp_gelu_tanh"), 1e-6, 1e-6).ok);
     }
     // gate and up swapped
-    const auto swapped = array_of(attn::model::gated_mlp(x, f.at("up"), f.at("gate"), f.at("down"), mlp_activation::gelu_tanh));
+    const auto swapped = array_of(attn::model::gated_mlp(x, f.at("up"), f.at("gate"), f.at("down"), activation::gelu_tanh));
     CHECK_FALSE(attn_test::compare_arrays(swapped, f.at("gated_mlp_gelu_tanh"), 1e-6, 1e-6).ok);
     try {
-        attn::model::gated_mlp(x, f.at("gate"), f.at("up"), f.at("gate"), mlp_activation::silu);
+        attn::model::gated_mlp(x, f.at("gate"), f.at("up"), f.at("gate"), activation::silu);
         FAIL("no error");
     } catch (const attn::shape_error& e) {
         CHECK(std::string(e.what()) == "gated_mlp: down_proj (hidden, I) does not fit (expected (16, 20), got (20, 16))");
@@ -106,7 +106,7 @@ TEST_CASE("fused gated MLP: Phi3MLP's gate_up_proj is [gate | up], and [up | gat
     const fixture f = load();
     const auto x = rows_of<double>(f.at("x"));
     const attn::array& gate_up = f.at("gate_up");
-    const auto got = array_of(attn::model::fused_gated_mlp(x, gate_up, f.at("down"), mlp_activation::silu));
+    const auto got = array_of(attn::model::fused_gated_mlp(x, gate_up, f.at("down"), activation::silu));
     const auto cmp = attn_test::compare_arrays(got, f.at("fused_mlp_silu"), 1e-12, 1e-12);
     CHECK_MESSAGE(cmp.ok, cmp.summary);
     // the same rows, halves exchanged
@@ -114,28 +114,28 @@ TEST_CASE("fused gated MLP: Phi3MLP's gate_up_proj is [gate | up], and [up | gat
     const std::size_t half = v.size() / 2;
     std::rotate(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(half), v.end());
     const auto bad = array_of(attn::model::fused_gated_mlp(x, attn::array::from<double>(gate_up.shape, v.data()), f.at("down"),
-                                                           mlp_activation::silu));
+                                                           activation::silu));
     CHECK_FALSE(attn_test::compare_arrays(bad, f.at("fused_mlp_silu"), 1e-6, 1e-6).ok);
-    CHECK_THROWS_AS(attn::model::fused_gated_mlp(x, f.at("gate"), f.at("down"), mlp_activation::silu), attn::shape_error);
+    CHECK_THROWS_AS(attn::model::fused_gated_mlp(x, f.at("gate"), f.at("down"), activation::silu), attn::shape_error);
 }
 
 TEST_CASE("biased MLP: GPTNeoXMLP dense_4h_to_h(gelu(dense_h_to_4h x)) with biases matches transformers") {
     const fixture f = load();
     const auto x = rows_of<double>(f.at("x"));
-    const auto got = array_of(attn::model::biased_mlp(x, f.at("w_in"), f.at("b_in"), f.at("w_out"), f.at("b_out"), mlp_activation::gelu));
+    const auto got = array_of(attn::model::biased_mlp(x, f.at("w_in"), f.at("b_in"), f.at("w_out"), f.at("b_out"), activation::gelu));
     const auto cmp = attn_test::compare_arrays(got, f.at("neox_mlp_gelu"), 1e-12, 1e-12);
     CHECK_MESSAGE(cmp.ok, cmp.summary);
     const auto f32 = array_of(attn::model::biased_mlp(rows_of<float>(f.at("x")), f.at("w_in"), f.at("b_in"), f.at("w_out"),
-                                                      f.at("b_out"), mlp_activation::gelu));
+                                                      f.at("b_out"), activation::gelu));
     CHECK(attn_test::compare_arrays(f32, f.at("neox_mlp_gelu"), 1e-5, 1e-5).ok);
     // the tanh approximation (gpt2's gelu_new) is a different function
-    const auto tanh = array_of(attn::model::biased_mlp(x, f.at("w_in"), f.at("b_in"), f.at("w_out"), f.at("b_out"), mlp_activation::gelu_tanh));
+    const auto tanh = array_of(attn::model::biased_mlp(x, f.at("w_in"), f.at("b_in"), f.at("w_out"), f.at("b_out"), activation::gelu_tanh));
     CHECK_FALSE(attn_test::compare_arrays(tanh, f.at("neox_mlp_gelu"), 1e-9, 1e-9).ok);
     // without the input bias
     std::vector<double> zero(f.at("b_in").size(), 0.0);
     const auto nobias = array_of(attn::model::biased_mlp(x, f.at("w_in"), attn::array::from<double>(f.at("b_in").shape, zero.data()),
-                                                         f.at("w_out"), f.at("b_out"), mlp_activation::gelu));
+                                                         f.at("w_out"), f.at("b_out"), activation::gelu));
     CHECK_FALSE(attn_test::compare_arrays(nobias, f.at("neox_mlp_gelu"), 1e-6, 1e-6).ok);
-    CHECK_THROWS_AS(attn::model::biased_mlp(x, f.at("w_in"), f.at("b_out"), f.at("w_out"), f.at("b_out"), mlp_activation::gelu),
+    CHECK_THROWS_AS(attn::model::biased_mlp(x, f.at("w_in"), f.at("b_out"), f.at("w_out"), f.at("b_out"), activation::gelu),
                     attn::shape_error);
 }

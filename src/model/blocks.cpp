@@ -12,19 +12,20 @@
 
 namespace attn::model {
 
-namespace {
-
-double act_value(double v, mlp_activation a) {
+double activation_value(double v, activation a) {
     switch (a) {
-        case mlp_activation::silu: return v / (1.0 + std::exp(-v));
-        case mlp_activation::gelu_tanh: {
+        case activation::silu: return v / (1.0 + std::exp(-v));
+        case activation::gelu_tanh: {
             const double c = std::sqrt(2.0 / M_PI);
             return 0.5 * v * (1.0 + std::tanh(c * (v + 0.044715 * v * v * v)));
         }
-        case mlp_activation::gelu: return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+        case activation::gelu: return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+        case activation::relu: return v > 0 ? v : 0.0;
     }
     return v;
 }
+
+namespace {
 
 void expect_matrix(const array& w, std::size_t rows, std::size_t cols, const char* source, const char* what) {
     if (w.shape != shape_t{rows, cols})
@@ -35,7 +36,7 @@ void expect_matrix(const array& w, std::size_t rows, std::size_t cols, const cha
 // wg + i·H, up rows at wu + i·H, down (H, I).
 template <class T>
 core::tensor3<T> gated(const core::tensor3<T>& x, const std::vector<double>& wg, const std::vector<double>& wu,
-                       const std::vector<double>& wd, std::size_t I, mlp_activation act) {
+                       const std::vector<double>& wd, std::size_t I, activation act) {
     const std::size_t H = x.shape(2), rows = x.shape(0) * x.shape(1);
     core::tensor3<T> y = core::tensor3<T>::from_shape({x.shape(0), x.shape(1), H});
     std::vector<T> h(I);
@@ -47,7 +48,7 @@ core::tensor3<T> gated(const core::tensor3<T>& x, const std::vector<double>& wg,
                 g += wg[i * H + e] * in[e];
                 u += wu[i * H + e] * in[e];
             }
-            h[i] = static_cast<T>(static_cast<T>(act_value(static_cast<T>(g), act)) * static_cast<T>(u));
+            h[i] = static_cast<T>(static_cast<T>(activation_value(static_cast<T>(g), act)) * static_cast<T>(u));
         }
         for (std::size_t o = 0; o < H; ++o) {
             double s = 0;
@@ -84,7 +85,7 @@ core::tensor3<T> gemma_rms_norm(const core::tensor3<T>& x, const array& w, doubl
 
 template <class T>
 core::tensor3<T> gated_mlp(const core::tensor3<T>& x, const array& gate, const array& up, const array& down,
-                           mlp_activation act) {
+                           activation act) {
     const std::size_t H = x.shape(2);
     if (gate.rank() != 2) throw shape_error("gated_mlp", "gate_proj must be (I, hidden), got " + shape_string(gate.shape));
     const std::size_t I = gate.shape[0];
@@ -95,7 +96,7 @@ core::tensor3<T> gated_mlp(const core::tensor3<T>& x, const array& gate, const a
 }
 
 template <class T>
-core::tensor3<T> fused_gated_mlp(const core::tensor3<T>& x, const array& gate_up, const array& down, mlp_activation act) {
+core::tensor3<T> fused_gated_mlp(const core::tensor3<T>& x, const array& gate_up, const array& down, activation act) {
     const std::size_t H = x.shape(2);
     if (gate_up.rank() != 2 || gate_up.shape[0] % 2 != 0)
         throw shape_error("fused_gated_mlp", "gate_up_proj must be (2I, hidden), gate rows then up rows " +
@@ -111,7 +112,7 @@ core::tensor3<T> fused_gated_mlp(const core::tensor3<T>& x, const array& gate_up
 
 template <class T>
 core::tensor3<T> biased_mlp(const core::tensor3<T>& x, const array& w_in, const array& b_in, const array& w_out,
-                            const array& b_out, mlp_activation act) {
+                            const array& b_out, activation act) {
     const std::size_t H = x.shape(2), rows = x.shape(0) * x.shape(1);
     if (w_in.rank() != 2) throw shape_error("mlp", "the input projection must be (I, hidden), got " + shape_string(w_in.shape));
     const std::size_t I = w_in.shape[0];
@@ -129,7 +130,7 @@ core::tensor3<T> biased_mlp(const core::tensor3<T>& x, const array& w_in, const 
         for (std::size_t i = 0; i < I; ++i) {
             double s = 0;
             for (std::size_t e = 0; e < H; ++e) s += wi[i * H + e] * in[e];
-            h[i] = static_cast<T>(act_value(static_cast<T>(static_cast<T>(s) + static_cast<T>(bi[i])), act));
+            h[i] = static_cast<T>(activation_value(static_cast<T>(static_cast<T>(s) + static_cast<T>(bi[i])), act));
         }
         for (std::size_t o = 0; o < H; ++o) {
             double s = 0;
@@ -142,10 +143,10 @@ core::tensor3<T> biased_mlp(const core::tensor3<T>& x, const array& w_in, const 
 
 #define ATTN_INSTANTIATE(T)                                                                                              \
     template core::tensor3<T> gemma_rms_norm<T>(const core::tensor3<T>&, const array&, double);                         \
-    template core::tensor3<T> gated_mlp<T>(const core::tensor3<T>&, const array&, const array&, const array&, mlp_activation); \
-    template core::tensor3<T> fused_gated_mlp<T>(const core::tensor3<T>&, const array&, const array&, mlp_activation); \
+    template core::tensor3<T> gated_mlp<T>(const core::tensor3<T>&, const array&, const array&, const array&, activation); \
+    template core::tensor3<T> fused_gated_mlp<T>(const core::tensor3<T>&, const array&, const array&, activation); \
     template core::tensor3<T> biased_mlp<T>(const core::tensor3<T>&, const array&, const array&, const array&, const array&, \
-                                            mlp_activation);
+                                            activation);
 ATTN_INSTANTIATE(float)
 ATTN_INSTANTIATE(double)
 #undef ATTN_INSTANTIATE

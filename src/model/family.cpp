@@ -259,26 +259,7 @@ core::tensor3<T> rms_norm(const core::tensor3<T>& x, const array& w, double eps)
 template <class T>
 void activate(core::tensor3<T>& x, activation a) {
     T* p = x.data();
-    const std::size_t n = x.size();
-    switch (a) {
-        case activation::gelu:
-            for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<T>(0.5 * p[i] * (1.0 + std::erf(p[i] / std::sqrt(2.0))));
-            break;
-        case activation::gelu_tanh: {
-            const double c = std::sqrt(2.0 / M_PI);
-            for (std::size_t i = 0; i < n; ++i) {
-                const double v = p[i];
-                p[i] = static_cast<T>(0.5 * v * (1.0 + std::tanh(c * (v + 0.044715 * v * v * v))));
-            }
-            break;
-        }
-        case activation::silu:
-            for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<T>(p[i] / (1.0 + std::exp(-static_cast<double>(p[i]))));
-            break;
-        case activation::relu:
-            for (std::size_t i = 0; i < n; ++i) p[i] = p[i] > 0 ? p[i] : T(0);
-            break;
-    }
+    for (std::size_t i = 0, n = x.size(); i < n; ++i) p[i] = static_cast<T>(activation_value(p[i], a));
 }
 
 template <class T>

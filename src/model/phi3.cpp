@@ -105,14 +105,6 @@ layer_attention attention(const family& f, std::size_t layer) {
     return a;
 }
 
-mlp_activation gated_activation(activation a) {
-    switch (a) {
-        case activation::gelu: return mlp_activation::gelu;
-        case activation::gelu_tanh: return mlp_activation::gelu_tanh;
-        default: return mlp_activation::silu;  // relu is refused by read_config
-    }
-}
-
 template <class T>
 struct block {
     static core::tensor3<T> embed(const family& f, const array& ids) { return lookup<T>(f, "embed_tokens.weight", ids); }
@@ -126,7 +118,7 @@ struct block {
     /// Phi3MLP: down_proj(up · act(gate)), gate and up the halves of gate_up_proj's output.
     static core::tensor3<T> mlp(const family& f, std::size_t layer, const core::tensor3<T>& x) {
         return fused_gated_mlp(x, f.need(key(layer, "mlp.gate_up_proj.weight")), f.need(key(layer, "mlp.down_proj.weight")),
-                               gated_activation(f.settings().act));
+                               f.settings().act);
     }
 };
 

@@ -7,6 +7,7 @@
 /// head_dim) runs on x viewed as (B, T·H, D).
 
 #include "attn/core/heads.hpp"
+#include "attn/model/config.hpp"
 #include "attn/tensor.hpp"
 
 namespace attn::model {
@@ -21,10 +22,12 @@ namespace attn::model {
 template <class T>
 core::tensor3<T> gemma_rms_norm(const core::tensor3<T>& x, const array& w, double eps);
 
-/// The activation of an MLP: silu x·σ(x) (Llama, Mistral, Qwen, Phi-3),
-/// gelu_tanh 0.5x(1 + tanh(√(2/π)(x + 0.044715x³))) (Gemma's gelu_pytorch_tanh),
-/// gelu x·Φ(x). Source: transformers.activations (SiLU, PytorchGELUTanh, GELUActivation).
-enum class mlp_activation { silu, gelu_tanh, gelu };
+/// act(v) for one value, in double: silu v·σ(v) (Llama, Mistral, Qwen, Phi-3), gelu_tanh
+/// 0.5v(1 + tanh(√(2/π)(v + 0.044715v³))) (Gemma's gelu_pytorch_tanh, GPT-2's gelu_new),
+/// gelu v·Φ(v) (BERT, GPT-NeoX), relu max(v, 0). Every MLP of model/ applies this one
+/// function. Throws nothing. Source: transformers.activations (SiLU, PytorchGELUTanh,
+/// NewGELUActivation, GELUActivation, ReLU).
+double activation_value(double v, activation a);
 
 /// down(act(gate·x) · (up·x)) for x (B, T, H): gate and up (I, H), down (H, I), no
 /// biases; dot products accumulate in double, each intermediate is rounded to T as
@@ -33,14 +36,14 @@ enum class mlp_activation { silu, gelu_tanh, gelu };
 /// LlamaMLP.forward (silu).
 template <class T>
 core::tensor3<T> gated_mlp(const core::tensor3<T>& x, const array& gate, const array& up, const array& down,
-                           mlp_activation act);
+                           activation act);
 
 /// Phi-3's MLP with the fused gate_up_proj (2I, H): rows [0, I) are the gate, rows
 /// [I, 2I) the up projection (`.chunk(2, dim=-1)` of its output); down(up · act(gate)),
 /// down (H, I). Throws shape_error("fused_gated_mlp", …) for an odd row count or
 /// weights that do not fit. Source: Phi3MLP.forward (models/phi3/modeling_phi3.py).
 template <class T>
-core::tensor3<T> fused_gated_mlp(const core::tensor3<T>& x, const array& gate_up, const array& down, mlp_activation act);
+core::tensor3<T> fused_gated_mlp(const core::tensor3<T>& x, const array& gate_up, const array& down, activation act);
 
 /// The plain two-layer MLP with biases in nn.Linear layout: out(act(in·x + b_in)) + b_out
 /// for x (B, T, H), w_in (I, H), b_in (I), w_out (H, I), b_out (H) (GPT-NeoX / Pythia:
@@ -49,6 +52,6 @@ core::tensor3<T> fused_gated_mlp(const core::tensor3<T>& x, const array& gate_up
 /// Source: GPTNeoXMLP.forward (models/gpt_neox/modeling_gpt_neox.py).
 template <class T>
 core::tensor3<T> biased_mlp(const core::tensor3<T>& x, const array& w_in, const array& b_in, const array& w_out,
-                            const array& b_out, mlp_activation act);
+                            const array& b_out, activation act);
 
 }  // namespace attn::model
