@@ -178,15 +178,7 @@ int run_compute(const compute_options& c) {
         std::optional<io::csv_stream> csv;  // CSV: each tensor's lines spooled, joined at the end
         std::optional<io::json_stream> json;  // JSON: the same, within the run's document
         std::optional<io::html_stream> page;  // HTML: each layer's blocks, then the rest
-        // The writers know why a write failed (a full disk, `ulimit -f`), not the destination.
-        const auto named = [&](const std::function<void()>& write) {
-            try {
-                write();
-            } catch (const io_error& e) {
-                if (!e.source().empty()) throw;
-                throw io_error(is_stdout(c.output) ? "<stdout>" : c.output, e.message());
-            }
-        };
+        const auto named = [&](const std::function<void()>& write) { naming_output(c.output, write); };
         try {
             attn::checkpoint_options ck = checkpoint_settings(c.inputs.empty() ? std::string() : c.inputs.front(), c.pipeline);
             if (writes_layer_lines(f, ck, settings)) {

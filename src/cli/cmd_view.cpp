@@ -163,14 +163,7 @@ bool stream_checkpoint_page(const std::string& input, const view_options& c, con
     };
     std::optional<io::atomic_file> file;
     std::optional<io::html_stream> page;
-    const auto named = [&](const std::function<void()>& write) {
-        try {
-            write();
-        } catch (const io_error& e) {
-            if (!e.source().empty()) throw;
-            throw io_error(is_stdout(c.output) ? "<stdout>" : c.output, e.message());
-        }
-    };
+    const auto named = [&](const std::function<void()>& write) { naming_output(c.output, write); };
     ck.each_layer = [&](io::document& layer, std::size_t, std::size_t count) {
         labelled(layer);
         check_token_options(layer, settings);
