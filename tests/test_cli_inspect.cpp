@@ -5,12 +5,15 @@
 
 #include <cmath>
 #include <fstream>
+#include <vector>
 #include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "attn/core/summary.hpp"
 #include "attn/io/npy.hpp"
+#include "attn/io/npz.hpp"
 #include "cli_util.hpp"
 #include "scratch_dir.hpp"
 
@@ -131,4 +134,71 @@ TEST_CASE("attn inspect reads attn's own JSON output, stats included") {
     CHECK(arrays[1]["min"] == 8.0);
     CHECK(arrays[9]["name"] == "stats.row_sum");
     CHECK(arrays[9]["shape"] == json::array({4}));
+}
+
+TEST_CASE("attn inspect reads .npy and .npz arrays larger than --max-bytes in pieces: the held summary's bits, in bounded memory") {
+    attn_test::scratch_dir dir;
+    // 16 Mi float32 (64 MiB): a ramp with NaN, +inf and −inf planted, in C order.
+    const std::size_t n = std::size_t{16} << 20;
+    std::size_t nan = 0, pos = 0, neg = 0;
+    const std::string npy = dir.path + "/big.npy", npz = dir.path + "/big.npz";
+    attn::core::array_summary want;
+    {
+        std::vector<float> v(n);
+        for (std::size_t i = 0; i < n; ++i) {
+            v[i] = static_cast<float>(std::sin(0.001 * static_cast<double>(i)) * 3.0 + 1.0);
+            if (i % 1000003 == 7) v[i] = std::nanf(""), ++nan;
+            if (i % 2000029 == 11) v[i] = INFINITY, ++pos;
+            if (i % 3000017 == 13) v[i] = -INFINITY, ++neg;
+        }
+        const attn::array a = attn::array::from<float>({n / 1024, 1024}, v.data());
+        std::ofstream f(npy, std::ios::binary);
+        attn::io::write_npy(f, a);
+        std::ofstream z(npz, std::ios::binary);
+        attn::io::write_npz(z, {{"small", attn::array::from<float>({3}, v.data())}, {"big", a}});
+        // The summary of the array held whole, in this process (core::summarize).
+        want = attn::core::summarize(a);
+    }  // freed: the measured runs below are forked from this process
+    REQUIRE(want.nan == nan);
+    REQUIRE(want.pos_inf == pos);
+    REQUIRE(want.neg_inf == neg);
+    for (const std::string& file : {npy, npz}) {
+        CAPTURE(file);
+        // 1 MiB pieces (--max-bytes 1M): 64 of them, and no refusal of the 64 MiB array.
+        const auto r = attn_test::run_attn("inspect --format json --max-bytes 1M '" + file + "'");
+        REQUIRE_MESSAGE(r.code == 0, r.err);
+        const json got = json::parse(r.out);
+        const json& g = got["arrays"].back();
+        CHECK(g["shape"] == json{n / 1024, 1024});
+        CHECK(g["count"] == n);
+        CHECK(g["nan"] == nan);
+        CHECK(g["posinf"] == pos);
+        CHECK(g["neginf"] == neg);
+        CHECK(g["min"].get<double>() == want.min);
+        CHECK(g["max"].get<double>() == want.max);
+        CHECK(g["mean"].get<double>() == want.mean);  // the same sums in the same order: the same bits
+        CHECK(g["std"].get<double>() == want.std);
+        const auto m = attn_test::run_attn_measured("inspect '" + file + "' > /dev/null");
+        REQUIRE(m.code == 0);
+        CHECK(m.peak_kb < attn_test::peak_bound_mb(40) * 1024);  // KiB; the array alone is 64 MiB
+    }
+    // Fortran order needs the whole array for its C order: read whole, within --max-bytes.
+    const std::string fortran = dir.path + "/f.npy";
+    {
+        std::ofstream f(fortran, std::ios::binary);
+        std::string dict = "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }";
+        while ((10 + dict.size() + 1) % 64 != 0) dict += ' ';
+        dict += '\n';
+        const char head[10] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<char>(dict.size()), 0};
+        f.write(head, 10);
+        f << dict;
+        const float six[6] = {1, 2, 3, 4, 5, 6};
+        f.write(reinterpret_cast<const char*>(six), sizeof six);
+    }
+    auto r = attn_test::run_attn("inspect --format json --max-bytes 23 '" + fortran + "'");
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: " + fortran + ": array too large for --max-bytes (expected at most 23 bytes, got 24)\n");
+    r = attn_test::run_attn("inspect --format json --max-bytes 24 '" + fortran + "'");
+    CHECK(r.code == 0);
+    CHECK(json::parse(r.out)["arrays"][0]["byte_order"] == "little");
 }

@@ -70,16 +70,23 @@ TEST_CASE("--max-bytes: the limit applies to .npy, .npz members, JSON arrays and
     });
 }
 
-TEST_CASE("--max-bytes: inspect and compare refuse an input over the limit as compute does") {
+TEST_CASE("--max-bytes: inspect and compare refuse an input over the limit as compute does, but inspect reads .npy and .npz in pieces") {
     check_refused({
-        {"inspect --max-bytes 255 data/x.npy", "data/x.npy", "255"},
-        {"inspect --max-bytes 200 data/notebook.npz", "data/notebook.npz:q", "200"},
         {"inspect --max-bytes 100 data/notebook.json", "data/notebook.json:q", "100"},
         {"compare --max-bytes 255 data/x.npy data/x.npy", "data/x.npy", "255"},
         // Only the member asked for is read.
         {"compare --max-bytes 200 data/notebook.npz:k data/notebook.npz:k", "data/notebook.npz:k", "200"},
         {"compare --max-bytes 100 data/notebook.json:v data/notebook.json:v", "data/notebook.json:q", "100"},
     });
+    // inspect holds no .npy or .npz array whole (a piece of at most --max-bytes at a time):
+    // the listing under the limit is the one without it.
+    for (const char* file : {"data/x.npy", "data/notebook.npz"}) {
+        CAPTURE(file);
+        const auto limited = run_attn(std::string("inspect --format json --max-bytes 100 ") + file);
+        CHECK(limited.code == 0);
+        CHECK(limited.err.empty());
+        CHECK(limited.out == run_attn(std::string("inspect --format json ") + file).out);
+    }
     // The limit is inclusive, and a bad size is a usage error, as for compute.
     for (const char* args : {"inspect --max-bytes 256 data/x.npy", "compare --max-bytes 256 data/x.npy data/x.npy"}) {
         CAPTURE(args);
@@ -100,11 +107,11 @@ TEST_CASE("--max-bytes: inspect reports the file over the limit and still lists 
     scratch s;
     const std::string small = s.dir + "/small.json";
     attn_test::spit(small, "[[1, 2]]");
-    const auto r = run_attn("inspect --format json --max-bytes 255 data/x.npy '" + small + "'");
+    const auto r = run_attn("inspect --format json --max-bytes 100 data/notebook.json '" + small + "'");
     CHECK(r.code == 1);
-    CHECK(r.err == too_large("data/x.npy", "255", "256"));
-    CHECK(r.out == "{\"file\":\"data/x.npy\",\"error\":\"data/x.npy: array too large for --max-bytes (expected at most "
-                   "255 bytes, got 256)\"}\n{\"file\":\"" + small + "\",\"arrays\":[{\"name\":null,\"dtype\":\"int64\","
+    CHECK(r.err == too_large("data/notebook.json:q", "100", "256"));
+    CHECK(r.out == "{\"file\":\"data/notebook.json\",\"error\":\"data/notebook.json:q: array too large for --max-bytes (expected at most "
+                   "100 bytes, got 256)\"}\n{\"file\":\"" + small + "\",\"arrays\":[{\"name\":null,\"dtype\":\"int64\","
                    "\"shape\":[1,2],\"byte_order\":\"n/a\",\"count\":2,\"min\":1.0,\"max\":2.0,\"mean\":1.5,\"std\":0.5,"
                    "\"nan\":0,\"posinf\":0,\"neginf\":0}]}\n");
 }

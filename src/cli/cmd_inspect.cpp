@@ -39,12 +39,21 @@ struct listed_tensor {
     std::optional<core::array_summary> stats;
 };
 
+/// One array of a file as inspect lists it: how it is stored and the summary of its values.
+struct inspected_array {
+    std::string name;
+    dtype type;
+    shape_t shape;
+    std::string byte_order;
+    core::array_summary stats;
+};
+
 std::string number_text(double v) {
     if (std::isnan(v)) return "-";
     return general_number(v);
 }
 
-void print_file_table(std::ostream& out, const std::string& file, const std::vector<io::listed_array>& arrays) {
+void print_file_table(std::ostream& out, const std::string& file, const std::vector<inspected_array>& arrays) {
     out << file << '\n';
     if (arrays.empty()) {
         out << "(no arrays)\n";
@@ -53,8 +62,8 @@ void print_file_table(std::ostream& out, const std::string& file, const std::vec
     std::vector<std::vector<std::string>> rows{
         {"name", "dtype", "shape", "byte order", "min", "max", "mean", "std", "nan", "+inf", "-inf"}};
     for (const auto& a : arrays) {
-        const core::array_summary s = core::summarize(a.value);
-        rows.push_back({a.name.empty() ? "-" : a.name, std::string(dtype_name(a.value.type)), shape_string(a.value.shape),
+        const core::array_summary& s = a.stats;
+        rows.push_back({a.name.empty() ? "-" : a.name, std::string(dtype_name(a.type)), shape_string(a.shape),
                         a.byte_order, number_text(s.min), number_text(s.max), number_text(s.mean), number_text(s.std),
                         std::to_string(s.nan), std::to_string(s.pos_inf), std::to_string(s.neg_inf)});
     }
@@ -63,14 +72,14 @@ void print_file_table(std::ostream& out, const std::string& file, const std::vec
 
 nlohmann::ordered_json number_json(double v) { return std::isnan(v) ? nlohmann::ordered_json() : nlohmann::ordered_json(v); }
 
-nlohmann::ordered_json file_json(const std::string& file, const std::vector<io::listed_array>& arrays) {
+nlohmann::ordered_json file_json(const std::string& file, const std::vector<inspected_array>& arrays) {
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
     for (const auto& a : arrays) {
-        const core::array_summary s = core::summarize(a.value);
+        const core::array_summary& s = a.stats;
         nlohmann::ordered_json j;
         j["name"] = a.name.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(a.name);
-        j["dtype"] = std::string(dtype_name(a.value.type));
-        j["shape"] = a.value.shape;
+        j["dtype"] = std::string(dtype_name(a.type));
+        j["shape"] = a.shape;
         j["byte_order"] = a.byte_order;
         j["count"] = s.count;
         j["min"] = number_json(s.min);
@@ -186,11 +195,35 @@ std::string dump(const nlohmann::ordered_json& j) {
     return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
+/// The arrays of a file that is not a checkpoint, summarised: a .npy or .npz regular file
+/// read in pieces, twice (the mean, then the squared deviations), holding at most a few
+/// MiB whatever its size (io::read_arrays_in_pieces, core::summary_builder: the bits of
+/// core::summarize); anything else read whole by io::list_arrays within --max-bytes.
+std::vector<inspected_array> inspect_arrays(const std::string& file) {
+    std::vector<inspected_array> out;
+    std::vector<core::summary_builder> sums;
+    const bool in_pieces = io::read_arrays_in_pieces(
+        file, 2,
+        [&](const io::described_array& d) {
+            out.push_back({d.name, d.described.type, d.described.shape, d.byte_order, {}});
+            sums.emplace_back();
+        },
+        [&](int pass, const array& piece) { pass == 0 ? sums.back().add(piece) : sums.back().add_squares(piece); });
+    if (in_pieces) {
+        for (std::size_t i = 0; i < out.size(); ++i) out[i].stats = sums[i].result();
+        return out;
+    }
+    out.clear();
+    for (const io::listed_array& a : io::list_arrays(file))
+        out.push_back({a.name, a.value.type, a.value.shape, a.byte_order, core::summarize(a.value)});
+    return out;
+}
+
 int run_inspect(const inspect_cli& c) {
     int status = exit_ok;
     bool first = true;
     for (const auto& file : c.files) {
-        std::vector<io::listed_array> arrays;
+        std::vector<inspected_array> arrays;
         try {
             if (io::is_checkpoint_file(file)) {
                 const io::checkpoint ck = io::checkpoint::open(file);
@@ -204,7 +237,7 @@ int run_inspect(const inspect_cli& c) {
                 first = false;
                 continue;
             }
-            arrays = io::list_arrays(file);
+            arrays = inspect_arrays(file);
         } catch (const error& e) {
             // Like a batch run: the bad file is reported, the others still are listed.
             std::cout.flush();

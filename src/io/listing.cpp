@@ -2,13 +2,21 @@
 
 #include "attn/io/listing.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <system_error>
 
 #include <nlohmann/json.hpp>
 
 #include "attn/error.hpp"
 #include "attn/io/input.hpp"
+#include "attn/io/limits.hpp"
 #include "attn/io/json.hpp"
 #include "attn/io/npy.hpp"
 #include "attn/io/npz.hpp"
@@ -158,6 +166,64 @@ std::vector<listed_array> list_arrays(const std::string& path) {
     if (!doc.is_object()) read_json(bytes, source);  // throws "not an attn JSON input"
     walk_object(doc, source, out);
     return out;
+}
+
+namespace {
+
+/// The bytes of a piece: 4 MiB, or less under a smaller --max-bytes (at least one element).
+std::size_t piece_bytes() { return std::min<std::size_t>(std::size_t{4} << 20, max_array_bytes()); }
+
+}  // namespace
+
+bool read_arrays_in_pieces(const std::string& path, int passes, const std::function<void(const described_array&)>& begin,
+                           const std::function<void(int, const array&)>& piece) {
+    struct stat st {};
+    if (path == "-" || ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;  // list_arrays says why
+    std::string head(std::size_t{1} << 16, '\0');
+    std::size_t got = 0;
+    // The first bytes: a .npy's magic and header, or a zip's.
+    const auto read_at = [&](std::byte* out, std::size_t room) -> std::size_t {
+        for (;;) {
+            const ssize_t n = ::read(fd, out, room);
+            if (n >= 0) return static_cast<std::size_t>(n);
+            if (errno != EINTR) throw io_error(path, "cannot read (" + std::system_category().message(errno) + ")");
+        }
+    };
+    struct closer {
+        int fd;
+        ~closer() { ::close(fd); }
+    } close_it{fd};
+    for (std::size_t n; got < head.size() && (n = read_at(reinterpret_cast<std::byte*>(head.data()) + got, head.size() - got)) > 0;) got += n;
+    head.resize(got);
+    if (is_zip(head)) {
+        const auto result = read_npz_file_in_pieces(
+            path, path, passes, [&](const std::string& name, const array& a, const npy_layout& l) { begin({name, a, order_name(l.byte_order)}); },
+            piece, piece_bytes());
+        return result && *result;
+    }
+    if (!is_npy(head)) return false;
+    // A file whose size is not the header's (cut short, or with bytes after the data) is
+    // read whole by list_arrays, which says what is wrong with it.
+    const std::optional<std::size_t> total = check_npy_head(head, path, false);
+    if (!total || *total != static_cast<std::size_t>(st.st_size)) return false;
+    for (int pass = 0; pass < passes; ++pass) {
+        if (pass > 0) {
+            if (::lseek(fd, static_cast<off_t>(head.size()), SEEK_SET) < 0) return false;
+        }
+        array described;
+        npy_layout layout;
+        bool begun = pass > 0;
+        const auto start = [&] {
+            if (!begun) begin({"", described, order_name(layout.byte_order)});
+            begun = true;
+        };
+        if (!read_npy_in_pieces(head, read_at, path, described, &layout, [&](const array& a) { start(), piece(pass, a); }, piece_bytes()))
+            return false;
+        start();  // an empty array has no piece
+    }
+    return true;
 }
 
 }  // namespace attn::io

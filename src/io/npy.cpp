@@ -335,7 +335,7 @@ struct npy_header {
 
 /// Parses and checks the header at the start of `bytes` (read_npy's checks up to, not
 /// including, the data's size against the bytes present). Throws as read_npy does.
-npy_header parse_header(std::string_view bytes, const std::string& source) {
+npy_header parse_header(std::string_view bytes, const std::string& source, bool limited = true) {
     if (!is_npy(bytes)) {
         const std::string got = bytes.empty() ? "an empty file" : escape_bytes(bytes.substr(0, magic.size()));
         throw format_error(source, "not a .npy file " + expected_got("magic \\x93NUMPY", got));
@@ -418,7 +418,7 @@ npy_header parse_header(std::string_view bytes, const std::string& source) {
                                                             std::string(dtype_name(info.type))));
     }
     // Before the data is looked at: a header alone can declare any size (io/limits.hpp).
-    check_array_bytes(nbytes, source);
+    if (limited) check_array_bytes(nbytes, source);
     npy_header h;
     h.type = info.type;
     h.shape = std::move(shape);
@@ -490,6 +490,43 @@ array read_npy_streamed(std::string_view head, const std::function<std::size_t(s
     return a;
 }
 
+bool read_npy_in_pieces(std::string_view head, const std::function<std::size_t(std::byte*, std::size_t)>& read_rest,
+                        const std::string& source, array& described, npy_layout* stored,
+                        const std::function<void(const array&)>& piece, std::size_t piece_bytes) {
+    const npy_header h = parse_header(head, source, false);
+    described = array{};
+    described.type = h.type;
+    described.shape = h.shape;
+    if (stored) *stored = h.layout;
+    if (h.fortran && h.shape.size() > 1) return false;  // its C order needs the whole
+    const std::size_t present = head.size() - h.data_offset;
+    if (present > h.nbytes)
+        throw format_error(source, "extra bytes after .npy data " +
+                                       expected_got(std::to_string(h.nbytes) + " bytes", std::to_string(present)));
+    const std::size_t width = dtype_size(h.type);
+    const std::size_t step = std::max<std::size_t>(1, piece_bytes / width) * width;
+    array buf;
+    buf.type = h.type;
+    for (std::size_t done = 0; done < h.nbytes;) {
+        const std::size_t n = std::min(step, h.nbytes - done);
+        buf.data.resize(n);
+        buf.shape = {n / width};
+        std::size_t got = done < present ? std::min(n, present - done) : 0;
+        if (got) std::memcpy(buf.data.data(), head.data() + h.data_offset + done, got);
+        while (got < n) {
+            const std::size_t r = read_rest(buf.data.data() + got, n - got);
+            if (r == 0)
+                throw format_error(source, "truncated .npy data " +
+                                               expected_got(std::to_string(h.nbytes) + " bytes", std::to_string(done + got)));
+            got += r;
+        }
+        finish_array(buf, h, nullptr);  // byte order and bool as read_npy gives them (C order: no transpose)
+        piece(buf);
+        done += n;
+    }
+    return true;
+}
+
 void write_npy_header(std::ostream& out, const array& a) {
     std::string descr;
     switch (a.type) {
@@ -534,13 +571,13 @@ void write_npy_header(std::ostream& out, const array& a) {
     out.write(header.data(), static_cast<std::streamsize>(header.size()));
 }
 
-std::optional<std::size_t> check_npy_head(std::string_view head, const std::string& source) {
+std::optional<std::size_t> check_npy_head(std::string_view head, const std::string& source, bool limited) {
     // The header's checks run as in read_npy, so on a head holding the whole header this
     // throws exactly read_npy's value_error for an array over the limit (or for an
     // unsupported dtype or rank); its format_errors here only say that the header is cut
     // short or malformed, which read_npy reports once everything is read.
     try {
-        const npy_header h = parse_header(head, source);
+        const npy_header h = parse_header(head, source, limited);
         std::size_t total = 0;
         if (__builtin_add_overflow(h.data_offset, h.nbytes, &total)) total = SIZE_MAX;
         return total;

@@ -5,6 +5,7 @@
 
 #include <zip.h>
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -50,13 +51,53 @@ bool ends_with(std::string_view s, std::string_view suffix) {
     return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-/// Reads a member's array, never holding more than its (checked) declared size. The .npy
-/// header comes first, alone: an array over --max-bytes, or a member whose stated size
-/// is larger than its header says the array is (a zip bomb behind a small array), is
-/// refused before the data is inflated. A well-formed member is then inflated straight
-/// into its array's buffer (read_npy_streamed), so each byte is held once; anything else
-/// is read whole, for read_npy to say what is wrong with it.
-array read_member(zip_t* z, zip_uint64_t index, const zip_stat_t& st, const std::string& source, npy_layout* layout) {
+/// A member opened for reading, within its declared size: `limit` bytes at most (the
+/// stated size, or what deflate could give from the compressed size), narrowed to the
+/// array's size once its .npy head is read.
+struct member_stream {
+    std::string source;
+    file_ptr file;
+    std::uint64_t limit = 0;
+    std::uint64_t pos = 0;  // bytes read so far
+
+    /// Up to `want` bytes into `out`; 0 at the end. Throws format_error.
+    std::size_t read_some(void* out, std::uint64_t want) {
+        const zip_int64_t n = zip_fread(file.get(), out, want);
+        if (n < 0) throw format_error(source, "cannot read member (" + lower_first(zip_file_strerror(file.get())) + ")");
+        pos += static_cast<std::uint64_t>(n);
+        return static_cast<std::size_t>(n);
+    }
+    format_error larger_than_declared() const {
+        return format_error(source, "member larger than declared " + expected_got(std::to_string(limit) + " bytes", "more"));
+    }
+    /// The head: the member's first bytes until it holds head_chunk of them or ends.
+    std::string head() {
+        std::string data(head_chunk, '\0');
+        std::size_t got = 0;
+        while (got < data.size()) {
+            const std::size_t n = read_some(data.data() + got, std::min<std::uint64_t>(data.size() - got, limit + 1 - got));
+            if (n == 0) break;
+            got += n;
+            if (got > limit) throw larger_than_declared();
+        }
+        data.resize(got);
+        return data;
+    }
+    /// read_npy_streamed's read_rest: the bytes after those read, up to `limit`; at the
+    /// limit, one more byte read must find the end.
+    std::size_t rest(std::byte* out, std::size_t room) {
+        if (pos >= limit) {
+            char extra;
+            if (read_some(&extra, 1) != 0) throw larger_than_declared();
+            return 0;
+        }
+        return read_some(out, std::min<std::uint64_t>(room, limit - pos));
+    }
+};
+
+/// Opens member `index`: a member whose stated size deflate could not give from its
+/// compressed size (a zip bomb) is refused first. Throws format_error.
+member_stream open_member(zip_t* z, zip_uint64_t index, const zip_stat_t& st, const std::string& source) {
     if ((st.valid & ZIP_STAT_SIZE) && (st.valid & ZIP_STAT_COMP_SIZE) &&
         st.size > st.comp_size * max_deflate_ratio + size_slack)
         throw format_error(source, "implausible member size " +
@@ -64,66 +105,75 @@ array read_member(zip_t* z, zip_uint64_t index, const zip_stat_t& st, const std:
                                                                                 size_slack) +
                                                         " bytes",
                                                     std::to_string(st.size)));
-    file_ptr file(zip_fopen_index(z, index, 0));
-    if (!file) throw format_error(source, "cannot read member (" + zip_message(zip_get_error(z)) + ")");
-    std::uint64_t limit = (st.valid & ZIP_STAT_SIZE) ? st.size
-                          : (st.valid & ZIP_STAT_COMP_SIZE) ? st.comp_size * max_deflate_ratio + size_slack
-                                                            : 0;
-    auto fread_some = [&](void* out, std::uint64_t want) {
-        const zip_int64_t n = zip_fread(file.get(), out, want);
-        if (n < 0)
-            throw format_error(source, "cannot read member (" +
-                                           lower_first(zip_file_strerror(file.get())) + ")");
-        return static_cast<std::size_t>(n);
-    };
-    auto larger_than_declared = [&] {
-        return format_error(source, "member larger than declared " +
-                                        expected_got(std::to_string(limit) + " bytes", "more"));
-    };
-    std::string data;
-    bool head_checked = false;
+    member_stream m;
+    m.source = source;
+    m.file.reset(zip_fopen_index(z, index, 0));
+    if (!m.file) throw format_error(source, "cannot read member (" + zip_message(zip_get_error(z)) + ")");
+    m.limit = (st.valid & ZIP_STAT_SIZE) ? st.size
+              : (st.valid & ZIP_STAT_COMP_SIZE) ? st.comp_size * max_deflate_ratio + size_slack
+                                                : 0;
+    return m;
+}
+
+/// Narrows `m`'s limit to the size the .npy `head` declares, after refusing a member whose
+/// stated size is larger (a zip bomb behind a small array). False for a head that is not
+/// a well-formed .npy header: the caller reads it whole, for read_npy to say why.
+/// `limited`: refuse an array over max_array_bytes() (value_error), as read_npy does.
+bool narrow_to_array(member_stream& m, const std::string& head, const zip_stat_t& st, bool limited) {
+    if (!is_npy(head)) return false;
+    const std::optional<std::size_t> total = check_npy_head(head, m.source, limited);
+    if (!total) return false;
+    if ((st.valid & ZIP_STAT_SIZE) && st.size > *total)
+        throw format_error(m.source, "member larger than its array " +
+                                         expected_got(std::to_string(*total) + " bytes", std::to_string(st.size)));
+    m.limit = std::min<std::uint64_t>(m.limit, *total);
+    return head.size() <= m.limit;
+}
+
+/// Reads a member's array, never holding more than its (checked) declared size. The .npy
+/// header comes first, alone: an array over --max-bytes, or a member whose stated size
+/// is larger than its header says the array is (a zip bomb behind a small array), is
+/// refused before the data is inflated. A well-formed member is then inflated straight
+/// into its array's buffer (read_npy_streamed), so each byte is held once; anything else
+/// is read whole, for read_npy to say what is wrong with it.
+array read_member(zip_t* z, zip_uint64_t index, const zip_stat_t& st, const std::string& source, npy_layout* layout) {
+    member_stream m = open_member(z, index, st, source);
+    std::string data = m.head();
+    if (narrow_to_array(m, data, st, true)) {
+        // The rest goes straight into the array.
+        array a = read_npy_streamed(data, [&](std::byte* out, std::size_t room) { return m.rest(out, room); }, source, layout);
+        // The array is whole: the member must end here.
+        if (m.rest(nullptr, 0) != 0) throw m.larger_than_declared();
+        return a;
+    }
+    if (data.size() > m.limit) throw m.larger_than_declared();
     for (;;) {
         const std::size_t old = data.size();
         // One byte beyond the declared size is requested so that a member with more
         // data than it declares is noticed.
-        const std::size_t chunk = head_checked ? read_chunk : head_chunk;
-        const std::uint64_t want = std::min<std::uint64_t>(chunk, limit + 1 - old);
+        const std::uint64_t want = std::min<std::uint64_t>(read_chunk, m.limit + 1 - old);
         data.resize(old + static_cast<std::size_t>(want));
-        const std::size_t n = fread_some(data.data() + old, want);
+        const std::size_t n = m.read_some(data.data() + old, want);
         data.resize(old + n);
         if (n == 0) break;
-        if (data.size() > limit) throw larger_than_declared();
-        if (!head_checked && (data.size() >= head_chunk || static_cast<std::uint64_t>(n) < want)) {
-            head_checked = true;
-            if (!is_npy(data)) continue;
-            const std::optional<std::size_t> total = check_npy_head(data, source);
-            if (!total) continue;
-            if ((st.valid & ZIP_STAT_SIZE) && st.size > *total)
-                throw format_error(source, "member larger than its array " +
-                                               expected_got(std::to_string(*total) + " bytes", std::to_string(st.size)));
-            limit = std::min<std::uint64_t>(limit, *total);
-            if (data.size() <= limit) {
-                // The rest goes straight into the array; `pos` counts the member's bytes.
-                std::uint64_t pos = data.size();
-                auto read_rest = [&](std::byte* out, std::size_t room) -> std::size_t {
-                    if (pos >= limit) {
-                        char extra;
-                        if (fread_some(&extra, 1) != 0) throw larger_than_declared();
-                        return 0;
-                    }
-                    const std::size_t got = fread_some(out, std::min<std::uint64_t>(room, limit - pos));
-                    pos += got;
-                    return got;
-                };
-                array a = read_npy_streamed(data, read_rest, source, layout);
-                // The array is whole: the member must end here.
-                if (read_rest(nullptr, 0) != 0) throw larger_than_declared();
-                return a;
-            }
-            data.reserve(static_cast<std::size_t>(limit) + 1);
-        }
+        if (data.size() > m.limit) throw m.larger_than_declared();
     }
     return read_npy(data, source, layout);
+}
+
+/// read_npy_in_pieces of member `index`, with read_member's checks; false when the member
+/// is not a well-formed .npy as far as its head shows, or is Fortran-ordered: nothing is
+/// handed to piece(), and the caller reads it whole.
+bool read_member_in_pieces(zip_t* z, zip_uint64_t index, const zip_stat_t& st, const std::string& source, array& described,
+                           npy_layout* layout, const std::function<void(const array&)>& piece, std::size_t piece_bytes) {
+    member_stream m = open_member(z, index, st, source);
+    const std::string head = m.head();
+    if (!narrow_to_array(m, head, st, false)) return false;
+    if (!read_npy_in_pieces(head, [&](std::byte* out, std::size_t room) { return m.rest(out, room); }, source, described, layout, piece,
+                            piece_bytes))
+        return false;
+    if (m.rest(nullptr, 0) != 0) throw m.larger_than_declared();
+    return true;
 }
 
 }  // namespace
@@ -266,6 +316,30 @@ std::optional<std::vector<named_array>> read_npz_file(const std::string& path, c
     if (has_member(z.get(), is_torch_member)) throw format_error(source, torch_archive_message);
     if (names) *names = std::move(all);
     return read_members(z.get(), source, stored, wanted);
+}
+
+std::optional<bool> read_npz_file_in_pieces(const std::string& path, const std::string& source, int passes,
+                                            const std::function<void(const std::string&, const array&, const npy_layout&)>& begin,
+                                            const std::function<void(int, const array&)>& piece, std::size_t piece_bytes) {
+    archive_ptr z = open_file(path);
+    if (!z) return std::nullopt;
+    if (has_member(z.get(), is_torch_member)) throw format_error(source, torch_archive_message);
+    bool whole = true;
+    for_each_member(z.get(), source, [&](zip_t* archive, zip_uint64_t index, const zip_stat_t& st, const std::string& name) {
+        if (!whole) return;
+        const std::string member_source = source + ":" + name;
+        for (int pass = 0; pass < passes && whole; ++pass) {
+            array described;
+            npy_layout layout;
+            bool begun = false;
+            whole = read_member_in_pieces(archive, index, st, member_source, described, &layout, [&](const array& a) {
+                if (pass == 0 && !begun) begin(name, described, layout), begun = true;
+                piece(pass, a);
+            }, piece_bytes);
+            if (whole && pass == 0 && !begun) begin(name, described, layout);  // no data: an empty array
+        }
+    });
+    return whole;
 }
 
 void write_npz(std::ostream& out, const std::vector<named_array>& arrays) {

@@ -4,6 +4,7 @@
 /// for `attn inspect` and `attn compare`. Unlike load_bundle (input.hpp) nothing is
 /// renamed or lower-cased, and attn's own JSON output is understood in full.
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,5 +29,26 @@ struct listed_array {
 /// else (strings, settings) are skipped, as compute does.
 /// Throws io_error, format_error or value_error with the path as source.
 std::vector<listed_array> list_arrays(const std::string& path);
+
+/// One array of a file read in pieces: its name as list_arrays gives it, its dtype and
+/// shape (`described` holds no data) and its byte order as stored.
+struct described_array {
+    std::string name;
+    array described;
+    std::string byte_order;
+};
+
+/// Reads every array of the .npy or .npz regular file at `path` in pieces (a few MiB of
+/// elements in C order, host byte order: read_npy_in_pieces), `passes` times over each
+/// array before the next, so that a file of any size is read in bounded memory (the
+/// arrays may pass --max-bytes, which bounds what is held): piece(pass, elements) for
+/// each piece of each pass, begin(array) before its first piece. Returns false for
+/// anything else — stdin, a device or a FIFO, JSON, safetensors, a Fortran-ordered array,
+/// a malformed .npy or member — possibly after some arrays of an .npz were handed over:
+/// the caller drops what it got and lists the file with list_arrays, which says what is
+/// wrong with it. Throws as read_npz_file_in_pieces does for a bad archive, io_error for
+/// a failed read, and what the callbacks throw.
+bool read_arrays_in_pieces(const std::string& path, int passes, const std::function<void(const described_array&)>& begin,
+                           const std::function<void(int, const array&)>& piece);
 
 }  // namespace attn::io

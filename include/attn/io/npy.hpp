@@ -55,7 +55,22 @@ array read_npy_streamed(std::string_view head, const std::function<std::size_t(s
 /// the rest need not be read: throws value_error as read_npy would. Returns the size the
 /// whole file must have (preamble + header + data bytes), or nullopt for a head that is
 /// cut short or malformed (read_npy reports that once everything is read).
-std::optional<std::size_t> check_npy_head(std::string_view head, const std::string& source);
+/// `limited` = false skips the check against max_array_bytes() (a reader that never holds
+/// the array: read_npy_in_pieces).
+std::optional<std::size_t> check_npy_head(std::string_view head, const std::string& source, bool limited = true);
+
+/// Reads a .npy's data as read_npy_streamed does (`head`, then `read_rest`), but never the
+/// whole: in pieces of about `piece_bytes` (whole elements), each a rank-1 array of the
+/// next elements in C order, the host's byte order, bool as 0/1, handed to piece() and
+/// reused. `described` gets the array's dtype and shape (no data), `stored` its layout.
+/// The array may exceed max_array_bytes(): it is not held. Returns false, having read no
+/// data, for a Fortran-ordered array of rank ≥ 2 (its C order needs the whole; read it
+/// with read_npy_streamed). Throws as read_npy_streamed does (format_error for a bad
+/// header, "truncated .npy data …", "extra bytes after .npy data …"; value_error for an
+/// unsupported dtype or rank), and what read_rest or piece() throw.
+bool read_npy_in_pieces(std::string_view head, const std::function<std::size_t(std::byte*, std::size_t)>& read_rest,
+                        const std::string& source, array& described, npy_layout* stored,
+                        const std::function<void(const array&)>& piece, std::size_t piece_bytes = std::size_t{4} << 20);
 
 /// Writes `a` as a version 1.0 .npy (2.0 when the header would not fit), little-endian,
 /// C order, that `numpy.load` reads back bit for bit. Throws io_error if `out` fails.

@@ -60,6 +60,19 @@ std::optional<std::vector<named_array>> read_npz_file(const std::string& path, c
                                                       const std::function<bool(const std::string&)>& wanted = {},
                                                       std::vector<std::string>* names = nullptr);
 
+/// Reads every array of the .npz file at `path` in pieces of about `piece_bytes`
+/// (read_npy_in_pieces), `passes`
+/// times over each member before the next, never holding one: begin(name, described,
+/// layout) once per member (its dtype and shape, no data) before its first piece, then
+/// piece(pass, elements) for each piece of each pass. Returns nullopt when libzip cannot open the file (read it
+/// whole: read_npz says why), false (stopped) at the first member that is not a
+/// well-formed .npy or is Fortran-ordered (read the file whole), true when every member
+/// was read. A member may exceed --max-bytes. Throws as read_npz does (format_error for
+/// a bad archive or member, torch_archive_message, a zip bomb), and what the callbacks throw.
+std::optional<bool> read_npz_file_in_pieces(const std::string& path, const std::string& source, int passes,
+                                            const std::function<void(const std::string&, const array&, const npy_layout&)>& begin,
+                                            const std::function<void(int, const array&)>& piece, std::size_t piece_bytes);
+
 /// Writes the arrays as an uncompressed .npz (`np.savez` layout, members "<name>.npy").
 /// Throws io_error if `out` fails.
 void write_npz(std::ostream& out, const std::vector<named_array>& arrays);
