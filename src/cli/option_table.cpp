@@ -685,10 +685,6 @@ const option_row& option_of(const std::string& flag) {
     throw std::out_of_range("no option " + flag + " in the option table");
 }
 
-CLI::Option* bind_option(CLI::App& sub, pipeline_cli& c, const std::string& flag) {
-    const option_row& r = option_of(flag);
-    return r.bind(sub, c, r);
-}
 
 const std::vector<std::pair<std::string, std::string>>& setting_flags() {
     static const std::vector<std::pair<std::string, std::string>> table = [] {

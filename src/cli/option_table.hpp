@@ -64,7 +64,4 @@ const std::vector<option_row>& option_table();
 /// The row of `flag` ("--sink-k"). Throws std::out_of_range for a flag not in the table.
 const option_row& option_of(const std::string& flag);
 
-/// Binds the row of `flag` to `c` (option_of, then its bind).
-CLI::Option* bind_option(CLI::App& sub, pipeline_cli& c, const std::string& flag);
-
 }  // namespace attn::cli
