@@ -12,29 +12,29 @@ const std::vector<stage_info>& stage_table() {
     using k = stage_kind;
     using d = stage_dtype;
     static const std::vector<stage_info> table{
-        // id                 name             axes                 kind          dtype                 drawn view   proves
-        {stage::x,             "x",             "B, T, E",           k::vectors,   d::compute,           0, false, false, {}},
-        {stage::x_norm,        "x_norm",        "B, T, E",           k::vectors,   d::compute,           0, false, false, {}},
-        {stage::q_proj,        "q_proj",        "B, Tq, H·D",        k::vectors,   d::compute,           0, false, false, {}},
-        {stage::k_proj,        "k_proj",        "B, Tk, Hkv·D",      k::vectors,   d::compute,           0, false, false, {}},
-        {stage::q,             "q",             "B, H, Tq, D",       k::vectors,   d::compute,           0, false, false, {}},
-        {stage::k,             "k",             "B, Hkv, Tk, D",     k::vectors,   d::compute,           0, false, false, {}},
-        {stage::v,             "v",             "B, Hkv, Tk, Dv",    k::vectors,   d::compute,           0, false, false, {}},
-        {stage::qk,            "qk",            "B, H, Tq, Tk",      k::logits,    d::compute,           4, false, true,  {}},
-        {stage::scaled,        "scaled",        "B, H, Tq, Tk",      k::logits,    d::compute,           3, false, true,  {}},
-        {stage::scores,        "scores",        "B, H, Tq, Tk",      k::scores,    d::compute,           2, true,  true,  {}},
-        {stage::weights,       "weights",       "B, H, Tq, Tk",      k::weights,   d::compute,           1, true,  true,  {}},
-        {stage::output,        "output",        "B, H, Tq, Dv",      k::vectors,   d::compute,           0, false, true,  {}},
-        {stage::lse,           "lse",           "B, H, Tq",          k::per_row,   d::compute,           0, false, true,  {}},
-        {stage::present_key,   "present_key",   "B, Hkv, P+Tk, D",   k::vectors,   d::compute,           0, false, true,  {}},
-        {stage::present_value, "present_value", "B, Hkv, P+Tk, Dv",  k::vectors,   d::compute,           0, false, true,  {}},
-        {stage::mask,          "mask",          "B, H, Tq, Tk",      k::mask,      d::boolean,           0, true,  false, {}},
-        {stage::stats,         "stats",         "(), B, H, Tq",      k::statistics, d::compute_and_int64, 0, false, false,
+        // id                 name             axes                 kind          dtype                 drawn view   proves per_run
+        {stage::x,             "x",             "B, T, E",           k::vectors,   d::compute,           0, false, false, false, {}},
+        {stage::x_norm,        "x_norm",        "B, T, E",           k::vectors,   d::compute,           0, false, false, false, {}},
+        {stage::q_proj,        "q_proj",        "B, Tq, H·D",        k::vectors,   d::compute,           0, false, false, false, {}},
+        {stage::k_proj,        "k_proj",        "B, Tk, Hkv·D",      k::vectors,   d::compute,           0, false, false, false, {}},
+        {stage::q,             "q",             "B, H, Tq, D",       k::vectors,   d::compute,           0, false, false, false, {}},
+        {stage::k,             "k",             "B, Hkv, Tk, D",     k::vectors,   d::compute,           0, false, false, false, {}},
+        {stage::v,             "v",             "B, Hkv, Tk, Dv",    k::vectors,   d::compute,           0, false, false, false, {}},
+        {stage::qk,            "qk",            "B, H, Tq, Tk",      k::logits,    d::compute,           4, false, true,  false, {}},
+        {stage::scaled,        "scaled",        "B, H, Tq, Tk",      k::logits,    d::compute,           3, false, true,  false, {}},
+        {stage::scores,        "scores",        "B, H, Tq, Tk",      k::scores,    d::compute,           2, true,  true,  false, {}},
+        {stage::weights,       "weights",       "B, H, Tq, Tk",      k::weights,   d::compute,           1, true,  true,  false, {}},
+        {stage::output,        "output",        "B, H, Tq, Dv",      k::vectors,   d::compute,           0, false, true,  false, {}},
+        {stage::lse,           "lse",           "B, H, Tq",          k::per_row,   d::compute,           0, false, true,  false, {}},
+        {stage::present_key,   "present_key",   "B, Hkv, P+Tk, D",   k::vectors,   d::compute,           0, false, true,  false, {}},
+        {stage::present_value, "present_value", "B, Hkv, P+Tk, Dv",  k::vectors,   d::compute,           0, false, true,  false, {}},
+        {stage::mask,          "mask",          "B, H, Tq, Tk",      k::mask,      d::boolean,           0, true,  false, false, {}},
+        {stage::stats,         "stats",         "(), B, H, Tq",      k::statistics, d::compute_and_int64, 0, false, false, false,
          {"dk", "var_q", "var_k", "var_qk", "var_scaled", "entropy", "max_weight", "argmax", "row_sum"}},
-        {stage::head_stats,    "head_stats",    "B, H",              k::per_head,  d::compute,           0, true,  false,
+        {stage::head_stats,    "head_stats",    "B, H",              k::per_head,  d::compute,           0, true,  false, false,
          {"entropy", "max_weight", "distance", "sink_mass", "small_share"}},
-        {stage::rollout,       "rollout",       "B, Tq, Tk",         k::rollout,   d::float64,           0, false, false, {}},
-        {stage::word_weights,  "word_weights",  "B, H, Wq, Wk",      k::words,     d::float64,           5, false, true,  {}},
+        {stage::rollout,       "rollout",       "B, Tq, Tk",         k::rollout,   d::float64,           0, false, false, true,  {}},
+        {stage::word_weights,  "word_weights",  "B, H, Wq, Wk",      k::words,     d::float64,           5, false, true,  false, {}},
     };
     return table;
 }
@@ -59,6 +59,13 @@ stage parse_stage(const std::string& name) {
     for (const auto& row : stage_table())
         if (row.name == name) return row.id;
     throw usage_error("--dump", "unknown stage '" + name + "' (expected " + stage_list(", ", " or ") + ")");
+}
+
+bool made_per_run(const std::string& tensor_name) {
+    const std::string head = tensor_name.substr(0, tensor_name.find('.'));
+    for (const auto& row : stage_table())
+        if (row.name == head) return row.per_run;
+    return false;
 }
 
 stage_kind tensor_kind(const std::string& tensor_name) {

@@ -51,6 +51,7 @@ struct stage_info {
     int drawn;          ///< the view draws it as a layer of its page: its place in the list (1 first), or 0
     bool for_view;      ///< computed for the view's page (attn view, compute --format html)
     bool proves_output; ///< a tensor of this name shows a file is attn's output, not an input
+    bool per_run;       ///< made once from every layer (rollout): no layer axis in a `--layer all` document
     std::vector<std::string> parts;  ///< statistics, per_head: the tensors "<name>.<part>"
 };
 
@@ -75,6 +76,10 @@ std::string stage_list(const std::string& separator, const std::string& last = "
 /// `stats` (stats.dk, .var_*: scalar; .entropy, .max_weight, .argmax, .row_sum:
 /// per_row); any "head_stats.<part>" (per_head); unknown for any other name.
 stage_kind tensor_kind(const std::string& tensor_name);
+
+/// True when the tensor called `tensor_name` is made once per run from every layer (its
+/// stage's per_run: rollout), so a `--layer all` document gives it no layer axis.
+bool made_per_run(const std::string& tensor_name);
 
 /// The axes of the tensor called `tensor_name` in full form: its stage's `axes`, split
 /// ({"B", "H", "Tq", "Tk"} for weights, {"B", "Tk", "Hkv·D"} for k_proj); a part of

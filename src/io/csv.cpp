@@ -187,7 +187,7 @@ void write_csv(std::ostream& out, const document& doc, const text_style& style) 
         const named_array& t = doc.tensors[i];
         // Reject bad tensors before the first byte, not halfway through the file.
         detail::check_layout(t.name, t.value);
-        if (layered && !layers[i] && tensor_kind(t.name) != stage_kind::rollout)
+        if (layered && !layers[i] && !made_per_run(t.name))
             throw shape_error(t.name, "has no layer axis " + expected_got("a leading layer axis",
                                                                           t.value.rank() == 0 ? "a 0-d value" : shape_string(t.value.shape)));
         csv_layout(doc, t, layers[i]);

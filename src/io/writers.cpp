@@ -97,9 +97,9 @@ std::vector<std::string> tensor_axes(const document& doc, const named_array& t) 
             throw std::logic_error(t.name + ": carries " + std::to_string(t.axes.size()) + " axes for rank " + std::to_string(rank));
         return t.axes;
     }
-    // Read back from a file: the meta says what the pipeline's layout did. Rollout is made
-    // from every layer, so it has no layer axis whatever the run's layers.
-    const std::size_t layers = tensor_kind(t.name) == stage_kind::rollout ? 0 : std::min(rank, layer_axes(doc));
+    // Read back from a file: the meta says what the pipeline's layout did. A stage made
+    // once per run (rollout) has no layer axis whatever the run's layers.
+    const std::size_t layers = made_per_run(t.name) ? 0 : std::min(rank, layer_axes(doc));
     const nlohmann::ordered_json& meta = doc.meta;
     bool heads_kept = false;
     if (meta.is_object()) {
