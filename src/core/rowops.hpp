@@ -473,19 +473,94 @@ T softmax_values(const T* scores, T* weights, std::size_t n, spread_copy<T>* pre
         return m + std::log(sum);
 }
 
+#if ATTN_ISA_LEVEL > 0
+// The fused streaming kernel's two products (isa.hpp score_tile, value_tile; Dao et al.
+// 2022, FlashAttention, Alg. 1, with the tiles sized for a CPU's registers and L1).
+// Scores: lanes are keys, so each score is one FMA chain over d whatever the register
+// width; AVX2 holds fused_rows × 16 keys in 12 registers, AVX-512 fused_rows × 32 keys.
+// Values: lanes are value columns, one FMA per key in key order.
+
+/// Keys per step of score_tile: one panel on AVX2, two on AVX-512 (12 accumulators each).
+constexpr std::size_t score_panels = ATTN_ISA_LEVEL == 2 ? 2 : 1;
+/// Value columns per step of value_tile: 16 on AVX2, 32 on AVX-512.
+constexpr std::size_t value_blocks = ATTN_ISA_LEVEL == 2 ? 2 : 1;
+
+template <std::size_t P>
+inline void score_step(const float* q, std::size_t dk, const float* kp, float* s, std::size_t lds) {
+    using S = simd<float>;
+    constexpr std::size_t U = block / S::lanes, X = P * U, R = fused_rows;
+    S::reg acc[R][X];
+    for (std::size_t r = 0; r < R; ++r)
+        for (std::size_t x = 0; x < X; ++x) acc[r][x] = S::set(0.0f);
+    for (std::size_t d = 0; d < dk; ++d) {
+        S::reg kv[X];
+        for (std::size_t p = 0; p < P; ++p)
+            for (std::size_t u = 0; u < U; ++u) kv[p * U + u] = S::load(kp + p * dk * block + d * block + u * S::lanes);
+        for (std::size_t r = 0; r < R; ++r) {
+            const S::reg qb = S::set(q[r * dk + d]);
+            for (std::size_t x = 0; x < X; ++x) acc[r][x] = S::fma(qb, kv[x], acc[r][x]);
+        }
+    }
+    for (std::size_t r = 0; r < R; ++r)
+        for (std::size_t x = 0; x < X; ++x) S::store(s + r * lds + x * S::lanes, acc[r][x]);
+}
+
+void score_tile(const float* q, std::size_t dk, const float* kp, std::size_t panels, float* s, std::size_t lds) {
+    std::size_t p = 0;
+    for (; p + score_panels <= panels; p += score_panels)
+        score_step<score_panels>(q, dk, kp + p * dk * block, s + p * block, lds);
+    for (; p < panels; ++p) score_step<1>(q, dk, kp + p * dk * block, s + p * block, lds);
+}
+
+template <std::size_t C>
+inline void value_step(const float* pr, std::size_t lds, std::size_t n, const float* v, std::size_t ldv,
+                       const float* correction, float* o, std::size_t ldo) {
+    using S = simd<float>;
+    constexpr std::size_t X = C * block / S::lanes, R = fused_rows;
+    S::reg acc[R][X];
+    for (std::size_t r = 0; r < R; ++r) {
+        const S::reg c = S::set(correction[r]);
+        for (std::size_t x = 0; x < X; ++x) acc[r][x] = S::mul(S::load(o + r * ldo + x * S::lanes), c);
+    }
+    for (std::size_t j = 0; j < n; ++j) {
+        S::reg vv[X];
+        for (std::size_t x = 0; x < X; ++x) vv[x] = S::load(v + j * ldv + x * S::lanes);
+        for (std::size_t r = 0; r < R; ++r) {
+            const S::reg pb = S::set(pr[r * lds + j]);
+            for (std::size_t x = 0; x < X; ++x) acc[r][x] = S::fma(pb, vv[x], acc[r][x]);
+        }
+    }
+    for (std::size_t r = 0; r < R; ++r)
+        for (std::size_t x = 0; x < X; ++x) S::store(o + r * ldo + x * S::lanes, acc[r][x]);
+}
+
+void value_tile(const float* p, std::size_t lds, std::size_t n, const float* v, std::size_t ldv, std::size_t dvp,
+                const float* correction, float* o) {
+    std::size_t c = 0;
+    for (; c + value_blocks * block <= dvp; c += value_blocks * block)
+        value_step<value_blocks>(p, lds, n, v + c, ldv, correction, o + c, dvp);
+    for (; c < dvp; c += block) value_step<1>(p, lds, n, v + c, ldv, correction, o + c, dvp);
+}
+#endif
+
 constexpr isa this_isa = ATTN_ISA_LEVEL == 2 ? isa::avx512 : ATTN_ISA_LEVEL == 1 ? isa::avx2 : isa::generic;
 
 template <class T>
 constexpr row_kernels<T> kernels{this_isa,        &row_max<T>,        &exp_sum<T>,    &exp_values<T>,
                                  &divide<T>,      &multiply<T>,       &softmax_values<T>, &copy_start<T>,
                                  &copy_finish<T>, &store_fence,       nullptr,        nullptr,
-                                 nullptr};
+                                 nullptr,         nullptr,            nullptr};
 template <>
 constexpr row_kernels<float> kernels<float>{
     this_isa,     &row_max<float>,    &exp_sum<float>,          &exp_values<float>,
     &divide<float>, &multiply<float>, &softmax_values<float>,   &copy_start<float>,
     &copy_finish<float>, &store_fence, &exp_sum<float, true>, &softmax_values<float, true>,
-    &exp_values<float, true>};
+    &exp_values<float, true>,
+#if ATTN_ISA_LEVEL > 0
+    &score_tile, &value_tile};
+#else
+    nullptr, nullptr};
+#endif
 
 }  // namespace
 
