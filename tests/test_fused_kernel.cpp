@@ -88,9 +88,9 @@ TEST_CASE("fused products: each score one FMA chain over d, each output one FMA 
             }
         for (std::size_t dvp : {16u, 32u, 48u, 64u, 80u})
             for (std::size_t n : {0u, 1u, 17u, 64u, 130u}) {
-                const std::size_t lds = n + 5, ldv = dvp + 16;
+                const std::size_t lds = n + 5, vcs = n * P + 32;  // V in column blocks of 16, vcs apart
                 const auto p = random_floats(R * lds, static_cast<unsigned>(dvp + n));
-                const auto v = random_floats(std::max<std::size_t>(n, 1) * ldv, static_cast<unsigned>(dvp + n + 7));
+                const auto vp = random_floats(dvp / P * vcs, static_cast<unsigned>(dvp + n + 7));
                 auto o = random_floats(R * dvp, static_cast<unsigned>(dvp + n + 9));
                 const std::vector<float> correction{1.0f, 0.5f, 0.0f, 0.731f, 1.0f, 0.0625f};
                 REQUIRE(correction.size() == R);
@@ -98,10 +98,11 @@ TEST_CASE("fused products: each score one FMA chain over d, each output one FMA 
                 for (std::size_t r = 0; r < R; ++r)
                     for (std::size_t c = 0; c < dvp; ++c) {
                         float acc = want[r * dvp + c] * correction[r];
-                        for (std::size_t j = 0; j < n; ++j) acc = std::fma(p[r * lds + j], v[j * ldv + c], acc);
+                        for (std::size_t j = 0; j < n; ++j)
+                            acc = std::fma(p[r * lds + j], vp[c / P * vcs + j * P + c % P], acc);
                         want[r * dvp + c] = acc;
                     }
-                ops.value_tile(p.data(), lds, n, v.data(), ldv, dvp, correction.data(), o.data());
+                ops.value_tile(p.data(), lds, n, vp.data(), vcs, dvp, correction.data(), o.data());
                 for (std::size_t x = 0; x < o.size(); ++x) {
                     differ += !same_bits(o[x], want[x]);
                     ++checked;
@@ -110,6 +111,57 @@ TEST_CASE("fused products: each score one FMA chain over d, each output one FMA 
         CHECK(checked > 10000);
         CHECK(differ == 0);
     }
+}
+
+TEST_CASE("fused softmax exp: 2^(x − shift) within 1 ulp, masked lanes exactly 0, summed lane by lane in one fixed tree") {
+    const auto paths = fused_paths();
+    if (paths.empty()) ATTN_SKIP("this CPU has no vector path with the fused products (AVX2 + FMA)");
+    constexpr std::size_t L = isa_ns::fused_panel;
+    // Every 61st float in [−126, 0] shifted by a row max, −∞ (masked cells), values whose
+    // 2^x is below the normal range (flushed to 0), and the max itself (2^0 = 1).
+    const float shift = 3.25f, inf = std::numeric_limits<float>::infinity();
+    std::vector<float> x;
+    for (std::uint32_t bits = 0x80000000u; bits < 0xC2FC0000u; bits += 61) {  // −0 … −126
+        float f;
+        std::memcpy(&f, &bits, sizeof f);
+        x.push_back(f + shift);
+    }
+    const std::size_t at_max = x.size() + 3;
+    for (float special : {-inf, shift - 127.0f, shift - 300.0f, shift, -inf}) x.push_back(special);
+    while (x.size() % L) x.push_back(-inf);
+    std::vector<std::vector<float>> outs;
+    for (isa_ns::isa path : paths) {
+        CAPTURE(isa_ns::isa_name(path));
+        std::vector<float> out(x.size());
+        const float sum = isa_ns::row_ops<float>(path).fused_exp_sum(x.data(), out.data(), x.size(), shift, nullptr);
+        double worst = 0;
+        std::size_t zeros_wrong = 0;
+        for (std::size_t j = 0; j < x.size(); ++j) {
+            const double e = static_cast<double>(x[j]) - shift;  // exact: both in the same binade range
+            if (e < -126.0) {
+                zeros_wrong += !same_bits(out[j], 0.0f);
+                continue;
+            }
+            const long double exact = std::exp2(static_cast<long double>(e));
+            const float nearest = static_cast<float>(exact);
+            const double ulp = std::nextafter(nearest, inf) - nearest;
+            worst = std::max(worst, static_cast<double>(std::fabs(static_cast<long double>(out[j]) - exact) / ulp));
+        }
+        CAPTURE(worst);
+        CHECK(worst < 1.0);
+        CHECK(zeros_wrong == 0);
+        CHECK(out[at_max] == 1.0f);
+        // The sum: lane l of each block of 16 into accumulator l, in order, then pairs
+        // (l, l + 8), (l, l + 4), … — the order both vector paths keep.
+        float acc[L] = {};
+        for (std::size_t j = 0; j < x.size(); ++j) acc[j % L] += out[j];
+        for (std::size_t half = L / 2; half > 0; half /= 2)
+            for (std::size_t l = 0; l < half; ++l) acc[l] += acc[l + half];
+        CHECK(same_bits(sum, acc[0]));
+        outs.push_back(out);
+    }
+    for (std::size_t p = 1; p < outs.size(); ++p)
+        CHECK(std::memcmp(outs[p].data(), outs[0].data(), outs[0].size() * sizeof(float)) == 0);
 }
 
 namespace {
@@ -185,7 +237,7 @@ TEST_CASE("fused kernel: output and lse match the double-precision oracle over o
     const auto J = [](std::size_t j) { return static_cast<long long>(j); };
     const auto I = [](std::size_t i) { return static_cast<long long>(i); };
     // Tk past one and two key tiles (fused_keys) with a ragged last panel; Dk, Dv not
-    // multiples of 16 (V copied with padded rows) and multiples (V read in place).
+    // multiples of 16 (V's last column block zero-padded) and multiples.
     const std::size_t T = isa_ns::fused_keys + 147, T2 = 2 * isa_ns::fused_keys + 37;
     std::vector<std::int64_t> docs(T);
     for (std::size_t i = 0; i < T; ++i) docs[i] = i < 5 ? 0 : i < 200 ? 1 : i < 260 ? 2 : 3;

@@ -12,6 +12,9 @@
 #include <vector>
 
 #include <omp.h>
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
 
 #include "attn/error.hpp"
 #include "blas.hpp"
@@ -29,9 +32,10 @@ constexpr std::size_t materialise_rows = 256;
 constexpr std::size_t stream_rows = 256;
 constexpr std::size_t stream_rows_causal = 128;
 constexpr std::size_t key_block = 512;
-// Fused streaming path: rows per task (the micro-tiles skip masked key tiles on their own,
-// so causal runs need no smaller blocks).
-constexpr std::size_t fused_block_rows = 192;
+// Fused streaming path: rows per task. Each task copies K and V once per key tile, so
+// tall blocks (T=4096: 4% of the time at 192 rows, 2% at 512); the micro-tiles skip masked
+// key tiles on their own, so causal runs need no smaller blocks.
+constexpr std::size_t fused_block_rows = 512;
 constexpr double log2e = 1.4426950408889634, ln2 = 0.6931471805599453;
 
 /// One (batch item, query head, block of query rows) unit of work and its inputs.
@@ -257,6 +261,33 @@ void stream_block(const detail::row_kernels<T>& ops, const block_job<T>& job, co
     }
 }
 
+/// Kᵀ of the 16 keys j0 … j0 + 15 of k (Tk, Dk) into panel (Dk, 16), zero for keys ≥ Tk:
+/// the layout ops.score_tile reads (isa.hpp). 4×4 transposes in SSE registers where Dk
+/// allows (the x86-64 baseline), else one element at a time.
+void pack_key_panel(const float* k, std::size_t Dk, std::size_t j0, std::size_t Tk, float* panel) {
+    constexpr std::size_t P = detail::fused_panel;
+    const std::size_t keys = j0 < Tk ? std::min(P, Tk - j0) : 0;
+#if defined(__SSE__)
+    if (keys == P && Dk % 4 == 0) {
+        for (std::size_t l = 0; l < P; l += 4) {
+            const float* r0 = k + (j0 + l) * Dk;
+            for (std::size_t c = 0; c < Dk; c += 4) {
+                __m128 a = _mm_loadu_ps(r0 + c), b = _mm_loadu_ps(r0 + Dk + c), e = _mm_loadu_ps(r0 + 2 * Dk + c),
+                       f = _mm_loadu_ps(r0 + 3 * Dk + c);
+                _MM_TRANSPOSE4_PS(a, b, e, f);
+                _mm_storeu_ps(panel + c * P + l, a);
+                _mm_storeu_ps(panel + (c + 1) * P + l, b);
+                _mm_storeu_ps(panel + (c + 2) * P + l, e);
+                _mm_storeu_ps(panel + (c + 3) * P + l, f);
+            }
+        }
+        return;
+    }
+#endif
+    for (std::size_t l = 0; l < P; ++l)
+        for (std::size_t c = 0; c < Dk; ++c) panel[c * P + l] = l < keys ? k[(j0 + l) * Dk + c] : 0.0f;
+}
+
 /// Fused streaming path, float32 on a vector instruction set: the output of one block of
 /// query rows without a GEMM, FlashAttention's online softmax (Dao et al. 2022, Alg. 1)
 /// with CPU-sized tiles. For each key tile of detail::fused_keys keys and each micro-tile
@@ -304,8 +335,7 @@ void fused_block(const detail::row_kernels<float>& ops, const block_job<float>& 
     }
     const bool masked = m.any();
     const float cap = static_cast<float>(o.softcap);
-    const bool v_direct = Dv % fused_panel == 0;  // V read in place, else copied with padded rows
-    const auto exp_sum = base2 ? ops.exp_sum_base2 : ops.exp_sum;
+    const auto exp_sum = base2 ? ops.fused_exp_sum : ops.exp_sum;
     std::array<float, fused_rows> correction{};
     for (std::size_t t0 = kbegin / tile * tile; t0 < kend; t0 += tile) {
         const std::size_t t1 = std::min(t0 + tile, kend);
@@ -313,26 +343,23 @@ void fused_block(const detail::row_kernels<float>& ops, const block_job<float>& 
         const std::size_t p0 = (std::max(kbegin, t0) - t0) / fused_panel;
         const std::size_t p1 = (t1 - t0 + fused_panel - 1) / fused_panel;
         kp.resize(p1 * Dk * fused_panel);
-        for (std::size_t p = p0; p < p1; ++p) {
-            float* panel = kp.data() + p * Dk * fused_panel;
-            for (std::size_t l = 0; l < fused_panel; ++l) {
-                const std::size_t j = t0 + p * fused_panel + l;
-                if (j < d.Tk) {
-                    const float* krow = job.k + j * Dk;
-                    for (std::size_t c = 0; c < Dk; ++c) panel[c * fused_panel + l] = krow[c];
-                } else {
-                    for (std::size_t c = 0; c < Dk; ++c) panel[c * fused_panel + l] = 0.0f;
-                }
+        for (std::size_t p = p0; p < p1; ++p)
+            pack_key_panel(job.k, Dk, t0 + p * fused_panel, d.Tk, kp.data() + p * Dk * fused_panel);
+        // V's columns of the same keys in blocks of 16 (zero-padded past Dv), each block
+        // (keys, 16) contiguous: value_tile streams one block at a time.
+        const std::size_t j0 = t0 + p0 * fused_panel, j1 = std::min(t0 + p1 * fused_panel, d.Tk);
+        const std::size_t vcs = p1 * fused_panel * fused_panel;  // one column block
+        vp.resize(dvp / fused_panel * vcs);
+        for (std::size_t j = j0; j < j1; ++j) {  // V's rows read in order, each once
+            const float* src = job.v + j * Dv;
+            float* dst = vp.data() + (j - t0) * fused_panel;
+            std::size_t c = 0;
+            for (; c + fused_panel <= Dv; c += fused_panel, dst += vcs)
+                for (std::size_t l = 0; l < fused_panel; ++l) dst[l] = src[c + l];  // fixed size: no memmove call
+            if (c < Dv) {
+                std::copy_n(src + c, Dv - c, dst);
+                std::fill(dst + (Dv - c), dst + fused_panel, 0.0f);
             }
-        }
-        const float* vt = job.v + t0 * Dv;  // V's row of key t0, row stride ldv
-        std::size_t ldv = Dv;
-        if (!v_direct) {
-            const std::size_t j1 = std::min(t0 + p1 * fused_panel, d.Tk), j0 = t0 + p0 * fused_panel;
-            vp.assign((j1 - t0) * dvp, 0.0f);
-            for (std::size_t j = j0; j < j1; ++j) std::copy_n(job.v + j * Dv, Dv, vp.data() + (j - t0) * dvp);
-            vt = vp.data();
-            ldv = dvp;
         }
         for (std::size_t g = 0; g < groups; ++g) {
             const std::size_t a = std::max(t0, g_begin[g]), b = std::min(t1, g_end[g]);
@@ -365,7 +392,7 @@ void fused_block(const detail::row_kernels<float>& ops, const block_job<float>& 
                 correction[row] = c;
             }
             if (Dv > 0)
-                ops.value_tile(S, tile, nv, vt + (jA - t0) * ldv, ldv, dvp, correction.data(),
+                ops.value_tile(S, tile, nv, vp.data() + (jA - t0) * fused_panel, vcs, dvp, correction.data(),
                                acc.data() + g * fused_rows * dvp);
         }
     }

@@ -513,10 +513,10 @@ void score_tile(const float* q, std::size_t dk, const float* kp, std::size_t pan
 }
 
 template <std::size_t C>
-inline void value_step(const float* pr, std::size_t lds, std::size_t n, const float* v, std::size_t ldv,
+inline void value_step(const float* pr, std::size_t lds, std::size_t n, const float* vp, std::size_t vcs,
                        const float* correction, float* o, std::size_t ldo) {
     using S = simd<float>;
-    constexpr std::size_t X = C * block / S::lanes, R = fused_rows;
+    constexpr std::size_t U = block / S::lanes, X = C * U, R = fused_rows;
     S::reg acc[R][X];
     for (std::size_t r = 0; r < R; ++r) {
         const S::reg c = S::set(correction[r]);
@@ -524,7 +524,7 @@ inline void value_step(const float* pr, std::size_t lds, std::size_t n, const fl
     }
     for (std::size_t j = 0; j < n; ++j) {
         S::reg vv[X];
-        for (std::size_t x = 0; x < X; ++x) vv[x] = S::load(v + j * ldv + x * S::lanes);
+        for (std::size_t x = 0; x < X; ++x) vv[x] = S::load(vp + (x / U) * vcs + j * block + (x % U) * S::lanes);
         for (std::size_t r = 0; r < R; ++r) {
             const S::reg pb = S::set(pr[r * lds + j]);
             for (std::size_t x = 0; x < X; ++x) acc[r][x] = S::fma(pb, vv[x], acc[r][x]);
@@ -534,12 +534,50 @@ inline void value_step(const float* pr, std::size_t lds, std::size_t n, const fl
         for (std::size_t x = 0; x < X; ++x) S::store(o + r * ldo + x * S::lanes, acc[r][x]);
 }
 
-void value_tile(const float* p, std::size_t lds, std::size_t n, const float* v, std::size_t ldv, std::size_t dvp,
+/// 2^x for x ≤ 0 or NaN (a score minus its row's running max, in base-2 units): exp2's
+/// reduction and polynomial without its range handling — x < −126 gives 0 (a masked −∞
+/// among them: exactly 0), 2^k is a normal float built from k's bits, and the product
+/// rounds once. The same operations on both vector paths.
+inline simd<float>::reg exp2_nonpositive(simd<float>::reg x) {
+    using S = simd<float>;
+#if ATTN_ISA_LEVEL == 2
+    const __mmask16 live = _mm512_cmp_ps_mask(x, S::set(-126.0f), _CMP_NLT_UQ);  // x ≥ −126 or NaN
+    const S::reg k = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(k), _mm512_set1_epi32(127)), 23);
+    return _mm512_maskz_mul_ps(live, S::exp2_poly(S::sub(x, k)), _mm512_castsi512_ps(bits));
+#else
+    const S::reg live = _mm256_cmp_ps(x, S::set(-126.0f), _CMP_NLT_UQ);
+    const S::reg k = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    return _mm256_and_ps(live, S::mul(S::exp2_poly(S::sub(x, k)), S::pow2(_mm256_cvtps_epi32(k))));
+#endif
+}
+
+/// exp_sum in base 2 for the fused kernel: out[j] = 2^(x[j] − shift) by exp2_nonpositive
+/// (shift ≥ every x[j]), lane l of each block of 16 summed in accumulator l, then one
+/// fixed tree (block_sum). n a multiple of 16.
+float fused_exp_sum(const float* x, float* out, std::size_t n, float shift, spread_copy<float>*) {
+    using S = simd<float>;
+    constexpr std::size_t U = block / S::lanes;
+    S::reg acc[U];
+    for (auto& a : acc) a = S::set(0.0f);
+    const S::reg s = S::set(shift);
+    for (std::size_t j = 0; j < n; j += block)
+        for (std::size_t u = 0; u < U; ++u) {
+            const S::reg e = exp2_nonpositive(S::sub(S::load(x + j + u * S::lanes), s));
+            S::store(out + j + u * S::lanes, e);
+            acc[u] = S::add(acc[u], e);
+        }
+    alignas(64) float lanes[block];
+    for (std::size_t u = 0; u < U; ++u) S::store(lanes + u * S::lanes, acc[u]);
+    return block_sum(lanes);
+}
+
+void value_tile(const float* p, std::size_t lds, std::size_t n, const float* vp, std::size_t vcs, std::size_t dvp,
                 const float* correction, float* o) {
     std::size_t c = 0;
     for (; c + value_blocks * block <= dvp; c += value_blocks * block)
-        value_step<value_blocks>(p, lds, n, v + c, ldv, correction, o + c, dvp);
-    for (; c < dvp; c += block) value_step<1>(p, lds, n, v + c, ldv, correction, o + c, dvp);
+        value_step<value_blocks>(p, lds, n, vp + c / block * vcs, vcs, correction, o + c, dvp);
+    for (; c < dvp; c += block) value_step<1>(p, lds, n, vp + c / block * vcs, vcs, correction, o + c, dvp);
 }
 #endif
 
@@ -549,7 +587,7 @@ template <class T>
 constexpr row_kernels<T> kernels{this_isa,        &row_max<T>,        &exp_sum<T>,    &exp_values<T>,
                                  &divide<T>,      &multiply<T>,       &softmax_values<T>, &copy_start<T>,
                                  &copy_finish<T>, &store_fence,       nullptr,        nullptr,
-                                 nullptr,         nullptr,            nullptr};
+                                 nullptr,         nullptr,            nullptr, nullptr};
 template <>
 constexpr row_kernels<float> kernels<float>{
     this_isa,     &row_max<float>,    &exp_sum<float>,          &exp_values<float>,
@@ -557,9 +595,9 @@ constexpr row_kernels<float> kernels<float>{
     &copy_finish<float>, &store_fence, &exp_sum<float, true>, &softmax_values<float, true>,
     &exp_values<float, true>,
 #if ATTN_ISA_LEVEL > 0
-    &score_tile, &value_tile};
+    &score_tile, &value_tile, &fused_exp_sum};
 #else
-    nullptr, nullptr};
+    nullptr, nullptr, nullptr};
 #endif
 
 }  // namespace
