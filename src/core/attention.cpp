@@ -288,16 +288,21 @@ void pack_key_panel(const float* k, std::size_t Dk, std::size_t j0, std::size_t 
         for (std::size_t c = 0; c < Dk; ++c) panel[c * P + l] = l < keys ? k[(j0 + l) * Dk + c] : 0.0f;
 }
 
-/// Fused streaming path, float32 on a vector instruction set: the output of one block of
-/// query rows without a GEMM, FlashAttention's online softmax (Dao et al. 2022, Alg. 1)
-/// with CPU-sized tiles. For each key tile of detail::fused_keys keys and each micro-tile
-/// of detail::fused_rows query rows, the scores go from registers (ops.score_tile) to a
-/// fused_rows × fused_keys scratch tile that stays in L1; softcap, the mask terms (mask::apply_range), the
-/// running max, exp and sum work on its rows there, and ops.value_tile rescales the rows'
-/// output accumulators and adds P·V before the next tile. Tiles a micro-tile cannot see
-/// (causal, window, documents, lengths) are skipped per micro-tile; cells inside a
-/// computed tile that a −∞ mask hides weigh exactly 0, so a row's bits depend only on the
-/// key tiles' fixed grid (multiples of fused_keys), not on the rows beside it or the threads.
+/// Fused streaming path, float32 on a vector instruction set: the output (nb, Dv) and lse
+/// of one block of query rows (job.q: nb × Dk; job.k, job.v: the kv head's Tk × Dk and
+/// Tk × Dv) without a GEMM — FlashAttention's online softmax (Dao et al. 2022, Alg. 1;
+/// Milakov & Gimelshein 2018) with CPU-sized tiles. For each key tile of
+/// detail::fused_keys keys (its K packed into 16-key panels, its V into 16-column blocks)
+/// and each micro-tile of detail::fused_rows query rows, the scores go from registers
+/// (ops.score_tile; Q pre-scaled, by log2(e) too in base 2) to a fused_rows × fused_keys
+/// scratch tile (12 KiB) that stays in L1; softcap, the mask terms (mask::apply_range),
+/// the running max, exp and sum (ops.fused_exp_sum in base 2, else exp_sum) work on its
+/// rows there, and ops.value_tile rescales the rows' output accumulators and adds P·V
+/// before the next tile. Key tiles a micro-tile cannot see (causal, window, documents,
+/// lengths) are skipped per micro-tile; cells inside a computed tile that a −∞ mask hides
+/// weigh exactly 0, so a row's bits depend only on the key tiles' fixed grid (multiples of
+/// fused_keys), not on the rows beside it or the threads. Fully masked rows get
+/// o.rows' fill and lse −∞. Throws only std::bad_alloc (scratch buffers).
 void fused_block(const detail::row_kernels<float>& ops, const block_job<float>& job, const dims& d,
                  const mask<float>& m, const attention_options& o, attention_result<float>& r, bool inf_fill,
                  bool base2) {
@@ -467,10 +472,17 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
     // Output-only float32 on a vector path: the fused kernel (unless ATTN_STREAM=blas).
     bool fused = false;
     if constexpr (std::is_same_v<T, float>) fused = !materialise && ops.score_tile != nullptr && detail::fused_stream();
-    const std::size_t query_block = fused         ? fused_block_rows
-                                    : materialise ? materialise_rows
-                                    : m.causal    ? stream_rows_causal
-                                                  : stream_rows;
+    const int budget = o.threads > 0 ? o.threads : thread_budget();  // attn/threads.hpp
+    std::size_t query_block = fused         ? fused_block_rows
+                              : materialise ? materialise_rows
+                              : m.causal    ? stream_rows_causal
+                                            : stream_rows;
+    // The fused kernel's rows do not depend on the blocking: blocks down to 128 rows give
+    // each thread about 4 tasks, so that the others take over a descheduled thread's share
+    // on a shared machine (T=512, 8 heads, 2 threads: 16 tasks, not 8).
+    while (fused && query_block > 128 &&
+           B * Hq * ((Tq + query_block - 1) / query_block) < 4 * static_cast<std::size_t>(std::max(budget, 1)))
+        query_block /= 2;
     const std::size_t blocks = (Tq + query_block - 1) / query_block;
     const long long tasks = static_cast<long long>(B * Hq * blocks);
     // OpenBLAS's OpenMP build implements openblas_set_num_threads(n) as
@@ -486,7 +498,6 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
     // on fewer threads (each gets at least ~64 MFLOP, about a millisecond), and never more than tasks.
     const double work = 4.0 * static_cast<double>(B * Hq * Tq) * static_cast<double>(Tk) * std::max(Dk, Dv);
     const long long useful = std::max(1LL, std::min(tasks, static_cast<long long>(work / 64e6)));
-    const int budget = o.threads > 0 ? o.threads : thread_budget();  // attn/threads.hpp
     const int threads = static_cast<int>(std::min<long long>(budget, useful));
     // A one-thread region is inactive, so the OpenMP build would fork its own team for
     // every small GEMM (T=128: 1 ms became 40 ms): the setting is one for such a call.
