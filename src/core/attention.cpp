@@ -12,6 +12,9 @@
 #include <vector>
 
 #include <omp.h>
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
 
 #include "attn/error.hpp"
 #include "blas.hpp"
@@ -29,6 +32,10 @@ constexpr std::size_t materialise_rows = 256;
 constexpr std::size_t stream_rows = 256;
 constexpr std::size_t stream_rows_causal = 128;
 constexpr std::size_t key_block = 512;
+// Fused streaming path: rows per task. Each task copies K and V once per key tile, so
+// tall blocks (T=4096: 4% of the time at 192 rows, 2% at 512); the micro-tiles skip masked
+// key tiles on their own, so causal runs need no smaller blocks.
+constexpr std::size_t fused_block_rows = 512;
 constexpr double log2e = 1.4426950408889634, ln2 = 0.6931471805599453;
 
 /// One (batch item, query head, block of query rows) unit of work and its inputs.
@@ -254,6 +261,163 @@ void stream_block(const detail::row_kernels<T>& ops, const block_job<T>& job, co
     }
 }
 
+/// Kᵀ of the 16 keys j0 … j0 + 15 of k (Tk, Dk) into panel (Dk, 16), zero for keys ≥ Tk:
+/// the layout ops.score_tile reads (isa.hpp). 4×4 transposes in SSE registers where Dk
+/// allows (the x86-64 baseline), else one element at a time.
+void pack_key_panel(const float* k, std::size_t Dk, std::size_t j0, std::size_t Tk, float* panel) {
+    constexpr std::size_t P = detail::fused_panel;
+    const std::size_t keys = j0 < Tk ? std::min(P, Tk - j0) : 0;
+#if defined(__SSE__)
+    if (keys == P && Dk % 4 == 0) {
+        for (std::size_t l = 0; l < P; l += 4) {
+            const float* r0 = k + (j0 + l) * Dk;
+            for (std::size_t c = 0; c < Dk; c += 4) {
+                __m128 a = _mm_loadu_ps(r0 + c), b = _mm_loadu_ps(r0 + Dk + c), e = _mm_loadu_ps(r0 + 2 * Dk + c),
+                       f = _mm_loadu_ps(r0 + 3 * Dk + c);
+                _MM_TRANSPOSE4_PS(a, b, e, f);
+                _mm_storeu_ps(panel + c * P + l, a);
+                _mm_storeu_ps(panel + (c + 1) * P + l, b);
+                _mm_storeu_ps(panel + (c + 2) * P + l, e);
+                _mm_storeu_ps(panel + (c + 3) * P + l, f);
+            }
+        }
+        return;
+    }
+#endif
+    for (std::size_t l = 0; l < P; ++l)
+        for (std::size_t c = 0; c < Dk; ++c) panel[c * P + l] = l < keys ? k[(j0 + l) * Dk + c] : 0.0f;
+}
+
+/// Fused streaming path, float32 on a vector instruction set: the output (nb, Dv) and lse
+/// of one block of query rows (job.q: nb × Dk; job.k, job.v: the kv head's Tk × Dk and
+/// Tk × Dv) without a GEMM — FlashAttention's online softmax (Dao et al. 2022, Alg. 1;
+/// Milakov & Gimelshein 2018) with CPU-sized tiles. For each key tile of
+/// detail::fused_keys keys (its K packed into 16-key panels, its V into 16-column blocks)
+/// and each micro-tile of detail::fused_rows query rows, the scores go from registers
+/// (ops.score_tile; Q pre-scaled, by log2(e) too in base 2) to a fused_rows × fused_keys
+/// scratch tile (12 KiB) that stays in L1; softcap, the mask terms (mask::apply_range),
+/// the running max, exp and sum (ops.fused_exp_sum in base 2, else exp_sum) work on its
+/// rows there, and ops.value_tile rescales the rows' output accumulators and adds P·V
+/// before the next tile. Key tiles a micro-tile cannot see (causal, window, documents,
+/// lengths) are skipped per micro-tile; cells inside a computed tile that a −∞ mask hides
+/// weigh exactly 0, so a row's bits depend only on the key tiles' fixed grid (multiples of
+/// fused_keys), not on the rows beside it or the threads. Fully masked rows get
+/// o.rows' fill and lse −∞. Throws only std::bad_alloc (scratch buffers).
+void fused_block(const detail::row_kernels<float>& ops, const block_job<float>& job, const dims& d,
+                 const mask<float>& m, const attention_options& o, attention_result<float>& r, bool inf_fill,
+                 bool base2) {
+    using detail::fused_panel;
+    using detail::fused_rows;
+    constexpr std::size_t tile = detail::fused_keys;
+    constexpr float neg_inf = -std::numeric_limits<float>::infinity();
+    const std::size_t groups = (job.nb + fused_rows - 1) / fused_rows, rows = groups * fused_rows;
+    const std::size_t Dk = d.Dk, Dv = d.Dv, dvp = (Dv + fused_panel - 1) / fused_panel * fused_panel;
+    thread_local std::vector<float> qp, acc, kp, vp, s_buf, run_max, run_sum;
+    thread_local std::vector<std::uint8_t> seen;
+    thread_local std::vector<std::size_t> g_begin, g_end;
+    // Q scaled once (log2(e) folded in for the base-2 softmax), rows padded to whole micro-tiles.
+    const float qscale = static_cast<float>(base2 ? o.scale * log2e : o.scale);
+    qp.assign(rows * Dk, 0.0f);
+    for (std::size_t x = 0; x < job.nb * Dk; ++x) qp[x] = job.q[x] * qscale;
+    acc.assign(rows * dvp, 0.0f);
+    const float sink = o.sinks.empty() ? neg_inf : static_cast<float>(o.sinks[job.h] * (base2 ? log2e : 1.0));
+    run_max.assign(rows, sink);
+    run_sum.assign(rows, o.sinks.empty() ? 0.0f : 1.0f);
+    seen.assign(rows, 0);
+    s_buf.resize(fused_rows * tile);
+    float* S = s_buf.data();
+    // The keys each micro-tile may see (all of them unless masked cells are −∞).
+    g_begin.assign(groups, 0);
+    g_end.assign(groups, d.Tk);
+    std::size_t kbegin = d.Tk, kend = 0;
+    for (std::size_t g = 0; g < groups; ++g) {
+        if (inf_fill) {
+            const std::size_t lo = job.i0 + g * fused_rows, n = std::min(fused_rows, job.nb - g * fused_rows);
+            g_end[g] = block_key_end(m, job.b, lo, n);
+            g_begin[g] = std::min(block_key_begin(m, job.b, lo, n), g_end[g]);
+        }
+        if (g_begin[g] < g_end[g]) kbegin = std::min(kbegin, g_begin[g]), kend = std::max(kend, g_end[g]);
+    }
+    const bool masked = m.any();
+    const float cap = static_cast<float>(o.softcap);
+    const auto exp_sum = base2 ? ops.fused_exp_sum : ops.exp_sum;
+    std::array<float, fused_rows> correction{};
+    for (std::size_t t0 = kbegin / tile * tile; t0 < kend; t0 += tile) {
+        const std::size_t t1 = std::min(t0 + tile, kend);
+        // Kᵀ of the tile's needed panels [p0, p1), zero past Tk.
+        const std::size_t p0 = (std::max(kbegin, t0) - t0) / fused_panel;
+        const std::size_t p1 = (t1 - t0 + fused_panel - 1) / fused_panel;
+        kp.resize(p1 * Dk * fused_panel);
+        for (std::size_t p = p0; p < p1; ++p)
+            pack_key_panel(job.k, Dk, t0 + p * fused_panel, d.Tk, kp.data() + p * Dk * fused_panel);
+        // V's columns of the same keys in blocks of 16 (zero-padded past Dv), each block
+        // (keys, 16) contiguous: value_tile streams one block at a time.
+        const std::size_t j0 = t0 + p0 * fused_panel, j1 = std::min(t0 + p1 * fused_panel, d.Tk);
+        const std::size_t vcs = p1 * fused_panel * fused_panel;  // one column block
+        vp.resize(dvp / fused_panel * vcs);
+        for (std::size_t j = j0; j < j1; ++j) {  // V's rows read in order, each once
+            const float* src = job.v + j * Dv;
+            float* dst = vp.data() + (j - t0) * fused_panel;
+            std::size_t c = 0;
+            for (; c + fused_panel <= Dv; c += fused_panel, dst += vcs)
+                for (std::size_t l = 0; l < fused_panel; ++l) dst[l] = src[c + l];  // fixed size: no memmove call
+            if (c < Dv) {
+                std::copy_n(src + c, Dv - c, dst);
+                std::fill(dst + (Dv - c), dst + fused_panel, 0.0f);
+            }
+        }
+        for (std::size_t g = 0; g < groups; ++g) {
+            const std::size_t a = std::max(t0, g_begin[g]), b = std::min(t1, g_end[g]);
+            if (a >= b) continue;  // the whole micro-tile is masked here
+            const std::size_t pa = (a - t0) / fused_panel, pb = (b - t0 + fused_panel - 1) / fused_panel;
+            const std::size_t jA = t0 + pa * fused_panel, n = (pb - pa) * fused_panel;
+            const std::size_t nv = std::min(jA + n, d.Tk) - jA;  // keys that exist
+            ops.score_tile(qp.data() + g * fused_rows * Dk, Dk, kp.data() + pa * Dk * fused_panel, pb - pa, S, tile);
+            for (std::size_t row = 0; row < fused_rows; ++row) {
+                const std::size_t x = g * fused_rows + row;
+                float* srow = S + row * tile;
+                correction[row] = 1.0f;
+                bool full = x >= job.nb;  // padding rows
+                if (!full) {
+                    softcap_row(srow, nv, cap);
+                    full = masked && m.apply_range(job.b, job.h, job.i0 + x, srow, srow, jA, jA + nv);
+                }
+                if (full) {  // contributes nothing to this row
+                    std::fill(srow, srow + n, 0.0f);
+                    continue;
+                }
+                std::fill(srow + nv, srow + n, neg_inf);
+                seen[x] = 1;
+                const float m_new = std::max(run_max[x], ops.row_max(srow, n));
+                const float c = run_max[x] == neg_inf ? 0.0f
+                                : base2              ? std::exp2(run_max[x] - m_new)
+                                                     : std::exp(run_max[x] - m_new);
+                run_sum[x] = run_sum[x] * c + exp_sum(srow, srow, n, m_new, nullptr);
+                run_max[x] = m_new;
+                correction[row] = c;
+            }
+            if (Dv > 0)
+                ops.value_tile(S, tile, nv, vp.data() + (jA - t0) * fused_panel, vcs, dvp, correction.data(),
+                               acc.data() + g * fused_rows * dvp);
+        }
+    }
+    for (std::size_t x = 0; x < job.nb; ++x) {
+        float* out = job.out + x * Dv;
+        const std::size_t i = job.i0 + x;
+        if (!seen[x]) {
+            fill_masked_output(out, Dv, o.rows);
+            if (o.keep_lse) r.lse(job.b, job.h, i) = neg_inf;
+            continue;
+        }
+        std::copy_n(acc.data() + x * dvp, Dv, out);
+        ops.divide(out, Dv, run_sum[x]);
+        if (o.keep_lse)
+            r.lse(job.b, job.h, i) =
+                base2 ? static_cast<float>((static_cast<double>(run_max[x]) + std::log2(static_cast<double>(run_sum[x]))) * ln2)
+                      : run_max[x] + std::log(run_sum[x]);
+    }
+}
+
 }  // namespace
 
 // One level of parallelism (docs/toolchain.md §4): BLAS runs single-threaded inside the
@@ -305,7 +469,20 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
     if (B * Hq * Tq == 0) return r;
 
     const dims d{Tq, Tk, Dk, Dv};
-    const std::size_t query_block = materialise ? materialise_rows : m.causal ? stream_rows_causal : stream_rows;
+    // Output-only float32 on a vector path: the fused kernel (unless ATTN_STREAM=blas).
+    bool fused = false;
+    if constexpr (std::is_same_v<T, float>) fused = !materialise && ops.score_tile != nullptr && detail::fused_stream();
+    const int budget = o.threads > 0 ? o.threads : thread_budget();  // attn/threads.hpp
+    std::size_t query_block = fused         ? fused_block_rows
+                              : materialise ? materialise_rows
+                              : m.causal    ? stream_rows_causal
+                                            : stream_rows;
+    // The fused kernel's rows do not depend on the blocking: blocks down to 128 rows give
+    // each thread about 4 tasks, so that the others take over a descheduled thread's share
+    // on a shared machine (T=512, 8 heads, 2 threads: 16 tasks, not 8).
+    while (fused && query_block > 128 &&
+           B * Hq * ((Tq + query_block - 1) / query_block) < 4 * static_cast<std::size_t>(std::max(budget, 1)))
+        query_block /= 2;
     const std::size_t blocks = (Tq + query_block - 1) / query_block;
     const long long tasks = static_cast<long long>(B * Hq * blocks);
     // OpenBLAS's OpenMP build implements openblas_set_num_threads(n) as
@@ -321,7 +498,6 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
     // on fewer threads (each gets at least ~64 MFLOP, about a millisecond), and never more than tasks.
     const double work = 4.0 * static_cast<double>(B * Hq * Tq) * static_cast<double>(Tk) * std::max(Dk, Dv);
     const long long useful = std::max(1LL, std::min(tasks, static_cast<long long>(work / 64e6)));
-    const int budget = o.threads > 0 ? o.threads : thread_budget();  // attn/threads.hpp
     const int threads = static_cast<int>(std::min<long long>(budget, useful));
     // A one-thread region is inactive, so the OpenMP build would fork its own team for
     // every small GEMM (T=128: 1 ms became 40 ms): the setting is one for such a call.
@@ -341,6 +517,11 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
                                k.data() + (b * Hkv + h / group) * Tk * Dk,
                                v.data() + (b * Hkv + h / group) * Tk * Dv,
                                r.output.data() + ((b * Hq + h) * Tq + i0) * Dv};
+        if constexpr (std::is_same_v<T, float>)
+            if (fused) {
+                fused_block(ops, job, d, m, o, r, inf_fill, base2);
+                continue;
+            }
         if (materialise)
             materialise_block(ops, job, d, m, o, r, full_rows, base2);
         else

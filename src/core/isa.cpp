@@ -80,6 +80,16 @@ isa selected_isa() {
     return c.path;
 }
 
+bool fused_stream() {
+    static const std::string want = [] {
+        const char* env = std::getenv("ATTN_STREAM");
+        return std::string(env ? env : "");
+    }();
+    if (want.empty() || want == "fused") return true;
+    if (want == "blas") return false;
+    throw usage_error("ATTN_STREAM", "unknown streaming kernel " + expected_got("fused or blas", "'" + want + "'"));
+}
+
 template <class T>
 const row_kernels<T>& row_ops(isa path) {
     if constexpr (std::is_same_v<T, float>)

@@ -30,6 +30,20 @@ std::string missing_features(isa path);
 /// when the CPU lacks what the forced path needs (on every call, not only the first).
 isa selected_isa();
 
+/// The fused streaming kernel's tiles (float32 vector paths; attention.cpp fused_block):
+/// a micro-tile is `fused_rows` query rows, keys come in panels of `fused_panel` (one
+/// logical block of 16, see rowops.hpp), and the online softmax steps over key tiles of
+/// `fused_keys` keys, aligned to multiples of fused_keys from key 0 whatever the query
+/// block, so that a row's result depends on neither the query blocking nor the threads.
+/// 512 keys: the per-row work of each tile (max, correction, calls) is 2–3% of its FMAs,
+/// and the tile's K and V copies (128 KiB each) stay in L2.
+constexpr std::size_t fused_rows = 6, fused_panel = 16, fused_keys = 512;
+
+/// Whether output-only float32 runs take the fused streaming kernel (the default) or the
+/// GEMM-based one (ATTN_STREAM=blas; for measuring one against the other in one build),
+/// decided once. Throws usage_error("ATTN_STREAM", …) for a value other than fused or blas.
+bool fused_stream();
+
 /// A copy of src[0..n) to dst spread over another loop (see row_kernels::exp_sum): the
 /// kernels advance `done` 64 bytes at a time with non-temporal stores where the CPU has
 /// them. Plain data; start it with row_kernels::copy_start.
@@ -77,6 +91,21 @@ struct row_kernels {
     T (*softmax_values_base2)(const T* scores, T* weights, std::size_t n, spread_copy<T>* previous, T sink);
     /// float32 only: out[j] = 2^x[j] (for the accuracy tests).
     void (*exp2)(const T* x, T* out, std::size_t n);
+    /// float32 vector paths only (nullptr otherwise): s[r·lds + j] = Σ_d q[r·dk + d] ·
+    /// kp[p·dk·16 + d·16 + j mod 16] for the fused_rows rows r of q and the keys j < 16·panels,
+    /// p = j / 16 (kp holds `panels` key panels, each Kᵀ of 16 keys: (dk, 16)). Each score is
+    /// one FMA chain over d = 0 … dk−1 from 0, the same roundings on every path.
+    void (*score_tile)(const T* q, std::size_t dk, const T* kp, std::size_t panels, T* s, std::size_t lds);
+    /// float32 vector paths only: o[r·dvp + c] = o[r·dvp + c] · correction[r] + Σ_j p[r·lds + j]
+    /// · vp[(c / 16)·vcs + j·16 + c mod 16] for the fused_rows rows r, keys j < n in order (one
+    /// FMA each), c < dvp, dvp a multiple of 16: vp holds V's columns in blocks of 16, each
+    /// block (n, 16) row-major, vcs apart.
+    void (*value_tile)(const T* p, std::size_t lds, std::size_t n, const T* vp, std::size_t vcs, std::size_t dvp,
+                       const T* correction, T* o);
+    /// float32 vector paths only: exp_sum_base2 for x[j] ≤ shift and n a multiple of 16, with
+    /// a shorter 2^x (no range handling; 2^x below 2^−126 flushed to 0): the fused
+    /// kernel's softmax. Within 1 ulp of 2^x where it is normal.
+    T (*fused_exp_sum)(const T* x, T* out, std::size_t n, T shift, spread_copy<T>* copy);
 };
 
 /// The row loops of `path`. The caller must have checked missing_features(path) == "".

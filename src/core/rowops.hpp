@@ -473,19 +473,132 @@ T softmax_values(const T* scores, T* weights, std::size_t n, spread_copy<T>* pre
         return m + std::log(sum);
 }
 
+#if ATTN_ISA_LEVEL > 0
+// The fused streaming kernel's two products (isa.hpp score_tile, value_tile; Dao et al.
+// 2022, FlashAttention, Alg. 1, with the tiles sized for a CPU's registers and L1).
+// Scores: lanes are keys, so each score is one FMA chain over d whatever the register
+// width; AVX2 holds fused_rows × 16 keys in 12 registers, AVX-512 fused_rows × 32 keys.
+// Values: lanes are value columns, one FMA per key in key order.
+
+/// Keys per step of score_tile: one panel on AVX2, two on AVX-512 (12 accumulators each).
+constexpr std::size_t score_panels = ATTN_ISA_LEVEL == 2 ? 2 : 1;
+/// Value columns per step of value_tile: 16 on AVX2, 32 on AVX-512.
+constexpr std::size_t value_blocks = ATTN_ISA_LEVEL == 2 ? 2 : 1;
+
+template <std::size_t P>
+inline void score_step(const float* q, std::size_t dk, const float* kp, float* s, std::size_t lds) {
+    using S = simd<float>;
+    constexpr std::size_t U = block / S::lanes, X = P * U, R = fused_rows;
+    S::reg acc[R][X];
+    for (std::size_t r = 0; r < R; ++r)
+        for (std::size_t x = 0; x < X; ++x) acc[r][x] = S::set(0.0f);
+    for (std::size_t d = 0; d < dk; ++d) {
+        S::reg kv[X];
+        for (std::size_t p = 0; p < P; ++p)
+            for (std::size_t u = 0; u < U; ++u) kv[p * U + u] = S::load(kp + p * dk * block + d * block + u * S::lanes);
+        for (std::size_t r = 0; r < R; ++r) {
+            const S::reg qb = S::set(q[r * dk + d]);
+            for (std::size_t x = 0; x < X; ++x) acc[r][x] = S::fma(qb, kv[x], acc[r][x]);
+        }
+    }
+    for (std::size_t r = 0; r < R; ++r)
+        for (std::size_t x = 0; x < X; ++x) S::store(s + r * lds + x * S::lanes, acc[r][x]);
+}
+
+void score_tile(const float* q, std::size_t dk, const float* kp, std::size_t panels, float* s, std::size_t lds) {
+    std::size_t p = 0;
+    for (; p + score_panels <= panels; p += score_panels)
+        score_step<score_panels>(q, dk, kp + p * dk * block, s + p * block, lds);
+    for (; p < panels; ++p) score_step<1>(q, dk, kp + p * dk * block, s + p * block, lds);
+}
+
+template <std::size_t C>
+inline void value_step(const float* pr, std::size_t lds, std::size_t n, const float* vp, std::size_t vcs,
+                       const float* correction, float* o, std::size_t ldo) {
+    using S = simd<float>;
+    constexpr std::size_t U = block / S::lanes, X = C * U, R = fused_rows;
+    S::reg acc[R][X];
+    for (std::size_t r = 0; r < R; ++r) {
+        const S::reg c = S::set(correction[r]);
+        for (std::size_t x = 0; x < X; ++x) acc[r][x] = S::mul(S::load(o + r * ldo + x * S::lanes), c);
+    }
+    for (std::size_t j = 0; j < n; ++j) {
+        S::reg vv[X];
+        for (std::size_t x = 0; x < X; ++x) vv[x] = S::load(vp + (x / U) * vcs + j * block + (x % U) * S::lanes);
+        for (std::size_t r = 0; r < R; ++r) {
+            const S::reg pb = S::set(pr[r * lds + j]);
+            for (std::size_t x = 0; x < X; ++x) acc[r][x] = S::fma(pb, vv[x], acc[r][x]);
+        }
+    }
+    for (std::size_t r = 0; r < R; ++r)
+        for (std::size_t x = 0; x < X; ++x) S::store(o + r * ldo + x * S::lanes, acc[r][x]);
+}
+
+/// 2^x for x ≤ 0 or NaN (a score minus its row's running max, in base-2 units): exp2's
+/// reduction and polynomial without its range handling — x < −126 gives 0 (a masked −∞
+/// among them: exactly 0), 2^k is a normal float built from k's bits, and the product
+/// rounds once. The same operations on both vector paths.
+inline simd<float>::reg exp2_nonpositive(simd<float>::reg x) {
+    using S = simd<float>;
+#if ATTN_ISA_LEVEL == 2
+    const __mmask16 live = _mm512_cmp_ps_mask(x, S::set(-126.0f), _CMP_NLT_UQ);  // x ≥ −126 or NaN
+    const S::reg k = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(k), _mm512_set1_epi32(127)), 23);
+    return _mm512_maskz_mul_ps(live, S::exp2_poly(S::sub(x, k)), _mm512_castsi512_ps(bits));
+#else
+    const S::reg live = _mm256_cmp_ps(x, S::set(-126.0f), _CMP_NLT_UQ);
+    const S::reg k = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    return _mm256_and_ps(live, S::mul(S::exp2_poly(S::sub(x, k)), S::pow2(_mm256_cvtps_epi32(k))));
+#endif
+}
+
+/// exp_sum in base 2 for the fused kernel: out[j] = 2^(x[j] − shift) by exp2_nonpositive
+/// (shift ≥ every x[j]), lane l of each block of 16 summed in accumulator l, then one
+/// fixed tree (block_sum). n a multiple of 16.
+float fused_exp_sum(const float* x, float* out, std::size_t n, float shift, spread_copy<float>*) {
+    using S = simd<float>;
+    constexpr std::size_t U = block / S::lanes;
+    S::reg acc[U];
+    for (auto& a : acc) a = S::set(0.0f);
+    const S::reg s = S::set(shift);
+    for (std::size_t j = 0; j < n; j += block)
+        for (std::size_t u = 0; u < U; ++u) {
+            const S::reg e = exp2_nonpositive(S::sub(S::load(x + j + u * S::lanes), s));
+            S::store(out + j + u * S::lanes, e);
+            acc[u] = S::add(acc[u], e);
+        }
+    alignas(64) float lanes[block];
+    for (std::size_t u = 0; u < U; ++u) S::store(lanes + u * S::lanes, acc[u]);
+    return block_sum(lanes);
+}
+
+void value_tile(const float* p, std::size_t lds, std::size_t n, const float* vp, std::size_t vcs, std::size_t dvp,
+                const float* correction, float* o) {
+    std::size_t c = 0;
+    for (; c + value_blocks * block <= dvp; c += value_blocks * block)
+        value_step<value_blocks>(p, lds, n, vp + c / block * vcs, vcs, correction, o + c, dvp);
+    for (; c < dvp; c += block) value_step<1>(p, lds, n, vp + c / block * vcs, vcs, correction, o + c, dvp);
+}
+#endif
+
 constexpr isa this_isa = ATTN_ISA_LEVEL == 2 ? isa::avx512 : ATTN_ISA_LEVEL == 1 ? isa::avx2 : isa::generic;
 
 template <class T>
 constexpr row_kernels<T> kernels{this_isa,        &row_max<T>,        &exp_sum<T>,    &exp_values<T>,
                                  &divide<T>,      &multiply<T>,       &softmax_values<T>, &copy_start<T>,
                                  &copy_finish<T>, &store_fence,       nullptr,        nullptr,
-                                 nullptr};
+                                 nullptr,         nullptr,            nullptr, nullptr};
 template <>
 constexpr row_kernels<float> kernels<float>{
     this_isa,     &row_max<float>,    &exp_sum<float>,          &exp_values<float>,
     &divide<float>, &multiply<float>, &softmax_values<float>,   &copy_start<float>,
     &copy_finish<float>, &store_fence, &exp_sum<float, true>, &softmax_values<float, true>,
-    &exp_values<float, true>};
+    &exp_values<float, true>,
+#if ATTN_ISA_LEVEL > 0
+    &score_tile, &value_tile, &fused_exp_sum};
+#else
+    nullptr, nullptr, nullptr};
+#endif
 
 }  // namespace
 
