@@ -90,10 +90,28 @@ bool fused_stream() {
     throw usage_error("ATTN_STREAM", "unknown streaming kernel " + expected_got("fused or blas", "'" + want + "'"));
 }
 
+namespace {
+
+/// The avx512 path's float32 row loops with the fused kernel's tiles of the avx2 path
+/// (rowops.hpp): the same bits on both paths by construction.
+const row_kernels<float>& avx512_float() {
+    static const row_kernels<float> k = [] {
+        row_kernels<float> r = avx512::row_kernels_float();
+        const row_kernels<float>& tiles = avx2::row_kernels_float();
+        r.score_tile = tiles.score_tile;
+        r.value_tile = tiles.value_tile;
+        r.fused_exp_sum = tiles.fused_exp_sum;
+        return r;
+    }();
+    return k;
+}
+
+}  // namespace
+
 template <class T>
 const row_kernels<T>& row_ops(isa path) {
     if constexpr (std::is_same_v<T, float>)
-        return path == isa::avx512 ? avx512::row_kernels_float()
+        return path == isa::avx512 ? avx512_float()
                : path == isa::avx2 ? avx2::row_kernels_float()
                                    : generic::row_kernels_float();
     else

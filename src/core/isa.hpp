@@ -91,7 +91,8 @@ struct row_kernels {
     T (*softmax_values_base2)(const T* scores, T* weights, std::size_t n, spread_copy<T>* previous, T sink);
     /// float32 only: out[j] = 2^x[j] (for the accuracy tests).
     void (*exp2)(const T* x, T* out, std::size_t n);
-    /// float32 vector paths only (nullptr otherwise): s[r·lds + j] = Σ_d q[r·dk + d] ·
+    /// float32 vector paths only (nullptr otherwise; the avx512 path has the avx2 path's tiles,
+    /// isa.cpp row_ops): s[r·lds + j] = Σ_d q[r·dk + d] ·
     /// kp[p·dk·16 + d·16 + j mod 16] for the fused_rows rows r of q and the keys j < 16·panels,
     /// p = j / 16 (kp holds `panels` key panels, each Kᵀ of 16 keys: (dk, 16)). Each score is
     /// one FMA chain over d = 0 … dk−1 from 0, the same roundings on every path.

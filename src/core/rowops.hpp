@@ -473,17 +473,19 @@ T softmax_values(const T* scores, T* weights, std::size_t n, spread_copy<T>* pre
         return m + std::log(sum);
 }
 
-#if ATTN_ISA_LEVEL > 0
+#if ATTN_ISA_LEVEL == 1
 // The fused streaming kernel's two products (isa.hpp score_tile, value_tile; Dao et al.
 // 2022, FlashAttention, Alg. 1, with the tiles sized for a CPU's registers and L1).
 // Scores: lanes are keys, so each score is one FMA chain over d whatever the register
-// width; AVX2 holds fused_rows × 16 keys in 12 registers, AVX-512 fused_rows × 32 keys.
-// Values: lanes are value columns, one FMA per key in key order.
+// width; AVX2 holds fused_rows × 16 keys in 12 registers. Values: lanes are value
+// columns, one FMA per key in key order. AVX2 only: the AVX-512 path runs these same
+// tiles (isa.cpp row_ops), so both give the same bits by construction; AVX-512 tiles of
+// their own (fused_rows × 32 keys) wait for a machine here that can run and time them.
 
-/// Keys per step of score_tile: one panel on AVX2, two on AVX-512 (12 accumulators each).
-constexpr std::size_t score_panels = ATTN_ISA_LEVEL == 2 ? 2 : 1;
-/// Value columns per step of value_tile: 16 on AVX2, 32 on AVX-512.
-constexpr std::size_t value_blocks = ATTN_ISA_LEVEL == 2 ? 2 : 1;
+/// Keys per step of score_tile: one panel (12 accumulators).
+constexpr std::size_t score_panels = 1;
+/// Value columns per step of value_tile: one block of 16.
+constexpr std::size_t value_blocks = 1;
 
 template <std::size_t P>
 inline void score_step(const float* q, std::size_t dk, const float* kp, float* s, std::size_t lds) {
@@ -540,16 +542,9 @@ inline void value_step(const float* pr, std::size_t lds, std::size_t n, const fl
 /// rounds once. The same operations on both vector paths.
 inline simd<float>::reg exp2_nonpositive(simd<float>::reg x) {
     using S = simd<float>;
-#if ATTN_ISA_LEVEL == 2
-    const __mmask16 live = _mm512_cmp_ps_mask(x, S::set(-126.0f), _CMP_NLT_UQ);  // x ≥ −126 or NaN
-    const S::reg k = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(k), _mm512_set1_epi32(127)), 23);
-    return _mm512_maskz_mul_ps(live, S::exp2_poly(S::sub(x, k)), _mm512_castsi512_ps(bits));
-#else
-    const S::reg live = _mm256_cmp_ps(x, S::set(-126.0f), _CMP_NLT_UQ);
+    const S::reg live = _mm256_cmp_ps(x, S::set(-126.0f), _CMP_NLT_UQ);  // x ≥ −126 or NaN
     const S::reg k = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     return _mm256_and_ps(live, S::mul(S::exp2_poly(S::sub(x, k)), S::pow2(_mm256_cvtps_epi32(k))));
-#endif
 }
 
 /// exp_sum in base 2 for the fused kernel: out[j] = 2^(x[j] − shift) by exp2_nonpositive
@@ -594,7 +589,7 @@ constexpr row_kernels<float> kernels<float>{
     &divide<float>, &multiply<float>, &softmax_values<float>,   &copy_start<float>,
     &copy_finish<float>, &store_fence, &exp_sum<float, true>, &softmax_values<float, true>,
     &exp_values<float, true>,
-#if ATTN_ISA_LEVEL > 0
+#if ATTN_ISA_LEVEL == 1
     &score_tile, &value_tile, &fused_exp_sum};
 #else
     nullptr, nullptr, nullptr};
