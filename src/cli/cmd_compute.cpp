@@ -211,7 +211,8 @@ int run_compute(const compute_options& c) {
                 const std::string rollout = stage_name(attn::stage::rollout);
                 const bool asked = std::find(run.dump.begin(), run.dump.end(), rollout) != run.dump.end();
                 if (!asked && ck.layers.empty()) run.dump.push_back(rollout);
-                ck.each_layer = [&](io::document& layer, std::size_t, std::size_t count) {
+                // Called during compute_checkpoint below, after this block: `asked` by value.
+                ck.each_layer = [&, asked](io::document& layer, std::size_t, std::size_t count) {
                     apply_store(layer, c.store, f);
                     if (!page) {
                         if (!is_stdout(c.output)) file.emplace(c.output);
