@@ -227,7 +227,7 @@ TEST_CASE("attn inspect of a 64 MiB .npy and .npz holds a piece, not the array: 
     REQUIRE(WEXITSTATUS(status) == 0);
     for (const std::string& file : {npy, npz}) {
         CAPTURE(file);
-        const auto m = attn_test::run_attn_measured("inspect '" + file + "' > /dev/null");
+        const auto m = attn_test::run_attn_measured("inspect '" + file + "' > /dev/null", attn_test::small_quarantine);
         REQUIRE(m.code == 0);
         CHECK(m.peak_kb < attn_test::peak_bound_mb(40) * 1024);  // KiB; the array alone is 64 MiB
     }

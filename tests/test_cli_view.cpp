@@ -467,11 +467,6 @@ TEST_CASE("view of several INPUTs: an error names the input it comes from, one l
 
 namespace {
 
-/// Under AddressSanitizer, freed blocks wait in a 256 MB quarantine before reuse, so a run
-/// that frees each layer's stages would count up to 256 MB it no longer holds: the
-/// measured page runs keep 16 MB of it (any other ASAN_OPTIONS kept; ignored elsewhere).
-const std::string small_quarantine = "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=16\" ";
-
 /// The page of `args` (a checkpoint run of several layers) written layer by layer to -o
 /// and to stdout, and held (--plot draws from the held weights): the same bytes.
 std::string streamed_page(const std::string& args) {
@@ -555,7 +550,7 @@ TEST_CASE("compute --format html of several layers holds one layer: peak memory 
     // 36 MiB a layer; held, the layers and their stack passed 288 MiB.
     attn_test::write_cycled_ids(dir.path + "/ids.npy", 1024);
     const std::string run = "compute tests/fixtures/checkpoints/gemma3-tiny --layer all --token-ids '" + dir.path + "/ids.npy' --format html";
-    const auto m = attn_test::run_attn_measured(run + " -o '" + dir.path + "/v.html'", small_quarantine);
+    const auto m = attn_test::run_attn_measured(run + " -o '" + dir.path + "/v.html'", attn_test::small_quarantine);
     REQUIRE_MESSAGE(m.code == 0, "the run failed");
     CHECK(m.peak_kb < attn_test::peak_bound_mb(100) * 1024);  // KiB
     CHECK(attn_test::slurp(dir.path + "/v.html").rfind("<!DOCTYPE html>", 0) == 0);
@@ -575,7 +570,7 @@ TEST_CASE("attn view of a checkpoint's layers streams: compute --format html's p
     attn_test::write_cycled_ids(dir.path + "/ids.npy", 1024);
     const std::string model = "tests/fixtures/checkpoints/gemma3-tiny";
     const std::string run = model + " --layer all --token-ids '" + dir.path + "/ids.npy'";
-    const auto m = attn_test::run_attn_measured("view " + run + " -o '" + dir.path + "/v.html'", small_quarantine);
+    const auto m = attn_test::run_attn_measured("view " + run + " -o '" + dir.path + "/v.html'", attn_test::small_quarantine);
     REQUIRE_MESSAGE(m.code == 0, "the run failed");
     // As compute's page above: 36 MiB a layer, 4 layers; held, the view took 317 MB.
     CHECK(m.peak_kb < attn_test::peak_bound_mb(100) * 1024);  // KiB
