@@ -229,6 +229,8 @@ TEST_CASE("attn inspect of a 64 MiB .npy and .npz holds a piece, not the array: 
         CAPTURE(file);
         const auto m = attn_test::run_attn_measured("inspect '" + file + "' > /dev/null", attn_test::small_quarantine);
         REQUIRE(m.code == 0);
-        CHECK(m.peak_kb < attn_test::peak_bound_mb(40) * 1024);  // KiB; the array alone is 64 MiB
+        // KiB: 22 MB measured (the runtime's own ~14 MB included); held, the array alone is
+        // 64 MiB. Under AddressSanitizer the runtime alone takes ~128 MB (3 × 48 = 144).
+        CHECK(m.peak_kb < attn_test::peak_bound_mb(48) * 1024);
     }
 }
