@@ -225,12 +225,27 @@ void check_case(const fused_case& c, unsigned seed) {
         const double ml = ref::max_diff(got.lse.data(), want.lse, want.lse.size(), 2e-5, 2e-5, close, worst);
         CAPTURE(ml);
         CHECK(close);
+        // The weights kept: each within float32 rounding of the oracle's softmax (masked
+        // cells exactly 0, fully masked rows NaN where asked), and the output and lse the
+        // output-only run's bit for bit (the same online softmax computes both).
+        attention_options ow = o;
+        ow.keep_weights = true;
+        const auto with = attention(Q, K, V, m, ow);
+        const double mw = ref::max_diff(with.weights.data(), want.weights, want.weights.size(), 1e-6, 1e-5, close, worst);
+        CAPTURE(mw);
+        CHECK(close);
+        std::size_t masked_nonzero = 0;
+        for (std::size_t x = 0; x < want.weights.size(); ++x)
+            masked_nonzero += want.weights[x] == 0.0 && with.weights.data()[x] != 0.0f;
+        CHECK(masked_nonzero == 0);
+        CHECK(std::memcmp(with.output.data(), got.output.data(), got.output.size() * sizeof(float)) == 0);
+        CHECK(std::memcmp(with.lse.data(), got.lse.data(), got.lse.size() * sizeof(float)) == 0);
     }
 }
 
 }  // namespace
 
-TEST_CASE("fused kernel: output and lse match the double-precision oracle over odd shapes, GQA, every mask, softcap and sinks") {
+TEST_CASE("fused kernel: output, lse and kept weights match the double-precision oracle over odd shapes, GQA, every mask, softcap and sinks") {
     if (!fused_kernel_runs()) {
         ATTN_SKIP("the fused kernel is off on this path (ATTN_ISA=generic or ATTN_STREAM=blas)");
     }
@@ -326,6 +341,15 @@ TEST_CASE("fused kernel: a row's bits depend neither on the thread count nor on 
         o.threads = 2;
         const auto two = attention(Q, K, V, m, o);
         CHECK(std::memcmp(one.output.data(), two.output.data(), one.output.size() * sizeof(float)) == 0);
+        // Kept weights: blocks of other heights, the same bits on any thread count.
+        attention_options ow = o;
+        ow.keep_weights = true;
+        ow.threads = 1;
+        const auto w1 = attention(Q, K, V, m, ow);
+        ow.threads = 2;
+        const auto w2 = attention(Q, K, V, m, ow);
+        CHECK(std::memcmp(w1.weights.data(), w2.weights.data(), w1.weights.size() * sizeof(float)) == 0);
+        CHECK(std::memcmp(w1.output.data(), one.output.data(), one.output.size() * sizeof(float)) == 0);
         // Rows [a, a + n) alone, their causal positions kept: other micro-tiles, other
         // blocks, other tasks, the same bits.
         for (std::size_t a : {1u, 7u, 193u}) {

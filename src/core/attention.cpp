@@ -36,6 +36,13 @@ constexpr std::size_t key_block = 512;
 // tall blocks (T=4096: 4% of the time at 192 rows, 2% at 512); the micro-tiles skip masked
 // key tiles on their own, so causal runs need no smaller blocks.
 constexpr std::size_t fused_block_rows = 512;
+// With the weights kept, each block holds its rows' exp values (rows × Tk) until their
+// max and sum are final: 48 rows keep them in L2 up to T = 2048 (384 KiB).
+constexpr std::size_t fused_weight_rows = 48;
+// K and V packed for the fused kernel at a time, at most (or one kv head's, if larger):
+// T = 4096, D = 64 packs 4 kv heads at once; attn holds q, k and v once (docs/design.md
+// §5.4), not twice.
+constexpr std::size_t fused_pack_bytes = std::size_t{8} << 20;
 constexpr double log2e = 1.4426950408889634, ln2 = 0.6931471805599453;
 
 /// One (batch item, query head, block of query rows) unit of work and its inputs.
@@ -288,31 +295,89 @@ void pack_key_panel(const float* k, std::size_t Dk, std::size_t j0, std::size_t 
         for (std::size_t c = 0; c < Dk; ++c) panel[c * P + l] = l < keys ? k[(j0 + l) * Dk + c] : 0.0f;
 }
 
-/// Fused streaming path, float32 on a vector instruction set: the output (nb, Dv) and lse
-/// of one block of query rows (job.q: nb × Dk; job.k, job.v: the kv head's Tk × Dk and
-/// Tk × Dv) without a GEMM — FlashAttention's online softmax (Dao et al. 2022, Alg. 1;
-/// Milakov & Gimelshein 2018) with CPU-sized tiles. For each key tile of
-/// detail::fused_keys keys (its K packed into 16-key panels, its V into 16-column blocks)
-/// and each micro-tile of detail::fused_rows query rows, the scores go from registers
-/// (ops.score_tile; Q pre-scaled, by log2(e) too in base 2) to a fused_rows × fused_keys
-/// scratch tile (12 KiB) that stays in L1; softcap, the mask terms (mask::apply_range),
-/// the running max, exp and sum (ops.fused_exp_sum in base 2, else exp_sum) work on its
-/// rows there, and ops.value_tile rescales the rows' output accumulators and adds P·V
-/// before the next tile. Key tiles a micro-tile cannot see (causal, window, documents,
-/// lengths) are skipped per micro-tile; cells inside a computed tile that a −∞ mask hides
-/// weigh exactly 0, so a row's bits depend only on the key tiles' fixed grid (multiples of
-/// fused_keys), not on the rows beside it or the threads. Fully masked rows get
-/// o.rows' fill and lse −∞. Throws only std::bad_alloc (scratch buffers).
+/// K and V of every (batch item, kv head) in the fused kernel's layouts, packed once per
+/// call before the query blocks run (each block used to copy each key tile again: 2–4% of
+/// the time, twice that share under a causal mask, which halves the work but not the
+/// copies). Keys are padded to whole panels of 16 (`keys`), V's columns to whole blocks of
+/// 16 (`dvp`), with zeros.
+struct packed_kv {
+    std::size_t keys = 0, Dk = 0, dvp = 0;
+    std::vector<float> k, v;
+    /// Kᵀ panels of kv slot s = b·Hkv + kv head: panel p at k + (s·keys/16 + p)·Dk·16.
+    const float* k_of(std::size_t s) const { return k.data() + s * keys * Dk; }
+    /// V of slot s in column blocks of 16: block c at v + s·keys·dvp + c·vcs(), each (keys, 16).
+    const float* v_of(std::size_t s) const { return v.data() + s * keys * dvp; }
+    std::size_t vcs() const { return keys * detail::fused_panel; }
+};
+
+/// packed_kv of the kv slots [s0, s1) (slot s = b·Hkv + kv head of k (B, Hkv, Tk, Dk) and
+/// v (B, Hkv, Tk, Dv)); slot s0 is the result's slot 0. Throws std::bad_alloc.
+packed_kv pack_kv(const tensor4<float>& k, const tensor4<float>& v, std::size_t s0, std::size_t s1, int threads) {
+    constexpr std::size_t P = detail::fused_panel;
+    const std::size_t slots = s1 - s0, Tk = k.shape(2), Dk = k.shape(3), Dv = v.shape(3);
+    packed_kv p;
+    p.keys = (Tk + P - 1) / P * P, p.Dk = Dk, p.dvp = (Dv + P - 1) / P * P;
+    p.k.resize(slots * p.keys * Dk);
+    p.v.resize(slots * p.keys * p.dvp);
+    const std::size_t panels = p.keys / P, vcs = p.vcs();
+    const long long jobs = static_cast<long long>(slots * panels);
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (long long job = 0; job < jobs; ++job) {
+        const std::size_t s = static_cast<std::size_t>(job) / panels, panel = static_cast<std::size_t>(job) % panels;
+        pack_key_panel(k.data() + (s0 + s) * Tk * Dk, Dk, panel * P, Tk, p.k.data() + (s * panels + panel) * Dk * P);
+        float* vs = p.v.data() + s * p.keys * p.dvp;
+        for (std::size_t j = panel * P; j < panel * P + P; ++j) {
+            float* dst = vs + j * P;
+            const float* src = v.data() + ((s0 + s) * Tk + j) * Dv;
+            const std::size_t have = j < Tk ? Dv : 0;  // keys past Tk: zero rows
+            for (std::size_t c = 0; c < p.dvp; c += P, dst += vcs)
+                for (std::size_t l = 0; l < P; ++l) dst[l] = c + l < have ? src[c + l] : 0.0f;
+        }
+    }
+    return p;
+}
+
+/// Fused path, float32 on a vector instruction set: the output (nb, Dv), lse and, when
+/// o.keep_weights, the weights (nb, Tk) of one block of query rows (job.q: nb × Dk; kp,
+/// vp: its kv head's K and V as packed_kv lays them out, vcs apart) without a GEMM —
+/// FlashAttention's online softmax (Dao et al. 2022, Alg. 1; Milakov & Gimelshein 2018)
+/// with CPU-sized tiles. For each key tile of detail::fused_keys keys and each micro-tile
+/// of detail::fused_rows query rows, the scores go from registers (ops.score_tile; Q
+/// pre-scaled, by log2(e) too in base 2) to a fused_rows × fused_keys scratch tile
+/// (12 KiB) that stays in L1; softcap, the mask terms (mask::apply_range), the running
+/// max, exp and sum (ops.fused_exp_sum in base 2, else exp_sum) work on its rows there,
+/// and ops.value_tile rescales the rows' output accumulators and adds P·V before the
+/// next tile. Key tiles a micro-tile cannot see (causal, window, documents, lengths) are
+/// skipped per micro-tile; cells inside a computed tile that a −∞ mask hides weigh
+/// exactly 0, so a row's bits depend only on the key tiles' fixed grid (multiples of
+/// fused_keys), not on the rows beside it or the threads.
+///
+/// Kept weights: the exp values go to a row buffer of the block (nb × Tk, in L2 for the
+/// blocks of fused_weight_rows) instead of the scratch tile, with each tile's running max;
+/// once the row's max m and sum Σ are final, weight j = e_j · 2^(m_t − m) / Σ (m_t: the
+/// running max its tile's exp used), written once with non-temporal stores
+/// (ops.scale_store). The output and lse are the output-only run's, bit for bit; a weight
+/// is within a few ulp of the reference softmax. Fully masked rows get o.rows' fill in
+/// the output and weights, and lse −∞. Throws only std::bad_alloc (scratch buffers).
 void fused_block(const detail::row_kernels<float>& ops, const block_job<float>& job, const dims& d,
-                 const mask<float>& m, const attention_options& o, attention_result<float>& r, bool inf_fill,
-                 bool base2) {
+                 const mask<float>& m, const attention_options& o, attention_result<float>& r, const float* kp,
+                 const float* vp, std::size_t vcs, bool inf_fill, bool base2) {
     using detail::fused_panel;
     using detail::fused_rows;
     constexpr std::size_t tile = detail::fused_keys;
     constexpr float neg_inf = -std::numeric_limits<float>::infinity();
     const std::size_t groups = (job.nb + fused_rows - 1) / fused_rows, rows = groups * fused_rows;
     const std::size_t Dk = d.Dk, Dv = d.Dv, dvp = (Dv + fused_panel - 1) / fused_panel * fused_panel;
-    thread_local std::vector<float> qp, acc, kp, vp, s_buf, run_max, run_sum;
+    const bool keep_weights = o.keep_weights;
+    const std::size_t tiles = (d.Tk + tile - 1) / tile;
+    // The kept exp values, a row every ldp floats (whole panels; rows 4 KiB apart would
+    // share their L1 sets), and each row's running max after each tile.
+    std::size_t ldp = tile;
+    if (keep_weights) {
+        ldp = (d.Tk + fused_panel - 1) / fused_panel * fused_panel;
+        if (ldp * sizeof(float) % 4096 == 0) ldp += fused_panel;
+    }
+    thread_local std::vector<float> qp, acc, s_buf, p_buf, tile_max, run_max, run_sum;
     thread_local std::vector<std::uint8_t> seen;
     thread_local std::vector<std::size_t> g_begin, g_end;
     // Q scaled once (log2(e) folded in for the base-2 softmax), rows padded to whole micro-tiles.
@@ -326,6 +391,10 @@ void fused_block(const detail::row_kernels<float>& ops, const block_job<float>& 
     seen.assign(rows, 0);
     s_buf.resize(fused_rows * tile);
     float* S = s_buf.data();
+    if (keep_weights) {
+        p_buf.resize(rows * ldp);
+        tile_max.assign(rows * tiles, neg_inf);
+    }
     // The keys each micro-tile may see (all of them unless masked cells are −∞).
     g_begin.assign(groups, 0);
     g_end.assign(groups, d.Tk);
@@ -344,38 +413,20 @@ void fused_block(const detail::row_kernels<float>& ops, const block_job<float>& 
     std::array<float, fused_rows> correction{};
     for (std::size_t t0 = kbegin / tile * tile; t0 < kend; t0 += tile) {
         const std::size_t t1 = std::min(t0 + tile, kend);
-        // Kᵀ of the tile's needed panels [p0, p1), zero past Tk.
-        const std::size_t p0 = (std::max(kbegin, t0) - t0) / fused_panel;
-        const std::size_t p1 = (t1 - t0 + fused_panel - 1) / fused_panel;
-        kp.resize(p1 * Dk * fused_panel);
-        for (std::size_t p = p0; p < p1; ++p)
-            pack_key_panel(job.k, Dk, t0 + p * fused_panel, d.Tk, kp.data() + p * Dk * fused_panel);
-        // V's columns of the same keys in blocks of 16 (zero-padded past Dv), each block
-        // (keys, 16) contiguous: value_tile streams one block at a time.
-        const std::size_t j0 = t0 + p0 * fused_panel, j1 = std::min(t0 + p1 * fused_panel, d.Tk);
-        const std::size_t vcs = p1 * fused_panel * fused_panel;  // one column block
-        vp.resize(dvp / fused_panel * vcs);
-        for (std::size_t j = j0; j < j1; ++j) {  // V's rows read in order, each once
-            const float* src = job.v + j * Dv;
-            float* dst = vp.data() + (j - t0) * fused_panel;
-            std::size_t c = 0;
-            for (; c + fused_panel <= Dv; c += fused_panel, dst += vcs)
-                for (std::size_t l = 0; l < fused_panel; ++l) dst[l] = src[c + l];  // fixed size: no memmove call
-            if (c < Dv) {
-                std::copy_n(src + c, Dv - c, dst);
-                std::fill(dst + (Dv - c), dst + fused_panel, 0.0f);
-            }
-        }
         for (std::size_t g = 0; g < groups; ++g) {
             const std::size_t a = std::max(t0, g_begin[g]), b = std::min(t1, g_end[g]);
             if (a >= b) continue;  // the whole micro-tile is masked here
-            const std::size_t pa = (a - t0) / fused_panel, pb = (b - t0 + fused_panel - 1) / fused_panel;
-            const std::size_t jA = t0 + pa * fused_panel, n = (pb - pa) * fused_panel;
+            const std::size_t pa = a / fused_panel, pb = (b + fused_panel - 1) / fused_panel;
+            const std::size_t jA = pa * fused_panel, n = (pb - pa) * fused_panel;
             const std::size_t nv = std::min(jA + n, d.Tk) - jA;  // keys that exist
-            ops.score_tile(qp.data() + g * fused_rows * Dk, Dk, kp.data() + pa * Dk * fused_panel, pb - pa, S, tile);
+            ops.score_tile(qp.data() + g * fused_rows * Dk, Dk, kp + pa * Dk * fused_panel, pb - pa, S, tile);
+            // Where the exp values go: the scratch tile, or the kept rows at column jA.
+            float* P = keep_weights ? p_buf.data() + g * fused_rows * ldp + jA : S;
+            const std::size_t lds = keep_weights ? ldp : tile;
             for (std::size_t row = 0; row < fused_rows; ++row) {
                 const std::size_t x = g * fused_rows + row;
                 float* srow = S + row * tile;
+                float* prow = P + row * lds;
                 correction[row] = 1.0f;
                 bool full = x >= job.nb;  // padding rows
                 if (!full) {
@@ -383,7 +434,7 @@ void fused_block(const detail::row_kernels<float>& ops, const block_job<float>& 
                     full = masked && m.apply_range(job.b, job.h, job.i0 + x, srow, srow, jA, jA + nv);
                 }
                 if (full) {  // contributes nothing to this row
-                    std::fill(srow, srow + n, 0.0f);
+                    std::fill(prow, prow + n, 0.0f);
                     continue;
                 }
                 std::fill(srow + nv, srow + n, neg_inf);
@@ -392,21 +443,25 @@ void fused_block(const detail::row_kernels<float>& ops, const block_job<float>& 
                 const float c = run_max[x] == neg_inf ? 0.0f
                                 : base2              ? std::exp2(run_max[x] - m_new)
                                                      : std::exp(run_max[x] - m_new);
-                run_sum[x] = run_sum[x] * c + exp_sum(srow, srow, n, m_new, nullptr);
+                run_sum[x] = run_sum[x] * c + exp_sum(srow, prow, n, m_new, nullptr);
                 run_max[x] = m_new;
                 correction[row] = c;
+                if (keep_weights) tile_max[x * tiles + t0 / tile] = m_new;
             }
             if (Dv > 0)
-                ops.value_tile(S, tile, nv, vp.data() + (jA - t0) * fused_panel, vcs, dvp, correction.data(),
+                ops.value_tile(P, lds, nv, vp + jA * fused_panel, vcs, dvp, correction.data(),
                                acc.data() + g * fused_rows * dvp);
         }
     }
+    const float nan = std::numeric_limits<float>::quiet_NaN();
     for (std::size_t x = 0; x < job.nb; ++x) {
         float* out = job.out + x * Dv;
         const std::size_t i = job.i0 + x;
+        float* weights = keep_weights ? &r.weights(job.b, job.h, i, 0) : nullptr;
         if (!seen[x]) {
             fill_masked_output(out, Dv, o.rows);
             if (o.keep_lse) r.lse(job.b, job.h, i) = neg_inf;
+            if (weights) std::fill(weights, weights + d.Tk, o.rows == masked_rows::nan ? nan : 0.0f);
             continue;
         }
         std::copy_n(acc.data() + x * dvp, Dv, out);
@@ -415,7 +470,24 @@ void fused_block(const detail::row_kernels<float>& ops, const block_job<float>& 
             r.lse(job.b, job.h, i) =
                 base2 ? static_cast<float>((static_cast<double>(run_max[x]) + std::log2(static_cast<double>(run_sum[x]))) * ln2)
                       : run_max[x] + std::log(run_sum[x]);
+        if (!weights) continue;
+        // The row's computed keys: its micro-tile's [g_begin, g_end) widened to whole panels.
+        const std::size_t g = x / fused_rows;
+        const std::size_t lo = g_begin[g] / fused_panel * fused_panel,
+                          hi = std::min(d.Tk, (g_end[g] + fused_panel - 1) / fused_panel * fused_panel);
+        std::fill(weights, weights + lo, 0.0f);
+        const float* e = p_buf.data() + x * ldp;
+        const double mx = run_max[x], sum = run_sum[x];
+        for (std::size_t j0 = lo; j0 < hi;) {
+            const std::size_t t = j0 / tile, j1 = std::min(hi, (t + 1) * tile);
+            const double gap = static_cast<double>(tile_max[x * tiles + t]) - mx;  // ≤ 0, or −∞: e is 0 there
+            const float f = static_cast<float>((base2 ? std::exp2(gap) : std::exp(gap)) / sum);
+            ops.scale_store(e + j0, weights + j0, j1 - j0, f);
+            j0 = j1;
+        }
+        std::fill(weights + hi, weights + d.Tk, 0.0f);
     }
+    if (keep_weights) ops.store_fence();
 }
 
 }  // namespace
@@ -469,18 +541,21 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
     if (B * Hq * Tq == 0) return r;
 
     const dims d{Tq, Tk, Dk, Dv};
-    // Output-only float32 on a vector path: the fused kernel (unless ATTN_STREAM=blas).
+    // float32 on a vector path, keeping at most the weights of the Tq×Tk stages: the fused
+    // kernel (unless ATTN_STREAM=blas).
     bool fused = false;
-    if constexpr (std::is_same_v<T, float>) fused = !materialise && ops.score_tile != nullptr && detail::fused_stream();
+    if constexpr (std::is_same_v<T, float>)
+        fused = !o.keep_qk && !o.keep_scaled && !o.keep_scores && ops.score_tile != nullptr && detail::fused_stream();
     const int budget = o.threads > 0 ? o.threads : thread_budget();  // attn/threads.hpp
-    std::size_t query_block = fused         ? fused_block_rows
+    std::size_t query_block = fused && o.keep_weights ? fused_weight_rows
+                              : fused                 ? fused_block_rows
                               : materialise ? materialise_rows
                               : m.causal    ? stream_rows_causal
                                             : stream_rows;
     // The fused kernel's rows do not depend on the blocking: blocks down to 128 rows give
     // each thread about 4 tasks, so that the others take over a descheduled thread's share
     // on a shared machine (T=512, 8 heads, 2 threads: 16 tasks, not 8).
-    while (fused && query_block > 128 &&
+    while (fused && !o.keep_weights && query_block > 128 &&
            B * Hq * ((Tq + query_block - 1) / query_block) < 4 * static_cast<std::size_t>(std::max(budget, 1)))
         query_block /= 2;
     const std::size_t blocks = (Tq + query_block - 1) / query_block;
@@ -502,30 +577,52 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
     // A one-thread region is inactive, so the OpenMP build would fork its own team for
     // every small GEMM (T=128: 1 ms became 40 ms): the setting is one for such a call.
     if (threads == 1) omp_set_num_threads(1);
-
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-    for (long long task = 0; task < tasks; ++task) {
-        const std::size_t blk = static_cast<std::size_t>(task) % blocks;
-        const std::size_t h = (static_cast<std::size_t>(task) / blocks) % Hq;
-        const std::size_t b = static_cast<std::size_t>(task) / blocks / Hq;
-        const std::size_t i0 = blk * query_block;
-        const block_job<T> job{b,
-                               h,
-                               i0,
-                               std::min(Tq, i0 + query_block) - i0,
-                               q.data() + ((b * Hq + h) * Tq + i0) * Dk,
-                               k.data() + (b * Hkv + h / group) * Tk * Dk,
-                               v.data() + (b * Hkv + h / group) * Tk * Dv,
-                               r.output.data() + ((b * Hq + h) * Tq + i0) * Dv};
+    // The fused kernel reads K and V packed (packed_kv), at most fused_pack_bytes of them at
+    // a time: the kv slots go in waves, each packed, then its tasks run (a slot's tasks are
+    // consecutive: query heads of one kv head, then their blocks).
+    const std::size_t slots = B * Hkv;
+    std::size_t wave = slots;
+    if (fused) {
+        const std::size_t panel = detail::fused_panel, keys = (Tk + panel - 1) / panel * panel;
+        const std::size_t slot_bytes = keys * (Dk + (Dv + panel - 1) / panel * panel) * sizeof(float);
+        wave = std::clamp<std::size_t>(fused_pack_bytes / std::max<std::size_t>(slot_bytes, 1), 1, slots);
+    }
+    const long long slot_tasks = static_cast<long long>(group * blocks);
+    for (std::size_t s0 = 0; s0 < slots; s0 += wave) {
+        const std::size_t s1 = std::min(slots, s0 + wave);
+        [[maybe_unused]] packed_kv packed;
         if constexpr (std::is_same_v<T, float>)
-            if (fused) {
-                fused_block(ops, job, d, m, o, r, inf_fill, base2);
-                continue;
-            }
-        if (materialise)
-            materialise_block(ops, job, d, m, o, r, full_rows, base2);
-        else
-            stream_block(ops, job, d, m, o, r, inf_fill, base2);
+            if (fused) packed = pack_kv(k, v, s0, s1, threads);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+        for (long long task = 0; task < static_cast<long long>(s1 - s0) * slot_tasks; ++task) {
+            // Block rank outermost, the wave's query heads inside: under a causal mask the
+            // last (largest) blocks of every head go first, so that the threads end together
+            // (T=2048: 32 tasks, the last one 1/9 of a head's work).
+            const std::size_t heads = (s1 - s0) * group, rank = static_cast<std::size_t>(task) / heads;
+            const std::size_t blk = m.causal ? blocks - 1 - rank : rank;
+            const std::size_t bh = s0 * group + static_cast<std::size_t>(task) % heads;  // b·Hq + h
+            const std::size_t h = bh % Hq, b = bh / Hq;
+            const std::size_t i0 = blk * query_block;
+            const block_job<T> job{b,
+                                   h,
+                                   i0,
+                                   std::min(Tq, i0 + query_block) - i0,
+                                   q.data() + ((b * Hq + h) * Tq + i0) * Dk,
+                                   k.data() + (b * Hkv + h / group) * Tk * Dk,
+                                   v.data() + (b * Hkv + h / group) * Tk * Dv,
+                                   r.output.data() + ((b * Hq + h) * Tq + i0) * Dv};
+            if constexpr (std::is_same_v<T, float>)
+                if (fused) {
+                    const std::size_t slot = b * Hkv + h / group - s0;
+                    fused_block(ops, job, d, m, o, r, packed.k_of(slot), packed.v_of(slot), packed.vcs(), inf_fill,
+                                base2);
+                    continue;
+                }
+            if (materialise)
+                materialise_block(ops, job, d, m, o, r, full_rows, base2);
+            else
+                stream_block(ops, job, d, m, o, r, inf_fill, base2);
+        }
     }
     return r;
 }

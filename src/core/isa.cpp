@@ -101,6 +101,7 @@ const row_kernels<float>& avx512_float() {
         r.score_tile = tiles.score_tile;
         r.value_tile = tiles.value_tile;
         r.fused_exp_sum = tiles.fused_exp_sum;
+        r.scale_store = tiles.scale_store;
         return r;
     }();
     return k;

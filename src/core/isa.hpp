@@ -107,6 +107,10 @@ struct row_kernels {
     /// a shorter 2^x (no range handling; 2^x below 2^−126 flushed to 0): the fused
     /// kernel's softmax. Within 1 ulp of 2^x where it is normal.
     T (*fused_exp_sum)(const T* x, T* out, std::size_t n, T shift, spread_copy<T>* copy);
+    /// float32 vector paths only: out[j] = x[j] · f, each product rounded once, out written
+    /// with non-temporal stores (call store_fence before another thread reads it): the
+    /// fused kernel's kept weights.
+    void (*scale_store)(const T* x, T* out, std::size_t n, T f);
 };
 
 /// The row loops of `path`. The caller must have checked missing_features(path) == "".

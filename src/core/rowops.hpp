@@ -567,6 +567,21 @@ float fused_exp_sum(const float* x, float* out, std::size_t n, float shift, spre
     return block_sum(lanes);
 }
 
+/// out[j] = x[j] · f (one rounding each), out written with non-temporal stores from its
+/// first 64-byte boundary: the fused kernel's weights, each written once, from the row of
+/// exp values it held. The same bits as a scalar product on every path.
+void scale_store(const float* x, float* out, std::size_t n, float f) {
+    using S = simd<float>;
+    std::size_t j = 0;
+    for (; j < n && reinterpret_cast<std::uintptr_t>(out + j) % 64 != 0; ++j) out[j] = x[j] * f;
+    const S::reg fv = S::set(f);
+    for (; j + 16 <= n; j += 16) {
+        _mm256_stream_ps(out + j, S::mul(S::load(x + j), fv));
+        _mm256_stream_ps(out + j + 8, S::mul(S::load(x + j + 8), fv));
+    }
+    for (; j < n; ++j) out[j] = x[j] * f;
+}
+
 void value_tile(const float* p, std::size_t lds, std::size_t n, const float* vp, std::size_t vcs, std::size_t dvp,
                 const float* correction, float* o) {
     std::size_t c = 0;
@@ -582,7 +597,7 @@ template <class T>
 constexpr row_kernels<T> kernels{this_isa,        &row_max<T>,        &exp_sum<T>,    &exp_values<T>,
                                  &divide<T>,      &multiply<T>,       &softmax_values<T>, &copy_start<T>,
                                  &copy_finish<T>, &store_fence,       nullptr,        nullptr,
-                                 nullptr,         nullptr,            nullptr, nullptr};
+                                 nullptr,         nullptr,            nullptr, nullptr, nullptr};
 template <>
 constexpr row_kernels<float> kernels<float>{
     this_isa,     &row_max<float>,    &exp_sum<float>,          &exp_values<float>,
@@ -590,9 +605,9 @@ constexpr row_kernels<float> kernels<float>{
     &copy_finish<float>, &store_fence, &exp_sum<float, true>, &softmax_values<float, true>,
     &exp_values<float, true>,
 #if ATTN_ISA_LEVEL == 1
-    &score_tile, &value_tile, &fused_exp_sum};
+    &score_tile, &value_tile, &fused_exp_sum, &scale_store};
 #else
-    nullptr, nullptr, nullptr};
+    nullptr, nullptr, nullptr, nullptr};
 #endif
 
 }  // namespace
