@@ -234,3 +234,37 @@ TEST_CASE("attn inspect of a 64 MiB .npy and .npz holds a piece, not the array: 
         CHECK(m.peak_kb < attn_test::peak_bound_mb(48) * 1024);
     }
 }
+
+namespace {
+
+/// --help text with CLI11's line breaks and indents folded into single spaces.
+std::string unwrapped(const std::string& text) {
+    std::string flat;
+    bool space = false;
+    for (const char ch : text) {
+        if (ch == ' ' || ch == '\n') {
+            space = true;
+            continue;
+        }
+        if (space && !flat.empty()) flat += ' ';
+        space = false;
+        flat += ch;
+    }
+    return flat;
+}
+
+}  // namespace
+
+TEST_CASE("attn inspect --help describes --max-bytes as it acts there: pieces for .npy/.npz, a refusal only for what is read whole") {
+    const auto r = attn_test::run_attn("inspect --help");
+    REQUIRE(r.code == 0);
+    const std::string flat = unwrapped(r.out);
+    CHECK(flat.find("Read .npy/.npz arrays in pieces of at most N bytes") != std::string::npos);
+    CHECK(flat.find("refuse an array larger than N bytes in JSON, stdin or Fortran order") != std::string::npos);
+    CHECK(flat.find("Refuse input arrays (and files) larger than N bytes") == std::string::npos);
+    // compute keeps the refusal it applies.
+    const auto c = attn_test::run_attn("compute --help");
+    REQUIRE(c.code == 0);
+    CHECK(unwrapped(c.out).find("Refuse input arrays (and files) larger than N bytes before reading them") !=
+          std::string::npos);
+}

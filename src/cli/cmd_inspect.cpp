@@ -276,7 +276,11 @@ void setup_inspect(CLI::App& app, int& exit_status) {
     sub->add_option("--format", c->format, "table (default) or json (one object per file and line, arrays in file order)")
         ->check(CLI::IsMember({"table", "json"}))
         ->capture_default_str();
-    add_max_bytes_option(*sub);
+    // .npy/.npz files are read in pieces, never refused for their size (README, inspect).
+    add_max_bytes_option(*sub,
+                         "Read .npy/.npz arrays in pieces of at most N bytes (4 MiB if N is larger), whatever their "
+                         "size; refuse an array larger than N bytes in JSON, stdin or Fortran order (read whole); "
+                         "with --stats, bound a checkpoint's tensors read together");
     sub->footer(
         "Examples:\n"
         "  attn inspect in.npz *.npy\n"

@@ -76,12 +76,12 @@ void add_run_options(CLI::App& sub, pipeline_cli& c) {
     add_max_bytes_option(sub);
 }
 
-void add_max_bytes_option(CLI::App& sub) {
+void add_max_bytes_option(CLI::App& sub, const std::string& what) {
     // Applied while parsing, before the subcommand reads anything.
     sub.add_option_function<std::string>(
            "--max-bytes", [](const std::string& text) { io::set_max_array_bytes(parse_size("--max-bytes", text)); },
-           "Refuse input arrays (and files) larger than N bytes before reading them; suffixes K, M, G, T "
-           "are powers of 1024, e.g. 512M, 2G (default: a quarter of physical memory)")
+           (what.empty() ? std::string("Refuse input arrays (and files) larger than N bytes before reading them") : what) +
+               "; suffixes K, M, G, T are powers of 1024, e.g. 512M, 2G (default: a quarter of physical memory)")
         ->type_name("N");
 }
 

@@ -69,8 +69,9 @@ void add_run_options(CLI::App& sub, pipeline_cli& c);
 
 /// Adds `--max-bytes N` (512M, 2G, …): sets io::set_max_array_bytes while parsing, so
 /// every reader afterwards refuses larger arrays (limit_error, exit 1). add_pipeline_options
-/// includes it; inspect and compare, which read inputs too, add it alone.
-void add_max_bytes_option(CLI::App& sub);
+/// includes it; inspect and compare, which read inputs too, add it alone. `what`, if not
+/// empty, replaces the help's first clause (what the limit does in this command).
+void add_max_bytes_option(CLI::App& sub, const std::string& what = "");
 
 /// The library settings for these options and the stages to dump. Throws usage_error.
 attn::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std::string> dump);
