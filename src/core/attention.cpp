@@ -38,9 +38,12 @@ constexpr std::size_t key_block = 512;
 // tall blocks (T=4096: 4% of the time at 192 rows, 2% at 512); the micro-tiles skip masked
 // key tiles on their own, so causal runs need no smaller blocks.
 constexpr std::size_t fused_block_rows = 512;
-// With the weights kept, each block holds its rows' exp values (rows × Tk) until their
-// max and sum are final: 48 rows keep them in L2 up to T = 2048 (384 KiB).
-constexpr std::size_t fused_weight_rows = 48;
+// With the weights kept, each chunk of a block holds its rows' exp values (rows × Tk) until
+// their max and sum are final, and a block of several chunks writes each chunk's weights
+// during the next one's work (weight_writer).
+// Chunks of at most 48 rows, whose two exp buffers take at most 1 MiB (T = 4096: 30 rows;
+// 256 KiB to 4 MiB measured within noise of each other at T = 1024 … 4096), 5 to a task.
+constexpr std::size_t fused_weight_rows = 48, fused_weight_chunks = 5, fused_weight_bytes = std::size_t{1} << 20;
 // K and V packed for the fused kernel at a time, at most (or one kv head's, if larger):
 // T = 4096, D = 64 packs 4 kv heads at once; attn holds q, k and v once (docs/design.md
 // §5.4), not twice.
@@ -342,9 +345,54 @@ packed_kv pack_kv(const tensor4<float>& k, const tensor4<float>& v, std::size_t 
     return p;
 }
 
+/// The kept weights of one chunk of rows, written while the next chunk computes: the
+/// chunk's exp values (a row every ldp floats) and, per row and key tile, the factor
+/// 2^(m_t − m)/Σ that turns them into weights. step() writes the next few cache lines in
+/// row order with non-temporal stores, so that the stores drain between the next chunk's
+/// FMAs instead of stalling a core on the memory bus at the end of each chunk (T=2048:
+/// 128 MB of weights in a 72 ms run).
+struct weight_writer {
+    float* weights = nullptr;  // &r.weights(b, h, i0, 0)
+    std::size_t Tk = 0, nb = 0, ldp = 0, tiles = 0;
+    const float* e = nullptr;  // (nb, ldp) exp values
+    std::vector<float> factor;  // (nb, tiles)
+    std::vector<std::size_t> lo, hi;  // each row's computed keys [lo, hi); lo = hi = 0: not seen
+    float unseen = 0;  // the fill of a row that sees no key
+    std::size_t x = 0, j = 0;  // where writing goes on
+    std::size_t quota = 0;  // elements per step
+
+    bool done() const { return x >= nb; }
+    /// Writes about `n` more elements (whole spans), in row order.
+    void write(const detail::row_kernels<float>& ops, std::size_t n, const float* zeros) {
+        constexpr std::size_t tile = detail::fused_keys;
+        while (n > 0 && x < nb) {
+            float* row = weights + x * Tk;
+            std::size_t j1;
+            if (lo[x] == hi[x]) {  // no key seen: the fill
+                j1 = std::min(Tk, j + n);
+                if (unseen == 0.0f) ops.scale_store(zeros, row + j, j1 - j, 1.0f);
+                else std::fill(row + j, row + j1, unseen);
+            } else if (j < lo[x] || j >= hi[x]) {  // masked keys: zeros
+                j1 = std::min(j < lo[x] ? lo[x] : Tk, j + n);
+                ops.scale_store(zeros, row + j, j1 - j, 1.0f);
+            } else {  // within one key tile: one factor
+                j1 = std::min({hi[x], (j / tile + 1) * tile, j + n});
+                ops.scale_store(e + x * ldp + j, row + j, j1 - j, factor[x * tiles + j / tile]);
+            }
+            n -= std::min(n, j1 - j);
+            j = j1;
+            if (j == Tk) ++x, j = 0;
+        }
+    }
+    void step(const detail::row_kernels<float>& ops, const float* zeros) { write(ops, quota, zeros); }
+    void finish(const detail::row_kernels<float>& ops, const float* zeros) {
+        while (!done()) write(ops, Tk, zeros);
+    }
+};
+
 /// Fused path, float32 on a vector instruction set: the output (nb, Dv), lse and, when
-/// o.keep_weights, the weights (nb, Tk) of one block of query rows (job.q: nb × Dk; kp,
-/// vp: its kv head's K and V as packed_kv lays them out, vcs apart) without a GEMM —
+/// `writer` is given, the weights of one chunk of query rows (job.q: nb × Dk; kp, vp: its
+/// kv head's K and V as packed_kv lays them out, vcs apart) without a GEMM —
 /// FlashAttention's online softmax (Dao et al. 2022, Alg. 1; Milakov & Gimelshein 2018)
 /// with CPU-sized tiles. For each key tile of detail::fused_keys keys and each micro-tile
 /// of detail::fused_rows query rows, the scores go from registers (ops.score_tile; Q
@@ -357,32 +405,26 @@ packed_kv pack_kv(const tensor4<float>& k, const tensor4<float>& v, std::size_t 
 /// exactly 0, so a row's bits depend only on the key tiles' fixed grid (multiples of
 /// fused_keys), not on the rows beside it or the threads.
 ///
-/// Kept weights: the exp values go to a row buffer of the block (nb × Tk, in L2 for the
-/// blocks of fused_weight_rows) instead of the scratch tile, with each tile's running max;
-/// once the row's max m and sum Σ are final, weight j = e_j · 2^(m_t − m) / Σ (m_t: the
-/// running max its tile's exp used), written once with non-temporal stores
-/// (ops.scale_store). The output and lse are the output-only run's, bit for bit; a weight
-/// is within a few ulp of the reference softmax. Fully masked rows get o.rows' fill in
-/// the output and weights, and lse −∞. Throws only std::bad_alloc (scratch buffers).
-void fused_block(const detail::row_kernels<float>& ops, const block_job<float>& job, const dims& d,
+/// Kept weights: the exp values go to `ebuf` (nb rows, a row every ldp floats) instead of
+/// the scratch tile, with each tile's running max m_t; once a row's max m and sum Σ are
+/// final, weight j = e_j · 2^(m_t − m) / Σ. The previous chunk's `writer` writes a share
+/// of its weights after each micro-tile; this chunk's weights are then set up in it. The
+/// output and lse are the output-only run's, bit for bit; a weight is within a few ulp of
+/// the reference softmax. Fully masked rows get o.rows' fill in the output and weights,
+/// and lse −∞. Throws only std::bad_alloc (scratch buffers).
+void fused_chunk(const detail::row_kernels<float>& ops, const block_job<float>& job, const dims& d,
                  const mask<float>& m, const attention_options& o, attention_result<float>& r, const float* kp,
-                 const float* vp, std::size_t vcs, bool inf_fill, bool base2) {
+                 const float* vp, std::size_t vcs, bool inf_fill, bool base2, weight_writer* writer, float* ebuf,
+                 std::size_t ldp, const float* zeros) {
     using detail::fused_panel;
     using detail::fused_rows;
     constexpr std::size_t tile = detail::fused_keys;
     constexpr float neg_inf = -std::numeric_limits<float>::infinity();
     const std::size_t groups = (job.nb + fused_rows - 1) / fused_rows, rows = groups * fused_rows;
     const std::size_t Dk = d.Dk, Dv = d.Dv, dvp = (Dv + fused_panel - 1) / fused_panel * fused_panel;
-    const bool keep_weights = o.keep_weights;
+    const bool keep_weights = writer != nullptr;
     const std::size_t tiles = (d.Tk + tile - 1) / tile;
-    // The kept exp values, a row every ldp floats (whole panels; rows 4 KiB apart would
-    // share their L1 sets), and each row's running max after each tile.
-    std::size_t ldp = tile;
-    if (keep_weights) {
-        ldp = (d.Tk + fused_panel - 1) / fused_panel * fused_panel;
-        if (ldp * sizeof(float) % 4096 == 0) ldp += fused_panel;
-    }
-    thread_local std::vector<float> qp, acc, s_buf, p_buf, tile_max, run_max, run_sum;
+    thread_local std::vector<float> qp, acc, s_buf, tile_max, run_max, run_sum;
     thread_local std::vector<std::uint8_t> seen;
     thread_local std::vector<std::size_t> g_begin, g_end;
     // Q scaled once (log2(e) folded in for the base-2 softmax), rows padded to whole micro-tiles.
@@ -396,21 +438,26 @@ void fused_block(const detail::row_kernels<float>& ops, const block_job<float>& 
     seen.assign(rows, 0);
     s_buf.resize(fused_rows * tile);
     float* S = s_buf.data();
-    if (keep_weights) {
-        p_buf.resize(rows * ldp);
-        tile_max.assign(rows * tiles, neg_inf);
-    }
+    if (keep_weights) tile_max.assign(rows * tiles, neg_inf);
     // The keys each micro-tile may see (all of them unless masked cells are −∞).
     g_begin.assign(groups, 0);
     g_end.assign(groups, d.Tk);
-    std::size_t kbegin = d.Tk, kend = 0;
+    std::size_t kbegin = d.Tk, kend = 0, steps = 0;
     for (std::size_t g = 0; g < groups; ++g) {
         if (inf_fill) {
             const std::size_t lo = job.i0 + g * fused_rows, n = std::min(fused_rows, job.nb - g * fused_rows);
             g_end[g] = block_key_end(m, job.b, lo, n);
             g_begin[g] = std::min(block_key_begin(m, job.b, lo, n), g_end[g]);
         }
-        if (g_begin[g] < g_end[g]) kbegin = std::min(kbegin, g_begin[g]), kend = std::max(kend, g_end[g]);
+        if (g_begin[g] < g_end[g]) {
+            kbegin = std::min(kbegin, g_begin[g]), kend = std::max(kend, g_end[g]);
+            steps += (g_end[g] - 1) / tile - g_begin[g] / tile + 1;
+        }
+    }
+    // The previous chunk's weights, spread over this chunk's micro-tiles.
+    if (writer && !writer->done()) {
+        const std::size_t left = (writer->nb - writer->x) * d.Tk;
+        writer->quota = (left + std::max<std::size_t>(steps, 1) - 1) / std::max<std::size_t>(steps, 1);
     }
     const bool masked = m.any();
     const float cap = static_cast<float>(o.softcap);
@@ -426,7 +473,7 @@ void fused_block(const detail::row_kernels<float>& ops, const block_job<float>& 
             const std::size_t nv = std::min(jA + n, d.Tk) - jA;  // keys that exist
             ops.score_tile(qp.data() + g * fused_rows * Dk, Dk, kp + pa * Dk * fused_panel, pb - pa, S, tile);
             // Where the exp values go: the scratch tile, or the kept rows at column jA.
-            float* P = keep_weights ? p_buf.data() + g * fused_rows * ldp + jA : S;
+            float* P = keep_weights ? ebuf + g * fused_rows * ldp + jA : S;
             const std::size_t lds = keep_weights ? ldp : tile;
             for (std::size_t row = 0; row < fused_rows; ++row) {
                 const std::size_t x = g * fused_rows + row;
@@ -456,17 +503,16 @@ void fused_block(const detail::row_kernels<float>& ops, const block_job<float>& 
             if (Dv > 0)
                 ops.value_tile(P, lds, nv, vp + jA * fused_panel, vcs, dvp, correction.data(),
                                acc.data() + g * fused_rows * dvp);
+            if (writer) writer->step(ops, zeros);
         }
     }
-    const float nan = std::numeric_limits<float>::quiet_NaN();
+    if (writer) writer->finish(ops, zeros);
     for (std::size_t x = 0; x < job.nb; ++x) {
         float* out = job.out + x * Dv;
         const std::size_t i = job.i0 + x;
-        float* weights = keep_weights ? &r.weights(job.b, job.h, i, 0) : nullptr;
         if (!seen[x]) {
             fill_masked_output(out, Dv, o.rows);
             if (o.keep_lse) r.lse(job.b, job.h, i) = neg_inf;
-            if (weights) std::fill(weights, weights + d.Tk, o.rows == masked_rows::nan ? nan : 0.0f);
             continue;
         }
         std::copy_n(acc.data() + x * dvp, Dv, out);
@@ -475,24 +521,67 @@ void fused_block(const detail::row_kernels<float>& ops, const block_job<float>& 
             r.lse(job.b, job.h, i) =
                 base2 ? static_cast<float>((static_cast<double>(run_max[x]) + std::log2(static_cast<double>(run_sum[x]))) * ln2)
                       : run_max[x] + std::log(run_sum[x]);
-        if (!weights) continue;
-        // The row's computed keys: its micro-tile's [g_begin, g_end) widened to whole panels.
-        const std::size_t g = x / fused_rows;
-        const std::size_t lo = g_begin[g] / fused_panel * fused_panel,
-                          hi = std::min(d.Tk, (g_end[g] + fused_panel - 1) / fused_panel * fused_panel);
-        std::fill(weights, weights + lo, 0.0f);
-        const float* e = p_buf.data() + x * ldp;
-        const double mx = run_max[x], sum = run_sum[x];
-        for (std::size_t j0 = lo; j0 < hi;) {
-            const std::size_t t = j0 / tile, j1 = std::min(hi, (t + 1) * tile);
-            const double gap = static_cast<double>(tile_max[x * tiles + t]) - mx;  // ≤ 0, or −∞: e is 0 there
-            const float f = static_cast<float>((base2 ? std::exp2(gap) : std::exp(gap)) / sum);
-            ops.scale_store(e + j0, weights + j0, j1 - j0, f);
-            j0 = j1;
-        }
-        std::fill(weights + hi, weights + d.Tk, 0.0f);
     }
-    if (keep_weights) ops.store_fence();
+    if (!writer) return;
+    // This chunk's weights, for the writer: each row's computed keys (its micro-tile's
+    // [g_begin, g_end) widened to whole panels) and factors.
+    weight_writer& w = *writer;
+    w.weights = &r.weights(job.b, job.h, job.i0, 0);
+    w.Tk = d.Tk, w.nb = job.nb, w.ldp = ldp, w.tiles = tiles, w.e = ebuf;
+    w.x = 0, w.j = 0;
+    w.unseen = o.rows == masked_rows::nan ? std::numeric_limits<float>::quiet_NaN() : 0.0f;
+    w.factor.resize(job.nb * tiles);
+    w.lo.assign(job.nb, 0);
+    w.hi.assign(job.nb, 0);
+    for (std::size_t x = 0; x < job.nb; ++x) {
+        if (!seen[x]) continue;
+        const std::size_t g = x / fused_rows;
+        w.lo[x] = g_begin[g] / fused_panel * fused_panel;
+        w.hi[x] = std::min(d.Tk, (g_end[g] + fused_panel - 1) / fused_panel * fused_panel);
+        const double mx = run_max[x], sum = run_sum[x];
+        for (std::size_t t = 0; t < tiles; ++t) {
+            const double gap = static_cast<double>(tile_max[x * tiles + t]) - mx;  // ≤ 0, or −∞: e is 0 there
+            w.factor[x * tiles + t] = static_cast<float>((base2 ? std::exp2(gap) : std::exp(gap)) / sum);
+        }
+    }
+}
+
+/// Rows of a chunk whose two exp buffers (rows × Tk each) fit in fused_weight_bytes: a
+/// multiple of fused_rows from 6 to fused_weight_rows.
+std::size_t weight_chunk_rows(std::size_t Tk) {
+    constexpr std::size_t R = detail::fused_rows;
+    const std::size_t fit = fused_weight_bytes / (2 * sizeof(float) * std::max<std::size_t>(Tk, 1)) / R * R;
+    return std::clamp<std::size_t>(fit, R, fused_weight_rows);
+}
+
+/// fused_chunk over one task's block of rows: output only, in one chunk; with the weights
+/// kept, in chunks of fused_weight_rows whose exp values (two buffers in turn) stay in L2,
+/// each chunk's weights written during the next one's work and the last's at the end.
+void fused_block(const detail::row_kernels<float>& ops, const block_job<float>& job, const dims& d,
+                 const mask<float>& m, const attention_options& o, attention_result<float>& r, const float* kp,
+                 const float* vp, std::size_t vcs, bool inf_fill, bool base2) {
+    using detail::fused_panel;
+    if (!o.keep_weights) {
+        fused_chunk(ops, job, d, m, o, r, kp, vp, vcs, inf_fill, base2, nullptr, nullptr, 0, nullptr);
+        return;
+    }
+    // Exp rows a whole number of panels apart (rows 4 KiB apart would share their L1 sets).
+    std::size_t ldp = (d.Tk + fused_panel - 1) / fused_panel * fused_panel;
+    if (ldp * sizeof(float) % 4096 == 0) ldp += fused_panel;
+    const std::size_t chunk_rows = weight_chunk_rows(d.Tk);
+    thread_local std::vector<float> ebuf, zeros;
+    thread_local weight_writer writer;
+    ebuf.resize(2 * chunk_rows * ldp);
+    zeros.assign(d.Tk, 0.0f);
+    writer.nb = 0, writer.x = 0;
+    for (std::size_t c0 = 0, c = 0; c0 < job.nb; c0 += chunk_rows, ++c) {
+        const std::size_t n = std::min(chunk_rows, job.nb - c0);
+        const block_job<float> chunk{job.b, job.h, job.i0 + c0, n, job.q + c0 * d.Dk, job.k, job.v, job.out + c0 * d.Dv};
+        fused_chunk(ops, chunk, d, m, o, r, kp, vp, vcs, inf_fill, base2, &writer, ebuf.data() + (c % 2) * chunk_rows * ldp,
+                    ldp, zeros.data());
+    }
+    writer.finish(ops, zeros.data());
+    ops.store_fence();
 }
 
 }  // namespace
@@ -561,7 +650,7 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
     if constexpr (std::is_same_v<T, float>)
         fused = !o.keep_qk && !o.keep_scaled && !o.keep_scores && ops.score_tile != nullptr && detail::fused_stream();
     const int budget = o.threads > 0 ? o.threads : thread_budget();  // attn/threads.hpp
-    std::size_t query_block = fused && o.keep_weights ? fused_weight_rows
+    std::size_t query_block = fused && o.keep_weights ? fused_weight_chunks * weight_chunk_rows(Tk)
                               : fused                 ? fused_block_rows
                               : materialise ? materialise_rows
                               : m.causal    ? stream_rows_causal
