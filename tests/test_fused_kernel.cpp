@@ -15,6 +15,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "../src/core/isa.hpp"
@@ -29,7 +30,8 @@ namespace isa_ns = attn::core::detail;
 
 namespace {
 
-bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+template <class T>
+bool same_bits(T a, T b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
 /// The vector paths this CPU runs that have the fused products.
 std::vector<isa_ns::isa> fused_paths() {
@@ -39,65 +41,71 @@ std::vector<isa_ns::isa> fused_paths() {
     return paths;
 }
 
-std::vector<float> random_floats(std::size_t n, unsigned seed) {
+template <class T>
+std::vector<T> random_values(std::size_t n, unsigned seed) {
     std::mt19937 gen(seed);
-    std::normal_distribution<float> dist;
-    std::vector<float> x(n);
+    std::normal_distribution<T> dist;
+    std::vector<T> x(n);
     for (auto& e : x) e = dist(gen);
     return x;
 }
 
-tensor4<float> to4(const std::vector<double>& v, std::size_t a, std::size_t b, std::size_t c, std::size_t d) {
-    tensor4<float> t = tensor4<float>::from_shape({a, b, c, d});
-    std::transform(v.begin(), v.end(), t.begin(), [](double x) { return static_cast<float>(x); });
+std::vector<float> random_floats(std::size_t n, unsigned seed) { return random_values<float>(n, seed); }
+
+template <class T = float>
+tensor4<T> to4(const std::vector<double>& v, std::size_t a, std::size_t b, std::size_t c, std::size_t d) {
+    tensor4<T> t = tensor4<T>::from_shape({a, b, c, d});
+    std::transform(v.begin(), v.end(), t.begin(), [](double x) { return static_cast<T>(x); });
     return t;
 }
 
+template <class T = float>
 bool fused_kernel_runs() {
-    return isa_ns::row_ops<float>().score_tile != nullptr && isa_ns::fused_stream();
+    return isa_ns::row_ops<T>().score_tile != nullptr && isa_ns::fused_stream();
 }
 
 }  // namespace
 
-TEST_CASE("fused products: each score one FMA chain over d, each output one FMA per key, bit for bit on every vector path") {
-    const auto paths = fused_paths();
-    if (paths.empty()) {
-        ATTN_SKIP("this CPU has no vector path with the fused products (AVX2 + FMA)");
-    }
+namespace {
+
+/// score_tile and value_tile of every vector path in T against the FMA chains isa.hpp
+/// writes down, bit for bit.
+template <class T>
+void check_products(const std::vector<isa_ns::isa>& paths) {
     constexpr std::size_t R = isa_ns::fused_rows, P = isa_ns::fused_panel;
     for (isa_ns::isa path : paths) {
         CAPTURE(isa_ns::isa_name(path));
-        const auto& ops = isa_ns::row_ops<float>(path);
+        const auto& ops = isa_ns::row_ops<T>(path);
         std::size_t checked = 0, differ = 0;
         for (std::size_t dk : {1u, 5u, 16u, 64u, 67u})
             for (std::size_t panels : {1u, 2u, 3u, 5u}) {
                 const std::size_t lds = panels * P + 3;
-                const auto q = random_floats(R * dk, static_cast<unsigned>(dk * 10 + panels));
-                const auto kp = random_floats(panels * dk * P, static_cast<unsigned>(dk * 10 + panels + 1000));
-                std::vector<float> s(R * lds, -7.0f);
+                const auto q = random_values<T>(R * dk, static_cast<unsigned>(dk * 10 + panels));
+                const auto kp = random_values<T>(panels * dk * P, static_cast<unsigned>(dk * 10 + panels + 1000));
+                std::vector<T> s(R * lds, T(-7));
                 ops.score_tile(q.data(), dk, kp.data(), panels, s.data(), lds);
                 for (std::size_t r = 0; r < R; ++r)
                     for (std::size_t j = 0; j < panels * P; ++j) {
-                        float acc = 0.0f;
+                        T acc = 0;
                         for (std::size_t d = 0; d < dk; ++d)
                             acc = std::fma(q[r * dk + d], kp[(j / P) * dk * P + d * P + j % P], acc);
                         differ += !same_bits(s[r * lds + j], acc);
                         ++checked;
                     }
-                for (std::size_t r = 0; r < R; ++r) CHECK(s[r * lds + panels * P] == -7.0f);  // nothing past the tile
+                for (std::size_t r = 0; r < R; ++r) CHECK(s[r * lds + panels * P] == T(-7));  // nothing past the tile
             }
         for (std::size_t dvp : {16u, 32u, 48u, 64u, 80u})
             for (std::size_t n : {0u, 1u, 17u, 64u, 130u}) {
                 const std::size_t lds = n + 5, vcs = n * P + 32;  // V in column blocks of 16, vcs apart
-                const auto p = random_floats(R * lds, static_cast<unsigned>(dvp + n));
-                const auto vp = random_floats(dvp / P * vcs, static_cast<unsigned>(dvp + n + 7));
-                auto o = random_floats(R * dvp, static_cast<unsigned>(dvp + n + 9));
-                const std::vector<float> correction{1.0f, 0.5f, 0.0f, 0.731f, 1.0f, 0.0625f};
+                const auto p = random_values<T>(R * lds, static_cast<unsigned>(dvp + n));
+                const auto vp = random_values<T>(dvp / P * vcs, static_cast<unsigned>(dvp + n + 7));
+                auto o = random_values<T>(R * dvp, static_cast<unsigned>(dvp + n + 9));
+                const std::vector<T> correction{1, 0.5, 0, T(0.731), 1, 0.0625};
                 REQUIRE(correction.size() == R);
-                std::vector<float> want = o;
+                std::vector<T> want = o;
                 for (std::size_t r = 0; r < R; ++r)
                     for (std::size_t c = 0; c < dvp; ++c) {
-                        float acc = want[r * dvp + c] * correction[r];
+                        T acc = want[r * dvp + c] * correction[r];
                         for (std::size_t j = 0; j < n; ++j)
                             acc = std::fma(p[r * lds + j], vp[c / P * vcs + j * P + c % P], acc);
                         want[r * dvp + c] = acc;
@@ -111,6 +119,17 @@ TEST_CASE("fused products: each score one FMA chain over d, each output one FMA 
         CHECK(checked > 10000);
         CHECK(differ == 0);
     }
+}
+
+}  // namespace
+
+TEST_CASE("fused products: each score one FMA chain over d, each output one FMA per key, bit for bit on every vector path, float32 and float64") {
+    const auto paths = fused_paths();
+    if (paths.empty()) {
+        ATTN_SKIP("this CPU has no vector path with the fused products (AVX2 + FMA)");
+    }
+    check_products<float>(paths);
+    check_products<double>(paths);
 }
 
 TEST_CASE("fused softmax exp: 2^(x − shift) within 1 ulp, masked lanes exactly 0, summed lane by lane in one fixed tree") {
@@ -178,9 +197,16 @@ struct fused_case {
     bool nan_rows = false;
 };
 
+/// One case through the fused kernel in T against the oracle: float32 within 2e-5 (inputs
+/// rounded to float32 first, so that the oracle sees what the kernel sees), float64
+/// within 1e-12 absolute and relative.
+template <class T>
 void check_case(const fused_case& c, unsigned seed) {
+    constexpr bool single = std::is_same_v<T, float>;
+    const double tol = single ? 2e-5 : 1e-12, wtol_abs = single ? 1e-6 : 1e-14, wtol_rel = single ? 1e-5 : 1e-12;
     const std::string what = c.what;
     CAPTURE(what);
+    CAPTURE(single);
     const auto& d = c.d;
     CAPTURE(d.Tq);
     CAPTURE(d.Tk);
@@ -189,7 +215,8 @@ void check_case(const fused_case& c, unsigned seed) {
     const auto v = ref::random_normal(d.B * d.Hkv * d.Tk * d.Dv, seed + 2);
     // Rounded to float32 first: the oracle sees the inputs the kernel sees.
     const auto round32 = [](std::vector<double> x) {
-        for (auto& e : x) e = static_cast<float>(e);
+        if (single)
+            for (auto& e : x) e = static_cast<float>(e);
         return x;
     };
     const auto q32 = round32(q), k32 = round32(k), v32 = round32(v);
@@ -197,8 +224,12 @@ void check_case(const fused_case& c, unsigned seed) {
     s.B = d.B, s.Hq = d.Hq, s.Tq = d.Tq, s.Tk = d.Tk;
     if (c.spec) c.spec(s);
     std::vector<std::string> used;
-    mask<float> m = build_mask<float>(s, used);
-    if (c.direct) c.direct(m);
+    mask<T> m = build_mask<T>(s, used);
+    if (c.direct) {  // the settings a case sets directly, carried over to mask<T>
+        mask<float> direct = build_mask<float>(s, used);
+        c.direct(direct);
+        m.causal = direct.causal, m.position_offset = direct.position_offset, m.lengths = direct.lengths;
+    }
     attention_options o;
     o.scale = 1.0 / std::sqrt(static_cast<double>(d.Dk));
     o.softcap = c.softcap;
@@ -210,19 +241,19 @@ void check_case(const fused_case& c, unsigned seed) {
     const ref::allow_fn all = [](std::size_t, std::size_t, std::size_t, std::size_t) { return true; };
     const ref::result want = ref::attention(q32, k32, v32, d, o.scale, c.softcap, c.allowed ? c.allowed : all,
                                             c.bias ? c.bias : none, c.nan_rows, o.sinks);
-    const auto Q = to4(q32, d.B, d.Hq, d.Tq, d.Dk), K = to4(k32, d.B, d.Hkv, d.Tk, d.Dk),
-               V = to4(v32, d.B, d.Hkv, d.Tk, d.Dv);
+    const auto Q = to4<T>(q32, d.B, d.Hq, d.Tq, d.Dk), K = to4<T>(k32, d.B, d.Hkv, d.Tk, d.Dk),
+               V = to4<T>(v32, d.B, d.Hkv, d.Tk, d.Dv);
     for (int threads : {1, 2}) {
         CAPTURE(threads);
         o.threads = threads;
         const auto got = attention(Q, K, V, m, o);
         bool close = false;
         std::size_t worst = 0;
-        const double md = ref::max_diff(got.output.data(), want.output, want.output.size(), 2e-5, 2e-5, close, worst);
+        const double md = ref::max_diff(got.output.data(), want.output, want.output.size(), tol, tol, close, worst);
         CAPTURE(md);
         CAPTURE(worst);
         CHECK(close);
-        const double ml = ref::max_diff(got.lse.data(), want.lse, want.lse.size(), 2e-5, 2e-5, close, worst);
+        const double ml = ref::max_diff(got.lse.data(), want.lse, want.lse.size(), tol, tol, close, worst);
         CAPTURE(ml);
         CHECK(close);
         // The weights kept: each within float32 rounding of the oracle's softmax (masked
@@ -231,22 +262,22 @@ void check_case(const fused_case& c, unsigned seed) {
         attention_options ow = o;
         ow.keep_weights = true;
         const auto with = attention(Q, K, V, m, ow);
-        const double mw = ref::max_diff(with.weights.data(), want.weights, want.weights.size(), 1e-6, 1e-5, close, worst);
+        const double mw = ref::max_diff(with.weights.data(), want.weights, want.weights.size(), wtol_abs, wtol_rel, close, worst);
         CAPTURE(mw);
         CHECK(close);
         std::size_t masked_nonzero = 0;
         for (std::size_t x = 0; x < want.weights.size(); ++x)
-            masked_nonzero += want.weights[x] == 0.0 && with.weights.data()[x] != 0.0f;
+            masked_nonzero += want.weights[x] == 0.0 && with.weights.data()[x] != T(0);
         CHECK(masked_nonzero == 0);
-        CHECK(std::memcmp(with.output.data(), got.output.data(), got.output.size() * sizeof(float)) == 0);
-        CHECK(std::memcmp(with.lse.data(), got.lse.data(), got.lse.size() * sizeof(float)) == 0);
+        CHECK(std::memcmp(with.output.data(), got.output.data(), got.output.size() * sizeof(T)) == 0);
+        CHECK(std::memcmp(with.lse.data(), got.lse.data(), got.lse.size() * sizeof(T)) == 0);
     }
 }
 
 }  // namespace
 
-TEST_CASE("fused kernel: output, lse and kept weights match the double-precision oracle over odd shapes, GQA, every mask, softcap and sinks") {
-    if (!fused_kernel_runs()) {
+TEST_CASE("fused kernel: output, lse and kept weights in float32 and float64 match the double-precision oracle over odd shapes, GQA, every mask, softcap and sinks") {
+    if (!fused_kernel_runs<float>() || !fused_kernel_runs<double>()) {
         ATTN_SKIP("the fused kernel is off on this path (ATTN_ISA=generic or ATTN_STREAM=blas)");
     }
     const auto J = [](std::size_t j) { return static_cast<long long>(j); };
@@ -314,7 +345,10 @@ TEST_CASE("fused kernel: output, lse and kept weights match the double-precision
          [&](auto b, auto, auto, auto) { return b == 1; }, nullptr, 0, true},
     };
     unsigned seed = 11;
-    for (const auto& c : cases) check_case(c, seed += 10);
+    for (const auto& c : cases) {
+        check_case<float>(c, seed += 10);
+        check_case<double>(c, seed);
+    }
 }
 
 TEST_CASE("fused kernel: a row's bits depend neither on the thread count nor on the rows computed beside it") {

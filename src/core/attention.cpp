@@ -275,11 +275,13 @@ void stream_block(const detail::row_kernels<T>& ops, const block_job<T>& job, co
 
 /// Kᵀ of the 16 keys j0 … j0 + 15 of k (Tk, Dk) into panel (Dk, 16), zero for keys ≥ Tk:
 /// the layout ops.score_tile reads (isa.hpp). 4×4 transposes in SSE registers where Dk
-/// allows (the x86-64 baseline), else one element at a time.
-void pack_key_panel(const float* k, std::size_t Dk, std::size_t j0, std::size_t Tk, float* panel) {
+/// allows (the x86-64 baseline; float32), else one element at a time.
+template <class T>
+void pack_key_panel(const T* k, std::size_t Dk, std::size_t j0, std::size_t Tk, T* panel) {
     constexpr std::size_t P = detail::fused_panel;
     const std::size_t keys = j0 < Tk ? std::min(P, Tk - j0) : 0;
 #if defined(__SSE__)
+    if constexpr (std::is_same_v<T, float>)
     if (keys == P && Dk % 4 == 0) {
         for (std::size_t l = 0; l < P; l += 4) {
             const float* r0 = k + (j0 + l) * Dk;
@@ -297,7 +299,7 @@ void pack_key_panel(const float* k, std::size_t Dk, std::size_t j0, std::size_t 
     }
 #endif
     for (std::size_t l = 0; l < P; ++l)
-        for (std::size_t c = 0; c < Dk; ++c) panel[c * P + l] = l < keys ? k[(j0 + l) * Dk + c] : 0.0f;
+        for (std::size_t c = 0; c < Dk; ++c) panel[c * P + l] = l < keys ? k[(j0 + l) * Dk + c] : T(0);
 }
 
 /// K and V of every (batch item, kv head) in the fused kernel's layouts, packed once per
@@ -305,22 +307,24 @@ void pack_key_panel(const float* k, std::size_t Dk, std::size_t j0, std::size_t 
 /// the time, twice that share under a causal mask, which halves the work but not the
 /// copies). Keys are padded to whole panels of 16 (`keys`), V's columns to whole blocks of
 /// 16 (`dvp`), with zeros.
+template <class T>
 struct packed_kv {
     std::size_t keys = 0, Dk = 0, dvp = 0;
-    std::vector<float> k, v;
+    std::vector<T> k, v;
     /// Kᵀ panels of kv slot s = b·Hkv + kv head: panel p at k + (s·keys/16 + p)·Dk·16.
-    const float* k_of(std::size_t s) const { return k.data() + s * keys * Dk; }
+    const T* k_of(std::size_t s) const { return k.data() + s * keys * Dk; }
     /// V of slot s in column blocks of 16: block c at v + s·keys·dvp + c·vcs(), each (keys, 16).
-    const float* v_of(std::size_t s) const { return v.data() + s * keys * dvp; }
+    const T* v_of(std::size_t s) const { return v.data() + s * keys * dvp; }
     std::size_t vcs() const { return keys * detail::fused_panel; }
 };
 
 /// packed_kv of the kv slots [s0, s1) (slot s = b·Hkv + kv head of k (B, Hkv, Tk, Dk) and
 /// v (B, Hkv, Tk, Dv)); slot s0 is the result's slot 0. Throws std::bad_alloc.
-packed_kv pack_kv(const tensor4<float>& k, const tensor4<float>& v, std::size_t s0, std::size_t s1, int threads) {
+template <class T>
+packed_kv<T> pack_kv(const tensor4<T>& k, const tensor4<T>& v, std::size_t s0, std::size_t s1, int threads) {
     constexpr std::size_t P = detail::fused_panel;
     const std::size_t slots = s1 - s0, Tk = k.shape(2), Dk = k.shape(3), Dv = v.shape(3);
-    packed_kv p;
+    packed_kv<T> p;
     p.keys = (Tk + P - 1) / P * P, p.Dk = Dk, p.dvp = (Dv + P - 1) / P * P;
     p.k.resize(slots * p.keys * Dk);
     p.v.resize(slots * p.keys * p.dvp);
@@ -330,16 +334,16 @@ packed_kv pack_kv(const tensor4<float>& k, const tensor4<float>& v, std::size_t 
     for (long long job = 0; job < jobs; ++job) {
         const std::size_t s = static_cast<std::size_t>(job) / panels, panel = static_cast<std::size_t>(job) % panels;
         pack_key_panel(k.data() + (s0 + s) * Tk * Dk, Dk, panel * P, Tk, p.k.data() + (s * panels + panel) * Dk * P);
-        float* vs = p.v.data() + s * p.keys * p.dvp;
+        T* vs = p.v.data() + s * p.keys * p.dvp;
         for (std::size_t j = panel * P; j < panel * P + P; ++j) {
-            float* dst = vs + j * P;
-            const float* src = v.data() + ((s0 + s) * Tk + j) * Dv;
+            T* dst = vs + j * P;
+            const T* src = v.data() + ((s0 + s) * Tk + j) * Dv;
             const std::size_t have = j < Tk ? Dv : 0;  // keys past Tk: zero rows
             if (have == p.dvp)  // whole blocks of 16: fixed-size copies
-                for (std::size_t c = 0; c < p.dvp; c += P, dst += vcs) std::memcpy(dst, src + c, P * sizeof(float));
+                for (std::size_t c = 0; c < p.dvp; c += P, dst += vcs) std::memcpy(dst, src + c, P * sizeof(T));
             else
                 for (std::size_t c = 0; c < p.dvp; c += P, dst += vcs)
-                    for (std::size_t l = 0; l < P; ++l) dst[l] = c + l < have ? src[c + l] : 0.0f;
+                    for (std::size_t l = 0; l < P; ++l) dst[l] = c + l < have ? src[c + l] : T(0);
         }
     }
     return p;
@@ -351,30 +355,31 @@ packed_kv pack_kv(const tensor4<float>& k, const tensor4<float>& v, std::size_t 
 /// row order with non-temporal stores, so that the stores drain between the next chunk's
 /// FMAs instead of stalling a core on the memory bus at the end of each chunk (T=2048:
 /// 128 MB of weights in a 72 ms run).
+template <class T>
 struct weight_writer {
-    float* weights = nullptr;  // &r.weights(b, h, i0, 0)
+    T* weights = nullptr;  // &r.weights(b, h, i0, 0)
     std::size_t Tk = 0, nb = 0, ldp = 0, tiles = 0;
-    const float* e = nullptr;  // (nb, ldp) exp values
-    std::vector<float> factor;  // (nb, tiles)
+    const T* e = nullptr;  // (nb, ldp) exp values
+    std::vector<T> factor;  // (nb, tiles)
     std::vector<std::size_t> lo, hi;  // each row's computed keys [lo, hi); lo = hi = 0: not seen
-    float unseen = 0;  // the fill of a row that sees no key
+    T unseen = 0;  // the fill of a row that sees no key
     std::size_t x = 0, j = 0;  // where writing goes on
     std::size_t quota = 0;  // elements per step
 
     bool done() const { return x >= nb; }
     /// Writes about `n` more elements (whole spans), in row order.
-    void write(const detail::row_kernels<float>& ops, std::size_t n, const float* zeros) {
+    void write(const detail::row_kernels<T>& ops, std::size_t n, const T* zeros) {
         constexpr std::size_t tile = detail::fused_keys;
         while (n > 0 && x < nb) {
-            float* row = weights + x * Tk;
+            T* row = weights + x * Tk;
             std::size_t j1;
             if (lo[x] == hi[x]) {  // no key seen: the fill
                 j1 = std::min(Tk, j + n);
-                if (unseen == 0.0f) ops.scale_store(zeros, row + j, j1 - j, 1.0f);
+                if (unseen == T(0)) ops.scale_store(zeros, row + j, j1 - j, T(1));
                 else std::fill(row + j, row + j1, unseen);
             } else if (j < lo[x] || j >= hi[x]) {  // masked keys: zeros
                 j1 = std::min(j < lo[x] ? lo[x] : Tk, j + n);
-                ops.scale_store(zeros, row + j, j1 - j, 1.0f);
+                ops.scale_store(zeros, row + j, j1 - j, T(1));
             } else {  // within one key tile: one factor
                 j1 = std::min({hi[x], (j / tile + 1) * tile, j + n});
                 ops.scale_store(e + x * ldp + j, row + j, j1 - j, factor[x * tiles + j / tile]);
@@ -384,8 +389,8 @@ struct weight_writer {
             if (j == Tk) ++x, j = 0;
         }
     }
-    void step(const detail::row_kernels<float>& ops, const float* zeros) { write(ops, quota, zeros); }
-    void finish(const detail::row_kernels<float>& ops, const float* zeros) {
+    void step(const detail::row_kernels<T>& ops, const T* zeros) { write(ops, quota, zeros); }
+    void finish(const detail::row_kernels<T>& ops, const T* zeros) {
         while (!done()) write(ops, Tk, zeros);
     }
 };
@@ -412,32 +417,32 @@ struct weight_writer {
 /// output and lse are the output-only run's, bit for bit; a weight is within a few ulp of
 /// the reference softmax. Fully masked rows get o.rows' fill in the output and weights,
 /// and lse −∞. Throws only std::bad_alloc (scratch buffers).
-void fused_chunk(const detail::row_kernels<float>& ops, const block_job<float>& job, const dims& d,
-                 const mask<float>& m, const attention_options& o, attention_result<float>& r, const float* kp,
-                 const float* vp, std::size_t vcs, bool inf_fill, bool base2, weight_writer* writer, float* ebuf,
-                 std::size_t ldp, const float* zeros) {
+template <class T>
+void fused_chunk(const detail::row_kernels<T>& ops, const block_job<T>& job, const dims& d, const mask<T>& m,
+                 const attention_options& o, attention_result<T>& r, const T* kp, const T* vp, std::size_t vcs,
+                 bool inf_fill, bool base2, weight_writer<T>* writer, T* ebuf, std::size_t ldp, const T* zeros) {
     using detail::fused_panel;
     using detail::fused_rows;
     constexpr std::size_t tile = detail::fused_keys;
-    constexpr float neg_inf = -std::numeric_limits<float>::infinity();
+    constexpr T neg_inf = -std::numeric_limits<T>::infinity();
     const std::size_t groups = (job.nb + fused_rows - 1) / fused_rows, rows = groups * fused_rows;
     const std::size_t Dk = d.Dk, Dv = d.Dv, dvp = (Dv + fused_panel - 1) / fused_panel * fused_panel;
     const bool keep_weights = writer != nullptr;
     const std::size_t tiles = (d.Tk + tile - 1) / tile;
-    thread_local std::vector<float> qp, acc, s_buf, tile_max, run_max, run_sum;
+    thread_local std::vector<T> qp, acc, s_buf, tile_max, run_max, run_sum;
     thread_local std::vector<std::uint8_t> seen;
     thread_local std::vector<std::size_t> g_begin, g_end;
     // Q scaled once (log2(e) folded in for the base-2 softmax), rows padded to whole micro-tiles.
-    const float qscale = static_cast<float>(base2 ? o.scale * log2e : o.scale);
-    qp.assign(rows * Dk, 0.0f);
+    const T qscale = static_cast<T>(base2 ? o.scale * log2e : o.scale);
+    qp.assign(rows * Dk, T(0));
     for (std::size_t x = 0; x < job.nb * Dk; ++x) qp[x] = job.q[x] * qscale;
-    acc.assign(rows * dvp, 0.0f);
-    const float sink = o.sinks.empty() ? neg_inf : static_cast<float>(o.sinks[job.h] * (base2 ? log2e : 1.0));
+    acc.assign(rows * dvp, T(0));
+    const T sink = o.sinks.empty() ? neg_inf : static_cast<T>(o.sinks[job.h] * (base2 ? log2e : 1.0));
     run_max.assign(rows, sink);
-    run_sum.assign(rows, o.sinks.empty() ? 0.0f : 1.0f);
+    run_sum.assign(rows, o.sinks.empty() ? T(0) : T(1));
     seen.assign(rows, 0);
     s_buf.resize(fused_rows * tile);
-    float* S = s_buf.data();
+    T* S = s_buf.data();
     if (keep_weights) tile_max.assign(rows * tiles, neg_inf);
     // The keys each micro-tile may see (all of them unless masked cells are −∞).
     g_begin.assign(groups, 0);
@@ -460,9 +465,9 @@ void fused_chunk(const detail::row_kernels<float>& ops, const block_job<float>& 
         writer->quota = (left + std::max<std::size_t>(steps, 1) - 1) / std::max<std::size_t>(steps, 1);
     }
     const bool masked = m.any();
-    const float cap = static_cast<float>(o.softcap);
+    const T cap = static_cast<T>(o.softcap);
     const auto exp_sum = base2 ? ops.fused_exp_sum : ops.exp_sum;
-    std::array<float, fused_rows> correction{};
+    std::array<T, fused_rows> correction{};
     for (std::size_t t0 = kbegin / tile * tile; t0 < kend; t0 += tile) {
         const std::size_t t1 = std::min(t0 + tile, kend);
         for (std::size_t g = 0; g < groups; ++g) {
@@ -473,26 +478,26 @@ void fused_chunk(const detail::row_kernels<float>& ops, const block_job<float>& 
             const std::size_t nv = std::min(jA + n, d.Tk) - jA;  // keys that exist
             ops.score_tile(qp.data() + g * fused_rows * Dk, Dk, kp + pa * Dk * fused_panel, pb - pa, S, tile);
             // Where the exp values go: the scratch tile, or the kept rows at column jA.
-            float* P = keep_weights ? ebuf + g * fused_rows * ldp + jA : S;
+            T* P = keep_weights ? ebuf + g * fused_rows * ldp + jA : S;
             const std::size_t lds = keep_weights ? ldp : tile;
             for (std::size_t row = 0; row < fused_rows; ++row) {
                 const std::size_t x = g * fused_rows + row;
-                float* srow = S + row * tile;
-                float* prow = P + row * lds;
-                correction[row] = 1.0f;
+                T* srow = S + row * tile;
+                T* prow = P + row * lds;
+                correction[row] = T(1);
                 bool full = x >= job.nb;  // padding rows
                 if (!full) {
                     softcap_row(srow, nv, cap);
                     full = masked && m.apply_range(job.b, job.h, job.i0 + x, srow, srow, jA, jA + nv);
                 }
                 if (full) {  // contributes nothing to this row
-                    std::fill(prow, prow + n, 0.0f);
+                    std::fill(prow, prow + n, T(0));
                     continue;
                 }
                 std::fill(srow + nv, srow + n, neg_inf);
                 seen[x] = 1;
-                const float m_new = std::max(run_max[x], ops.row_max(srow, n));
-                const float c = run_max[x] == neg_inf ? 0.0f
+                const T m_new = std::max(run_max[x], ops.row_max(srow, n));
+                const T c = run_max[x] == neg_inf ? T(0)
                                 : base2              ? std::exp2(run_max[x] - m_new)
                                                      : std::exp(run_max[x] - m_new);
                 run_sum[x] = run_sum[x] * c + exp_sum(srow, prow, n, m_new, nullptr);
@@ -508,7 +513,7 @@ void fused_chunk(const detail::row_kernels<float>& ops, const block_job<float>& 
     }
     if (writer) writer->finish(ops, zeros);
     for (std::size_t x = 0; x < job.nb; ++x) {
-        float* out = job.out + x * Dv;
+        T* out = job.out + x * Dv;
         const std::size_t i = job.i0 + x;
         if (!seen[x]) {
             fill_masked_output(out, Dv, o.rows);
@@ -519,17 +524,17 @@ void fused_chunk(const detail::row_kernels<float>& ops, const block_job<float>& 
         ops.divide(out, Dv, run_sum[x]);
         if (o.keep_lse)
             r.lse(job.b, job.h, i) =
-                base2 ? static_cast<float>((static_cast<double>(run_max[x]) + std::log2(static_cast<double>(run_sum[x]))) * ln2)
+                base2 ? static_cast<T>((static_cast<double>(run_max[x]) + std::log2(static_cast<double>(run_sum[x]))) * ln2)
                       : run_max[x] + std::log(run_sum[x]);
     }
     if (!writer) return;
     // This chunk's weights, for the writer: each row's computed keys (its micro-tile's
     // [g_begin, g_end) widened to whole panels) and factors.
-    weight_writer& w = *writer;
+    weight_writer<T>& w = *writer;
     w.weights = &r.weights(job.b, job.h, job.i0, 0);
     w.Tk = d.Tk, w.nb = job.nb, w.ldp = ldp, w.tiles = tiles, w.e = ebuf;
     w.x = 0, w.j = 0;
-    w.unseen = o.rows == masked_rows::nan ? std::numeric_limits<float>::quiet_NaN() : 0.0f;
+    w.unseen = o.rows == masked_rows::nan ? std::numeric_limits<T>::quiet_NaN() : T(0);
     w.factor.resize(job.nb * tiles);
     w.lo.assign(job.nb, 0);
     w.hi.assign(job.nb, 0);
@@ -541,42 +546,43 @@ void fused_chunk(const detail::row_kernels<float>& ops, const block_job<float>& 
         const double mx = run_max[x], sum = run_sum[x];
         for (std::size_t t = 0; t < tiles; ++t) {
             const double gap = static_cast<double>(tile_max[x * tiles + t]) - mx;  // ≤ 0, or −∞: e is 0 there
-            w.factor[x * tiles + t] = static_cast<float>((base2 ? std::exp2(gap) : std::exp(gap)) / sum);
+            w.factor[x * tiles + t] = static_cast<T>((base2 ? std::exp2(gap) : std::exp(gap)) / sum);
         }
     }
 }
 
 /// Rows of a chunk whose two exp buffers (rows × Tk each) fit in fused_weight_bytes: a
 /// multiple of fused_rows from 6 to fused_weight_rows.
-std::size_t weight_chunk_rows(std::size_t Tk) {
+std::size_t weight_chunk_rows(std::size_t Tk, std::size_t element) {
     constexpr std::size_t R = detail::fused_rows;
-    const std::size_t fit = fused_weight_bytes / (2 * sizeof(float) * std::max<std::size_t>(Tk, 1)) / R * R;
+    const std::size_t fit = fused_weight_bytes / (2 * element * std::max<std::size_t>(Tk, 1)) / R * R;
     return std::clamp<std::size_t>(fit, R, fused_weight_rows);
 }
 
 /// fused_chunk over one task's block of rows: output only, in one chunk; with the weights
 /// kept, in chunks of fused_weight_rows whose exp values (two buffers in turn) stay in L2,
 /// each chunk's weights written during the next one's work and the last's at the end.
-void fused_block(const detail::row_kernels<float>& ops, const block_job<float>& job, const dims& d,
-                 const mask<float>& m, const attention_options& o, attention_result<float>& r, const float* kp,
-                 const float* vp, std::size_t vcs, bool inf_fill, bool base2) {
+template <class T>
+void fused_block(const detail::row_kernels<T>& ops, const block_job<T>& job, const dims& d, const mask<T>& m,
+                 const attention_options& o, attention_result<T>& r, const T* kp, const T* vp, std::size_t vcs,
+                 bool inf_fill, bool base2) {
     using detail::fused_panel;
     if (!o.keep_weights) {
-        fused_chunk(ops, job, d, m, o, r, kp, vp, vcs, inf_fill, base2, nullptr, nullptr, 0, nullptr);
+        fused_chunk<T>(ops, job, d, m, o, r, kp, vp, vcs, inf_fill, base2, nullptr, nullptr, 0, nullptr);
         return;
     }
     // Exp rows a whole number of panels apart (rows 4 KiB apart would share their L1 sets).
     std::size_t ldp = (d.Tk + fused_panel - 1) / fused_panel * fused_panel;
-    if (ldp * sizeof(float) % 4096 == 0) ldp += fused_panel;
-    const std::size_t chunk_rows = weight_chunk_rows(d.Tk);
-    thread_local std::vector<float> ebuf, zeros;
-    thread_local weight_writer writer;
+    if (ldp * sizeof(T) % 4096 == 0) ldp += fused_panel;
+    const std::size_t chunk_rows = weight_chunk_rows(d.Tk, sizeof(T));
+    thread_local std::vector<T> ebuf, zeros;
+    thread_local weight_writer<T> writer;
     ebuf.resize(2 * chunk_rows * ldp);
-    zeros.assign(d.Tk, 0.0f);
+    zeros.assign(d.Tk, T(0));
     writer.nb = 0, writer.x = 0;
     for (std::size_t c0 = 0, c = 0; c0 < job.nb; c0 += chunk_rows, ++c) {
         const std::size_t n = std::min(chunk_rows, job.nb - c0);
-        const block_job<float> chunk{job.b, job.h, job.i0 + c0, n, job.q + c0 * d.Dk, job.k, job.v, job.out + c0 * d.Dv};
+        const block_job<T> chunk{job.b, job.h, job.i0 + c0, n, job.q + c0 * d.Dk, job.k, job.v, job.out + c0 * d.Dv};
         fused_chunk(ops, chunk, d, m, o, r, kp, vp, vcs, inf_fill, base2, &writer, ebuf.data() + (c % 2) * chunk_rows * ldp,
                     ldp, zeros.data());
     }
@@ -646,11 +652,10 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
     const dims d{Tq, Tk, Dk, Dv};
     // float32 on a vector path, keeping at most the weights of the Tq×Tk stages: the fused
     // kernel (unless ATTN_STREAM=blas).
-    bool fused = false;
-    if constexpr (std::is_same_v<T, float>)
-        fused = !o.keep_qk && !o.keep_scaled && !o.keep_scores && ops.score_tile != nullptr && detail::fused_stream();
+    const bool fused =
+        !o.keep_qk && !o.keep_scaled && !o.keep_scores && ops.score_tile != nullptr && detail::fused_stream();
     const int budget = o.threads > 0 ? o.threads : thread_budget();  // attn/threads.hpp
-    std::size_t query_block = fused && o.keep_weights ? fused_weight_chunks * weight_chunk_rows(Tk)
+    std::size_t query_block = fused && o.keep_weights ? fused_weight_chunks * weight_chunk_rows(Tk, sizeof(T))
                               : fused                 ? fused_block_rows
                               : materialise ? materialise_rows
                               : m.causal    ? stream_rows_causal
@@ -688,15 +693,14 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
     std::size_t wave = slots;
     if (fused) {
         const std::size_t panel = detail::fused_panel, keys = (Tk + panel - 1) / panel * panel;
-        const std::size_t slot_bytes = keys * (Dk + (Dv + panel - 1) / panel * panel) * sizeof(float);
+        const std::size_t slot_bytes = keys * (Dk + (Dv + panel - 1) / panel * panel) * sizeof(T);
         wave = std::clamp<std::size_t>(fused_pack_bytes / std::max<std::size_t>(slot_bytes, 1), 1, slots);
     }
     const long long slot_tasks = static_cast<long long>(group * blocks);
     for (std::size_t s0 = 0; s0 < slots; s0 += wave) {
         const std::size_t s1 = std::min(slots, s0 + wave);
-        [[maybe_unused]] packed_kv packed;
-        if constexpr (std::is_same_v<T, float>)
-            if (fused) packed = pack_kv(k, v, s0, s1, threads);
+        packed_kv<T> packed;
+        if (fused) packed = pack_kv(k, v, s0, s1, threads);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
         for (long long task = 0; task < static_cast<long long>(s1 - s0) * slot_tasks; ++task) {
             // Block rank outermost, the wave's query heads inside: under a causal mask the
@@ -715,13 +719,11 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
                                    k.data() + (b * Hkv + h / group) * Tk * Dk,
                                    v.data() + (b * Hkv + h / group) * Tk * Dv,
                                    r.output.data() + ((b * Hq + h) * Tq + i0) * Dv};
-            if constexpr (std::is_same_v<T, float>)
-                if (fused) {
-                    const std::size_t slot = b * Hkv + h / group - s0;
-                    fused_block(ops, job, d, m, o, r, packed.k_of(slot), packed.v_of(slot), packed.vcs(), inf_fill,
-                                base2);
-                    continue;
-                }
+            if (fused) {
+                const std::size_t slot = b * Hkv + h / group - s0;
+                fused_block(ops, job, d, m, o, r, packed.k_of(slot), packed.v_of(slot), packed.vcs(), inf_fill, base2);
+                continue;
+            }
             if (materialise)
                 materialise_block(ops, job, d, m, o, r, full_rows, base2);
             else

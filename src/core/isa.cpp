@@ -107,6 +107,19 @@ const row_kernels<float>& avx512_float() {
     return k;
 }
 
+/// The avx512 path's float64 row loops with the avx2 path's fused tiles, as avx512_float.
+const row_kernels<double>& avx512_double() {
+    static const row_kernels<double> k = [] {
+        row_kernels<double> r = avx512::row_kernels_double();
+        const row_kernels<double>& tiles = avx2::row_kernels_double();
+        r.score_tile = tiles.score_tile;
+        r.value_tile = tiles.value_tile;
+        r.scale_store = tiles.scale_store;
+        return r;
+    }();
+    return k;
+}
+
 }  // namespace
 
 template <class T>
@@ -116,7 +129,7 @@ const row_kernels<T>& row_ops(isa path) {
                : path == isa::avx2 ? avx2::row_kernels_float()
                                    : generic::row_kernels_float();
     else
-        return path == isa::avx512 ? avx512::row_kernels_double()
+        return path == isa::avx512 ? avx512_double()
                : path == isa::avx2 ? avx2::row_kernels_double()
                                    : generic::row_kernels_double();
 }

@@ -91,13 +91,13 @@ struct row_kernels {
     T (*softmax_values_base2)(const T* scores, T* weights, std::size_t n, spread_copy<T>* previous, T sink);
     /// float32 only: out[j] = 2^x[j] (for the accuracy tests).
     void (*exp2)(const T* x, T* out, std::size_t n);
-    /// float32 vector paths only (nullptr otherwise; the avx512 path has the avx2 path's tiles,
+    /// vector paths only (nullptr otherwise; the avx512 path has the avx2 path's tiles,
     /// isa.cpp row_ops): s[r·lds + j] = Σ_d q[r·dk + d] ·
     /// kp[p·dk·16 + d·16 + j mod 16] for the fused_rows rows r of q and the keys j < 16·panels,
     /// p = j / 16 (kp holds `panels` key panels, each Kᵀ of 16 keys: (dk, 16)). Each score is
     /// one FMA chain over d = 0 … dk−1 from 0, the same roundings on every path.
     void (*score_tile)(const T* q, std::size_t dk, const T* kp, std::size_t panels, T* s, std::size_t lds);
-    /// float32 vector paths only: o[r·dvp + c] = o[r·dvp + c] · correction[r] + Σ_j p[r·lds + j]
+    /// vector paths only: o[r·dvp + c] = o[r·dvp + c] · correction[r] + Σ_j p[r·lds + j]
     /// · vp[(c / 16)·vcs + j·16 + c mod 16] for the fused_rows rows r, keys j < n in order (one
     /// FMA each), c < dvp, dvp a multiple of 16: vp holds V's columns in blocks of 16, each
     /// block (n, 16) row-major, vcs apart.
@@ -107,7 +107,7 @@ struct row_kernels {
     /// a shorter 2^x (no range handling; 2^x below 2^−126 flushed to 0): the fused
     /// kernel's softmax. Within 1 ulp of 2^x where it is normal.
     T (*fused_exp_sum)(const T* x, T* out, std::size_t n, T shift, spread_copy<T>* copy);
-    /// float32 vector paths only: out[j] = x[j] · f, each product rounded once, out written
+    /// vector paths only: out[j] = x[j] · f, each product rounded once, out written
     /// with non-temporal stores (call store_fence before another thread reads it): the
     /// fused kernel's kept weights.
     void (*scale_store)(const T* x, T* out, std::size_t n, T f);

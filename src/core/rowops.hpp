@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #if ATTN_ISA_LEVEL > 0
 #include <immintrin.h>
 #endif
@@ -477,29 +478,29 @@ T softmax_values(const T* scores, T* weights, std::size_t n, spread_copy<T>* pre
 // The fused streaming kernel's two products (isa.hpp score_tile, value_tile; Dao et al.
 // 2022, FlashAttention, Alg. 1, with the tiles sized for a CPU's registers and L1).
 // Scores: lanes are keys, so each score is one FMA chain over d whatever the register
-// width; AVX2 holds fused_rows × 16 keys in 12 registers. Values: lanes are value
+// width; AVX2 holds fused_rows × 16 float keys (8 double keys) in 12 registers. Values: lanes are value
 // columns, one FMA per key in key order. AVX2 only: the AVX-512 path runs these same
 // tiles (isa.cpp row_ops), so both give the same bits by construction; AVX-512 tiles of
 // their own (fused_rows × 32 keys) wait for a machine here that can run and time them.
 
-/// Keys per step of score_tile: one panel (12 accumulators).
-constexpr std::size_t score_panels = 1;
-/// Value columns per step of value_tile: one block of 16.
-constexpr std::size_t value_blocks = 1;
+/// Keys per step of score_tile and value columns per step of value_tile: two registers
+/// (16 floats: a whole panel or column block; 8 doubles: half of one), so that a step
+/// holds fused_rows × 2 = 12 accumulators of the 16 AVX2 registers.
+template <class T>
+constexpr std::size_t tile_step = 2 * simd<T>::lanes;
 
-template <std::size_t P>
-inline void score_step(const float* q, std::size_t dk, const float* kp, float* s, std::size_t lds) {
-    using S = simd<float>;
-    constexpr std::size_t U = block / S::lanes, X = P * U, R = fused_rows;
-    S::reg acc[R][X];
+template <class T>
+inline void score_step(const T* q, std::size_t dk, const T* kp, T* s, std::size_t lds) {
+    using S = simd<T>;
+    constexpr std::size_t X = 2, R = fused_rows;
+    typename S::reg acc[R][X];
     for (std::size_t r = 0; r < R; ++r)
-        for (std::size_t x = 0; x < X; ++x) acc[r][x] = S::set(0.0f);
+        for (std::size_t x = 0; x < X; ++x) acc[r][x] = S::set(T(0));
     for (std::size_t d = 0; d < dk; ++d) {
-        S::reg kv[X];
-        for (std::size_t p = 0; p < P; ++p)
-            for (std::size_t u = 0; u < U; ++u) kv[p * U + u] = S::load(kp + p * dk * block + d * block + u * S::lanes);
+        typename S::reg kv[X];
+        for (std::size_t x = 0; x < X; ++x) kv[x] = S::load(kp + d * block + x * S::lanes);
         for (std::size_t r = 0; r < R; ++r) {
-            const S::reg qb = S::set(q[r * dk + d]);
+            const typename S::reg qb = S::set(q[r * dk + d]);
             for (std::size_t x = 0; x < X; ++x) acc[r][x] = S::fma(qb, kv[x], acc[r][x]);
         }
     }
@@ -507,28 +508,28 @@ inline void score_step(const float* q, std::size_t dk, const float* kp, float* s
         for (std::size_t x = 0; x < X; ++x) S::store(s + r * lds + x * S::lanes, acc[r][x]);
 }
 
-void score_tile(const float* q, std::size_t dk, const float* kp, std::size_t panels, float* s, std::size_t lds) {
-    std::size_t p = 0;
-    for (; p + score_panels <= panels; p += score_panels)
-        score_step<score_panels>(q, dk, kp + p * dk * block, s + p * block, lds);
-    for (; p < panels; ++p) score_step<1>(q, dk, kp + p * dk * block, s + p * block, lds);
+template <class T>
+void score_tile(const T* q, std::size_t dk, const T* kp, std::size_t panels, T* s, std::size_t lds) {
+    for (std::size_t p = 0; p < panels; ++p)
+        for (std::size_t h = 0; h < block; h += tile_step<T>)
+            score_step<T>(q, dk, kp + p * dk * block + h, s + p * block + h, lds);
 }
 
-template <std::size_t C>
-inline void value_step(const float* pr, std::size_t lds, std::size_t n, const float* vp, std::size_t vcs,
-                       const float* correction, float* o, std::size_t ldo) {
-    using S = simd<float>;
-    constexpr std::size_t U = block / S::lanes, X = C * U, R = fused_rows;
-    S::reg acc[R][X];
+template <class T>
+inline void value_step(const T* pr, std::size_t lds, std::size_t n, const T* vp, const T* correction, T* o,
+                       std::size_t ldo) {
+    using S = simd<T>;
+    constexpr std::size_t X = 2, R = fused_rows;
+    typename S::reg acc[R][X];
     for (std::size_t r = 0; r < R; ++r) {
-        const S::reg c = S::set(correction[r]);
+        const typename S::reg c = S::set(correction[r]);
         for (std::size_t x = 0; x < X; ++x) acc[r][x] = S::mul(S::load(o + r * ldo + x * S::lanes), c);
     }
     for (std::size_t j = 0; j < n; ++j) {
-        S::reg vv[X];
-        for (std::size_t x = 0; x < X; ++x) vv[x] = S::load(vp + (x / U) * vcs + j * block + (x % U) * S::lanes);
+        typename S::reg vv[X];
+        for (std::size_t x = 0; x < X; ++x) vv[x] = S::load(vp + j * block + x * S::lanes);
         for (std::size_t r = 0; r < R; ++r) {
-            const S::reg pb = S::set(pr[r * lds + j]);
+            const typename S::reg pb = S::set(pr[r * lds + j]);
             for (std::size_t x = 0; x < X; ++x) acc[r][x] = S::fma(pb, vv[x], acc[r][x]);
         }
     }
@@ -570,24 +571,30 @@ float fused_exp_sum(const float* x, float* out, std::size_t n, float shift, spre
 /// out[j] = x[j] · f (one rounding each), out written with non-temporal stores from its
 /// first 64-byte boundary: the fused kernel's weights, each written once, from the row of
 /// exp values it held. The same bits as a scalar product on every path.
-void scale_store(const float* x, float* out, std::size_t n, float f) {
-    using S = simd<float>;
+template <class T>
+void scale_store(const T* x, T* out, std::size_t n, T f) {
+    using S = simd<T>;
+    constexpr std::size_t W = 64 / sizeof(T);
     std::size_t j = 0;
     for (; j < n && reinterpret_cast<std::uintptr_t>(out + j) % 64 != 0; ++j) out[j] = x[j] * f;
-    const S::reg fv = S::set(f);
-    for (; j + 16 <= n; j += 16) {
-        _mm256_stream_ps(out + j, S::mul(S::load(x + j), fv));
-        _mm256_stream_ps(out + j + 8, S::mul(S::load(x + j + 8), fv));
+    const typename S::reg fv = S::set(f);
+    for (; j + W <= n; j += W) {
+        if constexpr (std::is_same_v<T, float>) {
+            _mm256_stream_ps(out + j, S::mul(S::load(x + j), fv));
+            _mm256_stream_ps(out + j + 8, S::mul(S::load(x + j + 8), fv));
+        } else {
+            _mm256_stream_pd(out + j, S::mul(S::load(x + j), fv));
+            _mm256_stream_pd(out + j + 4, S::mul(S::load(x + j + 4), fv));
+        }
     }
     for (; j < n; ++j) out[j] = x[j] * f;
 }
 
-void value_tile(const float* p, std::size_t lds, std::size_t n, const float* vp, std::size_t vcs, std::size_t dvp,
-                const float* correction, float* o) {
-    std::size_t c = 0;
-    for (; c + value_blocks * block <= dvp; c += value_blocks * block)
-        value_step<value_blocks>(p, lds, n, vp + c / block * vcs, vcs, correction, o + c, dvp);
-    for (; c < dvp; c += block) value_step<1>(p, lds, n, vp + c / block * vcs, vcs, correction, o + c, dvp);
+template <class T>
+void value_tile(const T* p, std::size_t lds, std::size_t n, const T* vp, std::size_t vcs, std::size_t dvp,
+                const T* correction, T* o) {
+    for (std::size_t c = 0; c < dvp; c += tile_step<T>)
+        value_step<T>(p, lds, n, vp + c / block * vcs + c % block, correction, o + c, dvp);
 }
 #endif
 
@@ -597,7 +604,12 @@ template <class T>
 constexpr row_kernels<T> kernels{this_isa,        &row_max<T>,        &exp_sum<T>,    &exp_values<T>,
                                  &divide<T>,      &multiply<T>,       &softmax_values<T>, &copy_start<T>,
                                  &copy_finish<T>, &store_fence,       nullptr,        nullptr,
-                                 nullptr,         nullptr,            nullptr, nullptr, nullptr};
+                                 nullptr,
+#if ATTN_ISA_LEVEL == 1
+                                 &score_tile<T>,  &value_tile<T>,     nullptr,        &scale_store<T>};
+#else
+                                 nullptr,         nullptr,            nullptr,        nullptr};
+#endif
 template <>
 constexpr row_kernels<float> kernels<float>{
     this_isa,     &row_max<float>,    &exp_sum<float>,          &exp_values<float>,
@@ -605,7 +617,7 @@ constexpr row_kernels<float> kernels<float>{
     &copy_finish<float>, &store_fence, &exp_sum<float, true>, &softmax_values<float, true>,
     &exp_values<float, true>,
 #if ATTN_ISA_LEVEL == 1
-    &score_tile, &value_tile, &fused_exp_sum, &scale_store};
+    &score_tile<float>, &value_tile<float>, &fused_exp_sum, &scale_store<float>};
 #else
     nullptr, nullptr, nullptr, nullptr};
 #endif
