@@ -30,6 +30,7 @@
 #include "compute_options.hpp"
 #include "option_table.hpp"
 #include "output_target.hpp"
+#include "streamed_page.hpp"
 #include "pipeline_options.hpp"
 #include "plot_input.hpp"
 
@@ -177,7 +178,7 @@ int run_compute(const compute_options& c) {
         std::optional<io::npz_stream> stream;
         std::optional<io::csv_stream> csv;  // CSV: each tensor's lines spooled, joined at the end
         std::optional<io::json_stream> json;  // JSON: the same, within the run's document
-        std::optional<io::html_stream> page;  // HTML: each layer's blocks, then the rest
+        std::optional<streamed_page> page;  // HTML: each layer's blocks, then the rest
         const auto named = [&](const std::function<void()>& write) { naming_output(c.output, write); };
         try {
             attn::checkpoint_options ck = checkpoint_settings(c.inputs.empty() ? std::string() : c.inputs.front(), c.pipeline);
@@ -206,19 +207,10 @@ int run_compute(const compute_options& c) {
             }
             attn::pipeline_options run = settings;
             if (streams_page(c, f, ck, settings)) {
-                // The page shows the rollout of every layer, as add_rollout makes it of a held
-                // run: made layer by layer here (a list of layers skips blocks: none).
-                const std::string rollout = stage_name(attn::stage::rollout);
-                const bool asked = std::find(run.dump.begin(), run.dump.end(), rollout) != run.dump.end();
-                if (!asked && ck.layers.empty()) run.dump.push_back(rollout);
-                // Called during compute_checkpoint below, after this block: `asked` by value.
-                ck.each_layer = [&, asked](io::document& layer, std::size_t, std::size_t count) {
+                page.emplace(c.output, "attn compute", add_page_rollout(run.dump, !ck.layers.empty()));
+                ck.each_layer = [&](io::document& layer, std::size_t, std::size_t count) {
                     apply_store(layer, c.store, f);
-                    if (!page) {
-                        if (!is_stdout(c.output)) file.emplace(c.output);
-                        page.emplace(file ? file->stream() : std::cout, "attn compute", asked);
-                    }
-                    named([&] { page->append(layer, count); });
+                    page->append(layer, count);
                 };
             } else if (streams_layers(c, f, ck, settings)) {
                 ck.each_layer = [&](io::document& layer, std::size_t, std::size_t count) {
@@ -263,12 +255,15 @@ int run_compute(const compute_options& c) {
             }
             io::bundle extra = gather_inputs("", c.pipeline);
             doc = attn::compute_checkpoint(ck, std::move(extra.arrays), {}, run);
-            if (stream || csv || json || page) {
+            if (page) {
+                page->finish(doc);
+                return exit_ok;
+            }
+            if (stream || csv || json) {
                 named([&] {
                     if (stream) stream->finish();
                     else if (csv) csv->finish();
-                    else if (json) json->finish(doc);
-                    else page->finish(doc);
+                    else json->finish(doc);
                 });
                 if (file) file->commit();
                 return exit_ok;

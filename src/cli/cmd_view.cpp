@@ -24,6 +24,7 @@
 #include "output_target.hpp"
 #include "pipeline_options.hpp"
 #include "plot_input.hpp"
+#include "streamed_page.hpp"
 
 namespace attn::cli {
 
@@ -155,30 +156,22 @@ bool stream_checkpoint_page(const std::string& input, const view_options& c, con
     if (ck.layer) return false;
     const std::string source = input == "-" ? "<stdin>" : input;
     attn::pipeline_options run = settings;
-    const std::string rollout = stage_name(stage::rollout);
-    if (ck.layers.empty() && std::find(run.dump.begin(), run.dump.end(), rollout) == run.dump.end()) run.dump.push_back(rollout);
+    add_page_rollout(run.dump, !ck.layers.empty());
     const auto labelled = [&](io::document& doc) {
         if (!settings.tokens.empty()) doc.tokens = settings.tokens;
         if (!settings.tokens_kv.empty()) doc.tokens_kv = settings.tokens_kv;
     };
-    std::optional<io::atomic_file> file;
-    std::optional<io::html_stream> page;
-    const auto named = [&](const std::function<void()>& write) { naming_output(c.output, write); };
+    streamed_page page(c.output, source, false);
     ck.each_layer = [&](io::document& layer, std::size_t, std::size_t count) {
         labelled(layer);
         check_token_options(layer, settings);
         check_view_plan(layer, source, 0, 0);
-        if (!page) {
-            if (!is_stdout(c.output)) file.emplace(c.output);
-            page.emplace(file ? file->stream() : std::cout, source, false);
-        }
-        named([&] { page->append(layer, count); });
+        page.append(layer, count);
     };
     io::bundle extra = gather_inputs("", c.pipeline);
     io::document doc = attn::compute_checkpoint(ck, std::move(extra.arrays), {}, run);
     labelled(doc);
-    named([&] { page->finish(doc); });
-    if (file) file->commit();
+    page.finish(doc);
     return true;
 }
 

@@ -1,0 +1,37 @@
+#include "streamed_page.hpp"
+
+#include <algorithm>
+#include <iostream>
+#include <utility>
+
+#include "attn/error.hpp"
+#include "attn/stages.hpp"
+#include "output_target.hpp"
+
+namespace attn::cli {
+
+bool add_page_rollout(std::vector<std::string>& dump, bool listed_layers) {
+    const std::string rollout = stage_name(stage::rollout);
+    const bool asked = std::find(dump.begin(), dump.end(), rollout) != dump.end();
+    if (!asked && !listed_layers) dump.push_back(rollout);
+    return asked;
+}
+
+streamed_page::streamed_page(std::string output, std::string title, bool rollout_asked)
+    : output_(std::move(output)), title_(std::move(title)), rollout_asked_(rollout_asked) {}
+
+void streamed_page::append(const io::document& layer, std::size_t count) {
+    if (!page_) {
+        if (!is_stdout(output_)) file_.emplace(output_);
+        page_.emplace(file_ ? file_->stream() : std::cout, title_, rollout_asked_);
+    }
+    naming_output(output_, [&] { page_->append(layer, count); });
+}
+
+void streamed_page::finish(const io::document& run) {
+    if (!page_) throw shape_error("html", "streamed in part (expected at least 1 layer, got 0)");
+    naming_output(output_, [&] { page_->finish(run); });
+    if (file_) file_->commit();
+}
+
+}  // namespace attn::cli
