@@ -92,28 +92,29 @@ bool fused_stream() {
 
 namespace {
 
-/// The avx512 path's float32 row loops with the fused kernel's tiles of the avx2 path
+/// The row loops each path compiled for T.
+template <class T>
+const row_kernels<T>& compiled(isa path) {
+    if constexpr (std::is_same_v<T, float>)
+        return path == isa::avx512 ? avx512::row_kernels_float()
+               : path == isa::avx2 ? avx2::row_kernels_float()
+                                   : generic::row_kernels_float();
+    else
+        return path == isa::avx512 ? avx512::row_kernels_double()
+               : path == isa::avx2 ? avx2::row_kernels_double()
+                                   : generic::row_kernels_double();
+}
+
+/// The avx512 path's row loops with the fused kernel's tiles of the avx2 path
 /// (rowops.hpp): the same bits on both paths by construction.
-const row_kernels<float>& avx512_float() {
-    static const row_kernels<float> k = [] {
-        row_kernels<float> r = avx512::row_kernels_float();
-        const row_kernels<float>& tiles = avx2::row_kernels_float();
+template <class T>
+const row_kernels<T>& avx512_with_avx2_tiles() {
+    static const row_kernels<T> k = [] {
+        row_kernels<T> r = compiled<T>(isa::avx512);
+        const row_kernels<T>& tiles = compiled<T>(isa::avx2);
         r.score_tile = tiles.score_tile;
         r.value_tile = tiles.value_tile;
         r.fused_exp_sum = tiles.fused_exp_sum;
-        r.scale_store = tiles.scale_store;
-        return r;
-    }();
-    return k;
-}
-
-/// The avx512 path's float64 row loops with the avx2 path's fused tiles, as avx512_float.
-const row_kernels<double>& avx512_double() {
-    static const row_kernels<double> k = [] {
-        row_kernels<double> r = avx512::row_kernels_double();
-        const row_kernels<double>& tiles = avx2::row_kernels_double();
-        r.score_tile = tiles.score_tile;
-        r.value_tile = tiles.value_tile;
         r.scale_store = tiles.scale_store;
         return r;
     }();
@@ -124,14 +125,7 @@ const row_kernels<double>& avx512_double() {
 
 template <class T>
 const row_kernels<T>& row_ops(isa path) {
-    if constexpr (std::is_same_v<T, float>)
-        return path == isa::avx512 ? avx512_float()
-               : path == isa::avx2 ? avx2::row_kernels_float()
-                                   : generic::row_kernels_float();
-    else
-        return path == isa::avx512 ? avx512_double()
-               : path == isa::avx2 ? avx2::row_kernels_double()
-                                   : generic::row_kernels_double();
+    return path == isa::avx512 ? avx512_with_avx2_tiles<T>() : compiled<T>(path);
 }
 
 template const row_kernels<float>& row_ops(isa);
