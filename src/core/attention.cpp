@@ -650,8 +650,8 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
     if (B * Hq * Tq == 0) return r;
 
     const dims d{Tq, Tk, Dk, Dv};
-    // float32 on a vector path, keeping at most the weights of the Tq×Tk stages: the fused
-    // kernel (unless ATTN_STREAM=blas).
+    // A vector path, keeping at most the weights of the Tq×Tk stages: the fused kernel
+    // (unless ATTN_STREAM=blas).
     const bool fused =
         !o.keep_qk && !o.keep_scaled && !o.keep_scores && ops.score_tile != nullptr && detail::fused_stream();
     const int budget = o.threads > 0 ? o.threads : thread_budget();  // attn/threads.hpp

@@ -39,9 +39,9 @@ isa selected_isa();
 /// and the tile's K and V copies (128 KiB each) stay in L2.
 constexpr std::size_t fused_rows = 6, fused_panel = 16, fused_keys = 512;
 
-/// Whether output-only float32 runs take the fused streaming kernel (the default) or the
-/// GEMM-based one (ATTN_STREAM=blas; for measuring one against the other in one build),
-/// decided once. Throws usage_error("ATTN_STREAM", …) for a value other than fused or blas.
+/// Whether runs that keep no Tq×Tk stage but the weights take the fused kernel on a vector
+/// path (the default) or the GEMM kernels (ATTN_STREAM=blas; for measuring one against the
+/// other in one build), decided once. Throws usage_error("ATTN_STREAM", …) for a value other than fused or blas.
 bool fused_stream();
 
 /// A copy of src[0..n) to dst spread over another loop (see row_kernels::exp_sum): the
