@@ -1,15 +1,19 @@
 // io::html_stream fed out of order (include/attn/io/html.hpp): a layer whose stages differ
 // from the first's, a layer past the count, a page finished early and a first layer with
 // nothing to view are refused with the documented error and message, never written as a
-// page that would show the wrong layers.
+// page that would show the wrong layers. The CLI's streamed_page, which opens the
+// destination at the first layer, refuses a page with none and leaves no file.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "attn/error.hpp"
 #include "attn/io/html.hpp"
+#include "../src/cli/streamed_page.hpp"
+#include "scratch_dir.hpp"
 
 namespace {
 
@@ -86,4 +90,25 @@ TEST_CASE("html_stream refuses a first layer with no Tq×Tk stage to view") {
     const std::string what = message_of<attn::value_error>([&] { page.append(d, 1); });
     CHECK(what.find("no Tq×Tk stage to view") != std::string::npos);
     CHECK(out.str().empty());
+}
+
+TEST_CASE("streamed_page finished before any layer is refused, and no file is left at the destination") {
+    attn_test::scratch_dir dir;
+    const std::string path = dir.path + "/page.html";
+    attn::cli::streamed_page page(path, "run", false);
+    CHECK(message_of<attn::shape_error>([&] { page.finish(layer(3)); }) ==
+          "html: streamed in part (expected at least 1 layer, got 0)");
+    CHECK_FALSE(std::filesystem::exists(path));
+    CHECK(std::filesystem::is_empty(dir.path));
+}
+
+TEST_CASE("streamed_page opens its destination at the first layer and commits it at finish") {
+    attn_test::scratch_dir dir;
+    const std::string path = dir.path + "/page.html";
+    attn::cli::streamed_page page(path, "run", false);
+    CHECK(std::filesystem::is_empty(dir.path));
+    page.append(layer(3), 1);
+    CHECK_FALSE(std::filesystem::exists(path));  // written to a temporary beside it
+    page.finish(layer(3));
+    CHECK(std::filesystem::file_size(path) > 0);
 }

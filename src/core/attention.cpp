@@ -311,6 +311,15 @@ template <class T>
 struct packed_kv {
     std::size_t keys = 0, Dk = 0, dvp = 0;
     std::vector<T> k, v;
+    /// The layout (no data yet) for Tk keys of Dk and Dv dims.
+    static packed_kv layout(std::size_t Tk, std::size_t Dk, std::size_t Dv) {
+        constexpr std::size_t P = detail::fused_panel;
+        packed_kv p;
+        p.keys = (Tk + P - 1) / P * P, p.Dk = Dk, p.dvp = (Dv + P - 1) / P * P;
+        return p;
+    }
+    /// The bytes one kv slot takes.
+    std::size_t slot_bytes() const { return keys * (Dk + dvp) * sizeof(T); }
     /// Kᵀ panels of kv slot s = b·Hkv + kv head: panel p at k + (s·keys/16 + p)·Dk·16.
     const T* k_of(std::size_t s) const { return k.data() + s * keys * Dk; }
     /// V of slot s in column blocks of 16: block c at v + s·keys·dvp + c·vcs(), each (keys, 16).
@@ -324,8 +333,7 @@ template <class T>
 packed_kv<T> pack_kv(const tensor4<T>& k, const tensor4<T>& v, std::size_t s0, std::size_t s1, int threads) {
     constexpr std::size_t P = detail::fused_panel;
     const std::size_t slots = s1 - s0, Tk = k.shape(2), Dk = k.shape(3), Dv = v.shape(3);
-    packed_kv<T> p;
-    p.keys = (Tk + P - 1) / P * P, p.Dk = Dk, p.dvp = (Dv + P - 1) / P * P;
+    packed_kv<T> p = packed_kv<T>::layout(Tk, Dk, Dv);
     p.k.resize(slots * p.keys * Dk);
     p.v.resize(slots * p.keys * p.dvp);
     const std::size_t panels = p.keys / P, vcs = p.vcs();
@@ -395,7 +403,7 @@ struct weight_writer {
     }
 };
 
-/// Fused path, float32 on a vector instruction set: the output (nb, Dv), lse and, when
+/// Fused path, float32 or float64 on a vector instruction set: the output (nb, Dv), lse and, when
 /// `writer` is given, the weights of one chunk of query rows (job.q: nb × Dk; kp, vp: its
 /// kv head's K and V as packed_kv lays them out, vcs apart) without a GEMM —
 /// FlashAttention's online softmax (Dao et al. 2022, Alg. 1; Milakov & Gimelshein 2018)
@@ -560,7 +568,7 @@ std::size_t weight_chunk_rows(std::size_t Tk, std::size_t element) {
 }
 
 /// fused_chunk over one task's block of rows: output only, in one chunk; with the weights
-/// kept, in chunks of fused_weight_rows whose exp values (two buffers in turn) stay in L2,
+/// kept, in chunks of weight_chunk_rows whose exp values (two buffers in turn) stay in L2,
 /// each chunk's weights written during the next one's work and the last's at the end.
 template <class T>
 void fused_block(const detail::row_kernels<T>& ops, const block_job<T>& job, const dims& d, const mask<T>& m,
@@ -692,8 +700,7 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
     const std::size_t slots = B * Hkv;
     std::size_t wave = slots;
     if (fused) {
-        const std::size_t panel = detail::fused_panel, keys = (Tk + panel - 1) / panel * panel;
-        const std::size_t slot_bytes = keys * (Dk + (Dv + panel - 1) / panel * panel) * sizeof(T);
+        const std::size_t slot_bytes = packed_kv<T>::layout(Tk, Dk, Dv).slot_bytes();
         wave = std::clamp<std::size_t>(fused_pack_bytes / std::max<std::size_t>(slot_bytes, 1), 1, slots);
     }
     const long long slot_tasks = static_cast<long long>(group * blocks);

@@ -41,7 +41,8 @@ constexpr std::size_t fused_rows = 6, fused_panel = 16, fused_keys = 512;
 
 /// Whether runs that keep no Tq×Tk stage but the weights take the fused kernel on a vector
 /// path (the default) or the GEMM kernels (ATTN_STREAM=blas; for measuring one against the
-/// other in one build), decided once. Throws usage_error("ATTN_STREAM", …) for a value other than fused or blas.
+/// other in one build), decided once. Throws usage_error("ATTN_STREAM", …) for a value
+/// other than fused or blas.
 bool fused_stream();
 
 /// A copy of src[0..n) to dst spread over another loop (see row_kernels::exp_sum): the

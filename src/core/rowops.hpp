@@ -22,7 +22,6 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <type_traits>
 #if ATTN_ISA_LEVEL > 0
 #include <immintrin.h>
 #endif
@@ -224,9 +223,11 @@ struct simd<float> {
         if (_mm256_movemask_ps(small)) c = _mm256_blendv_ps(c, _mm256_div_ps(a, d), small);
         return c;
     }
+    /// v to the 32-byte aligned p, bypassing the caches.
+    static void stream(float* p, reg v) { _mm256_stream_ps(p, v); }
     static void stream64(float* dst, const float* src) {
-        _mm256_stream_ps(dst, load(src));
-        _mm256_stream_ps(dst + 8, load(src + 8));
+        stream(dst, load(src));
+        stream(dst + 8, load(src + 8));
     }
 };
 
@@ -279,9 +280,10 @@ struct simd<double> {
         if (_mm256_movemask_pd(small)) c = _mm256_blendv_pd(c, _mm256_div_pd(a, d), small);
         return c;
     }
+    static void stream(double* p, reg v) { _mm256_stream_pd(p, v); }
     static void stream64(double* dst, const double* src) {
-        _mm256_stream_pd(dst, load(src));
-        _mm256_stream_pd(dst + 4, load(src + 4));
+        stream(dst, load(src));
+        stream(dst + 4, load(src + 4));
     }
 };
 #else
@@ -578,15 +580,8 @@ void scale_store(const T* x, T* out, std::size_t n, T f) {
     std::size_t j = 0;
     for (; j < n && reinterpret_cast<std::uintptr_t>(out + j) % 64 != 0; ++j) out[j] = x[j] * f;
     const typename S::reg fv = S::set(f);
-    for (; j + W <= n; j += W) {
-        if constexpr (std::is_same_v<T, float>) {
-            _mm256_stream_ps(out + j, S::mul(S::load(x + j), fv));
-            _mm256_stream_ps(out + j + 8, S::mul(S::load(x + j + 8), fv));
-        } else {
-            _mm256_stream_pd(out + j, S::mul(S::load(x + j), fv));
-            _mm256_stream_pd(out + j + 4, S::mul(S::load(x + j + 4), fv));
-        }
-    }
+    for (; j + W <= n; j += W)
+        for (std::size_t u = 0; u < W; u += S::lanes) S::stream(out + j + u, S::mul(S::load(x + j + u), fv));
     for (; j < n; ++j) out[j] = x[j] * f;
 }
 
