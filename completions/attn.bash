@@ -14,10 +14,10 @@ _attn_subcommands="compute generate posenc inspect compare plot rope rollout vie
 _attn_compute_options="--help --q --k --v --x --x-kv --wq --wk --wv --bq --bk --bv --wo --bo
   --in-proj-weight --in-proj-bias --attn-mask --key-padding-mask --attention-mask --token-ids --embedding --ids --past-key
   --past-value --mask --causal --causal-align --lengths --pad-id --window --prefix-len --sink-tokens --alibi --alibi-slopes --cu-seqlens --document-ids --sinks --position-ids --rope-cos --rope-sin --rope --rope-theta
-  --rotary-dim --attn-mask-true --layout --seq-first --mask-fill
+  --rotary-dim --attn-mask-true --layout --seq-first --batch-first --mask-fill
   --masked-rows
   --scale --softcap --heads --kv-heads --weight-layout --dtype --posenc --posenc-base --kernel
-  --average-heads --tokens --tokens-kv --dump --format --output --store --precision --compact --full --plot
+  --average-heads --tokens --tokens-kv --dump --format --output --store --precision --compact --json-nonfinite --full --plot
   --jobs --max-bytes --manifest --sink-k
   --layer --arch --config --vocab --text --text-file --tokenizer --no-special-tokens --words"
 

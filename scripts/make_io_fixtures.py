@@ -10,6 +10,9 @@ Writes
                    C and Fortran order, ranks 0-4 and an empty dimension, written by
                    np.save (plus format versions 2.0 and 3.0 by write_array)
   npz/*.npz        np.savez, np.savez_compressed, positional arr_0, and two broken ones
+  unicode/*.npy    NumPy unicode arrays ('<U', '>U'; 0-d, 1-d, 2-d, characters beyond the
+                   BMP), as attn writes an .npz's tokens and meta (docs/design.md §6.2);
+                   unicode/expected.json holds each one's shape and strings
   expected.json    for every fixture: dtype, shape and the values in C order as NumPy
                    sees them (non-finite floats as "NaN", "Infinity", "-Infinity"), so
                    the C++ tests compare against NumPy without running Python
@@ -206,10 +209,30 @@ def npz_fixtures(expected):
         f.write(bytes(data))
 
 
+def unicode_fixtures():
+    folder = os.path.join(ROOT, "unicode")
+    os.makedirs(folder, exist_ok=True)
+    cases = {
+        "tokens": np.array(["my", "name", "is", "Aj"]),
+        "labels": np.array(["<|begin_of_text|>", "é", "Ω\U0001D11E", "", "a b"]),
+        "meta": np.array('{"heads": 2, "text": "naïve"}'),
+        "batch": np.array([["a", "bc", ""], ["ĉ", "d", "e"]]),
+        "big_endian": np.array(["x", "yz"], dtype=">U2"),
+    }
+    listed = {}
+    for name, a in cases.items():
+        np.save(os.path.join(folder, name + ".npy"), a)
+        listed[name] = {"shape": list(a.shape), "values": [str(v) for v in a.reshape(-1)]}
+    with open(os.path.join(folder, "expected.json"), "w", encoding="utf-8") as f:
+        json.dump(listed, f, ensure_ascii=False, indent=None, separators=(",", ":"))
+        f.write("\n")
+
+
 def main():
     expected = {"npy": [], "npz": []}
     npy_fixtures(expected)
     npz_fixtures(expected)
+    unicode_fixtures()
     with open(os.path.join(ROOT, "expected.json"), "w") as f:
         json.dump(expected, f, indent=None, separators=(",", ":"))
         f.write("\n")

@@ -448,7 +448,7 @@ TEST_CASE("np.savez(x=x, **mha.state_dict()): the state_dict names are read, out
             std::ofstream f(in, std::ios::binary);
             attn::io::write_npz(f, state_dict);
         }
-        const auto r = run_attn("compute '" + in + "' --heads 4 --dtype float64 --dump output -o '" + out + "'" +
+        const auto r = run_attn("compute '" + in + "' --heads 4 --batch-first --dtype float64 --dump output -o '" + out + "'" +
                                 (name == "causal_h4" ? " --mask causal" : ""));
         CHECK(r.code == 0);
         CHECK(r.err.empty());

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <string>
 #include <tuple>
@@ -13,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attn/io/npz.hpp"
 #include "cli_util.hpp"
 #include "scratch_dir.hpp"
 
@@ -151,36 +153,44 @@ TEST_CASE("a rank error lists every rank that is read: 2, 3 and 4") {
     });
 }
 
-TEST_CASE("a packed in_proj_weight computed with one head over E >= 64 warns on stderr") {
+TEST_CASE("an nn.MultiheadAttention state dict never runs with a guessed head count or layout") {
+    // The state dict records neither num_heads nor batch_first: without --heads attn would
+    // compute one wide head, and read a (T, B, E) x as (B, T, E) (output off by 2.67 and
+    // 4.99 on E = 16, 4 heads). The fixtures are PyTorch's own (scripts/make_torch_fixtures.py).
+    const std::string fixtures = "tests/fixtures/torch/";
+    const std::string packed = fixtures + "self_packed_h4_per_head.npz";      // x (2, 5, 16), in_proj_weight
+    const std::string seq_first = fixtures + "mha_seq_first_bool_mask_h2.npz";  // x (5, 3, 8), batch_first=False
+    refused({
+        {"compute " + packed, 2, "--heads: nn.MultiheadAttention's state dict does not record num_heads (expected --heads N, got no --heads)"},
+        {"compute " + packed + " --heads 4", 2,
+         "--seq-first: nn.MultiheadAttention's state dict does not record batch_first (expected --seq-first for (T, B, E), its "
+         "default, or --batch-first for (B, T, E), got x (2, 5, 16) and neither)"},
+        {"compute " + seq_first + " --heads 2 --attn-mask-true masked", 2,
+         "--seq-first: nn.MultiheadAttention's state dict does not record batch_first (expected --seq-first for (T, B, E), its "
+         "default, or --batch-first for (B, T, E), got x (5, 3, 8) and neither)"},
+        {"compute " + packed + " --heads 4 --batch-first --seq-first", 2, "--batch-first: contradicts --seq-first (expected one of them, got both)"},
+        {"compute " + packed + " --heads 4 --batch-first --layout tbe", 2,
+         "--batch-first: contradicts --layout tbe (expected --layout bte or no --layout, got --layout tbe)"},
+    });
+    // A state dict written with q/k/v_proj_weight (kdim != embed_dim) is refused the same way.
     attn_test::scratch_dir dir;
-    const auto write = [&](std::size_t E) {
-        json x = json::array(), w = json::array();
-        for (std::size_t t = 0; t < 3; ++t) {
-            json row = json::array();
-            for (std::size_t e = 0; e < E; ++e) row.push_back(value_at(t * E + e));
-            x.push_back(row);
-        }
-        for (std::size_t r = 0; r < 3 * E; ++r) {
-            json row = json::array();
-            for (std::size_t e = 0; e < E; ++e) row.push_back(r % E == e ? 0.125 : 0.0);
-            w.push_back(row);
-        }
-        const std::string path = dir.path + "/mha" + std::to_string(E) + ".json";
-        attn_test::spit(path, json{{"x", x}, {"in_proj_weight", w}}.dump());
-        return path;
-    };
-    const std::string wide = write(64), narrow = write(32);
-    auto r = run_attn("compute '" + wide + "' --dump weights");
-    CHECK(r.code == 0);
-    CHECK(!r.out.empty());
-    CHECK(r.err == "attn: warning: in_proj_weight: computed as one head of width 64 (give --heads N, the module's num_heads)\n");
-    // --heads given (even 1), or a narrow embedding: no warning.
-    for (const std::string args : {"'" + wide + "' --heads 8", "'" + wide + "' --heads 1", "'" + narrow + "'"}) {
-        CAPTURE(args);
-        r = run_attn("compute " + args + " --dump weights");
-        CHECK(r.code == 0);
-        CHECK(r.err.empty());
+    const std::string fixture = std::string(ATTN_SOURCE_DIR) + "/" + fixtures + "cross_kdim_h4.npz";
+    auto arrays = attn::io::read_npz(attn_test::slurp(fixture), fixture);
+    for (auto& a : arrays)
+        if (a.name == "w_q" || a.name == "w_k" || a.name == "w_v") a.name = a.name.substr(2) + "_proj_weight";
+    {
+        std::ofstream f(dir.path + "/kdim.npz", std::ios::binary);
+        attn::io::write_npz(f, arrays);
     }
+    refused({{"compute '" + dir.path + "/kdim.npz'", 2,
+              "--heads: nn.MultiheadAttention's state dict does not record num_heads (expected --heads N, got no --heads)"}});
+    // --batch-first is --layout bte; a rank-2 x needs no layout; attn's own names w_q… are not a state dict.
+    const auto b = run_attn("compute " + packed + " --heads 4 --batch-first --dump output --compact");
+    const auto l = run_attn("compute " + packed + " --heads 4 --layout bte --dump output --compact");
+    CHECK(b.code == 0);
+    CHECK(b.out == l.out);
+    CHECK(run_attn("compute " + fixtures + "unbatched_h1.npz --heads 1").code == 0);
+    CHECK(run_attn("compute " + fixtures + "self_split_weights_h4.npz --heads 4").code == 0);
 }
 
 TEST_CASE("--layout bthd reads (B, T, H, D) as the same data transposed to (B, H, T, D)") {
@@ -321,4 +331,70 @@ TEST_CASE("compare splits FILE:NAME as every other FILE:NAME option does, whatev
     r = run_attn("compute --x '" + dir.path + "/run:1/a.json:layer/1' --dump x --compact");
     CHECK(r.err.empty());
     CHECK(r.code == 0);
+}
+
+TEST_CASE("an option given twice is refused, never silently overridden or joined") {
+    // CLI11 keeps one value of a one-value option (refused in its own words) and joins a
+    // list option's values (--window 3 --window 2 read as LEFT 3, RIGHT 2).
+    refused({
+        {"compute data/x.npy --window 3 --window 2", 2, "--window: given more than once (expected one --window, got 2)"},
+        {"compute data/x.npy --window=3 --window 2,1", 2, "--window: given more than once (expected one --window, got 2)"},
+        {"compute data/x.npy --ids 1 --ids 2", 2, "--ids: given more than once (expected one --ids, got 2)"},
+        {"compute data/x.npy --lengths 3 --lengths 4", 2, "--lengths: given more than once (expected one --lengths, got 2)"},
+        {"compute data/x.npy --heads 2 --heads 4", 2, "--heads: given more than once (expected one --heads, got 2)"},
+        {"compute data/x.npy --scale 1 --scale 2 --scale 3", 2, "--scale: given more than once (expected one --scale, got 3)"},
+    });
+    // Lists whose repeats add items may repeat: --mask, --dump, --text.
+    const auto a = run_attn("compute data/notebook.npz --mask causal --mask padding --lengths 4 --dump weights --dump output --compact");
+    const auto b = run_attn("compute data/notebook.npz --mask causal,padding --lengths 4 --dump weights,output --compact");
+    CHECK(a.code == 0);
+    CHECK(a.out == b.out);
+}
+
+TEST_CASE("an empty --option= value is the empty text, never the next argument") {
+    refused({
+        {"compute data/notebook.npz --dump= --mask causal", 2,
+         "--dump: unknown stage '' (expected x, x_norm, q_proj, k_proj, q, k, v, qk, scaled, scores, weights, output, lse, "
+         "present_key, present_value, mask, stats, head_stats, rollout or word_weights)"},
+        {"compute data/notebook.npz --window= --mask causal", 2,
+         "--window: not a whole number (expected a whole number ≥ -1 (-1: unbounded), got '')"},
+        {"compute data/notebook.npz --mask-fill= --mask causal", 2, "--mask-fill: not a number ≤ 0 (expected -inf or a number like -1e9, got '')"},
+    });
+    // After "--" the words are the command's own.
+    CHECK(run_attn("compute --mask causal -- data/notebook.npz").code == 0);
+}
+
+TEST_CASE("--mask-fill beyond float64 is refused, not read as -inf") {
+    refused({
+        {"compute data/notebook.npz --mask causal --mask-fill -1e400", 2,
+         "--mask-fill: out of range (expected -inf or a finite number like -1e9, got -1e400)"},
+    });
+    for (const std::string fill : {"-inf", "-Infinity", "-1e300"}) {
+        CAPTURE(fill);
+        CHECK(run_attn("compute data/notebook.npz --mask causal --mask-fill " + fill).code == 0);
+    }
+}
+
+TEST_CASE("FlashAttention-layout q, k, v read by rank get a hint naming --layout bthd") {
+    attn_test::scratch_dir dir;
+    // (B, T, H, D) with Tq = 5, Tk = 11, Hq = 4, Hkv = 2: read as (B, H, T, D), Hq = 5, Hkv = 11.
+    const auto zeros = [](std::size_t a, std::size_t b, std::size_t c, std::size_t d) {
+        json t = json::array();
+        for (std::size_t i = 0; i < a; ++i) {
+            json x = json::array();
+            for (std::size_t j = 0; j < b; ++j) {
+                json y = json::array();
+                for (std::size_t k = 0; k < c; ++k) y.push_back(std::vector<double>(d, 0.5));
+                x.push_back(y);
+            }
+            t.push_back(x);
+        }
+        return t;
+    };
+    attn_test::spit(dir.path + "/fa.json", json{{"q", zeros(1, 5, 4, 8)}, {"k", zeros(1, 11, 2, 8)}, {"v", zeros(1, 11, 2, 8)}}.dump());
+    refused({{"compute '" + dir.path + "/fa.json'", 1,
+              dir.path + "/fa.json: heads: query heads are not a multiple of key/value heads (expected Hq % Hkv == 0, got Hq = 5, "
+                         "Hkv = 11); 4-D q, k, v are read as (B, H, T, D): if they are (B, T, H, D), as FlashAttention's, give "
+                         "--layout bthd"}});
+    CHECK(run_attn("compute '" + dir.path + "/fa.json' --layout bthd").code == 0);
 }

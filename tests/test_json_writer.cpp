@@ -42,7 +42,7 @@ std::string compact(const document& doc) { return json_of(doc, {0, true}); }
 template <class T>
 std::string num(T v, int precision = 0, bool json = true) {
     char buf[attn::io::number_buffer_size];
-    return std::string(buf, static_cast<std::size_t>(attn::io::format_number(buf, v, precision, json)));
+    return std::string(buf, static_cast<std::size_t>(attn::io::format_number(buf, v, precision, json ? attn::io::number_syntax::json : attn::io::number_syntax::text)));
 }
 
 document weights_doc() {

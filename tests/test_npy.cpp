@@ -268,3 +268,22 @@ TEST_CASE("npy: every prefix of a valid file is rejected cleanly") {
         CHECK_THROWS_AS(read_npy(full.substr(0, n), "t.npy"), attn::error);
     }
 }
+
+TEST_CASE("npy: unicode arrays (an .npz's tokens and meta) are np.save's bytes, and NumPy's read back") {
+    // tests/fixtures/io/unicode/: np.save of '<U' and '>U' arrays (scripts/make_io_fixtures.py).
+    const std::string folder = std::string(ATTN_SOURCE_DIR) + "/tests/fixtures/io/unicode/";
+    const nlohmann::json expected = nlohmann::json::parse(io_test::slurp(folder + "expected.json"));
+    for (const auto& [name, want] : expected.items()) {
+        CAPTURE(name);
+        const std::string bytes = io_test::slurp(folder + name + ".npy");
+        const attn::shape_t shape = want["shape"].get<attn::shape_t>();
+        const std::vector<std::string> values = want["values"].get<std::vector<std::string>>();
+        const attn::io::text_array got = attn::io::read_text_npy(bytes, name);
+        CHECK(got.shape == shape);
+        CHECK(got.values == values);
+        if (name != "big_endian") CHECK(attn::io::text_npy(shape, values) == bytes);
+    }
+    CHECK_THROWS_WITH_AS(attn::io::read_text_npy(attn::io::text_npy({1}, {"a"}).replace(21, 3, "<f4"), "t.npy"),
+                         "t.npy: not a unicode array (expected dtype <U…, got <f4)", attn::value_error);
+    CHECK_THROWS_WITH_AS(attn::io::text_npy({3}, {"a"}), "labels: do not fill their array (expected 3, got 1)", attn::value_error);
+}

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
+#include <vector>
 #include <exception>
 #include <iostream>
 #include <new>
@@ -143,9 +144,15 @@ int main(int argc, char** argv) {
     setup_tokenize(app, status);
 
     // A bad ATTN_ISA (core::kernel_isa) is reported before any command runs; --help still works.
-    app.parse_complete_callback([] { core::kernel_isa(); });
+    // Before any command runs: a list option given twice, whose values CLI11 would join.
+    const std::vector<std::string> words = split_empty_values(std::vector<std::string>(argv + 1, argv + argc));
+    app.parse_complete_callback([&app, &words] {
+        core::kernel_isa();
+        refuse_repeated_lists(app, words);
+    });
     try {
-        app.parse(argc, argv);
+        std::vector<std::string> reversed(words.rbegin(), words.rend());  // CLI11 takes them last first
+        app.parse(reversed);
     } catch (const CLI::CallForHelp& e) {
         return app.exit(e);
     } catch (const CLI::CallForAllHelp& e) {

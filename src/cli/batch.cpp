@@ -199,9 +199,7 @@ batch_job parse_job(const std::string& line, const std::string& source, const st
         job.settings = pipeline_settings(c.pipeline, directory_target(c.plot) ? with_plot_stages(c.dump) : c.dump);
         job.format = c.format;
         job.store = c.store;
-        job.style.precision = c.precision;
-        job.style.compact = c.compact;
-        job.style.full = c.full;
+        job.style = c.text_style();
     } catch (const nlohmann::json::exception& e) {
         // Syntax, and numbers JSON cannot hold (1e999): this line fails, the others run.
         job.error = source + ": invalid JSON line (" + std::string(e.what()).substr(std::string(e.what()).find(' ') + 1) + ")";

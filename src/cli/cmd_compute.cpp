@@ -42,10 +42,7 @@ namespace {
 void emit(io::document& doc, io::format f, const compute_options& c) {
     apply_store(doc, c.store, f);
     if (f == io::parse_format("html")) add_rollout(doc);  // the page of a checkpoint's layers shows their rollout, as attn view's
-    io::text_style style;
-    style.precision = c.precision;
-    style.compact = c.compact;
-    style.full = c.full;
+    const io::text_style style = c.text_style();
     const bool color = is_stdout(c.output) && f == io::parse_format("table") && isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR");
     write_output(c.output, io::is_binary(f), [&](std::ostream& out) { io::write_document(out, doc, f, style, color); });
 }
@@ -122,9 +119,7 @@ int run_several(const compute_options& c, const attn::pipeline_options& settings
         throw usage_error("-", "standard input can be read only once " +
                                    expected_got("at most one of INPUT - and --manifest -", std::to_string(stdin_readers)));
     batch_output out;
-    out.style.precision = c.precision;
-    out.style.compact = c.compact;
-    out.style.full = c.full;
+    out.style = c.text_style();
     if (!c.plot.empty()) out.plot_dir = c.plot;  // a batch takes --plot DIR/ only (run_compute)
     if (directory_target(c.output)) {
         out.dir = c.output;
@@ -154,7 +149,9 @@ std::string file_of_array(const std::string& what, const compute_options& c) {
     return what.rfind(input + ":", 0) == 0 ? "" : input;
 }
 
-int run_compute(const compute_options& c) {
+int run_compute(const compute_options& given) {
+    compute_options c = given;
+    if (c.manifest.empty()) c.pipeline = with_every_layer(c.pipeline, c.inputs);
     const bool plot_dir = !c.plot.empty() && directory_target(c.plot);
     if (!c.plot.empty() && !plot_dir)
         check_plot_option(c.plot, c.inputs.size() > 1 || !c.manifest.empty() || directory_target(c.output));
@@ -188,9 +185,7 @@ int run_compute(const compute_options& c) {
                 std::optional<io::heatmap_spec> plot;
                 if (!is_stdout(c.output)) file.emplace(c.output);
                 std::ostream& out = file ? file->stream() : std::cout;
-                io::text_style style;
-                style.precision = c.precision;
-                style.full = c.full;
+                const io::text_style style = c.text_style();
                 ck.each_layer = [&](io::document& layer, std::size_t index, std::size_t) {
                     if (!c.plot.empty()) {
                         std::optional<io::heatmap_spec> spec = plot_of_weights(layer, kept);
@@ -218,10 +213,7 @@ int run_compute(const compute_options& c) {
                     if (f == io::parse_format("json")) {
                         if (!json) {
                             if (!is_stdout(c.output)) file.emplace(c.output);
-                            io::text_style style;
-                            style.precision = c.precision;
-                            style.compact = c.compact;
-                            json.emplace(file ? file->stream() : std::cout, text_spools_beside(c), count, style);
+                            json.emplace(file ? file->stream() : std::cout, text_spools_beside(c), count, c.text_style());
                         }
                         named([&] { json->append(layer); });
                         return;
@@ -229,9 +221,7 @@ int run_compute(const compute_options& c) {
                     if (f == io::parse_format("csv")) {
                         if (!csv) {
                             if (!is_stdout(c.output)) file.emplace(c.output);
-                            io::text_style style;
-                            style.precision = c.precision;
-                            csv.emplace(file ? file->stream() : std::cout, text_spools_beside(c), count, style);
+                            csv.emplace(file ? file->stream() : std::cout, text_spools_beside(c), count, c.text_style());
                         }
                         // The model's layer, from the layer's meta (--layer N's).
                         named([&] { csv->append(layer, layer.meta["model"]["layer"].get<std::size_t>()); });
@@ -261,7 +251,7 @@ int run_compute(const compute_options& c) {
             }
             if (stream || csv || json) {
                 named([&] {
-                    if (stream) stream->finish();
+                    if (stream) stream->finish(f == io::parse_format("npz") ? io::context_members(doc) : std::vector<io::npz_member>{});
                     else if (csv) csv->finish();
                     else json->finish(doc);
                 });

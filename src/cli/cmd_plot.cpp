@@ -176,7 +176,7 @@ int run_plot(const plot_options& c) {
     const figure_options fig = check_figure_options(c);
     // --layer on attn output (not a checkpoint) picks a layer of it; on a checkpoint it
     // computes one, or all of them for "last" and -K, which are picked afterwards.
-    pipeline_cli pipeline = c.pipeline;
+    pipeline_cli pipeline = with_every_layer(c.pipeline, {c.input});
     const bool pick_layer = !pipeline.layer.empty() && pipeline.arch.empty() && !is_checkpoint_path(c.input);
     if (pick_layer) pipeline.layer.clear();
     const attn::pipeline_options settings =

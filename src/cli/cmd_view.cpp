@@ -175,7 +175,9 @@ bool stream_checkpoint_page(const std::string& input, const view_options& c, con
     return true;
 }
 
-int run_view(const view_options& c) {
+int run_view(const view_options& given) {
+    view_options c = given;
+    c.pipeline = with_every_layer(c.pipeline, c.inputs);
     if (!is_stdout(c.output) && !extension_of(c.output).empty() && io::format_from_path(c.output) != io::parse_format("html"))
         throw usage_error("-o", "a view is an HTML page " + expected_got("a .html file", "'" + extension_of(c.output) + "'"));
     if (std::count(c.inputs.begin(), c.inputs.end(), "-") > 1)

@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "attn/io/document.hpp"
 #include "attn/stages.hpp"
 #include "pipeline_options.hpp"
 
@@ -22,6 +23,17 @@ struct output_cli {
     bool compact = false;  ///< --compact: JSON on one line
     bool full = false;     ///< --full: tables print every element
     std::string store;     ///< --store float16|bfloat16, or "" (as computed)
+    std::string json_nonfinite = "string";  ///< --json-nonfinite: string ("NaN", "Infinity") or null
+
+    /// The text writers' style these options give (--precision, --compact, --full, --json-nonfinite).
+    io::text_style text_style() const {
+        io::text_style s;
+        s.precision = precision;
+        s.compact = compact;
+        s.full = full;
+        s.nonfinite_null = json_nonfinite == "null";
+        return s;
+    }
 };
 
 /// The options of attn compute: the job's output options (output_cli, so `c.dump`,

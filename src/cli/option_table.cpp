@@ -391,11 +391,22 @@ std::vector<option_row> make_table() {
                  "batch_first=False); the q, k, v and output stages are written (T, B, ·) too, weights stay "
                  "(B, …, Tq, Tk)",
                  "", {}, [](CLI::App& a, pipeline_cli& c, const option_row& r) { return a.add_flag(r.flag, c.settings.seq_first, r.help); }});
+    t.push_back({"--batch-first", "",
+                 "Same as --layout bte: rank-3 x, x_kv, q, k, v are (B, T, E), as nn.MultiheadAttention("
+                 "batch_first=True)",
+                 "", {}, [](CLI::App& a, pipeline_cli& c, const option_row& r) { return a.add_flag(r.flag, c.batch_first, r.help); }});
     t.push_back({"--mask-fill", "",
                  "Value of masked cells: -inf (default) or a finite number like -1e9 (masked_fill idiom, "
                  "replaces the score)",
                  "Masks", {}, [](CLI::App& a, pipeline_cli& c, const option_row& r) {
-                     return grouped(a.add_option(r.flag, c.mask_fill, r.help), r);
+                     // An empty value would read as "not given" (parse_fill checks the rest).
+                     const CLI::Validator given(
+                         [](std::string& v) {
+                             return v.empty() ? std::string("not a number ≤ 0 (expected -inf or a number like -1e9, got '')")
+                                              : std::string();
+                         },
+                         "");
+                     return grouped(a.add_option(r.flag, c.mask_fill, r.help)->check(given), r);
                  }});
     t.push_back({"--masked-rows", "",
                  "Fully masked rows: zero (weights and output 0, as ONNX and PyTorch) or nan (naive 0/0)", "Masks",
@@ -643,6 +654,15 @@ std::vector<option_row> make_table() {
     t.push_back(output_row("--compact", "JSON on one line", {}, [](CLI::App& a, output_cli& c, const option_row& r) {
         return a.add_flag(r.flag, c.compact, r.help)->group(r.group);
     }));
+    t.push_back(output_row("--json-nonfinite", "How JSON writes NaN and ±inf: string (\"NaN\", \"Infinity\", \"-Infinity\"; "
+                           "default) or null (what jq and strict parsers read)",
+                           {"string", "null"}, [](CLI::App& a, output_cli& c, const option_row& r) {
+                               return a.add_option(r.flag, c.json_nonfinite, r.help)
+                                   ->check(CLI::IsMember(r.choices))
+                                   ->type_name("HOW")
+                                   ->default_str("string")
+                                   ->group(r.group);
+                           }));
     t.push_back(output_row("--full",
                            "Tables: print every element (default: above 1000, the first and last 3 of each axis, as "
                            "NumPy)",

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "attn/error.hpp"
 #include "attn/text.hpp"
 #include "diagnostics.hpp"
 
@@ -90,6 +91,39 @@ std::string unknown_word(const std::string& word, const CLI::App& app) {
 
 }  // namespace
 
+std::vector<std::string> split_empty_values(std::vector<std::string> words) {
+    for (std::size_t i = 0; i < words.size(); ++i) {
+        if (words[i] == "--") break;
+        if (words[i].size() > 3 && words[i].compare(0, 2, "--") == 0 && words[i].back() == '=' &&
+            words[i].find('=') == words[i].size() - 1) {
+            words[i].pop_back();
+            words.insert(words.begin() + static_cast<std::ptrdiff_t>(i) + 1, std::string());
+            ++i;
+        }
+    }
+    return words;
+}
+
+void refuse_repeated_lists(const CLI::App& app, const std::vector<std::string>& words) {
+    const CLI::App* sub = chosen(app);
+    if (!sub) return;
+    static const std::vector<std::string> adding{"--text", "--mask", "--dump"};
+    std::vector<std::pair<std::string, int>> seen;
+    for (const std::string& w : words) {
+        if (w == "--") break;
+        if (w.size() < 3 || w.compare(0, 2, "--") != 0) continue;
+        const std::string name = w.substr(0, w.find('='));
+        const CLI::Option* o = sub->get_option_no_throw(name);
+        if (!o || o->get_items_expected_max() <= 1 || std::find(adding.begin(), adding.end(), name) != adding.end()) continue;
+        auto it = std::find_if(seen.begin(), seen.end(), [&](const auto& p) { return p.first == name; });
+        if (it == seen.end()) {
+            seen.emplace_back(name, 1);
+            continue;
+        }
+        throw usage_error(name, "given more than once " + expected_got("one " + name, std::to_string(++it->second)));
+    }
+}
+
 std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app, int argc, const char* const* argv) {
     // A value CLI11 echoes can be megabytes (a manifest line): std::regex recurses once
     // per character matched and would overflow the stack, so a long message is shortened
@@ -125,6 +159,10 @@ std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app, i
         if (!near.empty()) return "unknown command " + word + " (did you mean " + near + "?)";
         return "unknown command " + word + " (" + list + ")";
     }
+    // A one-value option given again: "--heads: At Most 1 required but received 2".
+    static const std::regex at_most("(--\\S+): At Most 1 required but received (\\d+)");
+    if (std::regex_match(what, m, at_most))
+        return m[1].str() + ": given more than once (expected one " + m[1].str() + ", got " + m[2].str() + ")";
     // CLI11's Range validator: "--heads: Value abc not in range 1 to 1048576".
     static const std::regex range("(\\S+): Value (.*) not in range (\\S+) to (\\S+)");
     if (std::regex_match(what, m, range)) {

@@ -16,6 +16,8 @@
 
 #include "attn/error.hpp"
 #include "attn/io/limits.hpp"
+#include "attn/io/safetensors.hpp"
+#include "attn/text.hpp"
 #include "attn/pipeline/store.hpp"
 #include "attn/pipeline/text.hpp"
 
@@ -29,6 +31,9 @@ double parse_fill(const std::string& text) {
     const double v = std::strtod(text.c_str(), &end);
     if (text.empty() || *end != '\0' || std::isnan(v) || v > 0)
         throw usage_error("--mask-fill", "not a number ≤ 0 " + expected_got("-inf or a number like -1e9", text));
+    // -1e400 overflows to -inf: a number too large for float64, not the -inf it reads as.
+    if (std::isinf(v) && lower(text) != "-infinity" && lower(text) != "-inf")
+        throw usage_error("--mask-fill", "out of range " + expected_got("-inf or a finite number like -1e9", text));
     return v;
 }
 
@@ -114,8 +119,13 @@ attn::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std:
         if (std::find(p.dump.begin(), p.dump.end(), d) == p.dump.end()) p.dump.push_back(std::move(d));
     if (c.settings.seq_first && !c.layout.empty() && c.layout != "tbe")
         throw usage_error("--seq-first", "contradicts --layout " + c.layout + " " + expected_got("--layout tbe or no --layout", "--layout " + c.layout));
+    if (c.batch_first && c.settings.seq_first)
+        throw usage_error("--batch-first", "contradicts --seq-first " + expected_got("one of them", "both"));
+    if (c.batch_first && !c.layout.empty() && c.layout != "bte")
+        throw usage_error("--batch-first", "contradicts --layout " + c.layout + " " + expected_got("--layout bte or no --layout", "--layout " + c.layout));
     using layout = attn::pipeline_options::input_layout;
-    p.layout_of_inputs = c.layout == "bhtd" ? layout::bhtd
+    p.layout_of_inputs = c.batch_first ? layout::bte
+                         : c.layout == "bhtd" ? layout::bhtd
                          : c.layout == "bthd" ? layout::bthd
                          : c.layout == "bte"  ? layout::bte
                          : c.layout == "tbe"  ? layout::tbe
@@ -152,6 +162,28 @@ void apply_store(io::document& doc, const std::string& store, io::format f) {
 }
 
 bool checkpoint_run(const pipeline_cli& c) { return !c.layer.empty() || !c.arch.empty(); }
+
+bool is_model_input(const std::string& input) {
+    std::error_code ec;
+    if (input.empty() || input == "-") return false;
+    if (std::filesystem::is_directory(input, ec)) return true;
+    if (!io::is_checkpoint_file(input)) return false;
+    try {
+        const io::checkpoint ck = io::checkpoint::open(input);
+        for (const io::tensor_entry& t : ck.tensors()) {
+            const std::string name = lower(t.name);
+            if (name == "q" || name == "k" || name == "v" || name == "x") return false;
+        }
+        return true;
+    } catch (const error&) {
+        return false;  // the reader says what is wrong with it
+    }
+}
+
+pipeline_cli with_every_layer(pipeline_cli c, const std::vector<std::string>& inputs) {
+    if (c.layer.empty() && !inputs.empty() && std::all_of(inputs.begin(), inputs.end(), is_model_input)) c.layer = "all";
+    return c;
+}
 
 /// A model directory as transformers' from_pretrained takes it: its model.safetensors,
 /// else its model.safetensors.index.json (config.json and tokenizer.json are then found
@@ -221,9 +253,6 @@ io::bundle gather_inputs(const std::string& input, const pipeline_cli& c) {
     // Never a silent wrong answer: an array the file holds that attn does not use (a
     // mask under another name, bias_k of a state_dict) is named on stderr.
     // A checkpoint with no attention inputs is refused by the caller, with a hint.
-    if (!b.ignored.empty() && !(b.arrays.empty() && io::is_checkpoint_file(input)))
-        print_warning((input == "-" ? "<stdin>" : input) + ": ignored arrays " + name_list(b.ignored) +
-                      " (not an input name; see attn compute --help)");
     const auto holds = [&b](const std::string& name) {
         return std::any_of(b.arrays.begin(), b.arrays.end(), [&](const io::named_array& n) { return n.name == name; });
     };
@@ -241,13 +270,24 @@ io::bundle gather_inputs(const std::string& input, const pipeline_cli& c) {
         if (it != b.arrays.end()) it->value = std::move(a);
         else b.arrays.push_back({name, std::move(a)});
     }
-    // nn.MultiheadAttention's state dict does not record num_heads: one head over a wide
-    // embedding is more likely a forgotten --heads than a model.
-    for (const auto& a : b.arrays)
-        if (a.name == "in_proj_weight" && c.settings.heads == 0 && a.value.rank() == 2 && a.value.shape[0] % 3 == 0 &&
-            a.value.shape[0] / 3 >= 64)
-            print_warning("in_proj_weight: computed as one head of width " + std::to_string(a.value.shape[0] / 3) +
-                          " (give --heads N, the module's num_heads)");
+    // nn.MultiheadAttention's state dict records neither num_heads nor batch_first: a
+    // guessed head count or layout would give a wrong answer without a word.
+    if (b.state_dict) {
+        if (c.settings.heads == 0)
+            throw usage_error("--heads", "nn.MultiheadAttention's state dict does not record num_heads " +
+                              expected_got("--heads N", "no --heads"));
+        const io::named_array* x = nullptr;
+        for (const auto& a : b.arrays)
+            if (a.name == "x") x = &a;
+        if (x && x->value.rank() == 3 && !c.settings.seq_first && c.layout.empty() && !c.batch_first)
+            throw usage_error("--seq-first", "nn.MultiheadAttention's state dict does not record batch_first " +
+                              expected_got("--seq-first for (T, B, E), its default, or --batch-first for (B, T, E)",
+                                           "x " + shape_string(x->value.shape) + " and neither"));
+    }
+    // After the refusals above: a refused run says one line.
+    if (!b.ignored.empty() && !(b.arrays.empty() && io::is_checkpoint_file(input)))
+        print_warning((input == "-" ? "<stdin>" : input) + ": ignored arrays " + name_list(b.ignored) +
+                      " (not an input name; see attn compute --help)");
     return b;
 }
 

@@ -25,6 +25,7 @@ struct pipeline_cli {
     std::vector<long long> window;                    // --window LEFT[,RIGHT]
     std::string mask_fill;                            // --mask-fill: -inf or a number ≤ 0
     std::string layout;  // "", bhtd, bthd, tbe or bte (--layout; tbe = --seq-first)
+    bool batch_first = false;  // --batch-first: --layout bte
     // Checkpoints (docs/design.md §4.3)
     std::string arch;    // "", or a family's name
     std::string layer;   // "", N, all, or a list such as 0,5,10-12 (parse_layer_list)
@@ -95,6 +96,17 @@ std::vector<std::size_t> parse_layer_list(const std::string& text);
 
 /// True when the options ask for a checkpoint run (--layer or --arch given).
 bool checkpoint_run(const pipeline_cli& c);
+
+/// True when INPUT is a model rather than arrays: a model directory, or a checkpoint
+/// file (.safetensors, its .index.json) holding none of the attention inputs q, k, v, x.
+/// Reads at most the checkpoint's header; false for a path that cannot be read (the
+/// reader then says why).
+bool is_model_input(const std::string& input);
+
+/// `c` with --layer all when it names no layer and every one of `inputs` (at least one)
+/// is a model (is_model_input): a model without --layer computes every layer, as
+/// transformers' output_attentions returns them (docs/design.md §6.2).
+pipeline_cli with_every_layer(pipeline_cli c, const std::vector<std::string>& inputs);
 /// The checkpoint settings of the options, for the checkpoint `path`.
 attn::checkpoint_options checkpoint_settings(const std::string& path, const pipeline_cli& c);
 /// One job's document: a checkpoint run (checkpoint_run) on INPUT with the per-tensor

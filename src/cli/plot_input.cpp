@@ -175,6 +175,15 @@ loaded load_input(const std::string& path) {
         for (auto& a : r.inputs.arrays) a.name = lower(a.name);
         r.is_output = std::any_of(r.inputs.arrays.begin(), r.inputs.arrays.end(),
                                   [](const io::named_array& a) { return is_output_stage(a.name); });
+        // attn's own .npz keeps the run's labels and meta beside the stages (docs/design.md §6.2).
+        const io::npz_context context = io::read_npz_context(bytes, source);
+        r.inputs.tokens = context.tokens.shape.size() == 1 ? context.tokens.values : std::vector<std::string>{};
+        r.inputs.tokens_kv = context.tokens_kv.values;
+        r.inputs.words = context.words.values;
+        if (!context.meta.empty()) {
+            r.doc.meta = nlohmann::ordered_json::parse(context.meta, nullptr, false);
+            if (!r.doc.meta.is_object()) throw format_error(source + ":meta", "not a JSON object " + expected_got("attn's meta", "other text"));
+        }
     } else {
         io::check_json_start(bytes, source);
         r.doc.meta = json_meta(bytes);

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstring>
 #include <ostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -99,7 +100,7 @@ void put_lines(text_buffer& b, const std::string& name, const T* data, const lay
                 char* p = b.reserve(prefix_len + 22 + number_buffer_size);
                 std::memcpy(p, prefix.data(), prefix_len);
                 char* q = put_index(p + prefix_len, c);
-                q += format_number(q, row[c], precision, false);
+                q += format_number(q, row[c], precision, number_syntax::text);
                 *q++ = '\n';
                 b.commit(static_cast<std::size_t>(q - p));
             }
@@ -114,7 +115,7 @@ void put_lines(text_buffer& b, const std::string& name, const T* data, const lay
                 q += prefix_len;
                 std::memcpy(q, &labels[c * label_width], label_width);
                 q += label_len[c];
-                q += format_number(q, row[c], precision, false);
+                q += format_number(q, row[c], precision, number_syntax::text);
                 *q++ = '\n';
             }
             b.commit(static_cast<std::size_t>(q - start));
@@ -135,17 +136,19 @@ void put_block(text_buffer& b, const layout4& l, const std::string& prefix, cons
 
 /// Writes `t`, whose first `layers` axes (0 or 1) are a layer axis: each layer's lines
 /// carry its model layer (io::layer_number) in the `layer` column. In a file with that
-/// column (`layered`), a tensor of the whole run (rollout) leaves it empty.
+/// column (`layered`), a tensor of the whole run (rollout) carries `after_last`, the
+/// number after the model's last layer (the flow through every layer, as the view shows
+/// rollout as one more layer), so that the column stays whole numbers.
 template <class T>
 void put_tensor(text_buffer& b, const layout4& l, const named_array& t, const T* data, int precision, std::size_t layers,
-                bool layered, const document& doc) {
+                bool layered, std::size_t after_last, const document& doc) {
     const std::size_t rows = l.batch * l.head * l.rows;
     const std::size_t count = layers ? t.value.shape[0] : 1;
     for (std::size_t layer = 0; layer < count; ++layer) {
         // The layer index goes into the fixed prefix: "name,l," then b,h,r as usual.
         // The model's layer, which a list of layers (--layer 0,5) makes differ from the index.
         const std::string name = csv_field(t.name) + (layers    ? "," + std::to_string(layer_number(doc, layer))
-                                                      : layered ? ","
+                                                      : layered ? "," + std::to_string(after_last)
                                                                 : "");
         put_block(b, l, name, data + layer * rows * l.cols, precision);
     }
@@ -192,14 +195,38 @@ void write_csv(std::ostream& out, const document& doc, const text_style& style) 
                                                                           t.value.rank() == 0 ? "a 0-d value" : shape_string(t.value.shape)));
         csv_layout(doc, t, layers[i]);
     }
+    // The layer after the last: from a stage with the layer axis, else meta's layer count.
+    std::size_t after_last = 0;
+    for (std::size_t i = 0; i < doc.tensors.size() && !after_last; ++i)
+        if (layers[i] && doc.tensors[i].value.shape[0] > 0) after_last = layer_number(doc, doc.tensors[i].value.shape[0] - 1) + 1;
+    if (!after_last && doc.meta.is_object() && doc.meta.contains("model") && doc.meta["model"].is_object() &&
+        doc.meta["model"].value("layers", nlohmann::ordered_json()).is_number_unsigned())
+        after_last = doc.meta["model"]["layers"].get<std::size_t>();
     text_buffer b(&out);
     b.append(csv_header(layered));
     for (std::size_t i = 0; i < doc.tensors.size(); ++i) {
         const named_array& t = doc.tensors[i];
         const layout4 l = csv_layout(doc, t, layers[i]);
-        with_values(t.value, [&](const auto* data) { put_tensor(b, l, t, data, style.precision, layers[i], layered, doc); });
+        with_values(t.value, [&](const auto* data) { put_tensor(b, l, t, data, style.precision, layers[i], layered, after_last, doc); });
     }
     b.finish();
+}
+
+std::string write_csv_rows(std::ostream& out, const document& doc, const text_style& style, const std::string& input) {
+    std::ostringstream whole;
+    write_csv(whole, doc, style);
+    const std::string text = std::move(whole).str();
+    const std::size_t end = text.find('\n');
+    const std::string field = csv_field(input) + ",";
+    text_buffer b(&out);
+    for (std::size_t at = end + 1; at < text.size();) {
+        const std::size_t next = text.find('\n', at);
+        b.append(field);
+        b.append(std::string_view(text).substr(at, next - at + 1));
+        at = next + 1;
+    }
+    b.finish();
+    return "input," + text.substr(0, end + 1);
 }
 
 void check_csv_layer(const document& layer, std::size_t count) {

@@ -114,6 +114,17 @@ bool looks_like_csv(std::string_view bytes) {
 
 /// Which .npz members to read: those attn looks for, or, when the archive has a single
 /// member, that one (the naming rule may make it X). `name` is lower-cased.
+/// An .npz's labels (npz_context) as the bundle's, as a JSON input's "tokens" are.
+void take_context(bundle& b, const npz_context& c) {
+    if (c.tokens.shape.size() == 1) b.tokens = c.tokens.values;
+    if (c.tokens.shape.size() == 2 && c.tokens.shape[0] > 0)
+        for (std::size_t i = 0; i < c.tokens.shape[0]; ++i)
+            b.item_tokens.emplace_back(c.tokens.values.begin() + static_cast<std::ptrdiff_t>(i * c.tokens.shape[1]),
+                                       c.tokens.values.begin() + static_cast<std::ptrdiff_t>((i + 1) * c.tokens.shape[1]));
+    if (c.tokens_kv.shape.size() == 1) b.tokens_kv = c.tokens_kv.values;
+    if (c.words.shape.size() == 1) b.words = c.words.values;
+}
+
 using member_filter = std::function<bool(const std::string& name, std::size_t members)>;
 
 bool attn_members(const std::string& name, std::size_t members) { return members == 1 || is_attn_name(name); }
@@ -230,10 +241,17 @@ std::optional<bundle> read_in_place(const std::string& path, const member_filter
         // read_npz_file fills `all` before it reads a member, so the filter is given the
         // member count, and lower-cased names, as read_bundle's is.
         std::vector<std::string> all;
+        std::size_t count = 0;  // the members that are not context (tokens, meta, …)
         auto arrays = read_npz_file(
-            path, path, nullptr, [&](const std::string& n) { return wanted(lower(n), all.size()); }, &all);
+            path, path, nullptr,
+            [&](const std::string& n) {
+                if (!count) count = static_cast<std::size_t>(std::count_if(all.begin(), all.end(), [](const std::string& m) { return !is_context_member(lower(m)); }));
+                return wanted(lower(n), count);
+            },
+            &all);
         if (!arrays) return std::nullopt;
         b.arrays = std::move(*arrays);
+        if (const auto context = read_npz_context_file(path, path)) take_context(b, *context);
         for (auto& n : all) n = lower(n);
         if (names) *names = std::move(all);
         named = true;
@@ -264,8 +282,9 @@ bundle read_bundle(const std::string& path, const member_filter& wanted = attn_m
     } else if (is_zip(bytes)) {
         std::vector<std::string> all = npz_names(bytes, source);
         for (auto& n : all) n = lower(n);
-        const std::size_t count = all.size();
+        const auto count = static_cast<std::size_t>(std::count_if(all.begin(), all.end(), [](const std::string& m) { return !is_context_member(m); }));
         b.arrays = read_npz(bytes, source, nullptr, [&](const std::string& n) { return wanted(lower(n), count); });
+        take_context(b, read_npz_context(bytes, source));
         if (names) *names = std::move(all);
         named = true;
     } else {
@@ -279,6 +298,8 @@ bundle read_bundle(const std::string& path, const member_filter& wanted = attn_m
     // "q", or q_proj_weight beside w_q) are refused: NumPy would keep one, attn another.
     for (std::size_t i = 0; i < b.arrays.size(); ++i) {
         const std::string stored = b.arrays[i].name;
+        if (stored == "in_proj_weight" || stored == "q_proj_weight" || stored == "k_proj_weight" || stored == "v_proj_weight")
+            b.state_dict = true;
         b.arrays[i].name = canonical_name(stored);
         for (std::size_t j = 0; j < i; ++j)
             if (b.arrays[j].name == b.arrays[i].name)
@@ -467,6 +488,8 @@ std::pair<std::string, std::string> split_array_spec(const std::string& spec) {
 bundle load_bundle(const std::string& path) {
     std::vector<std::string> names;
     bundle b = read_bundle(path, attn_members, &names);
+    // An .npz's labels and meta (tokens, meta, …) are read as labels, not arrays.
+    names.erase(std::remove_if(names.begin(), names.end(), [](const std::string& n) { return is_context_member(n); }), names.end());
     apply_naming_rule(b);
     // Everything else the file holds is set aside by name, for the caller to report.
     const bool lone_x = names.size() == 1 && b.arrays.size() == 1 && b.arrays.front().name == "x";

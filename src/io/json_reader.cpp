@@ -382,6 +382,12 @@ bundle read_json(std::string_view raw, const std::string& source) {
     for (const auto& [key, value] : doc.items()) {
         const std::string name = lower(key);
         const std::string where = source + ":" + key;
+        if (name == "tokens" && value.is_array() && !value.empty() && value.front().is_array()) {
+            // attn's own output of a batch whose items differ: one list per item.
+            for (std::size_t i = 0; i < value.size(); ++i)
+                b.item_tokens.push_back(to_tokens(value[i], where + "[" + std::to_string(i) + "]"));
+            continue;
+        }
         if (name == "tokens" || name == "tokens_kv" || name == "words") {
             (name == "tokens" ? b.tokens : name == "words" ? b.words : b.tokens_kv) = to_tokens(value, where);
             continue;

@@ -10,6 +10,7 @@
 
 #include "attn/error.hpp"
 #include "attn/io/json.hpp"
+#include "attn/io/writers.hpp"
 #include "attn/io/number_format.hpp"
 #include "text_buffer.hpp"
 
@@ -69,12 +70,22 @@ void put_value(text_buffer& b, const ordered_json& v, int indent, bool pretty) {
 
 using io::format_number;  // the numbers' overloads, beside json_bool's below
 
+/// How the numbers of one document are written: text_style's digits and non-finite spelling.
+struct number_spec {
+    int digits = 0;
+    number_syntax syntax = number_syntax::json;
+};
+
+number_spec spec_of(const text_style& style) {
+    return {style.precision, style.nonfinite_null ? number_syntax::json_null : number_syntax::json};
+}
+
 /// A bool element (the `mask` stage): JSON's true and false, as NumPy's tolist() gives.
 struct json_bool {
     std::uint8_t value;
 };
 
-int format_number(char* p, json_bool v, int, bool) {
+int format_number(char* p, json_bool v, int, number_syntax) {
     const char* text = v.value ? "true" : "false";
     const int n = v.value ? 4 : 5;
     std::memcpy(p, text, static_cast<std::size_t>(n));
@@ -82,13 +93,13 @@ int format_number(char* p, json_bool v, int, bool) {
 }
 
 template <class T>
-void put_number(text_buffer& b, T v, int precision) {
-    b.commit(static_cast<std::size_t>(format_number(b.reserve(number_buffer_size), v, precision, true)));
+void put_number(text_buffer& b, T v, number_spec precision) {
+    b.commit(static_cast<std::size_t>(format_number(b.reserve(number_buffer_size), v, precision.digits, precision.syntax)));
 }
 
 /// One innermost list, always on one line.
 template <class T>
-void put_row(text_buffer& b, const T* x, std::size_t n, int precision, bool pretty) {
+void put_row(text_buffer& b, const T* x, std::size_t n, number_spec precision, bool pretty) {
     b.put('[');
     for (std::size_t i = 0; i < n; ++i) {
         char* p = b.reserve(number_buffer_size + 2);
@@ -97,7 +108,7 @@ void put_row(text_buffer& b, const T* x, std::size_t n, int precision, bool pret
             p[k++] = ',';
             if (pretty) p[k++] = ' ';
         }
-        k += format_number(p + k, x[i], precision, true);
+        k += format_number(p + k, x[i], precision.digits, precision.syntax);
         b.commit(static_cast<std::size_t>(k));
     }
     b.put(']');
@@ -109,7 +120,7 @@ void put_row(text_buffer& b, const T* x, std::size_t n, int precision, bool pret
 /// the levels below the deepest axis whose index is nonzero close and reopen.
 /// `base` is the indentation of the line holding the tensor's key.
 template <class T>
-void put_rows(text_buffer& b, const T* data, const shape_t& shape, int base, int precision,
+void put_rows(text_buffer& b, const T* data, const shape_t& shape, int base, number_spec precision,
               bool pretty, std::size_t first, std::size_t last) {
     const std::size_t last_lead = shape.size() - 2;  // deepest leading axis
     const std::size_t n = shape.back();
@@ -157,7 +168,7 @@ void put_empty(text_buffer& b, const shape_t& shape, std::size_t axis, int inden
 }
 
 template <class T>
-void put_tensor(text_buffer& b, const T* data, const shape_t& shape, int base, int precision, bool pretty) {
+void put_tensor(text_buffer& b, const T* data, const shape_t& shape, int base, number_spec precision, bool pretty) {
     const std::size_t rank = shape.size();
     if (rank == 0) {
         put_number(b, data[0], precision);
@@ -187,7 +198,7 @@ void put_tensor(text_buffer& b, const T* data, const shape_t& shape, int base, i
 
 /// float32 prints as float32 (shortest text for the float), float64 as double;
 /// float16 widens exactly to float, anything else to double.
-void put_array(text_buffer& b, const named_array& t, int base, int precision, bool pretty) {
+void put_array(text_buffer& b, const named_array& t, int base, number_spec precision, bool pretty) {
     const array& a = t.value;
     detail::check_layout(t.name, a);
     if (a.type == dtype::f4) {
@@ -249,16 +260,30 @@ void write_json_document(std::ostream& out, const document& doc, const text_styl
     }
     key("meta");
     put_value(b, doc.meta.is_null() ? ordered_json::object() : doc.meta, indent_step, pretty);
+    const auto put_labels = [&](const std::vector<std::string>& labels) {
+        b.put('[');
+        for (std::size_t i = 0; i < labels.size(); ++i) {
+            if (i) b.append(pretty ? ", " : ",");
+            b.append(quoted(labels[i]));
+        }
+        b.put(']');
+    };
+    // A batch whose items are labelled differently: one list per item, as one sequence's.
+    const std::vector<std::vector<std::string>> items = item_tokens(doc);
+    if (!items.empty()) {
+        key("tokens");
+        b.put('[');
+        for (std::size_t i = 0; i < items.size(); ++i) {
+            if (i) b.append(pretty ? ", " : ",");
+            put_labels(items[i]);
+        }
+        b.put(']');
+    }
     for (const auto& [name, labels] :
          {std::pair{"tokens", &doc.tokens}, std::pair{"tokens_kv", &doc.tokens_kv}, std::pair{"words", &doc.words}}) {
         if (labels->empty()) continue;
         key(name);
-        b.put('[');
-        for (std::size_t i = 0; i < labels->size(); ++i) {
-            if (i) b.append(pretty ? ", " : ",");
-            b.append(quoted((*labels)[i]));
-        }
-        b.put(']');
+        put_labels(*labels);
     }
     // A dotted name is a member of an object: every "stats.<member>" tensor goes into
     // one object, stats, written where the first of them is (one level: the name is
@@ -269,7 +294,7 @@ void write_json_document(std::ostream& out, const document& doc, const text_styl
         if (group.empty()) {
             key(t.name);
             if (body) put_joined(b, out, t, i, indent_step, pretty, *body);
-            else put_array(b, t, indent_step, style.precision, pretty);
+            else put_array(b, t, indent_step, spec_of(style), pretty);
             continue;
         }
         bool written = false;
@@ -287,7 +312,7 @@ void write_json_document(std::ostream& out, const document& doc, const text_styl
             b.append(quoted(m.name.substr(group.size() + 1)));
             b.append(pretty ? ": " : ":");
             if (body) put_joined(b, out, m, j, 2 * indent_step, pretty, *body);
-            else put_array(b, m, 2 * indent_step, style.precision, pretty);
+            else put_array(b, m, 2 * indent_step, spec_of(style), pretty);
         }
         if (pretty) b.newline(indent_step);
         b.put('}');
@@ -311,7 +336,7 @@ void write_json_layer(std::ostream& out, const named_array& t, std::size_t index
         if (index) b.put(',');
         if (pretty) b.newline(base);
     }
-    put_array(b, t, base, style.precision, pretty);
+    put_array(b, t, base, spec_of(style), pretty);
     b.finish();
 }
 

@@ -15,10 +15,12 @@
 #include <functional>
 #include <limits>
 #include <ostream>
+#include <sstream>
 #include <vector>
 
 #include "attn/error.hpp"
 #include "attn/io/limits.hpp"
+#include "attn/text.hpp"
 
 namespace attn::io {
 namespace {
@@ -249,9 +251,12 @@ private:
 struct descr_info {
     dtype type;
     bool swap;  // stored byte order differs from the host's
+    std::size_t chars = 0;  // a unicode array ('<U n', read with `text`): n code points, as uint32
 };
 
-descr_info parse_descr(const py_value& v, const std::string& source) {
+/// `text`: a unicode dtype 'U n' is what is wanted, read as uint32 code points (chars = n);
+/// any other dtype is refused. Without it a unicode dtype is unsupported as any other.
+descr_info parse_descr(const py_value& v, const std::string& source, bool text = false) {
     const std::string unsupported = "unsupported dtype ";
     const std::string expected = "bool, int, uint or float";
     if (v.type != py_value::kind::string) throw value_error(source, unsupported + expected_got(expected, snippet(v.text)));
@@ -260,6 +265,13 @@ descr_info parse_descr(const py_value& v, const std::string& source) {
     if (!d.empty() && (d[0] == '<' || d[0] == '>' || d[0] == '|' || d[0] == '=')) {
         order = d[0];
         d.remove_prefix(1);
+    }
+    if (text) {
+        const bool digits = d.size() > 1 && d.size() < 12 && d[0] == 'U' &&
+                            d.substr(1).find_first_not_of("0123456789") == std::string_view::npos;
+        if (!digits) throw value_error(source, "not a unicode array " + expected_got("dtype <U…", snippet(v.str)));
+        const bool little = host_is_little_endian();
+        return {dtype::u4, (order == '<' && !little) || (order == '>' && little), std::stoull(std::string(d.substr(1)))};
     }
     static const struct {
         std::string_view code;
@@ -335,7 +347,7 @@ struct npy_header {
 
 /// Parses and checks the header at the start of `bytes` (read_npy's checks up to, not
 /// including, the data's size against the bytes present). Throws as read_npy does.
-npy_header parse_header(std::string_view bytes, const std::string& source, bool limited = true) {
+npy_header parse_header(std::string_view bytes, const std::string& source, bool limited = true, bool text = false) {
     if (!is_npy(bytes)) {
         const std::string got = bytes.empty() ? "an empty file" : escape_bytes(bytes.substr(0, magic.size()));
         throw format_error(source, "not a .npy file " + expected_got("magic \\x93NUMPY", got));
@@ -390,7 +402,7 @@ npy_header parse_header(std::string_view bytes, const std::string& source, bool 
                                                     got.empty() ? "no keys" : got));
     }
 
-    const descr_info info = parse_descr(*descr, source);
+    const descr_info info = parse_descr(*descr, source, text);
     if (fortran->type != py_value::kind::boolean)
         throw format_error(source, "bad .npy header " +
                                        expected_got("fortran_order True or False", snippet(fortran->text)));
@@ -404,7 +416,8 @@ npy_header parse_header(std::string_view bytes, const std::string& source, bool 
             throw format_error(source, "bad .npy header " + expected_got(shape_expected, snippet(shape_value->text)));
         shape.push_back(static_cast<std::size_t>(item.magnitude));
     }
-    if (shape.size() > max_rank)
+    if (text) shape.push_back(info.chars);  // each string's code points: one more axis
+    if (shape.size() > max_rank + (text ? 1 : 0))
         throw value_error(source, "unsupported rank " +
                                       expected_got("0 to 5 dimensions", std::to_string(shape.size())));
 
@@ -470,6 +483,86 @@ array read_npy(std::string_view bytes, const std::string& source, npy_layout* st
     return a;
 }
 
+void write_header(std::ostream& out, const std::string& descr, const shape_t& shape);
+
+text_array read_text_npy(std::string_view bytes, const std::string& source) {
+    const npy_header h = parse_header(bytes, source, true, true);
+    const std::size_t present = bytes.size() - h.data_offset;
+    if (present != h.nbytes)
+        throw format_error(source, std::string(present < h.nbytes ? "truncated .npy data " : "extra bytes after .npy data ") +
+                                       expected_got(std::to_string(h.nbytes) + " bytes", std::to_string(present)));
+    array a = empty_array(h);
+    if (h.nbytes) std::memcpy(a.data.data(), bytes.data() + h.data_offset, h.nbytes);
+    finish_array(a, h, nullptr);
+    text_array t;
+    t.shape.assign(h.shape.begin(), h.shape.end() - 1);
+    const std::size_t n = h.shape.back();
+    const std::size_t count = n ? a.data.size() / 4 / n : element_count(t.shape);
+    const auto* cp = reinterpret_cast<const std::uint32_t*>(a.data.data());
+    for (std::size_t i = 0; i < count; ++i) {
+        std::string u;
+        std::size_t len = n;
+        while (len > 0 && cp[i * n + len - 1] == 0) --len;
+        for (std::size_t j = 0; j < len; ++j) {
+            std::uint32_t c = cp[i * n + j];
+            if (c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) c = 0xFFFD;
+            if (c < 0x80) {
+                u += static_cast<char>(c);
+            } else if (c < 0x800) {
+                u += static_cast<char>(0xC0 | (c >> 6));
+                u += static_cast<char>(0x80 | (c & 0x3F));
+            } else if (c < 0x10000) {
+                u += static_cast<char>(0xE0 | (c >> 12));
+                u += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+                u += static_cast<char>(0x80 | (c & 0x3F));
+            } else {
+                u += static_cast<char>(0xF0 | (c >> 18));
+                u += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
+                u += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+                u += static_cast<char>(0x80 | (c & 0x3F));
+            }
+        }
+        t.values.push_back(std::move(u));
+    }
+    return t;
+}
+
+std::string text_npy(const shape_t& shape, const std::vector<std::string>& values) {
+    if (element_count(shape) != values.size())
+        throw value_error("labels", "do not fill their array " +
+                                        expected_got(std::to_string(element_count(shape)), std::to_string(values.size())));
+    std::vector<std::vector<std::uint32_t>> code_points;
+    std::size_t n = 1;
+    for (const std::string& v : values) {
+        std::vector<std::uint32_t> c;
+        for (std::size_t i = 0; i < v.size();) {
+            const std::size_t k = utf8_sequence_length(v, i);
+            if (k == 0) {
+                c.push_back(0xFFFD);
+                ++i;
+                continue;
+            }
+            const auto b = [&](std::size_t j) { return static_cast<std::uint32_t>(static_cast<unsigned char>(v[i + j])); };
+            c.push_back(k == 1   ? b(0)
+                        : k == 2 ? ((b(0) & 0x1F) << 6) | (b(1) & 0x3F)
+                        : k == 3 ? ((b(0) & 0x0F) << 12) | ((b(1) & 0x3F) << 6) | (b(2) & 0x3F)
+                                 : ((b(0) & 0x07) << 18) | ((b(1) & 0x3F) << 12) | ((b(2) & 0x3F) << 6) | (b(3) & 0x3F));
+            i += k;
+        }
+        n = std::max(n, c.size());
+        code_points.push_back(std::move(c));
+    }
+    std::ostringstream h;
+    write_header(h, "<U" + std::to_string(n), shape);
+    std::string out = std::move(h).str();
+    for (const auto& c : code_points)
+        for (std::size_t j = 0; j < n; ++j) {
+            const std::uint32_t v = j < c.size() ? c[j] : 0;
+            for (int k = 0; k < 4; ++k) out += static_cast<char>((v >> (8 * k)) & 0xff);
+        }
+    return out;
+}
+
 array read_npy_streamed(std::string_view head, const std::function<std::size_t(std::byte*, std::size_t)>& read_rest,
                         const std::string& source, npy_layout* stored) {
     const npy_header h = parse_header(head, source);
@@ -527,27 +620,14 @@ bool read_npy_in_pieces(std::string_view head, const std::function<std::size_t(s
     return true;
 }
 
-void write_npy_header(std::ostream& out, const array& a) {
-    std::string descr;
-    switch (a.type) {
-        case dtype::b1: descr = "|b1"; break;
-        case dtype::i1: descr = "|i1"; break;
-        case dtype::u1: descr = "|u1"; break;
-        case dtype::i2: descr = "<i2"; break;
-        case dtype::i4: descr = "<i4"; break;
-        case dtype::i8: descr = "<i8"; break;
-        case dtype::u2: descr = "<u2"; break;
-        case dtype::u4: descr = "<u4"; break;
-        case dtype::u8: descr = "<u8"; break;
-        case dtype::f2: descr = "<f2"; break;
-        case dtype::f4: descr = "<f4"; break;
-        case dtype::f8: descr = "<f8"; break;
-    }
+/// The .npy preamble and header np.save writes for a C-contiguous array of `descr`
+/// ('<f4', '<U5', …) and `shape`.
+void write_header(std::ostream& out, const std::string& descr, const shape_t& shape) {
     // Byte for byte what np.save writes for a C-contiguous array.
     std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " +
-                         shape_string(a.shape) + ", }";
-    if (!a.shape.empty()) {
-        const std::size_t digits = std::to_string(a.shape.front()).size();
+                         shape_string(shape) + ", }";
+    if (!shape.empty()) {
+        const std::size_t digits = std::to_string(shape.front()).size();
         header.append(growth_axis_max_digits - std::min(digits, growth_axis_max_digits), ' ');
     }
     int major = 1;
@@ -569,6 +649,26 @@ void write_npy_header(std::ostream& out, const array& a) {
     header += '\n';
     out.write(preamble.data(), static_cast<std::streamsize>(preamble.size()));
     out.write(header.data(), static_cast<std::streamsize>(header.size()));
+}
+
+
+void write_npy_header(std::ostream& out, const array& a) {
+    std::string descr;
+    switch (a.type) {
+        case dtype::b1: descr = "|b1"; break;
+        case dtype::i1: descr = "|i1"; break;
+        case dtype::u1: descr = "|u1"; break;
+        case dtype::i2: descr = "<i2"; break;
+        case dtype::i4: descr = "<i4"; break;
+        case dtype::i8: descr = "<i8"; break;
+        case dtype::u2: descr = "<u2"; break;
+        case dtype::u4: descr = "<u4"; break;
+        case dtype::u8: descr = "<u8"; break;
+        case dtype::f2: descr = "<f2"; break;
+        case dtype::f4: descr = "<f4"; break;
+        case dtype::f8: descr = "<f8"; break;
+    }
+    write_header(out, descr, a.shape);
 }
 
 std::optional<std::size_t> check_npy_head(std::string_view head, const std::string& source, bool limited) {

@@ -15,6 +15,7 @@
 #include "attn/error.hpp"
 #include "attn/io/limits.hpp"
 #include "attn/io/npy.hpp"
+#include "attn/text.hpp"
 
 namespace attn::io {
 namespace {
@@ -136,6 +137,8 @@ bool narrow_to_array(member_stream& m, const std::string& head, const zip_stat_t
 /// refused before the data is inflated. A well-formed member is then inflated straight
 /// into its array's buffer (read_npy_streamed), so each byte is held once; anything else
 /// is read whole, for read_npy to say what is wrong with it.
+void read_rest_whole(member_stream& m, std::string& data);
+
 array read_member(zip_t* z, zip_uint64_t index, const zip_stat_t& st, const std::string& source, npy_layout* layout) {
     member_stream m = open_member(z, index, st, source);
     std::string data = m.head();
@@ -146,6 +149,13 @@ array read_member(zip_t* z, zip_uint64_t index, const zip_stat_t& st, const std:
         if (m.rest(nullptr, 0) != 0) throw m.larger_than_declared();
         return a;
     }
+    read_rest_whole(m, data);
+    return read_npy(data, source, layout);
+}
+
+/// Reads the rest of member `m` after `data` (its head) into `data`, within its declared
+/// size. Throws format_error.
+void read_rest_whole(member_stream& m, std::string& data) {
     if (data.size() > m.limit) throw m.larger_than_declared();
     for (;;) {
         const std::size_t old = data.size();
@@ -158,7 +168,6 @@ array read_member(zip_t* z, zip_uint64_t index, const zip_stat_t& st, const std:
         if (n == 0) break;
         if (data.size() > m.limit) throw m.larger_than_declared();
     }
-    return read_npy(data, source, layout);
 }
 
 /// read_npy_in_pieces of member `index`, with read_member's checks; false when the member
@@ -264,6 +273,7 @@ std::vector<named_array> read_members(zip_t* z, const std::string& source, std::
     std::vector<named_array> arrays;
     std::size_t loaded = 0;
     for_each_member(z, source, [&](zip_t* archive, zip_uint64_t index, const zip_stat_t& st, const std::string& name) {
+        if (is_context_member(lower(name))) return;  // read_npz_context's
         if (wanted && !wanted(name)) return;
         const std::string member_source = source + ":" + name;
         npy_layout layout;
@@ -298,6 +308,55 @@ std::vector<std::string> npz_names(std::string_view bytes, const std::string& so
     return member_names(open_buffer(bytes, source).get(), source);
 }
 
+bool is_context_member(const std::string& name) {
+    return name == "tokens" || name == "tokens_kv" || name == "words" || name == "meta";
+}
+
+namespace {
+
+npz_context read_context(zip_t* z, const std::string& source) {
+    npz_context c;
+    std::size_t loaded = 0;
+    for_each_member(z, source, [&](zip_t* archive, zip_uint64_t index, const zip_stat_t& st, const std::string& name) {
+        const std::string key = lower(name);
+        if (!is_context_member(key)) return;
+        const std::string member_source = source + ":" + name;
+        member_stream m = open_member(archive, index, st, member_source);
+        std::string data = m.head();
+        read_rest_whole(m, data);
+        loaded += data.size();
+        check_file_bytes(loaded, source);
+        text_array t;
+        try {
+            t = read_text_npy(data, member_source);
+        } catch (const value_error&) {
+            return;  // not attn's context (a numeric array of that name): not labels
+        }
+        if (key == "meta") {
+            if (!t.shape.empty() || t.values.size() != 1)
+                throw value_error(member_source, "not one JSON text " + expected_got("a 0-d unicode array", "shape " + shape_string(t.shape)));
+            c.meta = std::move(t.values.front());
+            return;
+        }
+        if (t.shape.size() != 1 && t.shape.size() != 2)
+            throw value_error(member_source, "not labels " + expected_got("(T,) or (B, T)", shape_string(t.shape)));
+        (key == "tokens" ? c.tokens : key == "words" ? c.words : c.tokens_kv) = std::move(t);
+    });
+    return c;
+}
+
+}  // namespace
+
+npz_context read_npz_context(std::string_view bytes, const std::string& source) {
+    return read_context(open_buffer(bytes, source).get(), source);
+}
+
+std::optional<npz_context> read_npz_context_file(const std::string& path, const std::string& source) {
+    archive_ptr z = open_file(path);
+    if (!z) return std::nullopt;
+    return read_context(z.get(), source);
+}
+
 std::vector<named_array> read_npz(std::string_view bytes, const std::string& source,
                                   std::vector<npy_layout>* stored,
                                   const std::function<bool(const std::string&)>& wanted) {
@@ -326,7 +385,7 @@ std::optional<bool> read_npz_file_in_pieces(const std::string& path, const std::
     if (has_member(z.get(), is_torch_member)) throw format_error(source, torch_archive_message);
     bool whole = true;
     for_each_member(z.get(), source, [&](zip_t* archive, zip_uint64_t index, const zip_stat_t& st, const std::string& name) {
-        if (!whole) return;
+        if (!whole || is_context_member(lower(name))) return;
         const std::string member_source = source + ":" + name;
         for (int pass = 0; pass < passes && whole; ++pass) {
             array described;
@@ -342,8 +401,8 @@ std::optional<bool> read_npz_file_in_pieces(const std::string& path, const std::
     return whole;
 }
 
-void write_npz(std::ostream& out, const std::vector<named_array>& arrays) {
-    if (arrays.empty()) {
+void write_npz(std::ostream& out, const std::vector<named_array>& arrays, const std::vector<npz_member>& extra) {
+    if (arrays.empty() && extra.empty()) {
         // libzip removes an archive left with no entries; np.savez() writes a lone
         // end-of-central-directory record, and so do we.
         const std::string empty = std::string("PK\x05\x06", 4) + std::string(18, '\0');
@@ -378,14 +437,19 @@ void write_npz(std::ostream& out, const std::vector<named_array>& arrays) {
     auto fail = [&](zip_t* archive) {
         throw io_error("", "cannot create .npz archive (" + zip_message(zip_get_error(archive)) + ")");
     };
-    for (std::size_t i = 0; i < arrays.size(); ++i) {
+    const std::size_t count = arrays.size() + extra.size();
+    for (std::size_t i = 0; i < count; ++i) {
+        const bool tail = i >= arrays.size();
+        const npz_member* m = tail ? &extra[i - arrays.size()] : nullptr;
         const zip_buffer_fragment_t parts[2] = {
-            {reinterpret_cast<zip_uint8_t*>(headers[i].data()), headers[i].size()},
-            {reinterpret_cast<zip_uint8_t*>(const_cast<std::byte*>(arrays[i].value.data.data())),
-             arrays[i].value.data.size()}};
+            tail ? zip_buffer_fragment_t{reinterpret_cast<zip_uint8_t*>(const_cast<char*>(m->npy.data())), m->npy.size()}
+                 : zip_buffer_fragment_t{reinterpret_cast<zip_uint8_t*>(headers[i].data()), headers[i].size()},
+            tail ? zip_buffer_fragment_t{nullptr, 0}
+                 : zip_buffer_fragment_t{reinterpret_cast<zip_uint8_t*>(const_cast<std::byte*>(arrays[i].value.data.data())),
+                                         arrays[i].value.data.size()}};
         zip_source_t* member = zip_source_buffer_fragment(z.get(), parts, parts[1].length ? 2 : 1, 0);
         if (!member) fail(z.get());
-        const std::string name = arrays[i].name + std::string(npy_suffix);
+        const std::string name = (tail ? m->name : arrays[i].name) + std::string(npy_suffix);
         const zip_int64_t index = zip_file_add(z.get(), name.c_str(), member, ZIP_FL_ENC_UTF_8);
         if (index < 0) {
             zip_source_free(member);

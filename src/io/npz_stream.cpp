@@ -202,7 +202,7 @@ void npz_stream::append(std::size_t index, const array& slab) {
     ++m.written;
 }
 
-void npz_stream::finish() {
+void npz_stream::finish(const std::vector<npz_member>& extra) {
     for (const member& m : members_)
         if (m.written != m.slabs)
             throw shape_error(m.a.name, "streamed in part " + expected_got(std::to_string(m.slabs) + " slabs", std::to_string(m.written)));
@@ -223,7 +223,19 @@ void npz_stream::finish() {
         cd.raw(central_header(name, size, m.crc, m.offset, zip64));
         any_zip64 = any_zip64 || zip64;
     }
-    const std::uint64_t n = members_.size(), offset = end_, size = cd.b.size();
+    for (const npz_member& e : extra) {
+        const std::string name = e.name + ".npy";
+        const auto crc = static_cast<std::uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(e.npy.data()), static_cast<uInt>(e.npy.size())));
+        const std::string local = local_header(name, e.npy.size(), crc);
+        const std::uint64_t offset = end_;
+        put(end_, local.data(), local.size());
+        put(end_ + local.size(), e.npy.data(), e.npy.size());
+        end_ += local.size() + e.npy.size();
+        bool zip64 = false;
+        cd.raw(central_header(name, e.npy.size(), crc, offset, zip64));
+        any_zip64 = any_zip64 || zip64;
+    }
+    const std::uint64_t n = members_.size() + extra.size(), offset = end_, size = cd.b.size();
     if (any_zip64 || offset > u32_max || n > 0xffff) {
         cd.raw(std::string("PK\x06\x06", 4));
         cd.u64(56 - 12);

@@ -130,7 +130,7 @@ struct matrix_text {
 std::string_view cell_text(const matrix_text& m, std::size_t i, char* num) {
     const double v = (*m.values)[i];
     if (!m.masked->empty() && (*m.masked)[i] && v == 0) return masked_cell;
-    return std::string_view(num, static_cast<std::size_t>(format_number(num, v, m.precision, false)));
+    return std::string_view(num, static_cast<std::size_t>(format_number(num, v, m.precision, number_syntax::text)));
 }
 
 void put_block(text_buffer& b, const matrix_text& m, std::size_t offset, bool shade) {
@@ -211,7 +211,7 @@ void put_tensor(text_buffer& b, const document& doc, const named_array& t, int p
     const std::vector<double> x = a.to_vector<double>();
     char num[number_buffer_size];
     if (a.rank() == 0) {
-        b.append(std::string_view(num, static_cast<std::size_t>(format_number(num, x[0], precision, false))));
+        b.append(std::string_view(num, static_cast<std::size_t>(format_number(num, x[0], precision, number_syntax::text))));
         b.put('\n');
         return;
     }

@@ -90,6 +90,40 @@ std::size_t layer_number(const document& doc, std::size_t index) {
     return index < listed.size() ? listed[index] : index;
 }
 
+std::vector<std::vector<std::string>> item_tokens(const document& doc) {
+    std::vector<std::vector<std::string>> items;
+    if (!doc.tokens.empty() || !doc.meta.is_object() || !doc.meta.contains("model") || !doc.meta["model"].is_object()) return items;
+    const auto& t = doc.meta["model"].value("tokens", nlohmann::ordered_json());
+    if (!t.is_array()) return items;
+    for (const auto& item : t) {
+        if (!item.is_array()) return {};
+        std::vector<std::string> labels;
+        for (const auto& l : item) {
+            if (!l.is_string()) return {};
+            labels.push_back(l.get<std::string>());
+        }
+        if (!items.empty() && labels.size() != items.front().size()) return {};
+        items.push_back(std::move(labels));
+    }
+    return items;
+}
+
+std::vector<npz_member> context_members(const document& doc) {
+    std::vector<npz_member> members;
+    if (!doc.tokens.empty()) {
+        members.push_back({"tokens", text_npy({doc.tokens.size()}, doc.tokens)});
+    } else if (const auto items = item_tokens(doc); !items.empty()) {
+        std::vector<std::string> flat;
+        for (const auto& item : items) flat.insert(flat.end(), item.begin(), item.end());
+        members.push_back({"tokens", text_npy({items.size(), items.front().size()}, flat)});
+    }
+    if (!doc.tokens_kv.empty()) members.push_back({"tokens_kv", text_npy({doc.tokens_kv.size()}, doc.tokens_kv)});
+    if (!doc.words.empty()) members.push_back({"words", text_npy({doc.words.size()}, doc.words)});
+    const nlohmann::ordered_json meta = doc.meta.is_null() ? nlohmann::ordered_json::object() : doc.meta;
+    members.push_back({"meta", text_npy({}, {meta.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace)})});
+    return members;
+}
+
 std::vector<std::string> tensor_axes(const document& doc, const named_array& t) {
     const std::size_t rank = t.value.rank();
     if (!t.axes.empty()) {

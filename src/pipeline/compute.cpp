@@ -72,9 +72,16 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
                                    expected_got("(" + num(B) + ", " + num(p.k.shape(1)) + ", " + num(p.k.shape(2)) + ", Dv)",
                                                 shape_string({p.v.shape(0), p.v.shape(1), p.v.shape(2), p.v.shape(3)})));
     const std::size_t Hkv = p.k.shape(1);
-    if (Hq % Hkv != 0)
+    if (Hq % Hkv != 0) {
+        // Read by rank, FlashAttention's (B, T, H, D) puts T where the heads go.
+        const array* given_q = in.find("q");
+        const bool by_rank_4d = given_q && given_q->rank() == 4 && o.layout_of_inputs == pipeline_options::input_layout::by_rank;
         throw shape_error("heads", "query heads are not a multiple of key/value heads " +
-                                       expected_got("Hq % Hkv == 0", "Hq = " + num(Hq) + ", Hkv = " + num(Hkv)));
+                                       expected_got("Hq % Hkv == 0", "Hq = " + num(Hq) + ", Hkv = " + num(Hkv)) +
+                                       (by_rank_4d ? "; 4-D q, k, v are read as (B, H, T, D): if they are (B, T, H, D), "
+                                                     "as FlashAttention's, give --layout bthd"
+                                                   : ""));
+    }
 
     // RoPE on Q and the new K (docs/design.md §4.1): q_proj/k_proj keep them as projected.
     std::optional<tensor4<T>> q_proj, k_proj;

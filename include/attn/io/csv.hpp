@@ -3,6 +3,7 @@
 /// Tidy long-format CSV, one value per line, readable by pandas.read_csv as is.
 
 #include <iosfwd>
+#include <string>
 
 #include "attn/io/document.hpp"
 
@@ -18,6 +19,12 @@ namespace attn::io {
 /// Throws io_error if `out` fails, shape_error (before writing anything) for a tensor of
 /// rank above 4, value_error if a tensor's bytes do not match its shape.
 void write_csv(std::ostream& out, const document& doc, const text_style& style);
+
+/// One input's part of a table of several (docs/design.md §6.2: several inputs into one
+/// CSV): write_csv's lines without its header, each led by an `input` field holding
+/// `input` (quoted as a tensor name is). Returns the header such a table has:
+/// "input," then write_csv's. Throws as write_csv does.
+std::string write_csv_rows(std::ostream& out, const document& doc, const text_style& style, const std::string& input);
 
 /// The header line write_csv writes: "tensor,layer,batch,head,row,col,value\n" for a
 /// document with a layer axis (layered), else "tensor,batch,head,row,col,value\n".

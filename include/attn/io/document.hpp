@@ -27,6 +27,7 @@ struct text_style {
     int precision = 0;     ///< significant digits; 0 = shortest text that round-trips
     bool compact = false;  ///< json: everything on one line
     bool full = false;     ///< table: every element, none elided (NumPy's threshold=sys.maxsize)
+    bool nonfinite_null = false;  ///< json, jsonl: NaN and ±∞ as null, not "NaN"/"Infinity" (--json-nonfinite null)
 };
 
 }  // namespace attn::io

@@ -39,6 +39,24 @@ struct npy_layout {
 /// If `stored` is not null it receives how the file stores the data (see npy_layout).
 array read_npy(std::string_view bytes, const std::string& source, npy_layout* stored = nullptr);
 
+/// A NumPy unicode array (dtype '<U n' or '>U n'): its shape and its strings in C order,
+/// UTF-8, each without the trailing NULs NumPy pads it with (as NumPy gives them).
+struct text_array {
+    shape_t shape;
+    std::vector<std::string> values;
+};
+
+/// The bytes np.save writes for a unicode array of `shape` holding `values` (UTF-8, in C
+/// order): dtype '<U n', n the largest count of code points among them (at least 1, as
+/// NumPy's), each value UTF-32LE padded with NULs. Invalid UTF-8 becomes U+FFFD.
+/// Throws value_error when the values do not fill the shape.
+std::string text_npy(const shape_t& shape, const std::vector<std::string>& values);
+
+/// Reads a .npy holding a unicode array ('<U n', '>U n'). Throws as read_npy does for the
+/// header and data, and value_error("<source>", "not a unicode array (expected dtype <U…,
+/// got …)") for another dtype.
+text_array read_text_npy(std::string_view bytes, const std::string& source);
+
 /// read_npy for a .npy read as it arrives, each data byte placed once, straight into the
 /// array's own buffer: `head` holds the file's first bytes (its whole header, and at
 /// most the whole file), `read_rest(out, n)` writes up to n of the following bytes to

@@ -73,8 +73,37 @@ std::optional<bool> read_npz_file_in_pieces(const std::string& path, const std::
                                             const std::function<void(const std::string&, const array&, const npy_layout&)>& begin,
                                             const std::function<void(int, const array&)>& piece, std::size_t piece_bytes);
 
-/// Writes the arrays as an uncompressed .npz (`np.savez` layout, members "<name>.npy").
-/// Throws io_error if `out` fails.
-void write_npz(std::ostream& out, const std::vector<named_array>& arrays);
+/// A member given as its .npy bytes (a unicode array of text_npy, say), named without ".npy".
+struct npz_member {
+    std::string name;
+    std::string npy;
+};
+
+/// Writes the arrays as an uncompressed .npz (`np.savez` layout, members "<name>.npy"),
+/// then the `extra` members in their order. Throws io_error if `out` fails.
+void write_npz(std::ostream& out, const std::vector<named_array>& arrays, const std::vector<npz_member>& extra = {});
+
+/// What attn writes beside a run's stages in an .npz (docs/design.md §6.2), so that plot,
+/// view and compare of a saved run have its labels and settings: `tokens`, `tokens_kv`,
+/// `words` (NumPy unicode arrays: (T,) for one sequence, (B, T) for a batch whose items
+/// differ) and `meta` (a 0-d unicode array holding the run's JSON meta).
+struct npz_context {
+    text_array tokens, tokens_kv, words;
+    std::string meta;  ///< JSON text, or empty
+};
+
+/// True for the members an .npz's context is held in: tokens, tokens_kv, words and meta
+/// (lower case). read_npz and read_npz_file pass over them; read_npz_context reads them.
+bool is_context_member(const std::string& name);
+
+/// The context members of an .npz held in memory (read_npz's checks: a member's size
+/// against its header and against max_array_bytes()). Throws format_error for a broken
+/// archive or member, value_error("<source>:<member>", "not a unicode array (…)") for a
+/// context member of another dtype.
+npz_context read_npz_context(std::string_view bytes, const std::string& source);
+
+/// read_npz_context of the .npz file at `path`, reading only the context members;
+/// nullopt when libzip cannot open the file.
+std::optional<npz_context> read_npz_context_file(const std::string& path, const std::string& source);
 
 }  // namespace attn::io

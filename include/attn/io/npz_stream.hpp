@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "attn/io/npz.hpp"
 #include "attn/tensor.hpp"
 
 namespace attn::io {
@@ -45,10 +46,11 @@ public:
     /// or past the last, io_error when the stream fails.
     void append(std::size_t index, const array& slab);
 
-    /// Patches every CRC-32 into its local header and writes the central directory and
-    /// end records (.npz), leaving the stream at the end of the file. Throws shape_error
-    /// when an array has not had all its slabs, io_error when the stream fails.
-    void finish();
+    /// Patches every CRC-32 into its local header, writes the `extra` members whole after
+    /// the streamed ones (.npz; as write_npz writes its extra members), then the central
+    /// directory and end records, leaving the stream at the end of the file. Throws
+    /// shape_error when an array has not had all its slabs, io_error when the stream fails.
+    void finish(const std::vector<npz_member>& extra = {});
 
 private:
     struct member {

@@ -25,23 +25,30 @@ inline constexpr int max_precision = 17;
 int format_shortest(char* out, float v);
 int format_shortest(char* out, double v);
 
+/// How format_number spells a number: as text (CSV, tables), as JSON with non-finite
+/// values the strings "NaN", "Infinity", "-Infinity", or as JSON with them null
+/// (`--json-nonfinite null`: what jq and strict parsers read as a non-number).
+enum class number_syntax { text, json, json_null };
+
 /// Writes `v` (float or double) as text at `out` (at least number_buffer_size bytes; no
 /// terminating NUL) and returns the number of characters written.
 /// precision 0: the shortest text that reads back as the same float (std::to_chars,
 /// so float32 0.1 → "0.1", 1/3f → "0.33333334"); precision N > 0: N significant
 /// digits as printf's "%.Ng" (trailing zeros dropped), N capped at 17.
 /// Non-finite values: json → the quoted strings "NaN", "Infinity", "-Infinity" (the
-/// protobuf JSON mapping); otherwise nan, inf, -inf (read by numpy and pandas).
+/// protobuf JSON mapping); json_null → null; text → nan, inf, -inf (read by numpy and pandas).
 /// The sign of NaN is not printed. -0.0 prints as "-0.0" in JSON (so that parsers that
 /// read "-0" as the integer 0 keep the sign) and as "-0" otherwise.
 /// Inline: the text writers call it once per element.
 template <class T, std::enable_if_t<std::is_same_v<T, float> || std::is_same_v<T, double>, int> = 0>
-inline int format_number(char* out, T v, int precision, bool json) {
+inline int format_number(char* out, T v, int precision, number_syntax syntax) {
+    const bool json = syntax != number_syntax::text;
     const auto literal = [out](const char* text) {
         const std::size_t n = std::strlen(text);
         std::memcpy(out, text, n);
         return static_cast<int>(n);
     };
+    if (syntax == number_syntax::json_null && !std::isfinite(v)) return literal("null");
     if (std::isnan(v)) return literal(json ? "\"NaN\"" : "nan");
     if (std::isinf(v)) {
         if (v > 0) return literal(json ? "\"Infinity\"" : "inf");

@@ -9,6 +9,7 @@
 
 #include "attn/io/document.hpp"
 #include "attn/io/formats.hpp"
+#include "attn/io/npz.hpp"
 #include "attn/io/table.hpp"
 #include "attn/stages.hpp"
 
@@ -35,6 +36,17 @@ void write_document(std::ostream& out, const document& doc, format f, const text
 /// and the view read a tensor's layer, batch and head axes from here. Throws
 /// std::logic_error when `t` carries a number of axes other than its rank.
 std::vector<std::string> tensor_axes(const document& doc, const named_array& t);
+
+/// The labels of each batch item where they differ (a checkpoint run over a batch of ids
+/// or texts), B lists of T, as meta.model.tokens holds them; empty when `doc.tokens`
+/// labels every item.
+std::vector<std::vector<std::string>> item_tokens(const document& doc);
+
+/// The members an .npz holds after the stages (docs/design.md §6.2), in this order:
+/// `tokens` ((T,), or (B, T) of item_tokens), `tokens_kv`, `words` ((W,)) when the run has
+/// them, and `meta`, the meta's JSON text as a 0-d unicode array (compact, as --compact
+/// writes it). `np.load` reads them without pickle.
+std::vector<npz_member> context_members(const document& doc);
 
 /// True when `axes` (tensor_axes) start with a layer axis "L".
 bool has_layer_axis(const std::vector<std::string>& axes);

@@ -2,13 +2,14 @@
 #include "attn/io/formats.hpp"
 
 #include "attn/io/npz.hpp"
+#include "attn/io/writers.hpp"
 
 namespace attn::io {
 
 namespace {
 void write(std::ostream& out, const document& doc, const text_style& style, const table_options& table) {
     (void)style, (void)table;
-    write_npz(out, doc.tensors);
+    write_npz(out, doc.tensors, context_members(doc));
 }
 }  // namespace
 
