@@ -280,26 +280,29 @@ TEST_CASE("signals: SIGKILL while an output is being written leaves no file behi
 
 TEST_CASE("signals: SIGKILL during a streamed .npz of several layers leaves the destination as it was, and no temporary") {
     // gemma3-tiny at T = 1024: four layers of 16 MiB of weights, each written to the
-    // temporary as it is computed. Killed once the temporary is open and a layer is on its way.
-    scratch s;
-    attn_test::write_cycled_ids(s.dir + "/ids.npy", 1024);
-    const std::string out = s.dir + "/out.npz";
-    attn_test::spit(out, "before");
-    const pid_t pid = spawn({"compute", "tests/fixtures/checkpoints/gemma3-tiny", "--layer", "all", "--token-ids",
-                             s.dir + "/ids.npy", "--dump", "weights", "-o", out},
-                            {});
-    REQUIRE(pid > 0);
-    const bool open = wait_for_temporary(s, pid, 120);
-    REQUIRE(open);
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    kill(pid, SIGKILL);
-    int status = 0;
-    REQUIRE(waitpid(pid, &status, 0) == pid);
-    CHECK((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL));  // killed, not finished
-    CHECK(attn_test::slurp(out) == "before");
-    std::vector<std::string> names = s.entries();
-    std::sort(names.begin(), names.end());
-    CHECK(names == std::vector<std::string>{"ids.npy", "out.npz"});
+    // temporary as it is computed. Killed as soon as the temporary is open; should the run
+    // finish first, it is tried again (a finished run leaves the whole file).
+    bool killed = false;
+    for (int attempt = 0; attempt < 3 && !killed; ++attempt) {
+        CAPTURE(attempt);
+        scratch s;
+        attn_test::write_cycled_ids(s.dir + "/ids.npy", 1024);
+        const std::string out = s.dir + "/out.npz";
+        attn_test::spit(out, "before");
+        const pid_t pid = spawn({"compute", "tests/fixtures/checkpoints/gemma3-tiny", "--layer", "all", "--token-ids",
+                                 s.dir + "/ids.npy", "--dump", "weights", "-o", out},
+                                {});
+        REQUIRE(pid > 0);
+        if (wait_for_temporary(s, pid, 120)) kill(pid, SIGKILL);
+        int status = 0;
+        REQUIRE(waitpid(pid, &status, 0) == pid);
+        killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+        std::vector<std::string> names = s.entries();
+        std::sort(names.begin(), names.end());
+        CHECK(names == std::vector<std::string>{"ids.npy", "out.npz"});
+        if (killed) CHECK(attn_test::slurp(out) == "before");
+    }
+    CHECK(killed);
 }
 
 TEST_CASE("signals: an .npz write refused by the file size limit, SIGXFSZ ignored, says why and leaves no file") {
