@@ -305,15 +305,18 @@ TEST_CASE("signals: SIGKILL during a streamed .npz of several layers leaves the 
     CHECK(killed);
 }
 
-TEST_CASE("signals: an .npz write refused by the file size limit, SIGXFSZ ignored, says why and leaves no file") {
+TEST_CASE("signals: an .npz or .npy write refused by the file size limit, SIGXFSZ ignored, says why and leaves no file") {
     // With SIGXFSZ ignored (as a shell's `trap '' XFSZ` leaves it), write(2) fails with
     // EFBIG: the one line gives that reason, and no file or temporary remains.
     scratch s;
     REQUIRE(attn_test::run_attn("generate --len 64 --dk 8 --seed 1 -o '" + s.dir + "/in.npz'").code == 0);
-    const std::string out = s.dir + "/out.npz";
-    const auto r = attn_test::run_attn("compute '" + s.dir + "/in.npz' --dump weights -o '" + out + "'", "",
-                                       "trap '' XFSZ; ulimit -f 4; ");
-    CHECK(r.code == 1);
-    CHECK(r.err == "attn: error: " + out + ": cannot write .npz data (File too large)\n");
-    CHECK(s.entries() == std::vector<std::string>{"in.npz"});
+    for (const std::string ext : {"npz", "npy"}) {
+        CAPTURE(ext);
+        const std::string out = s.dir + "/out." + ext;
+        const auto r = attn_test::run_attn("compute '" + s.dir + "/in.npz' --dump weights -o '" + out + "'", "",
+                                           "trap '' XFSZ; ulimit -f 4; ");
+        CHECK(r.code == 1);
+        CHECK(r.err == "attn: error: " + out + ": cannot write ." + ext + " data (File too large)\n");
+        CHECK(s.entries() == std::vector<std::string>{"in.npz"});
+    }
 }
