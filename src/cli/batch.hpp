@@ -55,8 +55,11 @@ std::vector<batch_job> parse_manifest(const std::string& text, const std::string
 /// with "input" and any compute option by its long name ('-' or '_'), applied on top of
 /// the command line's `base` options. Each line is turned into the words of a command
 /// line (`"mask": "causal"` → `--mask=causal`, `"lengths": [3, 5]` → `--lengths=3,5`,
-/// `true` → the flag, `false` → `--flag=false`) and parsed by the same CLI11 bindings
-/// (add_job_options), so jobs get the command line's validation and messages. "output"
+/// `true` → the flag, `false` → `--flag=false`, `""` → the two words `--key` and "", as
+/// `--key ''` is typed; an empty list is refused by its key) and parsed by the same CLI11
+/// bindings (add_job_options), so jobs get the command line's validation and messages. A
+/// line that is not JSON is refused by its column ("jobs.jsonl:5: invalid JSON at column 2
+/// (not a JSON value)"). A bad option or key marks the job's error as a usage error. "output"
 /// names the job's own output file. Relative paths (input, output, the per-array files)
 /// are taken from the manifest's folder; a record's "input" and "output" echo the
 /// manifest's own strings. A bad line becomes a job with `error` set, and so does a line
