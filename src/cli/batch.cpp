@@ -198,7 +198,7 @@ namespace {
 /// What is wrong with a manifest line that nlohmann could not parse, in attn's words and
 /// without nlohmann's "last read: …" echo of the raw line: "invalid JSON at column 2 (not
 /// a JSON value)", "a number out of range (expected at most 1.8e308 in magnitude, got 1e999)".
-std::string json_line_error(const nlohmann::json::exception& e, const std::string& line) {
+std::string json_line_error(const nlohmann::json::exception& e) {
     std::string text = e.what();
     if (const auto p = text.find("] "); p != std::string::npos) text.erase(0, p + 2);
     if (const auto p = text.find("; last read:"); p != std::string::npos) text.erase(p);
@@ -214,7 +214,7 @@ std::string json_line_error(const nlohmann::json::exception& e, const std::strin
     const std::string column = text.substr(at.size(), colon - at.size());
     std::string reason = colon == std::string::npos ? "" : text.substr(colon + 2);
     if (const auto dash = reason.find(" - "); dash != std::string::npos) reason.erase(0, dash + 3);
-    if (reason.rfind("unexpected end of input", 0) == 0 || line.find_first_not_of(" \t\r") == std::string::npos)
+    if (reason.rfind("unexpected end of input", 0) == 0)
         reason = "the line ends before its JSON does";
     else if (reason == "invalid literal")
         reason = "not a JSON value";
@@ -268,7 +268,7 @@ batch_job parse_job(const std::string& line, const std::string& source, const st
         job.style.full = c.full;
     } catch (const nlohmann::json::exception& e) {
         // Syntax, and numbers JSON cannot hold (1e999): this line fails, the others run.
-        job.error = source + ": " + json_line_error(e, line);
+        job.error = source + ": " + json_line_error(e);
     } catch (const CLI::ExtrasError& e) {
         std::string key = e.what();
         key = key.substr(key.find("--") + 2);
