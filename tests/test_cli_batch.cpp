@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 #include <sys/resource.h>
+#include <tuple>
 #include <vector>
 #include <cstdint>
 #include <cstring>
@@ -64,7 +65,7 @@ TEST_CASE("a manifest gives each job its own settings, bad lines fail on their o
         "not json\n"
         "{\"input\": \"data/notebook.npz\", \"causal_align\": \"sideways\", \"mask\": \"causal\"}\n";
     const auto r = run_attn("compute --manifest -", manifest);
-    CHECK(r.code == 1);
+    CHECK(r.code == 2);  // an unknown key and a bad value are usage errors
     const auto recs = lines(r.out);
     REQUIRE(recs.size() == 5);
     CHECK(recs[0]["meta"]["mask"] == json::array({"causal"}));
@@ -74,8 +75,7 @@ TEST_CASE("a manifest gives each job its own settings, bad lines fail on their o
     CHECK(recs[1]["weights"][0][1] != 0);
     CHECK(recs[2]["error"] ==
           "<stdin>:4: unknown key 'bogus' (expected input, output or a compute option such as mask, lengths, scale)");
-    CHECK(recs[3]["error"] == "<stdin>:5: invalid JSON line (parse error at line 1, column 2: syntax error while "
-                              "parsing value - invalid literal; last read: 'no')");
+    CHECK(recs[3]["error"] == "<stdin>:5: invalid JSON at column 2 (not a JSON value)");
     // The command line's own message: a manifest line is parsed by the same bindings.
     CHECK(recs[4]["error"] == "<stdin>:6: --causal-align: unknown value sideways (expected one of top-left, bottom-right)");
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 3);
@@ -155,7 +155,7 @@ TEST_CASE("an input name that is not UTF-8 fails on its own, without bringing th
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
 }
 
-TEST_CASE("a hostile manifest: each bad job is one error record, the good ones complete, exit 1") {
+TEST_CASE("a hostile manifest: each bad job is one error record, the good ones complete, exit 2") {
     const std::string manifest =
         "{\"input\": \"data/x.npy\", \"dump\": \"weights\"}\n"
         "{\"input\": \"data/x.npy\", \"heads\": 1e30}\n"
@@ -167,14 +167,14 @@ TEST_CASE("a hostile manifest: each bad job is one error record, the good ones c
         "{\"input\": \"data/x.npy\", \"mask\": {\"causal\": true}}\n"
         "{\"input\": \"data/notebook.npz\", \"mask\": \"causal\", \"dump\": \"weights\"}\n";
     const auto r = run_attn("compute --manifest - --compact", manifest);
-    CHECK(r.code == 1);
+    CHECK(r.code == 2);  // bad option values are usage errors, in a manifest line as on the command line
     const auto recs = lines(r.out);
     REQUIRE(recs.size() == 9);
     CHECK(recs[0]["weights"][0].size() == 4);
     CHECK(recs[1]["error"] == "<stdin>:2: --heads: not a whole number in range (expected 1 to 1048576, got 1e+30)");
     CHECK(recs[2]["error"] == "<stdin>:3: --heads: not a whole number in range (expected 1 to 1048576, got 2.7)");
     CHECK(recs[3]["error"] == "<stdin>:4: --lengths: not a whole number (expected a whole number ≥ 0, got '1e+30')");
-    CHECK(recs[4]["error"] == "<stdin>:5: invalid JSON line (number overflow parsing '1e999')");
+    CHECK(recs[4]["error"] == "<stdin>:5: a number out of range (expected at most 1.8e308 in magnitude, got 1e999)");
     CHECK(recs[5]["error"] == "<stdin>:6: --lengths: not a count (expected a whole number ≥ 0, got -1)");
     CHECK(recs[6]["error"] == "<stdin>:7: jobs: applies to the whole run, not to one job (expected it on the command "
                               "line, got it in a manifest line)");
@@ -330,10 +330,10 @@ TEST_CASE("a manifest run from another folder echoes the manifest's own input an
     CHECK(recs[0]["weights"][0] == json::array({1, 0, 0, 0}));
     CHECK(recs[1] == json{{"input", "x.npy"}, {"output", "own.npy"}});
     CHECK(slurp(d + "/own.npy").rfind("\x93NUMPY", 0) == 0);
-    // The message names the file it could not open, the record the job as written.
-    CHECK(recs[2] == json{{"input", "missing.npy"},
-                          {"error", d + "/missing.npy: cannot open file (No such file or directory)"}});
-    CHECK(r.err == error_line(d + "/missing.npy: cannot open file (No such file or directory)"));
+    // The message names the job's line and the file it could not open, the record the job as written.
+    const std::string missing = d + "/jobs.jsonl:3: " + d + "/missing.npy: cannot open file (No such file or directory)";
+    CHECK(recs[2] == json{{"input", "missing.npy"}, {"error", missing}});
+    CHECK(r.err == error_line(missing));
 }
 
 TEST_CASE("two manifest jobs writing one file: the later one is refused before anything runs, naming both") {
@@ -397,7 +397,7 @@ TEST_CASE("a huge bad value is quoted in part: the error line stays short") {
     const attn_test::scratch_dir tmp;
     spit(tmp.path + "/jobs.jsonl", "{\"input\": \"x.npy\", \"mask\": \"" + value + "\"}\n");
     const auto r = run_attn("compute --manifest '" + tmp.path + "/jobs.jsonl'");
-    CHECK(r.code == 1);
+    CHECK(r.code == 2);
     // 200 bytes of the value, in the record as on the terminal.
     const std::string want = tmp.path + "/jobs.jsonl:1: --mask: unknown value " + std::string(200, 'a') +
                              "… (expected one of none, causal, padding)";
@@ -525,7 +525,7 @@ TEST_CASE("a job of per-array files and no input: written under -o DIR/ by its m
     CHECK(w["weights"][0] == json::array({1, 0, 0}));
 }
 
-TEST_CASE("a hostile manifest of bad values, missing files, core errors and lines without input: one record each, one prefix, exit 1") {
+TEST_CASE("a hostile manifest of bad values, missing files, core errors and lines without input: one record each, its line named once, exit 2") {
     const attn_test::scratch_dir tmp;
     const std::string& d = tmp.path;
     REQUIRE(run_attn("generate --len 4 --dk 2 --seed 2 -o '" + d + "/a.npz'").code == 0);
@@ -541,7 +541,7 @@ TEST_CASE("a hostile manifest of bad values, missing files, core errors and line
          "{\"input\": \"a.npz\", \"cu_seqlens\": [0, 3, 3, 4]}\n"                // 8 core: not cumulative
          "{\"q\": \"a.npz:q\", \"k\": \"a.npz:k\", \"v\": \"a.npz:v\", \"alibi\": true}\n");  // 9 good
     const auto r = run_attn("compute --manifest '" + m + "' --dump weights");
-    CHECK(r.code == 1);
+    CHECK(r.code == 2);  // lines 2, 3, 6, 7 and 8: options that are wrong or do not fit the input
     const auto recs = lines(r.out);
     REQUIRE(recs.size() == 9);
     const std::vector<std::size_t> good{0, 8};
@@ -554,19 +554,157 @@ TEST_CASE("a hostile manifest of bad values, missing files, core errors and line
             continue;
         }
         const std::string err = recs[i]["error"];
-        // One source prefix: the job's line (or its input file), said once.
+        // The job's line first, said once; its input file at most once after it.
         const std::string line = m + ":" + std::to_string(i + 1);
-        const std::string prefix = err.rfind(line + ": ", 0) == 0 ? line : d + "/a.npz";
-        CHECK(err.rfind(prefix + ": ", 0) == 0);
-        CHECK(err.find(prefix + ": ", prefix.size()) == std::string::npos);
+        CHECK(err.rfind(line + ": ", 0) == 0);
+        CHECK(err.find(line + ": ", line.size()) == std::string::npos);
+        const std::size_t input = err.find(d + "/a.npz: ");
+        CHECK((input == std::string::npos || err.find(d + "/a.npz: ", input + 1) == std::string::npos));
         CHECK(err.find('`') == std::string::npos);  // core's setting names said as flags
         CHECK(r.err.find("attn: error: " + err + "\n") != std::string::npos);
     }
-    CHECK(recs[1]["error"] == d + "/a.npz: --prefix-len: widens the causal mask (expected --mask causal, got no causal mask)");
+    CHECK(recs[1]["error"] == m + ":2: " + d + "/a.npz: --prefix-len: widens the causal mask (expected --mask causal, got no causal mask)");
     CHECK(recs[4]["error"] == m + ":5: bad job (expected an object with \"input\": \"FILE\" or array files such as \"q\", "
                                    "\"k\", \"v\", got no \"input\")");
-    CHECK(recs[6]["error"] == d + "/a.npz: --lengths: length exceeds the number of keys (expected ≤ 4, got 9)");
+    CHECK(recs[6]["error"] == m + ":7: " + d + "/a.npz: --lengths: length exceeds the number of keys (expected ≤ 4, got 9)");
     CHECK(recs[7]["error"] ==
-          d + "/a.npz: --cu-seqlens: not cumulative lengths (expected 0 then increasing, e.g. 0,3,7, got 0,3,3,4)");
+          m + ":8: " + d + "/a.npz: --cu-seqlens: not cumulative lengths (expected 0 then increasing, e.g. 0,3,7, got 0,3,3,4)");
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 7);
+}
+
+TEST_CASE("a usage error exits 2 however many inputs there are; data errors alone exit 1") {
+    const std::string what = "data/notebook.npz: --heads: does not divide q's last axis of 8 (expected a divisor of 8, got 3)";
+    CHECK(run_attn("compute data/notebook.npz --heads 3").code == 2);
+    const auto two = run_attn("compute data/notebook.npz data/notebook.npz --heads 3");
+    CHECK(two.code == 2);
+    const auto recs = lines(two.out);
+    REQUIRE(recs.size() == 2);
+    for (const auto& rec : recs) CHECK(rec == json{{"input", "data/notebook.npz"}, {"error", what}});
+    CHECK(two.err == error_line(what) + error_line(what));
+    // Beside a data error a usage error still says 2; a batch whose failures are all data errors says 1.
+    const attn_test::scratch_dir tmp;
+    spit(tmp.path + "/bad.npy", "\x93NUMPY garbage");
+    CHECK(run_attn("compute data/notebook.npz '" + tmp.path + "/bad.npy' --heads 3").code == 2);
+    CHECK(run_attn("compute data/notebook.npz '" + tmp.path + "/bad.npy'").code == 1);
+    // A manifest line's bad option is the same usage error as on the command line.
+    const auto m = run_attn("compute --manifest -", "{\"input\": \"data/x.npy\", \"heads\": 2.7}\n");
+    CHECK(m.code == 2);
+    CHECK(run_attn("compute data/x.npy --heads 2.7").code == 2);
+}
+
+TEST_CASE("a manifest job's error names its manifest line and its input, in the stderr line and in its record") {
+    const attn_test::scratch_dir tmp;
+    const std::string& d = tmp.path;
+    REQUIRE(std::filesystem::create_directory(d + "/in"));
+    std::filesystem::copy_file(std::string(ATTN_SOURCE_DIR) + "/data/x.npy", d + "/in/x.npy");
+    const std::string m = d + "/jobs.jsonl";
+    spit(m,
+         "{\"input\": \"in/x.npy\", \"dump\": \"weights\"}\n"
+         "{\"input\": \"in/x.npy\", \"mask\": \"causal\"}\n"
+         "\n"
+         "{\"input\": \"in/x.npy\", \"heads\": 3}\n"
+         "{\"input\": \"in/missing.npy\"}\n");
+    const auto r = run_attn("compute --manifest '" + m + "'");
+    CHECK(r.code == 2);  // --heads 3 is a usage error
+    const std::string heads =
+        m + ":4: " + d + "/in/x.npy: --heads: does not divide x's last axis of 8 (expected a divisor of 8, got 3)";
+    const std::string missing = m + ":5: " + d + "/in/missing.npy: cannot open file (No such file or directory)";
+    const auto recs = lines(r.out);
+    REQUIRE(recs.size() == 4);
+    CHECK(recs[0].contains("weights"));
+    CHECK(recs[2] == json{{"input", "in/x.npy"}, {"error", heads}});
+    CHECK(recs[3] == json{{"input", "in/missing.npy"}, {"error", missing}});
+    CHECK((r.err == error_line(heads) + error_line(missing) || r.err == error_line(missing) + error_line(heads)));
+}
+
+TEST_CASE("a manifest job's own output creates its folder, one level, as -o DIR/ does") {
+    const attn_test::scratch_dir tmp;
+    const std::string& d = tmp.path;
+    std::filesystem::copy_file(std::string(ATTN_SOURCE_DIR) + "/data/x.npy", d + "/x.npy");
+    const std::string m = d + "/jobs.jsonl";
+    spit(m,
+         "{\"input\": \"x.npy\", \"dump\": \"weights\", \"output\": \"o/a.npz\"}\n"
+         "{\"input\": \"x.npy\", \"dump\": \"weights\", \"output\": \"o/b.json\"}\n"
+         "{\"input\": \"x.npy\", \"output\": \"p/q/c.json\"}\n");
+    const auto r = run_attn("compute --manifest '" + m + "' -j 2");
+    CHECK(r.code == 1);
+    const auto recs = lines(r.out);
+    REQUIRE(recs.size() == 3);
+    CHECK(recs[0] == json{{"input", "x.npy"}, {"output", "o/a.npz"}});
+    CHECK(recs[1] == json{{"input", "x.npy"}, {"output", "o/b.json"}});
+    CHECK(slurp(d + "/o/a.npz").rfind("PK", 0) == 0);
+    CHECK(json::parse(slurp(d + "/o/b.json"))["weights"].size() == 4);
+    // As -o p/q/ with p/ missing: one level is made, not a chain.
+    const std::string deep = m + ":3: " + d + "/x.npy: " + d + "/p/q/: cannot create directory (No such file or directory)";
+    CHECK(recs[2] == json{{"input", "x.npy"}, {"error", deep}});
+    CHECK(r.err == error_line(deep));
+    CHECK_FALSE(std::filesystem::exists(d + "/p"));
+}
+
+TEST_CASE("a manifest line that is not JSON is refused in attn's words: its line, its column, what is wrong") {
+    const std::string manifest =
+        "not json\n"
+        "{\"input\": \"data/x.npy\",\n"
+        "{\"input\": \"data/x.npy\" \"mask\": \"causal\"}\n"
+        "{\"input\": \"data/x.npy\", \"scale\": 1e999}\n"
+        "{\"input\": \"data/x.npy\", \"dump\": \"weights\"}\n";
+    const auto r = run_attn("compute --manifest -", manifest);
+    CHECK(r.code == 1);
+    const std::vector<std::string> want{
+        "<stdin>:1: invalid JSON at column 2 (not a JSON value)",
+        "<stdin>:2: invalid JSON at column 24 (the line ends before its JSON does)",
+        "<stdin>:3: invalid JSON at column 29 (unexpected string literal, expected '}')",
+        "<stdin>:4: a number out of range (expected at most 1.8e308 in magnitude, got 1e999)"};
+    const auto recs = lines(r.out);
+    REQUIRE(recs.size() == 5);
+    std::string err;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+        CAPTURE(i);
+        CHECK(recs[i] == json{{"input", "<stdin>:" + std::to_string(i + 1)}, {"error", want[i]}});
+        err += error_line(want[i]);
+    }
+    CHECK(recs[4].contains("weights"));
+    CHECK(r.err.find("last read") == std::string::npos);
+    CHECK(r.err.find("parse error") == std::string::npos);
+    // Workers finish in any order: the lines, sorted, are the four messages.
+    const auto sorted = [](const std::string& text) {
+        std::vector<std::string> v;
+        std::istringstream in(text);
+        for (std::string l; std::getline(in, l);) v.push_back(l);
+        std::sort(v.begin(), v.end());
+        return v;
+    };
+    CHECK(sorted(r.err) == sorted(err));
+}
+
+TEST_CASE("an empty value in a manifest line is the option's own refusal, never the next option taken as its value") {
+    const std::string manifest =
+        "{\"input\": \"data/x.npy\", \"lengths\": [], \"mask\": \"causal\"}\n"
+        "{\"input\": \"data/gpt2-tiny\", \"layer\": 0, \"text\": [], \"mask\": \"causal\"}\n"
+        "{\"input\": \"data/gpt2-tiny\", \"layer\": 0, \"text\": \"\", \"mask\": \"causal\"}\n"
+        "{\"input\": \"data/x.npy\", \"window\": \"\", \"mask\": \"causal\"}\n"
+        "{\"input\": \"data/x.npy\", \"scale\": \"\", \"mask\": \"causal\"}\n";
+    const auto r = run_attn("compute --manifest -", manifest);
+    CHECK(r.code == 2);
+    const auto recs = lines(r.out);
+    REQUIRE(recs.size() == 5);
+    CHECK(recs[0]["error"] == "<stdin>:1: lengths: empty list (expected at least one value, got [])");
+    CHECK(recs[1]["error"] == "<stdin>:2: text: empty list (expected at least one text, got [])");
+    // An empty string is what `--OPTION ''` gives on the command line: its message, from
+    // the job's line (and input, for a refusal made as the job runs).
+    const std::vector<std::tuple<std::size_t, std::string, std::string>> same{
+        {2, "data/gpt2-tiny --layer 0 --text ''", "data/gpt2-tiny: "},
+        {3, "data/x.npy --window ''", ""},
+        {4, "data/x.npy --scale ''", ""}};
+    for (const auto& [i, args, input] : same) {
+        CAPTURE(args);
+        const auto cli = run_attn("compute " + args + " --mask causal");
+        CHECK(cli.code == 2);
+        REQUIRE(cli.err.rfind("attn: error: ", 0) == 0);
+        const std::string what = cli.err.substr(13, cli.err.size() - 14);
+        CHECK(recs[i]["error"] == "<stdin>:" + std::to_string(i + 1) + ": " + input + what);
+        CHECK(recs[i]["error"].get<std::string>().find("--mask") == std::string::npos);
+    }
+    CHECK(recs[2]["error"] == "<stdin>:3: data/gpt2-tiny: text: encodes to no tokens (expected a text with at least one "
+                              "token, got \"\")");
 }

@@ -74,7 +74,7 @@ TEST_CASE("messages: a long message of short words keeps its beginning and its e
     for (int i = 0; i < 3000; ++i) value += (i ? " w" : "w") + std::to_string(i);
     spit(tmp.path + "/jobs.jsonl", nlohmann::json{{"input", "x.npy"}, {"mask", value}}.dump() + "\n");
     const auto r = run_attn("compute --manifest '" + tmp.path + "/jobs.jsonl'");
-    CHECK(r.code == 1);
+    CHECK(r.code == 2);
     // At most 1024 bytes and " … ": the source and the start of the value, then the end of
     // the value and the "(expected …)" suffix. The record says the same.
     const std::string head = "attn: error: " + tmp.path + "/jobs.jsonl:1: --mask: unknown value w0 w1 w2 w3 ";

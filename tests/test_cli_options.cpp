@@ -121,7 +121,7 @@ TEST_CASE("a value that is not a number is refused in the expected/got form, exi
     attn_test::spit(dir.path + "/jobs.jsonl", R"({"input": ")" + std::string(ATTN_SOURCE_DIR) +
                                                   R"(/data/x.npy", "lengths": [1e30]})" + "\n");
     const auto r = run_attn("compute --manifest '" + dir.path + "/jobs.jsonl' --format jsonl");
-    CHECK(r.code == 1);
+    CHECK(r.code == 2);  // the same usage error as on the command line
     REQUIRE(!r.out.empty());
     CHECK(json::parse(r.out)["error"] ==
           dir.path + "/jobs.jsonl:1: --lengths: not a whole number (expected a whole number ≥ 0, got '1e+30')");

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +23,7 @@
 #include "attn/io/npy.hpp"
 #include "attn/io/output.hpp"
 #include "attn/tensor.hpp"
+#include "npz_members.hpp"
 
 namespace {
 
@@ -82,12 +84,27 @@ pid_t spawn(const std::vector<std::string>& args, const std::vector<std::string>
     return pid;
 }
 
-/// Waits up to `seconds` for a temporary file to appear; false on timeout or if the
-/// process ended first.
+/// True when process `pid` holds open a temporary output file in `dir`: a named one
+/// ("….attn-XXXXXX") or an unnamed O_TMPFILE one, which /proc shows as "dir/#INODE (deleted)".
+bool holds_temporary(pid_t pid, const std::string& dir) {
+    const std::string fds = "/proc/" + std::to_string(pid) + "/fd";
+    for (const auto& e : entries_of(fds)) {
+        char target[4096];
+        const ssize_t n = readlink((fds + "/" + e).c_str(), target, sizeof target - 1);
+        if (n <= 0) continue;
+        const std::string t(target, static_cast<std::size_t>(n));
+        if (t.rfind(dir + "/", 0) == 0 && (t.find(".attn-") != std::string::npos || t.rfind(dir + "/#", 0) == 0))
+            return true;
+    }
+    return false;
+}
+
+/// Waits up to `seconds` for a temporary file to appear (by name, or open in `pid`);
+/// false on timeout or if the process ended first.
 bool wait_for_temporary(const scratch& s, pid_t pid, double seconds) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
     while (std::chrono::steady_clock::now() < deadline) {
-        if (s.has_temporary()) return true;
+        if (s.has_temporary() || holds_temporary(pid, s.dir)) return true;
         int status = 0;
         if (waitpid(pid, &status, WNOHANG) == pid) return false;
         std::this_thread::sleep_for(std::chrono::microseconds(200));
@@ -224,4 +241,82 @@ TEST_CASE("signals: a run over its file size limit (ulimit -f, SIGXFSZ) leaves n
     REQUIRE(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 128 + SIGXFSZ);
     CHECK(s.entries().empty());
+}
+
+TEST_CASE("signals: SIGKILL while an output is being written leaves no file behind, not even a temporary") {
+    // SIGKILL cannot be caught: only a temporary that has no name until commit() (O_TMPFILE)
+    // is gone with the process. Killed as soon as the temporary is open; should a fast
+    // machine finish first, the run is repeated with a larger input.
+    bool killed = false;
+    for (std::size_t t = 1024; t <= 4096 && !killed; t *= 2) {
+        CAPTURE(t);
+        scratch s;
+        const std::string in = s.dir + "/x.npy";
+        {
+            std::vector<float> values(t * 16);
+            for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>((i * 7919) % 1000) / 500.f - 1.f;
+            attn::io::atomic_file f(in);
+            attn::io::write_npy(f.stream(), attn::array::from<float>({t, 16}, values.data()));
+            f.commit();
+        }
+        const pid_t pid = spawn({"compute", in, "--dump", "weights", "-o", s.dir + "/out.json"}, {});
+        REQUIRE(pid > 0);
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+        int status = 0;
+        bool open = false;
+        while (std::chrono::steady_clock::now() < deadline && !(open = holds_temporary(pid, s.dir)) &&
+               waitpid(pid, &status, WNOHANG) == 0)
+            std::this_thread::sleep_for(std::chrono::microseconds(100));
+        if (open) {
+            kill(pid, SIGKILL);
+            REQUIRE(waitpid(pid, &status, 0) == pid);
+        }
+        killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+        if (killed) CHECK(s.entries() == std::vector<std::string>{"x.npy"});
+        else CHECK(s.entries().size() == 2);  // finished first: the file is there, whole
+    }
+    CHECK(killed);
+}
+
+TEST_CASE("signals: SIGKILL during a streamed .npz of several layers leaves the destination as it was, and no temporary") {
+    // gemma3-tiny at T = 1024: four layers of 16 MiB of weights, each written to the
+    // temporary as it is computed. Killed as soon as the temporary is open; should the run
+    // finish first, it is tried again (a finished run leaves the whole file).
+    bool killed = false;
+    for (int attempt = 0; attempt < 3 && !killed; ++attempt) {
+        CAPTURE(attempt);
+        scratch s;
+        attn_test::write_cycled_ids(s.dir + "/ids.npy", 1024);
+        const std::string out = s.dir + "/out.npz";
+        attn_test::spit(out, "before");
+        const pid_t pid = spawn({"compute", "tests/fixtures/checkpoints/gemma3-tiny", "--layer", "all", "--token-ids",
+                                 s.dir + "/ids.npy", "--dump", "weights", "-o", out},
+                                {});
+        REQUIRE(pid > 0);
+        if (wait_for_temporary(s, pid, 120)) kill(pid, SIGKILL);
+        int status = 0;
+        REQUIRE(waitpid(pid, &status, 0) == pid);
+        killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+        std::vector<std::string> names = s.entries();
+        std::sort(names.begin(), names.end());
+        CHECK(names == std::vector<std::string>{"ids.npy", "out.npz"});
+        if (killed) CHECK(attn_test::slurp(out) == "before");
+    }
+    CHECK(killed);
+}
+
+TEST_CASE("signals: an .npz or .npy write refused by the file size limit, SIGXFSZ ignored, says why and leaves no file") {
+    // With SIGXFSZ ignored (as a shell's `trap '' XFSZ` leaves it), write(2) fails with
+    // EFBIG: the one line gives that reason, and no file or temporary remains.
+    scratch s;
+    REQUIRE(attn_test::run_attn("generate --len 64 --dk 8 --seed 1 -o '" + s.dir + "/in.npz'").code == 0);
+    for (const std::string ext : {"npz", "npy"}) {
+        CAPTURE(ext);
+        const std::string out = s.dir + "/out." + ext;
+        const auto r = attn_test::run_attn("compute '" + s.dir + "/in.npz' --dump weights -o '" + out + "'", "",
+                                           "trap '' XFSZ; ulimit -f 4; ");
+        CHECK(r.code == 1);
+        CHECK(r.err == "attn: error: " + out + ": cannot write ." + ext + " data (File too large)\n");
+        CHECK(s.entries() == std::vector<std::string>{"in.npz"});
+    }
 }

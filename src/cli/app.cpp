@@ -24,7 +24,8 @@ namespace attn::cli {
 namespace {
 
 constexpr const char* footer = R"(Exit codes: 0 success; 1 data error (unreadable file, bad shape, bad values, or
-any failed item of a batch); 2 usage error. Errors are one line on stderr:
+an item of a batch that failed by one); 2 usage error, in a batch too. Errors
+are one line on stderr:
   attn: error: <source>: <what> (expected <x>, got <y>)
 Data goes to stdout (or -o); diagnostics to stderr.)";
 

@@ -62,12 +62,33 @@ std::string job_stem(const batch_job& job) {
 
 std::string extension(io::format f) { return "." + f->extensions.front(); }
 
+/// Creates the folder of a job's own output file when it is missing, one level, as -o
+/// DIR/ does ("o/a.npz" → o/); a folder another worker made meanwhile is no error.
+/// Throws io_error("o/", "cannot create directory (…)").
+void make_output_folder(const std::string& output) {
+    const std::size_t slash = output.find_last_of('/');
+    if (slash == std::string::npos || slash == 0) return;
+    const std::string dir = output.substr(0, slash + 1);
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) == 0) return;
+    if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST)
+        throw io_error(dir, std::string("cannot create directory (") + std::strerror(errno) + ")");
+}
+
 /// The error text of a failed job, naming its input (stdin as messages name it,
 /// "<stdin>") unless the message already does: one prefix, never two.
 std::string job_error(const std::string& input, const std::string& core_what) {
     const std::string name = input == "-" ? "<stdin>" : input;
     const std::string what = in_flag_terms(core_what);
     return what.rfind(name + ":", 0) == 0 ? what : name + ": " + what;
+}
+
+/// A failed job's message (job_error): a manifest job that has an input is named by its
+/// line as well, line first ("jobs.jsonl:4: in/x.npy: --heads: …"), so that the error
+/// leads back to the line that asked for it.
+std::string job_failure(const batch_job& job, const std::string& core_what) {
+    const std::string err = job_error(job_name(job), core_what);
+    return job.input.empty() || job.source == job.input ? err : job.source + ": " + err;
 }
 
 /// One output file per input, never two alike: each input gets its stem if no earlier
@@ -115,6 +136,8 @@ std::string option_text(const nlohmann::json& v, const std::string& key) {
     if (v.is_string()) return v.get<std::string>();
     if (v.is_number() || v.is_boolean()) return v.dump();
     if (v.is_array()) {
+        // An empty list would be an empty option value: refused by its key, never passed on.
+        if (v.empty()) throw usage_error(key, "empty list " + expected_got("at least one value", "[]"));
         std::string s;
         for (const auto& item : v) {
             if (item.is_array() || item.is_object() || item.is_null())
@@ -124,6 +147,18 @@ std::string option_text(const nlohmann::json& v, const std::string& key) {
         return s;
     }
     throw value_error(key, "wrong type " + expected_got("a string, a number or a list of them", v.type_name()));
+}
+
+/// Appends `--key=value`, or for an empty value the two words `--key` and "": the
+/// option then gets the empty text, as `--key ''` does on the command line (and is
+/// refused with the command line's message), where `--key=` would leave it to the parser.
+void push_option(std::vector<std::string>& words, const std::string& key, const std::string& value) {
+    if (value.empty()) {
+        words.push_back("--" + key);
+        words.push_back("");
+    } else {
+        words.push_back("--" + key + "=" + value);
+    }
 }
 
 /// The command-line words of one manifest line, without "input" and "output".
@@ -142,15 +177,16 @@ std::vector<std::string> job_words(const nlohmann::json& line, const std::string
         }
         if (key == "text" && v.is_array()) {
             // Texts may hold commas: a list is one --text per item (a batch), not one joined text.
+            if (v.empty()) throw usage_error(raw_key, "empty list " + expected_got("at least one text", "[]"));
             for (const auto& item : v) {
                 if (!item.is_string())
                     throw value_error(raw_key, "wrong type " + expected_got("a string or a list of strings", "a list holding " + std::string(item.type_name())));
-                words.push_back("--text=" + item.get<std::string>());
+                push_option(words, key, item.get<std::string>());
             }
             continue;
         }
         const std::string text = option_text(v, raw_key);
-        words.push_back("--" + key + "=" + (takes_file(key) ? from_dir(dir, text) : text));
+        push_option(words, key, takes_file(key) ? from_dir(dir, text) : text);
     }
     return words;
 }
@@ -158,6 +194,34 @@ std::vector<std::string> job_words(const nlohmann::json& line, const std::string
 }  // namespace
 
 namespace {
+
+/// What is wrong with a manifest line that nlohmann could not parse, in attn's words and
+/// without nlohmann's "last read: …" echo of the raw line: "invalid JSON at column 2 (not
+/// a JSON value)", "a number out of range (expected at most 1.8e308 in magnitude, got 1e999)".
+std::string json_line_error(const nlohmann::json::exception& e) {
+    std::string text = e.what();
+    if (const auto p = text.find("] "); p != std::string::npos) text.erase(0, p + 2);
+    if (const auto p = text.find("; last read:"); p != std::string::npos) text.erase(p);
+    if (const std::string overflow = "number overflow parsing '"; text.rfind(overflow, 0) == 0) {
+        std::string number = text.substr(overflow.size());
+        if (!number.empty() && number.back() == '\'') number.pop_back();
+        if (number.size() > 200) number = number.substr(0, 200) + "…";  // digits: ASCII, cut anywhere
+        return "a number out of range " + expected_got("at most 1.8e308 in magnitude", number);
+    }
+    const std::string at = "parse error at line 1, column ";
+    if (text.rfind(at, 0) != 0) return "invalid JSON (" + text + ")";
+    const std::size_t colon = text.find(": ");
+    const std::string column = text.substr(at.size(), colon - at.size());
+    std::string reason = colon == std::string::npos ? "" : text.substr(colon + 2);
+    if (const auto dash = reason.find(" - "); dash != std::string::npos) reason.erase(0, dash + 3);
+    if (reason.rfind("unexpected end of input", 0) == 0)
+        reason = "the line ends before its JSON does";
+    else if (reason == "invalid literal")
+        reason = "not a JSON value";
+    else if (const auto semi = reason.find("; expected "); semi != std::string::npos)
+        reason = reason.substr(0, semi) + ", expected " + reason.substr(semi + 11);
+    return "invalid JSON at column " + column + " (" + reason + ")";
+}
 
 /// The job of one manifest line (`source` is "jobs.jsonl:3"); a bad line gives a job
 /// with `error` set, naming `source` once.
@@ -202,18 +266,21 @@ batch_job parse_job(const std::string& line, const std::string& source, const st
         job.style = c.text_style();
     } catch (const nlohmann::json::exception& e) {
         // Syntax, and numbers JSON cannot hold (1e999): this line fails, the others run.
-        job.error = source + ": invalid JSON line (" + std::string(e.what()).substr(std::string(e.what()).find(' ') + 1) + ")";
+        job.error = source + ": " + json_line_error(e);
     } catch (const CLI::ExtrasError& e) {
         std::string key = e.what();
         key = key.substr(key.find("--") + 2);
         key = key.substr(0, key.find('='));
         job.error = source + ": unknown key '" + key +
                     "' (expected input, output or a compute option such as mask, lengths, scale)";
+        job.usage = true;
     } catch (const CLI::ParseError& e) {
         job.error = job_error(source, parse_error_message(e, app, 0, nullptr));
+        job.usage = true;
     } catch (const error& e) {
         // Thrown with `source` as its own source, or with an option's ("--heads: …").
         job.error = job_error(source, e.what());
+        job.usage = dynamic_cast<const usage_error*>(&e) != nullptr;
     }
     if (job.echo.empty()) job.echo = source;
     if (job.input.empty() && !job.error.empty()) job.input = source;
@@ -382,6 +449,7 @@ int run_batch(const std::vector<batch_job>& jobs, const batch_output& out, int w
             const batch_job& job = jobs[i];
             std::string record;
             std::string err = job.error.empty() ? refused[i] : job.error;
+            bool usage = !job.error.empty() && job.usage;  // the kind of error: exit 2 or 1
             if (err.empty()) {
                 try {
                     attn::pipeline_options settings = job.settings;
@@ -394,6 +462,7 @@ int run_batch(const std::vector<batch_job>& jobs, const batch_output& out, int w
                         if (!job.format.empty()) f = io::parse_format(job.format);
                         else if (const io::format g = io::format_from_path(job.output)) f = g;
                         apply_store(doc, job.store, f);
+                        make_output_folder(job.output);
                         io::atomic_file file(job.output);
                         io::write_document(file.stream(), doc, f, job.style, false);
                         file.commit();
@@ -413,14 +482,18 @@ int run_batch(const std::vector<batch_job>& jobs, const batch_output& out, int w
                         io::write_document(line, doc, io::parse_format("jsonl"), out.style, false);
                         record = line.str();
                     }
+                } catch (const usage_error& e) {
+                    // An option that does not fit this input (--heads 3 on a width of 8).
+                    err = job_failure(job, e.what());
+                    usage = true;
                 } catch (const error& e) {
-                    err = job_error(job_name(job), e.what());
+                    err = job_failure(job, e.what());
                 } catch (const std::bad_alloc&) {
-                    err = job_error(job_name(job), "out of memory");
+                    err = job_failure(job, "out of memory");
                 } catch (const std::exception& e) {
                     // Nothing may escape a worker thread (std::terminate): e.g. nlohmann's
                     // type_error for a file name that is not UTF-8.
-                    err = job_error(job_name(job), e.what());
+                    err = job_failure(job, e.what());
                 }
             }
             // File names need not be UTF-8: invalid bytes become U+FFFD in the record.
@@ -430,7 +503,7 @@ int run_batch(const std::vector<batch_job>& jobs, const batch_output& out, int w
                          "\n";
             std::lock_guard<std::mutex> lock(mutex);
             if (!err.empty()) {
-                failed[i] = 1;
+                failed[i] = usage ? 2 : 1;
                 print_error(err, progress);
             }
             records[i] = std::move(record);
@@ -475,9 +548,10 @@ int run_batch(const std::vector<batch_job>& jobs, const batch_output& out, int w
     sink.flush();
     if (!sink) throw io_error(out.file.empty() ? "<stdout>" : out.file, "write failed");
     if (file) file->commit();
-    for (auto f : failed)
-        if (f) return exit_data_error;
-    return exit_ok;
+    // One exit code per kind of error, however many inputs: 2 when any job's options were
+    // at fault (on the command line or in its manifest line), else 1 when any job failed.
+    const std::uint8_t worst = failed.empty() ? 0 : *std::max_element(failed.begin(), failed.end());
+    return worst == 2 ? exit_usage_error : worst == 1 ? exit_data_error : exit_ok;
 }
 
 }  // namespace attn::cli

@@ -20,6 +20,7 @@ struct batch_job {
     pipeline_cli cli;                  ///< the job's options as parsed (its per-array files)
     attn::pipeline_options settings;   ///< what they mean for the library
     std::string error;                 ///< set when the job could not even be read from the manifest
+    bool usage = false;                ///< `error` is a usage error (a bad option or key): exit 2
     std::string output;                ///< the job's own output file, or "" for the batch's output
     std::string output_echo;           ///< "output" of the job's record: the manifest's own string
     std::string format;                ///< its --format, or "" for the output's extension
@@ -54,8 +55,11 @@ std::vector<batch_job> parse_manifest(const std::string& text, const std::string
 /// with "input" and any compute option by its long name ('-' or '_'), applied on top of
 /// the command line's `base` options. Each line is turned into the words of a command
 /// line (`"mask": "causal"` → `--mask=causal`, `"lengths": [3, 5]` → `--lengths=3,5`,
-/// `true` → the flag, `false` → `--flag=false`) and parsed by the same CLI11 bindings
-/// (add_job_options), so jobs get the command line's validation and messages. "output"
+/// `true` → the flag, `false` → `--flag=false`, `""` → the two words `--key` and "", as
+/// `--key ''` is typed; an empty list is refused by its key) and parsed by the same CLI11
+/// bindings (add_job_options), so jobs get the command line's validation and messages. A
+/// line that is not JSON is refused by its column ("jobs.jsonl:5: invalid JSON at column 2
+/// (not a JSON value)"). A bad option or key marks the job's error as a usage error. "output"
 /// names the job's own output file. Relative paths (input, output, the per-array files)
 /// are taken from the manifest's folder; a record's "input" and "output" echo the
 /// manifest's own strings. A bad line becomes a job with `error` set, and so does a line
@@ -72,7 +76,10 @@ constexpr std::size_t max_batch_workers = 200;
 /// run on the threads there are. A job whose output file (its own "output", or its file
 /// under -o DIR/) is another job's, or the batch's -o FILE, is refused before anything
 /// runs: one error naming both jobs. After a terminating signal no further error line is
-/// printed. Returns 1 if any job failed.
+/// printed. A manifest job's failure names its line and its input ("jobs.jsonl:4: x.npy:
+/// …"); a job's own "output" gets its folder created (one level, as -o DIR/). Returns 2
+/// if any job failed by a usage error (an option that does not fit its input, a bad
+/// option in its manifest line), else 1 if any job failed.
 int run_batch(const std::vector<batch_job>& jobs, const batch_output& out, int workers);
 
 }  // namespace attn::cli

@@ -11,11 +11,13 @@
 #include "attn/io/npy.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <functional>
 #include <limits>
 #include <ostream>
 #include <sstream>
+#include <system_error>
 #include <vector>
 
 #include "attn/error.hpp"
@@ -688,6 +690,7 @@ std::optional<std::size_t> check_npy_head(std::string_view head, const std::stri
 
 void write_npy(std::ostream& out, const array& a) {
     const std::size_t width = dtype_size(a.type);
+    errno = 0;  // a failed write(2) below leaves its reason here
     write_npy_header(out, a);
     if (host_is_little_endian() || width == 1) {
         out.write(reinterpret_cast<const char*>(a.data.data()), static_cast<std::streamsize>(a.data.size()));
@@ -696,7 +699,11 @@ void write_npy(std::ostream& out, const array& a) {
         swap_bytes(le.data(), le.size(), width);
         out.write(reinterpret_cast<const char*>(le.data()), static_cast<std::streamsize>(le.size()));
     }
-    if (!out) throw io_error("", "cannot write .npy data");
+    if (!out) {
+        const int err = errno;
+        throw io_error("", err ? "cannot write .npy data (" + std::system_category().message(err) + ")"
+                               : std::string("cannot write .npy data"));
+    }
 }
 
 }  // namespace attn::io

@@ -6,6 +6,8 @@
 #include <zip.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <system_error>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -193,6 +195,18 @@ bool is_zip(std::string_view bytes) {
 }
 
 namespace {
+
+// libzip's zip_open_from_source fills two static command bitmaps on its first call,
+// without a lock: batch workers opening their first .npz at once race on them (helgrind,
+// scripts/check_races.sh). The first call is made here, on an empty archive in memory,
+// before main starts any thread.
+[[maybe_unused]] const bool zip_statics_filled = [] {
+    zip_source_t* src = zip_source_buffer_create(nullptr, 0, 0, nullptr);
+    if (!src) return false;
+    if (zip_t* z = zip_open_from_source(src, ZIP_RDONLY, nullptr)) zip_discard(z);  // frees src
+    else zip_source_free(src);
+    return true;
+}();
 
 /// The archive in `bytes`. Throws format_error for a broken one.
 archive_ptr open_buffer(std::string_view bytes, const std::string& source) {
@@ -401,13 +415,25 @@ std::optional<bool> read_npz_file_in_pieces(const std::string& path, const std::
     return whole;
 }
 
+namespace {
+
+/// The refusal of a failed write to the output stream, with the reason the system gave
+/// (`err`, the errno right after the write; 0 when the stream has no descriptor).
+[[noreturn]] void write_failed(int err) {
+    throw io_error("", err ? "cannot write .npz data (" + std::system_category().message(err) + ")"
+                           : std::string("cannot write .npz data"));
+}
+
+}  // namespace
+
 void write_npz(std::ostream& out, const std::vector<named_array>& arrays, const std::vector<npz_member>& extra) {
     if (arrays.empty() && extra.empty()) {
         // libzip removes an archive left with no entries; np.savez() writes a lone
         // end-of-central-directory record, and so do we.
         const std::string empty = std::string("PK\x05\x06", 4) + std::string(18, '\0');
+        errno = 0;
         out.write(empty.data(), static_cast<std::streamsize>(empty.size()));
-        if (!out) throw io_error("", "cannot write .npz data");
+        if (!out) write_failed(errno);
         return;
     }
     // Each member is two fragments, the .npy header and the array's own bytes, so the
@@ -474,10 +500,15 @@ void write_npz(std::ostream& out, const std::vector<named_array>& arrays, const 
             throw io_error("", "cannot read .npz archive back (" + zip_message(zip_source_error(buffer)) + ")");
         }
         if (n == 0) break;
+        errno = 0;
         out.write(chunk.data(), static_cast<std::streamsize>(n));
+        if (!out) {
+            const int err = errno;  // before zip_source_close can change it
+            zip_source_close(buffer);
+            write_failed(err);
+        }
     }
     zip_source_close(buffer);
-    if (!out) throw io_error("", "cannot write .npz data");
 }
 
 }  // namespace attn::io

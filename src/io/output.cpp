@@ -115,7 +115,8 @@ struct creation_guard {
 /// NAME_MAX (255 bytes) even when the destination's own name is 244–255 bytes long.
 /// The name is registered for remove_pending_temporaries() before the file exists: a
 /// signal arriving at any moment, on any thread, finds every temporary that exists.
-int create_temporary(const std::string& path, std::string& temp, int& slot) {
+template <class Make>
+int name_temporary(const std::string& path, std::string& temp, int& slot, const Make& make) {
     static const char letters[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     static std::atomic<unsigned> counter{0};
     constexpr std::size_t name_max = 255, suffix = 12;  // ".attn-XXXXXX"
@@ -139,7 +140,7 @@ int create_temporary(const std::string& path, std::string& temp, int& slot) {
             errno = temp.size() >= max_path ? ENAMETOOLONG : EMFILE;
             return -1;
         }
-        const int fd = ::open(temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        const int fd = make(temp);
         if (fd >= 0) return fd;
         const int err = errno;
         unregister_temporary(slot);
@@ -150,6 +151,43 @@ int create_temporary(const std::string& path, std::string& temp, int& slot) {
     }
     errno = EEXIST;
     return -1;
+}
+
+int create_temporary(const std::string& path, std::string& temp, int& slot) {
+    return name_temporary(path, temp, slot,
+                          [](const std::string& name) { return ::open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600); });
+}
+
+/// An unnamed file in the folder of `path` (O_TMPFILE, mode 0600), or -1 with errno set
+/// where the kernel or the filesystem has none (EOPNOTSUPP, EISDIR on old kernels) or
+/// the folder cannot take it. Nothing names it until link_temporary: a process killed
+/// outright (SIGKILL, the OOM killer, a power cut) leaves nothing behind.
+int create_unnamed(const std::string& path) {
+#ifdef O_TMPFILE
+    // link_temporary names it through /proc: without /proc (a bare chroot) it could not.
+    static const bool proc = ::access("/proc/self/fd", X_OK) == 0;
+    if (!proc) {
+        errno = EOPNOTSUPP;
+        return -1;
+    }
+    const std::size_t slash = path.find_last_of('/');
+    const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    return ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+#else
+    (void)path;
+    errno = EOPNOTSUPP;
+    return -1;
+#endif
+}
+
+/// Gives the unnamed file `fd` the name "<path>.attn-XXXXXX" (registered as
+/// create_temporary registers its names), through its /proc/self/fd link: linkat with
+/// AT_EMPTY_PATH would need CAP_DAC_READ_SEARCH. Returns 0, or -1 with errno set.
+int link_temporary(int fd, const std::string& path, std::string& temp, int& slot) {
+    const std::string proc = "/proc/self/fd/" + std::to_string(fd);
+    return name_temporary(path, temp, slot, [&](const std::string& name) {
+        return ::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW) == 0 ? 0 : -1;
+    });
 }
 
 std::atomic<void (*)()> before_commit_hook{nullptr};
@@ -264,7 +302,10 @@ atomic_file::atomic_file(std::string path) : path_(std::move(path)), out_(nullpt
         } else {
             // A symbolic link stays a link: the file it points to is replaced.
             target_ = resolve_links(path_);
-            fd = create_temporary(target_, temp_, slot_);
+            // Unnamed until commit() where the filesystem allows; else named from the start.
+            fd = stopping.load() ? -1 : create_unnamed(target_);
+            unnamed_ = fd >= 0;
+            if (!unnamed_) fd = create_temporary(target_, temp_, slot_);
             if (fd < 0) fail(path_, errno == EINTR ? ECANCELED : errno);
             // The temporary is created 0600; give it the mode the destination should keep.
             ::fchmod(fd, mode);
@@ -276,8 +317,8 @@ atomic_file::atomic_file(std::string path) : path_(std::move(path)), out_(nullpt
 
 atomic_file::~atomic_file() {
     if (committed_) return;
-    if (buf_) buf_->close();
-    if (in_place_) return;
+    if (buf_) buf_->close();  // an unnamed temporary is gone with its descriptor
+    if (in_place_ || temp_.empty()) return;
     ::unlink(temp_.c_str());
     unregister_temporary(slot_);
 }
@@ -288,7 +329,7 @@ void atomic_file::commit() {
     out_.flush();
     int err = errno;
     bool ok = out_.good();
-    if (ok) {
+    if (ok && !unnamed_) {  // an unnamed temporary is closed once it has a name
         errno = 0;
         ok = buf_->close() != nullptr;
         err = errno;
@@ -301,6 +342,18 @@ void atomic_file::commit() {
         }
         return;
     }
+    if (ok && unnamed_) {
+        // The data is in the file: name it (the descriptor is still open), then close.
+        errno = 0;
+        ok = link_temporary(buf_->fd(), target_, temp_, slot_) == 0;
+        err = ok ? 0 : errno == EINTR ? ECANCELED : errno;
+        if (!ok) temp_.clear();  // no name of ours: nothing to unlink
+        if (ok) {
+            errno = 0;
+            ok = buf_->close() != nullptr;
+            err = errno;
+        }
+    }
     if (ok)
         if (const auto hook = before_commit_hook.load()) hook();
     if (ok) {
@@ -309,7 +362,7 @@ void atomic_file::commit() {
     }
     if (!ok) {
         if (buf_->is_open()) buf_->close();
-        ::unlink(temp_.c_str());
+        if (!temp_.empty()) ::unlink(temp_.c_str());
         unregister_temporary(slot_);
         committed_ = true;  // nothing left for the destructor to remove
         fail(path_, err ? err : EIO);

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <ostream>
 
 #include <cairo-pdf.h>
@@ -43,6 +44,15 @@ constexpr std::size_t max_vector_cells = 128 * 128;
 std::string number_text(double v) { return general_number(v, 4); }
 
 std::string range_text(std::size_t n) { return n <= 1 ? "0" : "0 to " + std::to_string(n - 1); }
+
+/// The process's one lock for drawing. Cairo's toy text API shares its font caches
+/// (cairo_select_font_face, cairo_text_extents, through fontconfig and FreeType) between
+/// contexts, and helgrind sees batch workers that draw at once race in them: every
+/// figure is measured and drawn under this lock, one at a time.
+std::mutex& cairo_mutex() {
+    static std::mutex m;
+    return m;
+}
 
 struct surface_deleter {
     void operator()(cairo_surface_t* s) const { cairo_surface_destroy(s); }
@@ -771,7 +781,10 @@ std::string valid_utf8(const std::string& s) {
     return s;
 }
 
-heatmap_layout layout_heatmap(const heatmap_spec& spec) { return make_plan(spec).layout; }
+heatmap_layout layout_heatmap(const heatmap_spec& spec) {
+    const std::lock_guard<std::mutex> lock(cairo_mutex());
+    return make_plan(spec).layout;
+}
 
 namespace {
 
@@ -966,6 +979,8 @@ heatmap_spec heatmap_from_array(const array& values, const std::string& name, co
 
 heatmap_layout write_heatmap(const std::string& path, const heatmap_spec& spec) {
     const image_format f = image_format_from_path(path);
+    // Batch workers draw side by side: one figure at a time (cairo_mutex).
+    const std::lock_guard<std::mutex> lock(cairo_mutex());
     const plan p = make_plan(spec);
     const heatmap_layout& l = p.layout;
     const double page_w = l.width / p.k, page_h = l.height / p.k;  // points, for SVG and PDF

@@ -26,11 +26,13 @@ namespace attn::io {
 /// "cannot write file (No such file or directory)".
 class atomic_file {
 public:
-    /// Creates "<path>.attn-XXXXXX" in the destination's directory (as mkstemp does; the
-    /// name's last component is cut to fit NAME_MAX) and registers it for
-    /// remove_pending_temporaries() — before it exists, so that no signal can leave it
-    /// behind. Throws io_error, with "(Operation canceled)" once stop_and_remove_temporaries()
-    /// has run.
+    /// Creates the temporary in the destination's directory: an unnamed file (O_TMPFILE)
+    /// where the filesystem allows, which nothing — not even SIGKILL — can leave behind,
+    /// named "<path>.attn-XXXXXX" only in commit(), just before the rename; elsewhere
+    /// "<path>.attn-XXXXXX" from the start (as mkstemp does; the name's last component is
+    /// cut to fit NAME_MAX). Each name is registered for remove_pending_temporaries()
+    /// before it exists, so that no catchable signal can leave it behind. Throws io_error,
+    /// with "(Operation canceled)" once stop_and_remove_temporaries() has run.
     explicit atomic_file(std::string path);
     atomic_file(const atomic_file&) = delete;
     atomic_file& operator=(const atomic_file&) = delete;
@@ -42,8 +44,10 @@ public:
     /// descriptor), whose stream cannot seek.
     bool in_place() const { return in_place_; }
 
-    /// Flushes, closes and renames the temporary file onto the destination (in place:
-    /// flushes and closes); the hook of set_before_commit_hook runs just before the rename.
+    /// Flushes, names an unnamed temporary (linkat through /proc/self/fd), closes and
+    /// renames the temporary file onto the destination (in place: flushes and closes); the
+    /// hook of set_before_commit_hook runs just before the rename, with the named
+    /// temporary in place.
     /// Throws io_error (e.g. disk full), after which the temporary file is removed.
     void commit();
 
@@ -54,6 +58,7 @@ private:
     std::unique_ptr<__gnu_cxx::stdio_filebuf<char>> buf_;
     std::ostream out_;
     bool in_place_ = false;  ///< a device, FIFO, socket or named descriptor: written directly
+    bool unnamed_ = false;   ///< the temporary is an O_TMPFILE file, named only in commit()
     bool committed_ = false;
     int slot_ = -1;  ///< index in the registry of pending temporaries, -1 if none
 };
