@@ -100,8 +100,62 @@ TEST_CASE("--manifest with INPUTs, or a binary format for a JSON Lines run, is a
     r = run_attn("compute data/x.npy data/x.npy --format npz");
     CHECK(r.code == 2);
     CHECK(r.err ==
-          "attn: error: --format: several inputs are written as JSON Lines, or one file each with -o DIR/ (expected "
-          "jsonl, got npz)\n");
+          "attn: error: --format: several inputs are written as JSON Lines, one JSON array or one CSV table, or one "
+          "file each with -o DIR/ (expected jsonl, json or csv, got npz)\n");
+}
+
+TEST_CASE("several inputs into one .json are one JSON array of their documents, in input order") {
+    const attn_test::scratch_dir tmp;
+    const std::string out = tmp.path + "/c.json";
+    const auto r = run_attn("compute --mask causal data/x.npy data/notebook.npz -o '" + out + "'");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    const json all = json::parse(slurp(out));  // json.load reads it: one value, not JSON Lines
+    REQUIRE(all.is_array());
+    REQUIRE(all.size() == 2);
+    // Each element is the document of that input alone, with "input" first.
+    for (const auto& [i, input] : std::vector<std::pair<std::size_t, std::string>>{{0, "data/x.npy"}, {1, "data/notebook.npz"}}) {
+        CAPTURE(input);
+        json alone = json::parse(run_attn("compute --mask causal " + input).out);
+        CHECK(all[i]["input"] == input);
+        CHECK(all[i]["meta"] == alone["meta"]);
+        CHECK(all[i]["weights"] == alone["weights"]);
+        CHECK(all[i]["output"] == alone["output"]);
+    }
+    // --format json on stdout too; --compact on one line; a failed input is its error record.
+    const auto c = run_attn("compute --mask causal data/x.npy missing.npy --format json --compact");
+    CHECK(c.code == 1);
+    CHECK(std::count(c.out.begin(), c.out.end(), '\n') == 1);
+    const json two = json::parse(c.out);
+    REQUIRE(two.size() == 2);
+    CHECK(two[1] == json{{"input", "missing.npy"}, {"error", "missing.npy: cannot open file (No such file or directory)"}});
+    // Without --format or a .json name, several inputs are still JSON Lines.
+    const auto l = run_attn("compute --mask causal data/x.npy data/x.npy --compact");
+    CHECK(std::count(l.out.begin(), l.out.end(), '\n') == 2);
+    CHECK_THROWS(json::parse(l.out));
+}
+
+TEST_CASE("several inputs into one CSV are one table with an input column") {
+    const attn_test::scratch_dir tmp;
+    const std::string out = tmp.path + "/c.csv";
+    const auto r = run_attn("compute --mask causal data/x.npy data/notebook.npz --dump weights -o '" + out + "'");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    const std::string table = slurp(out);
+    std::string want = "input,tensor,batch,head,row,col,value\n";
+    for (const std::string input : {"data/x.npy", "data/notebook.npz"}) {
+        const std::string alone = run_attn("compute --mask causal " + input + " --dump weights --format csv").out;
+        std::istringstream lines(alone);
+        std::string line;
+        std::getline(lines, line);  // its own header
+        while (std::getline(lines, line)) want += input + "," + line + "\n";
+    }
+    CHECK(table == want);
+    // A run whose columns differ (a layer axis) fails on its own, naming both headers.
+    const auto d = run_attn("compute data/x.npy data/llama-tiny --ids 1,2 --dump weights --format csv");
+    CHECK(d.code == 1);
+    CHECK(d.err == "attn: error: data/llama-tiny: csv: its columns differ from the first input's (expected "
+                   "input,tensor,batch,head,row,col,value, got input,tensor,layer,batch,head,row,col,value)\n");
+    CHECK(d.out.rfind("input,tensor,batch,head,row,col,value\ndata/x.npy,weights,", 0) == 0);
+    CHECK(d.out.find("data/llama-tiny") == std::string::npos);
 }
 
 TEST_CASE("1000 inputs, 100 of them corrupted: 900 results, 100 error records, exit 1") {

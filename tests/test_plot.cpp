@@ -1163,7 +1163,7 @@ TEST_CASE("attn plot of a checkpoint's --layer all output equals plot CHECKPOINT
     CHECK_MESSAGE(r.code == 0, r.err);
     CHECK(slurp(dir / "last.png") == slurp(dir / "ck.png"));
 
-    // The default title names the model and the layer, from the saved meta; an .npz has none.
+    // The default title names the model and the layer, from the saved meta (an .npz keeps it too).
     r = run_attn("plot '" + (dir / "all.json") + "' --layer -1 -o '" + (dir / "t.pdf") + "'");
     CHECK_MESSAGE(r.code == 0, r.err);
     CHECK(slurp(dir / "t.pdf").find(pdf_title_hex("weights · gpt2 layer 1 of 2 · mask: causal · scale: 0.3536 · batch 0, head 0")) !=
@@ -1180,7 +1180,8 @@ TEST_CASE("attn plot of a checkpoint's --layer all output equals plot CHECKPOINT
     CHECK(slurp(dir / "cp.png") == slurp(dir / "c0.png"));
     r = run_attn("plot '" + (dir / "all.npz") + "' --layer 1 --head 3 -o '" + (dir / "n.pdf") + "'");
     CHECK_MESSAGE(r.code == 0, r.err);
-    CHECK(slurp(dir / "n.pdf").find(pdf_title_hex("weights · layer 1 · batch 0, head 3")) != std::string::npos);
+    CHECK(slurp(dir / "n.pdf").find(pdf_title_hex("weights · gpt2 layer 1 of 2 · mask: causal · scale: 0.3536 · batch 0, head 3")) !=
+          std::string::npos);
 }
 
 TEST_CASE("valid_utf8: each ill-formed sequence becomes one U+FFFD, as the JSON writer's replace rule") {

@@ -24,6 +24,7 @@
 
 #include "attn/error.hpp"
 #include "attn/io/json.hpp"
+#include "attn/io/csv.hpp"
 #include "attn/io/output.hpp"
 #include "attn/threads.hpp"
 #include "commands.hpp"
@@ -432,7 +433,12 @@ int run_batch(const std::vector<batch_job>& jobs, const batch_output& out, int w
     const std::vector<std::string> paths = to_dir ? output_paths(jobs, out.dir, extension(out.format)) : std::vector<std::string>{};
     const std::vector<std::string> plots = out.plot_dir.empty() ? std::vector<std::string>{} : output_paths(jobs, out.plot_dir, ".png");
     const std::vector<std::string> refused = shared_outputs(jobs, paths, out.file);
-    std::vector<std::optional<std::string>> records(n);  // JSON Lines text, by input order
+    std::vector<std::optional<std::string>> records(n);  // each input's text, by input order
+    // One file of several inputs (docs/design.md §6.2): JSON Lines, one JSON array of the
+    // documents, or one CSV table with an `input` column, whose header each job reports.
+    const bool json_array = !to_dir && out.format == io::parse_format("json");
+    const bool csv_table = !to_dir && out.format == io::parse_format("csv");
+    std::vector<std::string> headers(n);
     std::vector<std::uint8_t> failed(n, 0);
     std::mutex mutex;
     std::condition_variable ready;
@@ -475,11 +481,17 @@ int run_batch(const std::vector<batch_job>& jobs, const batch_output& out, int w
                         io::atomic_file file(paths[i]);
                         io::write_document(file.stream(), doc, out.format, out.style, false);
                         file.commit();
+                    } else if (csv_table) {
+                        apply_store(doc, job.store, out.format);
+                        std::ostringstream rows;
+                        headers[i] = io::write_csv_rows(rows, doc, out.style, job.echo);
+                        record = rows.str();
                     } else {
-                        apply_store(doc, job.store, io::parse_format("jsonl"));
+                        const io::format f = json_array ? out.format : io::parse_format("jsonl");
+                        apply_store(doc, job.store, f);
                         doc.input = job.echo;
                         std::ostringstream line;
-                        io::write_document(line, doc, io::parse_format("jsonl"), out.style, false);
+                        io::write_document(line, doc, f, out.style, false);
                         record = line.str();
                     }
                 } catch (const usage_error& e) {
@@ -498,9 +510,11 @@ int run_batch(const std::vector<batch_job>& jobs, const batch_output& out, int w
             }
             // File names need not be UTF-8: invalid bytes become U+FFFD in the record.
             if (!err.empty())
-                record = nlohmann::ordered_json{{"input", job.echo}, {"error", err}}.dump(
-                             -1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
-                         "\n";
+                record = csv_table ? std::string()  // a table has no row for it: stderr says why
+                                   : nlohmann::ordered_json{{"input", job.echo}, {"error", err}}.dump(
+                                         -1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
+                                         "\n";
+            if (csv_table && !job.output.empty()) record.clear();  // written to its own file
             std::lock_guard<std::mutex> lock(mutex);
             if (!err.empty()) {
                 failed[i] = usage ? 2 : 1;
@@ -534,15 +548,39 @@ int run_batch(const std::vector<batch_job>& jobs, const batch_output& out, int w
     }
     if (pool.empty()) work();
     // The calling thread writes records in input order as they become ready.
+    std::string header;  // the CSV table's, from its first input with rows
+    bool first = true;
+    if (json_array) sink << (out.style.compact ? "[" : "[\n");
     for (std::size_t i = 0; i < n; ++i) {
         std::unique_lock<std::mutex> lock(mutex);
         ready.wait(lock, [&] { return records[i].has_value(); });
         std::string record = std::move(*records[i]);
         records[i].reset();
         if (progress && !io::stop_requested()) std::cerr << "\rattn: " << (i + 1) << "/" << n << std::flush;
+        if (csv_table && !headers[i].empty() && !header.empty() && headers[i] != header) {
+            // One table has one set of columns: a run with a layer axis beside one without.
+            const auto line = [](const std::string& h) { return h.substr(0, h.size() - 1); };
+            const std::string err = job_failure(jobs[i], "csv: its columns differ from the first input's " +
+                                                              expected_got(line(header), line(headers[i])));
+            failed[i] = std::max<std::uint8_t>(failed[i], 1);
+            print_error(err, progress);
+            record.clear();
+        }
         lock.unlock();
-        if (!to_dir) sink << record;
+        if (to_dir) continue;
+        if (csv_table) {
+            if (header.empty() && !headers[i].empty()) sink << (header = headers[i]);
+            sink << record;
+        } else if (json_array) {
+            while (!record.empty() && record.back() == '\n') record.pop_back();
+            if (!first) sink << (out.style.compact ? "," : ",\n");
+            sink << record;
+        } else {
+            sink << record;
+        }
+        first = false;
     }
+    if (json_array) sink << (out.style.compact ? "]\n" : "\n]\n");
     for (auto& t : pool) t.join();
     if (progress) std::cerr << "\r\x1b[K" << std::flush;
     sink.flush();

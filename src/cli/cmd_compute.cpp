@@ -125,10 +125,14 @@ int run_several(const compute_options& c, const attn::pipeline_options& settings
         out.dir = c.output;
         out.format = c.format.empty() ? io::output_formats().front() : io::parse_format(c.format);
     } else {
-        const io::format f = output_format(c.format, c.output);
-        if (f != io::parse_format("jsonl") && f != io::parse_format("json"))
-            throw usage_error("--format", "several inputs are written as JSON Lines, or one file each with -o DIR/ " +
-                                              expected_got("jsonl", c.format.empty() ? c.output : c.format));
+        // JSON Lines unless JSON or CSV is asked for (--format, or -o's extension): one JSON
+        // array of the documents, or one table with an `input` column (docs/design.md §6.2).
+        const bool asked = !c.format.empty() || io::format_from_path(c.output);
+        const io::format f = asked ? output_format(c.format, c.output) : io::parse_format("jsonl");
+        if (f != io::parse_format("jsonl") && f != io::parse_format("json") && f != io::parse_format("csv"))
+            throw usage_error("--format", "several inputs are written as JSON Lines, one JSON array or one CSV table, or one file each with -o DIR/ " +
+                                              expected_got("jsonl, json or csv", c.format.empty() ? c.output : c.format));
+        out.format = f;
         out.file = c.output;
     }
     const int workers = c.pipeline.settings.threads > 0 ? c.pipeline.settings.threads : static_cast<int>(std::thread::hardware_concurrency());

@@ -225,7 +225,9 @@ attn::checkpoint_options checkpoint_settings(const std::string& path, const pipe
     return ck;
 }
 
-io::document run_pipeline(const std::string& input, const pipeline_cli& c, const attn::pipeline_options& settings) {
+io::document run_pipeline(const std::string& input, const pipeline_cli& given, const attn::pipeline_options& settings) {
+    // A batch's model input without --layer computes every layer, as one input does.
+    const pipeline_cli c = with_every_layer(given, {input});
     if (checkpoint_run(c)) {
         const attn::checkpoint_options ck = checkpoint_settings(input, c);
         io::bundle extra = gather_inputs("", c);

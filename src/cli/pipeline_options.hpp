@@ -109,7 +109,8 @@ bool is_model_input(const std::string& input);
 pipeline_cli with_every_layer(pipeline_cli c, const std::vector<std::string>& inputs);
 /// The checkpoint settings of the options, for the checkpoint `path`.
 attn::checkpoint_options checkpoint_settings(const std::string& path, const pipeline_cli& c);
-/// One job's document: a checkpoint run (checkpoint_run) on INPUT with the per-tensor
+/// One job's document: a checkpoint run (checkpoint_run, or a model INPUT without --layer:
+/// with_every_layer) on INPUT with the per-tensor
 /// options as inputs, else gather_inputs + attn::compute. Throws as those do.
 io::document run_pipeline(const std::string& input, const pipeline_cli& c, const attn::pipeline_options& settings);
 /// True for the options that take a file (the option table's `file` rows): the per-array
