@@ -37,7 +37,7 @@ TEST_CASE("text in: a text whose encoding alone passes --max-bytes is refused be
     const std::string args = "compute data/llama-tiny --layer 0 --text-file '" + text + "' --max-bytes 64M -o '" + dir.path + "/out.npz'";
     const auto r = attn_test::run_attn(args);
     CHECK(r.code == 1);
-    CHECK(r.err == "attn: error: text: 2000000 bytes of text need about 512.0 MB to encode (" +
+    CHECK(r.err == "attn: error: text: 2000000 bytes of text need about 768.0 MB to encode (" +
                        std::to_string(attn::text_encoding_bytes_per_byte) +
                        " per byte) (expected at most --max-bytes 64 MiB; raise --max-bytes or give a shorter text)\n");
     CHECK(r.out == "");

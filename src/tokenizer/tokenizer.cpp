@@ -1497,13 +1497,23 @@ struct tokenizer_impl {
                                   {char_at[std::min(o.first, text.size())], char_at[std::min(o.second, text.size())]},
                                   static_cast<std::uint32_t>(w), 0});
             }
+            s.n = normalized{};  // this word's text and alignment are done with
+            s.tokens.reset();
         }
+        pre_tokenized().swap(pt);
+        std::vector<std::size_t>().swap(char_at);
         if (post) post->process(pieces, add_special_tokens);
 
         std::vector<std::size_t> byte_of_char;
         for (std::size_t i = 0; i < text.size(); i += detail::decode_at(text, i).second) byte_of_char.push_back(i);
         byte_of_char.push_back(text.size());
         encoding e;
+        e.ids.reserve(pieces.size());
+        e.tokens.reserve(pieces.size());
+        e.offsets.reserve(pieces.size());
+        e.byte_offsets.reserve(pieces.size());
+        e.word_ids.reserve(pieces.size());
+        e.special_tokens_mask.reserve(pieces.size());
         for (auto& p : pieces) {
             e.ids.push_back(p.id);
             e.tokens.push_back(std::move(p.token));
