@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <iterator>
 #include <filesystem>
+#include <iterator>
 #include <limits>
 #include <unordered_map>
 
