@@ -239,6 +239,54 @@ TEST_CASE("tokenizer: normalizers that multiply the text are refused at the boun
     CHECK(attn::tokenizer::normalized_bytes_bound(std::size_t(-1)) == std::size_t(-1));
 }
 
+namespace {
+
+// A precompiled charsmap by hand: [trie bytes][darts-clone units][replacements]. Unit 0's
+// offset is 1, so the key byte 'a' (0x61) lands on unit 1 ^ 0x61 = 96, labelled 'a' with a
+// leaf whose offset 2 leads to unit 98, the value: `value` bytes into "x\0".
+std::string charsmap_a_to_x(std::uint32_t value) {
+    std::vector<std::uint32_t> units(99, 0);
+    units[0] = 1u << 10;
+    units[96] = 0x61u | (1u << 8) | (2u << 10);
+    units[98] = value;
+    std::string bytes;
+    auto le32 = [&](std::uint32_t v) {
+        for (int k = 0; k < 4; ++k) bytes += static_cast<char>((v >> (8 * k)) & 0xFF);
+    };
+    le32(static_cast<std::uint32_t>(units.size() * 4));
+    for (auto u : units) le32(u);
+    bytes += std::string("x\0", 2);
+    static const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string b64;
+    for (std::size_t i = 0; i < bytes.size(); i += 3) {
+        const std::uint32_t n = (static_cast<unsigned char>(bytes[i]) << 16) |
+                                (i + 1 < bytes.size() ? static_cast<unsigned char>(bytes[i + 1]) << 8 : 0) |
+                                (i + 2 < bytes.size() ? static_cast<unsigned char>(bytes[i + 2]) : 0);
+        b64 += alphabet[(n >> 18) & 63];
+        b64 += alphabet[(n >> 12) & 63];
+        b64 += i + 1 < bytes.size() ? alphabet[(n >> 6) & 63] : '=';
+        b64 += i + 2 < bytes.size() ? alphabet[n & 63] : '=';
+    }
+    return b64;
+}
+
+}  // namespace
+
+TEST_CASE("tokenizer: a hand-made Precompiled charsmap rewrites what its trie holds, and an entry past its strings is refused") {
+    auto j = load("byte_level_bpe.tokenizer.json");
+    const auto plain = attn::tokenizer::from_json(j).encode("bxnxnx", false);
+    j["normalizer"] = {{"type", "Precompiled"}, {"precompiled_charsmap", charsmap_a_to_x(0)}};
+    const auto mapped = attn::tokenizer::from_json(j).encode("banana", false);
+    CHECK(mapped.ids == plain.ids);
+    CHECK(mapped.offsets == plain.offsets);  // one character for one
+    // The value 5 points past "x\0" (2 bytes): refused when a text needs it, not read.
+    j["normalizer"] = {{"type", "Precompiled"}, {"precompiled_charsmap", charsmap_a_to_x(5)}};
+    const auto hostile = attn::tokenizer::from_json(j);
+    CHECK(hostile.encode("bcd", false).ids == attn::tokenizer::from_json(load("byte_level_bpe.tokenizer.json")).encode("bcd", false).ids);
+    CHECK_THROWS_WITH_AS(hostile.encode("a", false), "tokenizer.json: normalizer Precompiled: a charsmap entry points past its strings",
+                         attn::value_error);
+}
+
 TEST_CASE("tokenizer: invalid UTF-8 input is refused naming the byte offset") {
     const auto tok = attn::tokenizer::from_file(fixture("byte_level_bpe.tokenizer.json"));
     const std::string bad[] = {std::string("ab\xff"), std::string("a\xc3"), std::string("ok \xed\xa0\x80 surrogate"),
