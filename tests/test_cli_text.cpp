@@ -153,6 +153,14 @@ TEST_CASE("text in: refusals name the flag, the tokenizer's place or the clash, 
     r = attn_test::run_attn("compute " + bert + " --layer 0 --tokenizer " + tokenizer + " --text-file '" + dir.path + "/bad.txt'");
     CHECK(r.code == 1);
     CHECK(r.err == "attn: error: " + dir.path + "/bad.txt: invalid UTF-8 at byte 4 (line 2)\n");
+    // An empty text file holds no text: said so, not "got none".
+    attn_test::spit(dir.path + "/empty.txt", "");
+    r = attn_test::run_attn("compute " + bert + " --layer 0 --tokenizer " + tokenizer + " --text-file '" + dir.path + "/empty.txt'");
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: " + dir.path + "/empty.txt: holds no text (expected one text per line, got an empty file)\n");
+    r = attn_test::run_attn("tokenize --tokenizer " + tokenizer + " --text-file '" + dir.path + "/empty.txt'");
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: " + dir.path + "/empty.txt: holds no text (expected one text per line, got an empty file)\n");
     // --vocab is --tokenizer's alias: one of them; either labels token ids, not --x.
     r = attn_test::run_attn("compute " + bert + " --layer 0 --ids 2,3 --tokenizer " + tokenizer + " --vocab " + tokenizer);
     CHECK(r.code == 2);
@@ -165,6 +173,22 @@ TEST_CASE("text in: refusals name the flag, the tokenizer's place or the clash, 
         CHECK(r.err == "attn: error: " + flag + ": labels token ids (expected --ids or --token-ids, got --x)\n");
         CHECK(r.out.empty());
     }
+}
+
+TEST_CASE("text in: --tokenizer DIR reads the directory's tokenizer.json, as attn tokenize does") {
+    attn_test::scratch_dir dir;
+    std::filesystem::copy_file(std::string(ATTN_SOURCE_DIR) + "/" + tokenizer, dir.path + "/tokenizer.json");
+    const std::string common = " --layer 0 --text 'unaffable dog!' --dump weights --compact";
+    const auto file = attn_test::run_attn("compute " + bert + " --tokenizer " + tokenizer + common);
+    REQUIRE(file.code == 0);
+    const auto in_dir = attn_test::run_attn("compute " + bert + " --tokenizer '" + dir.path + "'" + common);
+    CHECK(in_dir.err == "");
+    REQUIRE(in_dir.code == 0);
+    auto a = nlohmann::json::parse(file.out), b = nlohmann::json::parse(in_dir.out);
+    // The runs differ only in the tokenizer path the meta records.
+    a["meta"].erase("model");
+    b["meta"].erase("model");
+    CHECK(a == b);
 }
 
 TEST_CASE("store: --store float16 writes the weights as NumPy's float16 of the float64 run, and json is refused") {

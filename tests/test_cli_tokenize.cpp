@@ -83,7 +83,29 @@ TEST_CASE("attn tokenize: a directory holding tokenizer.json, csv and table form
     // Reference: "dog" alone is [14], offsets [0, 3], word 0.
     const auto t = attn_test::run_attn("tokenize dog --tokenizer '" + scratch.path + "' --format table --no-special-tokens");
     REQUIRE(t.code == 0);
-    CHECK(t.out == "text 0: \"dog\"\nposition\tid\ttoken\tlabel\tchars\tbytes\tword\tspecial\n0\t14\t\"dog\"\t\"dog\"\t0-3\t0-3\t0\t0\n");
+    CHECK(t.out == "text 0: \"dog\"\n"
+                   "position  id  token  label  chars  bytes  word  special\n"
+                   "       0  14  \"dog\"  \"dog\"  0-3    0-3    0     0\n");
+    // Aligned as every other table: numbers right-aligned, text left-aligned, two spaces
+    // apart, widths in code points (Llama 3's byte-level "Ã" is one character of two bytes).
+    const auto u = attn_test::run_attn("tokenize 'unaffable dog!' --tokenizer '" + scratch.path + "' --format table");
+    REQUIRE(u.code == 0);
+    CHECK(u.out == "text 0: \"unaffable dog!\"\n"
+                   "position  id  token     label     chars  bytes  word  special\n"
+                   "       0   2  \"[CLS]\"   \"[CLS]\"   0-0    0-0    -     1\n"
+                   "       1  22  \"un\"      \"un\"      0-2    0-2    0     0\n"
+                   "       2  23  \"##aff\"   \"##aff\"   2-5    2-5    0     0\n"
+                   "       3  24  \"##able\"  \"##able\"  5-9    5-9    0     0\n"
+                   "       4  14  \"dog\"     \"dog\"     10-13  10-13  1     0\n"
+                   "       5  17  \"!\"       \"!\"       13-14  13-14  2     0\n"
+                   "       6   3  \"[SEP]\"   \"[SEP]\"   0-0    0-0    -     1\n");
+    const auto w = attn_test::run_attn("tokenize data/llama-tiny 'h\xc3\xa9' --format table --no-special-tokens");
+    REQUIRE(w.code == 0);
+    CHECK(w.out == "text 0: \"h\xc3\xa9\"\n"
+                   "position   id  token  label  chars  bytes  word  special\n"
+                   "       0   71  \"h\"    \"h\"    0-1    0-1    0     0\n"
+                   "       1  127  \"\xc3\x83\"    \"\xef\xbf\xbd\"    1-2    1-3    0     0\n"
+                   "       2  102  \"\xc2\xa9\"    \"\xef\xbf\xbd\"    1-2    1-3    0     0\n");
 }
 
 TEST_CASE("attn tokenize: invalid UTF-8, an unsupported tokenizer and no text are refused, leaving no output file") {
@@ -139,6 +161,12 @@ TEST_CASE("attn tokenize: TEXT... CHECKPOINT_DIR reads the directory's tokenizer
     REQUIRE(same.code == 0);
     CHECK(same.out == r.out);
 
+    // The directory first, then the texts: the same encodings.
+    const auto dir_first = attn_test::run_attn("tokenize '" + dir + "' 'unaffable dog!' dog --format jsonl");
+    REQUIRE(dir_first.code == 0);
+    CHECK(dir_first.err == "");
+    CHECK(dir_first.out == r.out);
+
     // --text-file and the directory: the file's lines, then nothing else.
     attn_test::spit(scratch.path + "/texts.txt", "unaffable dog!\ndog\n");
     const auto f = attn_test::run_attn("tokenize --text-file '" + scratch.path + "/texts.txt' '" + dir + "' --format jsonl");
@@ -152,12 +180,12 @@ TEST_CASE("attn tokenize: no tokenizer, a directory without tokenizer.json and i
     auto r = attn_test::run_attn("tokenize hello world");
     CHECK(r.code == 2);
     CHECK(r.err == "attn: error: --tokenizer: no tokenizer (expected --tokenizer FILE or a checkpoint directory as the "
-                   "last argument, got no directory)\n");
+                   "first or last argument, got no directory)\n");
     CHECK(r.out == "");
     r = attn_test::run_attn("tokenize");
     CHECK(r.code == 2);
     CHECK(r.err == "attn: error: --tokenizer: no tokenizer (expected --tokenizer FILE or a checkpoint directory as the "
-                   "last argument, got neither)\n");
+                   "first or last argument, got neither)\n");
     // A directory alone: no text.
     std::filesystem::copy_file(fixture("word_piece.tokenizer.json"), scratch.path + "/tokenizer.json");
     r = attn_test::run_attn("tokenize '" + scratch.path + "'");

@@ -6,7 +6,9 @@
 // special tokens, and every token's label. The shipped tiny checkpoints' tokenizer.json
 // files (data/*-tiny: GPT-2's and Llama 3's cut to 512 entries, bert-base-uncased's
 // pipeline over a 512-word vocabulary; scripts/make_checkpoint_fixtures.py) are committed
-// and always run. The real tokenizer.json files are not committed
+// and always run, as is tests/fixtures/tokenizer/conformance/t5-tiny/tokenizer.json (a
+// SentencePiece Unigram with the Precompiled normalizer, trained and converted as T5's by
+// scripts/make_tokenizer_unigram_precompiled.py). The real tokenizer.json files are not committed
 // (9–33 MB): ATTN_SETUP_TOKENIZERS=1 scripts/setup.sh installs them into
 // build-tokenizers/ (CI does: .ci/run). Without them the test is skipped — unless
 // ATTN_SETUP_TOKENIZERS=1 is set, which says they were meant to be there: then it fails.
@@ -73,4 +75,7 @@ TEST_CASE("tokenizer conformance: Gemma 3 encodes the corpus as HF tokenizers") 
 TEST_CASE("tokenizer conformance: gpt-oss encodes the corpus as HF tokenizers") { check_model("gptoss"); }
 TEST_CASE("tokenizer conformance: data/gpt2-tiny's tokenizer.json encodes the corpus as HF tokenizers") { check_model("gpt2-tiny"); }
 TEST_CASE("tokenizer conformance: data/bert-tiny's tokenizer.json encodes the corpus as HF tokenizers") { check_model("bert-tiny"); }
+TEST_CASE("tokenizer conformance: a T5-style Unigram with SentencePiece's precompiled charsmap (nmt_nfkc) encodes the corpus as HF tokenizers") {
+    check_model("t5-tiny");
+}
 TEST_CASE("tokenizer conformance: data/llama-tiny's tokenizer.json encodes the corpus as HF tokenizers") { check_model("llama-tiny"); }

@@ -62,6 +62,33 @@ nlohmann::json to_json(const std::string& text, const tokenizer::encoding& e, co
     return j;
 }
 
+/// Width on a terminal: code points (tokens are UTF-8; wide CJK glyphs are not accounted
+/// for), as the matrix tables of src/io/table.cpp count them.
+std::size_t display_width(const std::string& s) {
+    std::size_t n = 0;
+    for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+    return n;
+}
+
+/// `rows` (the first is the header) in columns two spaces apart, as every other table
+/// (cli/columns.hpp): position and id right-aligned, the rest left-aligned, the last
+/// column unpadded; widths in code points.
+void print_aligned(std::ostream& out, const std::vector<std::vector<std::string>>& rows) {
+    std::vector<std::size_t> width(rows.front().size(), 0);
+    for (const auto& r : rows)
+        for (std::size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], display_width(r[c]));
+    for (const auto& r : rows) {
+        std::string line;
+        for (std::size_t c = 0; c < r.size(); ++c) {
+            const std::string pad(width[c] - display_width(r[c]), ' ');
+            if (c) line += "  ";
+            if (c < 2) line += pad + r[c];
+            else line += r[c] + (c + 1 < r.size() ? pad : "");
+        }
+        out << line << '\n';
+    }
+}
+
 void write_all(std::ostream& out, const tokenize_cli& c, const std::vector<std::string>& texts,
                const std::vector<tokenizer::encoding>& encodings, const tokenizer::tokenizer& tok) {
     // Labels and tokens of byte-level pieces can hold U+FFFD but are valid UTF-8.
@@ -84,10 +111,11 @@ void write_all(std::ostream& out, const tokenize_cli& c, const std::vector<std::
         if (csv) out << "text,position,id,token,label,start,end,byte_start,byte_end,word_id,special\n";
         for (std::size_t i = 0; i < texts.size(); ++i) {
             const auto& e = encodings[i];
+            std::vector<std::vector<std::string>> rows;
             if (!csv) {
                 if (i > 0) out << '\n';
-                out << "text " << i << ": " << dump(nlohmann::json(texts[i]), -1) << '\n'
-                    << "position\tid\ttoken\tlabel\tchars\tbytes\tword\tspecial\n";
+                out << "text " << i << ": " << dump(nlohmann::json(texts[i]), -1) << '\n';
+                rows.push_back({"position", "id", "token", "label", "chars", "bytes", "word", "special"});
             }
             for (std::size_t k = 0; k < e.ids.size(); ++k) {
                 const auto token = dump(nlohmann::json(e.tokens[k]), -1);
@@ -99,11 +127,13 @@ void write_all(std::ostream& out, const tokenize_cli& c, const std::vector<std::
                         << ',' << e.byte_offsets[k].first << ',' << e.byte_offsets[k].second << ',' << word << ','
                         << int(e.special_tokens_mask[k]) << '\n';
                 } else {
-                    out << k << '\t' << e.ids[k] << '\t' << token << '\t' << label << '\t' << e.offsets[k].first << '-'
-                        << e.offsets[k].second << '\t' << e.byte_offsets[k].first << '-' << e.byte_offsets[k].second << '\t'
-                        << (word.empty() ? "-" : word) << '\t' << int(e.special_tokens_mask[k]) << '\n';
+                    rows.push_back({std::to_string(k), std::to_string(e.ids[k]), token, label,
+                                    std::to_string(e.offsets[k].first) + "-" + std::to_string(e.offsets[k].second),
+                                    std::to_string(e.byte_offsets[k].first) + "-" + std::to_string(e.byte_offsets[k].second),
+                                    word.empty() ? "-" : word, std::to_string(int(e.special_tokens_mask[k]))});
                 }
             }
+            if (!csv) print_aligned(out, rows);
         }
     }
 }
@@ -113,14 +143,20 @@ int run_tokenize(const tokenize_cli& c) {
     std::string path = c.tokenizer_path;
     std::error_code ec;
     if (path.empty()) {
-        // `attn tokenize TEXT... CHECKPOINT_DIR`: the last argument is the checkpoint
-        // directory, whose tokenizer.json is the model's own.
-        if (texts.empty() || !std::filesystem::is_directory(texts.back(), ec))
+        // `attn tokenize TEXT... CHECKPOINT_DIR` or `attn tokenize CHECKPOINT_DIR TEXT...`:
+        // the last argument, else the first, is the checkpoint directory, whose
+        // tokenizer.json is the model's own.
+        if (!texts.empty() && std::filesystem::is_directory(texts.back(), ec)) {
+            path = texts.back();
+            texts.pop_back();
+        } else if (!texts.empty() && std::filesystem::is_directory(texts.front(), ec)) {
+            path = texts.front();
+            texts.erase(texts.begin());
+        } else {
             throw usage_error("--tokenizer", "no tokenizer " +
-                                                 expected_got("--tokenizer FILE or a checkpoint directory as the last argument",
+                                                 expected_got("--tokenizer FILE or a checkpoint directory as the first or last argument",
                                                               texts.empty() ? "neither" : "no directory"));
-        path = texts.back();
-        texts.pop_back();
+        }
     }
     if (!c.text_file.empty()) {
         const auto more = read_texts(c.text_file, io::max_array_bytes());
@@ -161,8 +197,8 @@ void setup_tokenize(CLI::App& app, int& exit_status) {
         "tokens, labels (each token decoded alone), offsets in code points and bytes, word ids, special "
         "tokens mask. Tokens a post-processor adds have offsets 0-0 and no word.");
     sub->add_option("TEXT", c->texts,
-                    "Texts to tokenize (UTF-8); without --tokenizer, the last is a checkpoint directory holding "
-                    "tokenizer.json");
+                    "Texts to tokenize (UTF-8); without --tokenizer, the last (or the first) is a checkpoint "
+                    "directory holding tokenizer.json");
     sub->add_option("--tokenizer", c->tokenizer_path, "tokenizer.json, or a directory holding one");
     sub->add_option("--text-file", c->text_file, "More texts, one per line");
     sub->add_flag("--no-special-tokens", c->no_special_tokens, "add_special_tokens=False: no BOS, [CLS], [SEP]...");

@@ -2,7 +2,11 @@
 #include "attn/pipeline/text.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <iterator>
 #include <limits>
+#include <unordered_map>
 
 #include "attn/error.hpp"
 #include "attn/io/input.hpp"
@@ -11,7 +15,10 @@
 namespace attn {
 
 tokenizer::tokenizer load_tokenizer(const std::string& path) {
-    return tokenizer::from_text(io::read_side_json(path, io::side_json::tokenizer), path);
+    std::error_code ec;
+    // A directory means the tokenizer.json it holds (a checkpoint's own).
+    const std::string file = std::filesystem::is_directory(path, ec) ? (std::filesystem::path(path) / "tokenizer.json").string() : path;
+    return tokenizer::from_text(io::read_side_json(file, io::side_json::tokenizer), file);
 }
 
 std::vector<std::string> read_texts(const std::string& path, std::size_t max_bytes) {
@@ -21,6 +28,7 @@ std::vector<std::string> read_texts(const std::string& path, std::size_t max_byt
         const auto line = 1 + static_cast<std::size_t>(std::count(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(bad), '\n'));
         throw value_error(path, "invalid UTF-8 at byte " + std::to_string(bad) + " (line " + std::to_string(line) + ")");
     }
+    if (s.empty()) throw value_error(path, "holds no text " + expected_got("one text per line", "an empty file"));
     std::vector<std::string> lines;
     std::size_t start = 0;
     while (start < s.size()) {
@@ -35,44 +43,87 @@ std::vector<std::string> read_texts(const std::string& path, std::size_t max_byt
     return lines;
 }
 
+namespace {
+
+/// "14.4 GB": an estimate in bytes, powers of 1000, one decimal (as check_planned_bytes prints).
+std::string approximate_bytes(double bytes) {
+    const char* units[] = {"bytes", "kB", "MB", "GB", "TB", "PB", "EB"};
+    std::size_t u = 0;
+    while (bytes >= 1000 && u + 1 < std::size(units)) bytes /= 1000, ++u;
+    char text[64];
+    std::snprintf(text, sizeof text, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+    return text;
+}
+
+/// "64 MiB": a byte count as --max-bytes takes it.
+std::string limit_text(std::size_t bytes) {
+    const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    std::size_t u = 0;
+    while (bytes >= 1024 && bytes % 1024 == 0 && u + 1 < std::size(units)) bytes /= 1024, ++u;
+    return std::to_string(bytes) + " " + units[u];
+}
+
+}  // namespace
+
+void check_text_encoding_bytes(const std::vector<std::string>& texts) {
+    std::size_t bytes = 0;
+    for (const auto& t : texts) bytes += t.size();
+    const double needs = static_cast<double>(bytes) * static_cast<double>(text_encoding_bytes_per_byte);
+    const std::size_t max = io::max_array_bytes();
+    if (needs > static_cast<double>(max))
+        throw limit_error("text", std::to_string(bytes) + " bytes of text need about " + approximate_bytes(needs) +
+                                      " to encode (" + std::to_string(text_encoding_bytes_per_byte) + " per byte) " +
+                                      "(expected at most --max-bytes " + limit_text(max) +
+                                      "; raise --max-bytes or give a shorter text)");
+}
+
 encoded_texts encode_texts(const tokenizer::tokenizer& tok, const std::vector<std::string>& texts, bool add_special_tokens,
                            std::int64_t pad_id) {
     if (texts.empty()) throw usage_error("text", "nothing to encode " + expected_got("at least one text", "none"));
-    std::vector<tokenizer::encoding> encoded;
-    encoded.reserve(texts.size());
+    check_text_encoding_bytes(texts);
+    // One text at a time: its encoding is reduced to what a run keeps (ids, labels, word
+    // ids and words) and dropped before the next is encoded, as attn tokenize writes each.
+    encoded_texts out;
+    std::vector<std::vector<std::int64_t>> text_ids;
+    text_ids.reserve(texts.size());
+    std::unordered_map<std::uint32_t, std::string> label_of;  // the decoder once per distinct id
+    auto label = [&](std::uint32_t id) -> const std::string& {
+        auto it = label_of.find(id);
+        if (it == label_of.end()) it = label_of.emplace(id, tok.token_label(id)).first;
+        return it->second;
+    };
     std::size_t T = 0;
     for (std::size_t b = 0; b < texts.size(); ++b) {
-        encoded.push_back(tok.encode(texts[b], add_special_tokens));
-        if (encoded.back().ids.empty())
-            throw usage_error("text", "encodes to no tokens " +
-                                          expected_got("a text with at least one token", texts.size() == 1 ? "\"\"" : "text " + std::to_string(b + 1) + " of " + std::to_string(texts.size())));
-        T = std::max(T, encoded.back().ids.size());
-    }
-    const std::size_t B = texts.size();
-    encoded_texts out;
-    std::vector<std::int64_t> ids(B * T, pad_id), mask(B * T, 0);
-    bool padded = false;
-    for (std::size_t b = 0; b < B; ++b) {
-        const tokenizer::encoding& e = encoded[b];
-        const std::size_t n = e.ids.size();
-        padded = padded || n != T;
-        out.lengths.push_back(n);
-        std::vector<std::string> labels(T);
-        std::vector<std::optional<std::uint32_t>> words(T);
-        for (std::size_t t = 0; t < n; ++t) {
-            ids[b * T + t] = e.ids[t];
-            mask[b * T + t] = 1;
-            labels[t] = tok.token_label(e.ids[t]);
-            words[t] = e.special_tokens_mask[t] ? std::nullopt : e.word_ids[t];
+        std::vector<std::int64_t> ids;
+        std::vector<std::string> labels;
+        std::vector<std::optional<std::uint32_t>> words;
+        std::vector<std::pair<std::size_t, std::size_t>> bytes;
+        {
+            tokenizer::encoding e = tok.encode(texts[b], add_special_tokens);
+            if (e.ids.empty())
+                throw usage_error("text", "encodes to no tokens " +
+                                              expected_got("a text with at least one token", texts.size() == 1 ? "\"\"" : "text " + std::to_string(b + 1) + " of " + std::to_string(texts.size())));
+            const std::size_t n = e.ids.size();
+            ids.assign(e.ids.begin(), e.ids.end());
+            labels.reserve(n);
+            words.resize(n);
+            for (std::size_t t = 0; t < n; ++t) {
+                labels.push_back(label(e.ids[t]));
+                words[t] = e.special_tokens_mask[t] ? std::nullopt : e.word_ids[t];
+            }
+            bytes = std::move(e.byte_offsets);
         }
+        const std::size_t n = ids.size();
+        T = std::max(T, n);
+        out.lengths.push_back(n);
         // The words' labels: the text over their tokens' bytes, or the token's own label.
-        core::word_groups g = core::group_words(std::vector<std::optional<std::uint32_t>>(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(n)));
+        core::word_groups g = core::group_words(words);
         std::vector<std::string> word_labels(g.first_token.size());
         std::vector<std::size_t> from(g.first_token.size(), std::numeric_limits<std::size_t>::max()), to(g.first_token.size(), 0);
         for (std::size_t t = 0; t < n; ++t) {
             const std::size_t w = g.word_of_token[t];
-            from[w] = std::min(from[w], e.byte_offsets[t].first);
-            to[w] = std::max(to[w], e.byte_offsets[t].second);
+            from[w] = std::min(from[w], bytes[t].first);
+            to[w] = std::max(to[w], bytes[t].second);
         }
         for (std::size_t w = 0; w < word_labels.size(); ++w)
             word_labels[w] = words[g.first_token[w]] && from[w] < to[w] ? texts[b].substr(from[w], to[w] - from[w])
@@ -81,6 +132,20 @@ encoded_texts encode_texts(const tokenizer::tokenizer& tok, const std::vector<st
         out.word_groups.push_back(std::move(g));
         out.labels.push_back(std::move(labels));
         out.word_ids.push_back(std::move(words));
+        text_ids.push_back(std::move(ids));
+    }
+    // Right-padded to the longest: labels "" and no word for padding.
+    const std::size_t B = texts.size();
+    std::vector<std::int64_t> ids(B * T, pad_id), mask(B * T, 0);
+    bool padded = false;
+    for (std::size_t b = 0; b < B; ++b) {
+        const std::size_t n = text_ids[b].size();
+        padded = padded || n != T;
+        std::copy(text_ids[b].begin(), text_ids[b].end(), ids.begin() + static_cast<std::ptrdiff_t>(b * T));
+        std::fill_n(mask.begin() + static_cast<std::ptrdiff_t>(b * T), n, 1);
+        out.labels[b].resize(T);
+        out.word_ids[b].resize(T);
+        std::vector<std::int64_t>().swap(text_ids[b]);
     }
     const shape_t shape = B == 1 ? shape_t{T} : shape_t{B, T};
     out.token_ids = int64_array(shape, ids);

@@ -41,6 +41,9 @@ bool is_mark_nonspacing(char32_t c);
 /// Rust's char::to_lowercase (full mapping: U+0130 gives two code points).
 void to_lowercase(char32_t c, std::vector<char32_t>& out);
 enum class norm_form { nfc, nfd, nfkc, nfkd };
+/// The extended grapheme clusters of s (valid UTF-8) as consecutive byte ranges, as the
+/// unicode-segmentation crate's graphemes(true) cuts them (utf8proc_grapheme_break_stateful).
+std::vector<range> graphemes(std::string_view s);
 
 // ---- Regular expressions (Oniguruma) ------------------------------------------------
 
@@ -94,7 +97,9 @@ struct normalized {
         transform_range({0, text.size()}, dest, initial_offset);
     }
     void prepend(std::string_view s);
-    void replace(const pattern& p, std::string_view content);
+    /// Every match of p replaced by content. Returns the replaced text's size in bytes; when
+    /// that is more than max_bytes, the string is left as it was (nothing is built).
+    std::size_t replace(const pattern& p, std::string_view content, std::size_t max_bytes = static_cast<std::size_t>(-1));
     void filter(const std::function<bool(char32_t)>& keep);
     void map(const std::function<char32_t(char32_t)>& f);
     void lowercase();

@@ -108,6 +108,24 @@ void to_lowercase(char32_t c, std::vector<char32_t>& out) {
     out.push_back(static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(c))));
 }
 
+std::vector<range> graphemes(std::string_view s) {
+    std::vector<range> out;
+    utf8proc_int32_t state = 0;
+    char32_t prev = 0;
+    std::size_t start = 0;
+    for (std::size_t i = 0; i < s.size();) {
+        const auto [c, n] = decode_at(s, i);
+        if (i > 0 && utf8proc_grapheme_break_stateful(static_cast<utf8proc_int32_t>(prev), static_cast<utf8proc_int32_t>(c), &state)) {
+            out.push_back({start, i});
+            start = i;
+        }
+        prev = c;
+        i += n;
+    }
+    if (start < s.size()) out.push_back({start, s.size()});
+    return out;
+}
+
 // ---- Oniguruma ------------------------------------------------------------------------
 
 static void onig_init_once() {
@@ -269,13 +287,19 @@ void normalized::prepend(std::string_view s) {
     transform_range({0, n}, dest, 0);
 }
 
-void normalized::replace(const pattern& p, std::string_view content) {
+std::size_t normalized::replace(const pattern& p, std::string_view content, std::size_t max_bytes) {
     // NormalizedString::replace, in one pass: each match is removed and the content's
     // characters inserted with the alignment of the match's last byte (transform_range
     // with every character an insertion after initial_offset = the match's characters).
+    const auto matches = p.find_matches(text);
+    std::size_t size = 0;
+    for (const auto& [m, is_match] : matches) size += is_match ? content.size() : m.second - m.first;
+    if (size > max_bytes) return size;
     std::string new_text;
     std::vector<range> new_align;
-    for (const auto& [m, is_match] : p.find_matches(text)) {
+    new_text.reserve(size);
+    new_align.reserve(size);
+    for (const auto& [m, is_match] : matches) {
         if (!is_match) {
             new_text.append(text, m.first, m.second - m.first);
             new_align.insert(new_align.end(), align.begin() + static_cast<std::ptrdiff_t>(m.first),
@@ -288,6 +312,7 @@ void normalized::replace(const pattern& p, std::string_view content) {
     }
     text = std::move(new_text);
     align = std::move(new_align);
+    return size;
 }
 
 void normalized::filter(const std::function<bool(char32_t)>& keep) {

@@ -117,22 +117,45 @@ const char* const gpt2_pattern =
 
 // ---- Normalizers ---------------------------------------------------------------------
 
+// encode's bound on the normalizers' output (tokenizer.hpp: normalized_growth): the pieces
+// of one text, normalized, hold at most max_bytes together.
+struct text_bound {
+    std::size_t max_bytes = std::numeric_limits<std::size_t>::max();
+    std::size_t text_bytes = 0;  // the text's own size, for the message
+    std::size_t used = 0;        // bytes of the pieces normalized before this one
+    std::size_t left() const { return max_bytes - std::min(used, max_bytes); }
+    // Throws limit_error naming `what` when a piece of `size` bytes would pass the bound.
+    void check(const std::string& what, std::size_t size) const {
+        if (size <= left()) return;
+        throw limit_error("text", what + " makes the text longer than encode allows " +
+                                      expected_got("at most " + std::to_string(max_bytes) + " bytes, " + std::to_string(normalized_growth) +
+                                                       " × the text's " + std::to_string(text_bytes) + " + " + std::to_string(normalized_slack),
+                                                   std::to_string(used + size) + " bytes"));
+    }
+};
+
 struct normalizer {
+    std::string what;  // "normalizer Replace", named in a refusal
     virtual ~normalizer() = default;
-    virtual void normalize(normalized& n) const = 0;
+    virtual void normalize(normalized& n, const text_bound& bound) const = 0;
 };
 using normalizer_ptr = std::unique_ptr<normalizer>;
 
+// A normalizer whose growth per character is bounded (Unicode forms, case, strip...): the
+// bound is checked on its output. Replace and Prepend check theirs before building it.
 struct fn_normalizer : normalizer {
-    std::function<void(normalized&)> f;
-    explicit fn_normalizer(std::function<void(normalized&)> g) : f(std::move(g)) {}
-    void normalize(normalized& n) const override { f(n); }
+    std::function<void(normalized&, const text_bound&)> f;
+    explicit fn_normalizer(std::function<void(normalized&, const text_bound&)> g) : f(std::move(g)) {}
+    void normalize(normalized& n, const text_bound& bound) const override {
+        f(n, bound);
+        bound.check(what, n.text.size());
+    }
 };
 
 struct sequence_normalizer : normalizer {
     std::vector<normalizer_ptr> items;
-    void normalize(normalized& n) const override {
-        for (const auto& i : items) i->normalize(n);
+    void normalize(normalized& n, const text_bound& bound) const override {
+        for (const auto& i : items) i->normalize(n, bound);
     }
 };
 
@@ -147,19 +170,172 @@ void strip_accents(normalized& n) {
     n.filter([](char32_t c) { return !detail::is_mark_nonspacing(c); });
 }
 
-normalizer_ptr make_normalizer(const json& j) {
+// ---- SentencePiece's precompiled charsmap ---------------------------------------------
+
+// RFC 4648 base64 (the charsmap's form in tokenizer.json), padding optional; nullopt when a
+// character is outside the alphabet.
+std::optional<std::string> base64_decode(std::string_view s) {
+    std::string out;
+    std::uint32_t acc = 0;
+    int bits = 0;
+    for (char ch : s) {
+        int v;
+        if (ch >= 'A' && ch <= 'Z') v = ch - 'A';
+        else if (ch >= 'a' && ch <= 'z') v = ch - 'a' + 26;
+        else if (ch >= '0' && ch <= '9') v = ch - '0' + 52;
+        else if (ch == '+') v = 62;
+        else if (ch == '/') v = 63;
+        else if (ch == '=') break;
+        else return std::nullopt;
+        acc = (acc << 6) | static_cast<std::uint32_t>(v);
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out += static_cast<char>((acc >> bits) & 0xFF);
+        }
+    }
+    return out;
+}
+
+// The Precompiled normalizer (tokenizers' normalizers/precompiled.rs over the spm_precompiled
+// crate): SentencePiece's precompiled_charsmap is [u32 trie size in bytes, little-endian]
+// [the trie: darts-clone double-array units, u32 each][the replacement strings, each ended
+// by NUL]. A key's value is the byte offset of its replacement in that blob. Debian's
+// libsentencepiece-dev exposes no normalizer in its public headers, and Debian's darts is
+// the original Darts, not darts-clone's unit layout, hence the lookup below
+// (docs/design.md, the tokenizer).
+struct precompiled_normalizer : normalizer {
+    std::vector<std::uint32_t> units;
+    std::string blob;
+
+    // spm_precompiled's DoubleArray::common_prefix_search, first result only: the value of
+    // the shortest key that is a prefix of `key` (a NUL byte ends the key).
+    std::optional<std::uint32_t> shortest_prefix_value(std::string_view key) const {
+        auto offset = [](std::uint32_t u) { return (u >> 10) << ((u & (1u << 9)) >> 6); };
+        auto label = [](std::uint32_t u) { return u & ((1u << 31) | 0xFFu); };
+        auto has_leaf = [](std::uint32_t u) { return ((u >> 8) & 1u) == 1u; };
+        if (units.empty()) return std::nullopt;
+        std::size_t pos = offset(units[0]);
+        for (unsigned char c : key) {
+            if (c == 0) break;
+            pos ^= c;
+            if (pos >= units.size() || label(units[pos]) != c) return std::nullopt;
+            const std::uint32_t u = units[pos];
+            pos ^= offset(u);
+            if (has_leaf(u)) {
+                if (pos >= units.size()) break;
+                return units[pos] & ((1u << 31) - 1);
+            }
+        }
+        return std::nullopt;
+    }
+
+    // Precompiled::transform: the replacement of the shortest key prefixing `chunk`.
+    std::optional<std::string_view> transform(std::string_view chunk) const {
+        const auto index = shortest_prefix_value(chunk);
+        if (!index) return std::nullopt;
+        if (*index > blob.size())
+            throw value_error("tokenizer.json", "normalizer Precompiled: a charsmap entry points past its strings");
+        const auto end = blob.find('\0', *index);
+        const std::string_view r = std::string_view(blob).substr(*index, (end == std::string::npos ? blob.size() : end) - *index);
+        if (detail::invalid_utf8_at(r) != std::string_view::npos)
+            throw value_error("tokenizer.json", "normalizer Precompiled: a charsmap entry is not whole UTF-8");
+        return r;
+    }
+
+    void normalize(normalized& n, const text_bound& bound) const override {
+        // Each grapheme shorter than 6 bytes replaced whole when a key prefixes it, else
+        // each of its characters. The changes as precompiled.rs's replace gives them: every
+        // new character replaces one (0), the last (new - old) are insertions when the
+        // replacement is longer, and the last change pushed (a previous character's, when the
+        // replacement is empty) removes (old - new) more when it is shorter.
+        std::vector<std::pair<char32_t, int>> dest;
+        dest.reserve(n.text.size());
+        bool modified = false;
+        std::size_t size = n.text.size();  // the output's size so far: the input less what is replaced
+        auto push = [&](std::string_view part, std::string_view norm) {
+            modified = true;
+            size = size - part.size() + norm.size();
+            bound.check(what, size);
+            const auto old_count = static_cast<std::ptrdiff_t>(detail::to_code_points(part).size());
+            const auto chars = detail::to_code_points(norm);
+            const auto diff = static_cast<std::ptrdiff_t>(chars.size()) - old_count;
+            for (char32_t c : chars) dest.push_back({c, 0});
+            if (diff > 0)
+                for (std::ptrdiff_t k = 0; k < diff && k < static_cast<std::ptrdiff_t>(dest.size()); ++k) dest[dest.size() - 1 - static_cast<std::size_t>(k)].second = 1;
+            else if (diff < 0 && !dest.empty())
+                dest.back().second += static_cast<int>(diff);
+        };
+        const std::string_view text = n.text;
+        for (const auto& [a, b] : detail::graphemes(text)) {
+            const auto g = text.substr(a, b - a);
+            if (g.size() < 6) {
+                if (const auto norm = transform(g)) {
+                    push(g, *norm);
+                    continue;
+                }
+            }
+            for (std::size_t i = 0; i < g.size();) {
+                const auto [c, len] = detail::decode_at(g, i);
+                const auto part = g.substr(i, len);
+                if (const auto norm = transform(part)) push(part, *norm);
+                else dest.push_back({c, 0});
+                i += len;
+            }
+        }
+        if (modified) n.transform(dest, 0);
+    }
+};
+
+normalizer_ptr make_precompiled(const json& j) {
+    const auto encoded = str_field(j, "precompiled_charsmap", "normalizer Precompiled");
+    const auto bytes = base64_decode(encoded);
+    if (!bytes) bad("normalizer Precompiled: precompiled_charsmap is not base64");
+    auto le32 = [&](std::size_t at) {
+        std::uint32_t v = 0;
+        for (int k = 3; k >= 0; --k) v = (v << 8) | static_cast<unsigned char>((*bytes)[at + static_cast<std::size_t>(k)]);
+        return v;
+    };
+    if (bytes->size() < 4) bad("normalizer Precompiled: cannot parse precompiled_charsmap " + expected_got("at least 4 bytes", std::to_string(bytes->size()) + " bytes"));
+    const std::size_t trie_bytes = le32(0);
+    const std::size_t units = trie_bytes / 4;
+    if (units > (bytes->size() - 4) / 4)
+        bad("normalizer Precompiled: cannot parse precompiled_charsmap " +
+            expected_got("a trie of at most " + std::to_string(bytes->size() - 4) + " bytes", std::to_string(trie_bytes) + " bytes"));
+    auto p = std::make_unique<precompiled_normalizer>();
+    p->units.resize(units);
+    for (std::size_t i = 0; i < units; ++i) p->units[i] = le32(4 + 4 * i);
+    p->blob = bytes->substr(4 + 4 * units);
+    if (detail::invalid_utf8_at(p->blob) != std::string_view::npos) bad("normalizer Precompiled: the charsmap's strings are not valid UTF-8");
+    return p;
+}
+
+normalizer_ptr make_normalizer_of(const json& j, const std::string& where);
+
+// `where` names the normalizer's place: "normalizer", or "normalizer Sequence item 2".
+normalizer_ptr make_normalizer(const json& j, const std::string& where = "normalizer") {
+    auto n = make_normalizer_of(j, where);
+    if (n && n->what.empty()) n->what = where + " " + type_of(j, "normalizer");
+    return n;
+}
+
+normalizer_ptr make_normalizer_of(const json& j, const std::string& where) {
     if (j.is_null()) return nullptr;
     const auto type = type_of(j, "normalizer");
     using detail::norm_form;
-    auto fn = [](std::function<void(normalized&)> f) { return std::make_unique<fn_normalizer>(std::move(f)); };
+    auto fn = [](std::function<void(normalized&)> f) {
+        return std::make_unique<fn_normalizer>([f = std::move(f)](normalized& n, const text_bound&) { f(n); });
+    };
     if (type == "Sequence") {
         auto s = std::make_unique<sequence_normalizer>();
         const auto& items = field(j, "normalizers", "normalizer Sequence");
         if (!items.is_array()) bad("normalizer Sequence: 'normalizers' is not an array");
+        std::size_t k = 0;
         for (const auto& i : items)
-            if (auto p = make_normalizer(i)) s->items.push_back(std::move(p));
+            if (auto p = make_normalizer(i, where + " Sequence item " + std::to_string(++k))) s->items.push_back(std::move(p));
         return s;
     }
+    if (type == "Precompiled") return make_precompiled(j);
     if (type == "NFC") return fn([](normalized& n) { n.normalize_unicode(norm_form::nfc); });
     if (type == "NFD") return fn([](normalized& n) { n.normalize_unicode(norm_form::nfd); });
     if (type == "NFKC") return fn([](normalized& n) { n.normalize_unicode(norm_form::nfkc); });
@@ -172,12 +348,17 @@ normalizer_ptr make_normalizer(const json& j) {
     }
     if (type == "Prepend") {
         const auto s = str_field(j, "prepend", "normalizer Prepend");
-        return fn([s](normalized& n) { n.prepend(s); });
+        return std::make_unique<fn_normalizer>([s, what = where + " Prepend"](normalized& n, const text_bound& bound) {
+            if (!n.text.empty()) bound.check(what, n.text.size() + s.size());
+            n.prepend(s);
+        });
     }
     if (type == "Replace") {
         auto p = make_pattern(field(j, "pattern", "normalizer Replace"), "normalizer Replace");
         const auto content = str_field(j, "content", "normalizer Replace");
-        return fn([p, content](normalized& n) { n.replace(p, content); });
+        return std::make_unique<fn_normalizer>([p, content, what = where + " Replace"](normalized& n, const text_bound& bound) {
+            bound.check(what, n.replace(p, content, bound.left()));
+        });
     }
     if (type == "BertNormalizer") {
         const bool clean = bool_field(j, "clean_text", true), chinese = bool_field(j, "handle_chinese_chars", true);
@@ -985,17 +1166,23 @@ decoder_ptr make_decoder(const json& j) {
     }
     if (type == "ByteLevel") {
         return fn([](strings tokens) {
-            std::unordered_map<char32_t, unsigned char> byte_of;
-            const auto& table = bytes_char();
-            for (int b = 0; b < 256; ++b) byte_of[detail::decode_at(table[static_cast<std::size_t>(b)], 0).first] = static_cast<unsigned char>(b);
+            // GPT-2's alphabet back to bytes: its characters are U+0021..U+0143, so a table
+            // indexed by code point (built once; -1 = not in the alphabet).
+            static const std::vector<int> byte_of = [] {
+                std::vector<int> t(0x144, -1);
+                const auto& table = bytes_char();
+                for (int b = 0; b < 256; ++b) t[detail::decode_at(table[static_cast<std::size_t>(b)], 0).first] = b;
+                return t;
+            }();
             std::string bytes;
             for (const auto& t : tokens) {
                 std::string mine;
                 bool all = true;
-                for (char32_t c : detail::to_code_points(t)) {
-                    auto it = byte_of.find(c);
-                    if (it == byte_of.end()) { all = false; break; }
-                    mine += static_cast<char>(it->second);
+                for (std::size_t i = 0; i < t.size();) {
+                    const auto [c, n] = detail::decode_at(t, i);
+                    i += n;
+                    if (c >= byte_of.size() || byte_of[c] < 0) { all = false; break; }
+                    mine += static_cast<char>(byte_of[c]);
                 }
                 bytes += all ? mine : t;
             }
@@ -1266,6 +1453,7 @@ struct tokenizer_impl {
         pt.push_back({normalized::from_original(text, 0), std::nullopt});
         // 1. Added tokens that match the raw text; 2. the normalizer on each other piece,
         // then the added tokens that match normalized text.
+        text_bound bound{normalized_bytes_bound(text.size()), text.size(), 0};
         auto split_tokens = [&](const matcher& m, bool normalize) {
             pre_tokenized out;
             for (auto& s : pt) {
@@ -1273,7 +1461,10 @@ struct tokenizer_impl {
                     out.push_back(std::move(s));
                     continue;
                 }
-                if (normalize && norm) norm->normalize(s.n);
+                if (normalize && norm) {
+                    norm->normalize(s.n, bound);
+                    bound.used += s.n.text.size();
+                }
                 for (auto& piece : split_added(s.n, m))
                     if (!piece.n.text.empty()) out.push_back(std::move(piece));
             }
@@ -1306,13 +1497,23 @@ struct tokenizer_impl {
                                   {char_at[std::min(o.first, text.size())], char_at[std::min(o.second, text.size())]},
                                   static_cast<std::uint32_t>(w), 0});
             }
+            s.n = normalized{};  // this word's text and alignment are done with
+            s.tokens.reset();
         }
+        pre_tokenized().swap(pt);
+        std::vector<std::size_t>().swap(char_at);
         if (post) post->process(pieces, add_special_tokens);
 
         std::vector<std::size_t> byte_of_char;
         for (std::size_t i = 0; i < text.size(); i += detail::decode_at(text, i).second) byte_of_char.push_back(i);
         byte_of_char.push_back(text.size());
         encoding e;
+        e.ids.reserve(pieces.size());
+        e.tokens.reserve(pieces.size());
+        e.offsets.reserve(pieces.size());
+        e.byte_offsets.reserve(pieces.size());
+        e.word_ids.reserve(pieces.size());
+        e.special_tokens_mask.reserve(pieces.size());
         for (auto& p : pieces) {
             e.ids.push_back(p.id);
             e.tokens.push_back(std::move(p.token));
@@ -1355,6 +1556,12 @@ std::string tokenizer::token_label(std::uint32_t id) const {
 
 std::size_t invalid_utf8_at(std::string_view text) { return detail::invalid_utf8_at(text); }
 
+std::size_t normalized_bytes_bound(std::size_t text_bytes) {
+    const std::size_t most = std::numeric_limits<std::size_t>::max();
+    if (text_bytes > (most - normalized_slack) / normalized_growth) return most;
+    return normalized_growth * text_bytes + normalized_slack;
+}
+
 tokenizer from_json(const json& j) {
     if (!j.is_object()) bad("the document is not an object");
     auto impl = std::make_shared<tokenizer_impl>();
@@ -1384,7 +1591,11 @@ tokenizer from_json(const json& j) {
         const auto& t = impl->added[i];
         if (t.normalized) {
             auto n = normalized::from_original(t.content, 0);
-            if (impl->norm) impl->norm->normalize(n);
+            try {
+                if (impl->norm) impl->norm->normalize(n, text_bound{normalized_bytes_bound(t.content.size()), t.content.size(), 0});
+            } catch (const limit_error& e) {
+                bad("added token '" + t.content + "': " + e.message());
+            }
             impl->normalized_matcher.add(n.text, i);
         } else {
             impl->raw_matcher.add(t.content, i);

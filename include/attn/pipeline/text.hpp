@@ -17,7 +17,8 @@
 namespace attn {
 
 /// Reads a tokenizer.json as the other side files are read (io::read_side_json: at most
-/// 256 MiB, JSON nested at most io::max_json_depth deep), then tokenizer::from_text.
+/// 256 MiB, JSON nested at most io::max_json_depth deep), then tokenizer::from_text. A
+/// directory `path` means the tokenizer.json in it.
 /// Throws io_error (cannot read), limit_error (too large or too deep), format_error
 /// (invalid JSON, an unsupported or malformed component, naming it).
 tokenizer::tokenizer load_tokenizer(const std::string& path);
@@ -26,7 +27,8 @@ tokenizer::tokenizer load_tokenizer(const std::string& path);
 /// newline ends the last one ("-" reads stdin). Read as io::read_file_at_most reads, at
 /// most `max_bytes` (a stream is refused as soon as it holds more). Throws io_error naming
 /// the path, limit_error for a larger file, value_error(path, "invalid UTF-8 at byte N
-/// (line L)") for ill-formed UTF-8, counted in the file.
+/// (line L)") for ill-formed UTF-8, counted in the file, and value_error(path, "holds no
+/// text …") for an empty file.
 std::vector<std::string> read_texts(const std::string& path, std::size_t max_bytes);
 
 /// Texts encoded as one batch.
@@ -54,12 +56,26 @@ struct encoded_texts {
     std::vector<std::vector<std::string>> words;
 };
 
+/// What encoding a text holds at most, per byte of text: the tokenizer's normalized pieces
+/// and their alignments, the tokens with their offsets, then a run's ids, labels and words.
+/// Measured at 200 (prose) to 280 (one-letter words) bytes per byte with the shipped
+/// tokenizers; with a margin, the figure encode_texts plans with before it encodes.
+inline constexpr std::size_t text_encoding_bytes_per_byte = 384;
+
+/// Throws limit_error("text", "N bytes of text need about X to encode … (expected at most
+/// --max-bytes …)") when text_encoding_bytes_per_byte × the texts' bytes pass
+/// io::max_array_bytes(): the text alone implies more than --max-bytes, refused before it
+/// is encoded.
+void check_text_encoding_bytes(const std::vector<std::string>& texts);
+
 /// Encodes `texts` (UTF-8, at least one) with `tok` as `tokenizers`' encode(text,
 /// add_special_tokens) does, then pads them into one batch with `pad_id` (padded rows are
 /// masked as keys through attention_mask; their own rows are computed as transformers
-/// computes them, from the pad token's embedding). Throws usage_error("text", …) for no
-/// texts or a text that encodes to no tokens, and what tokenizer::encode throws
-/// (value_error "text: invalid UTF-8 at byte N").
+/// computes them, from the pad token's embedding). One text is encoded at a time and
+/// reduced to what the batch keeps; each distinct id's label is decoded once. Throws
+/// usage_error("text", …) for no texts or a text that encodes to no tokens,
+/// check_text_encoding_bytes' limit_error before encoding, and what tokenizer::encode
+/// throws (value_error "text: invalid UTF-8 at byte N").
 encoded_texts encode_texts(const tokenizer::tokenizer& tok, const std::vector<std::string>& texts,
                            bool add_special_tokens, std::int64_t pad_id = 0);
 

@@ -7,7 +7,7 @@
 ///
 /// Supported: added tokens (special, lstrip, rstrip, single_word, normalized);
 /// normalizers NFC, NFD, NFKC, NFKD, Lowercase, Strip, StripAccents, Replace, Prepend,
-/// BertNormalizer, Sequence; pre-tokenizers ByteLevel, Split, Metaspace, Whitespace,
+/// BertNormalizer, Sequence, Precompiled (SentencePiece's charsmap); pre-tokenizers ByteLevel, Split, Metaspace, Whitespace,
 /// WhitespaceSplit, BertPreTokenizer, Punctuation, Digits, Sequence; models BPE (byte-level,
 /// byte fallback, ignore_merges, continuing_subword_prefix, end_of_word_suffix, unk, fuse_unk),
 /// Unigram, WordPiece, WordLevel; post-processors TemplateProcessing, BertProcessing,
@@ -52,7 +52,10 @@ public:
     /// Encodes UTF-8 `text` as `tokenizers`' `encode(text, add_special_tokens)` does.
     /// Throws value_error ("text: invalid UTF-8 at byte N") for ill-formed UTF-8, and
     /// value_error with source "tokenizer.json" when a pattern exceeds Oniguruma's match
-    /// limits or the model needs an unknown token it does not have.
+    /// limits, the model needs an unknown token it does not have, or a Precompiled charsmap
+    /// entry points outside its strings; limit_error with source "text" naming the normalizer
+    /// when the normalizers would make the text longer than normalized_bytes_bound(its bytes)
+    /// (checked before a Replace, Prepend or Precompiled builds its output).
     encoding encode(std::string_view text, bool add_special_tokens) const;
 
     /// The token string of `id` (model vocabulary or added token), if any.
@@ -75,6 +78,16 @@ private:
 /// std::string_view::npos when `text` is valid UTF-8 (utf8proc_iterate decides). encode
 /// refuses the same texts. Throws nothing.
 std::size_t invalid_utf8_at(std::string_view text);
+
+/// encode's bound on normalized text: the normalizers' output over all pieces of a text of
+/// N bytes is at most normalized_growth × N + normalized_slack bytes. Real normalizers stay
+/// far below it (NFKC's longest expansion, U+FDFA, is 11× its bytes; Prepend adds a few
+/// bytes); a tokenizer.json whose Replace or Prepend chains multiply the text is refused,
+/// not run to exhaust memory.
+inline constexpr std::size_t normalized_growth = 32, normalized_slack = 4096;
+
+/// normalized_growth × text_bytes + normalized_slack, saturated at SIZE_MAX. Throws nothing.
+std::size_t normalized_bytes_bound(std::size_t text_bytes);
 
 /// Builds a tokenizer from a parsed tokenizer.json. Throws format_error with source
 /// "tokenizer.json" for a missing or ill-typed field, an unsupported component
