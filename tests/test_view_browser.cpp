@@ -493,7 +493,7 @@ TEST_CASE("view in chromium: long labels cut with an ellipsis and shown whole on
     CHECK(cut.substr(cut.size() - 3) == "…");
     CHECK(got.at("line_hover") == "key 2 \"" + longest + "\"");
     // The heatmap's labels of 160 px at most, cut alike; hovering one shows it whole.
-    const json& v = got.at("view");
+    const json v = got.at("view");
     const double x = v.at("left").get<double>() - 10, y = v.at("top").get<double>() + 2.5 * v.at("ch").get<double>();
     got = browse(dir.path + "/w.html", {{"row", 0}, {"col", 0}, {"label_at", {x, y}}}, dir.path + "/profile");
     CHECK(got.at("errors") == json::array());
@@ -520,7 +520,7 @@ TEST_CASE("view in chromium: word_weights' causally masked cells grey, and its c
     CHECK(got.at("after") == rgb(attn::io::masked_color));
     CHECK(got.at("hover") == "query 0 \"<|begin_of_text|>\" → key 5 \" is\": word_weights masked");
     // The title starts right of the last key label's right edge (rotated labels are 12 px wide).
-    const json& title = got.at("bar_title");
+    const json title = got.at("bar_title");
     CHECK(title[0].get<double>() > got.at("view").at("last_key").get<double>());
     CHECK(title[2].get<double>() <= got.at("canvas")[0].get<double>());
     // The weights' own page is as it was: their title clear too.

@@ -196,9 +196,20 @@ struct weights_block {
     std::vector<double> d;
     std::vector<unsigned char> visible;  // the cell is not an exact 0 (masked_cells of lone weights)
     std::size_t filled = 0;
-    void set(std::size_t i, double v) {
-        single ? void(f[i] = static_cast<float>(v)) : void(d[i] = v);
-        visible[i] = v == 0 ? 0 : 1;
+    /// Elements [begin, begin + n) of `piece` (of the block's dtype, or any if not single) after those filled.
+    void add(const array& piece, std::size_t begin, std::size_t n) {
+        if (single && piece.type == dtype::f4) {
+            const float* v = reinterpret_cast<const float*>(piece.data.data()) + begin;
+            std::copy(v, v + n, f.begin() + static_cast<std::ptrdiff_t>(filled));
+            for (std::size_t k = 0; k < n; ++k) visible[filled + k] = v[k] == 0 ? 0 : 1;
+        } else {
+            for (std::size_t k = 0; k < n; ++k) {
+                const double v = piece.value(begin + k);
+                single ? void(f[filled + k] = static_cast<float>(v)) : void(d[filled + k] = v);
+                visible[filled + k] = v == 0 ? 0 : 1;
+            }
+        }
+        filled += n;
     }
 };
 
@@ -256,11 +267,14 @@ bool stream_npy_page(const std::string& input, const view_options& c, const attn
         const int bits = io::view_bits(a.size());
         io::check_array_bytes((a.size() + rolled) * static_cast<std::size_t>(bits / 8), source + ": view");
         // What is held: the block (kept as float32 or float64, and its visible flags), the
-        // rollout's R of each item, its sum and rows, and a piece with its codes.
+        // rollout's R of each item, its sum and rows, and a piece (of at most 4 MiB, as
+        // read_arrays_in_pieces reads) with its codes.
         block.single = a.type == dtype::f4;
-        const double kept = block.single ? 4 : 8, T2 = static_cast<double>(per_block);
+        const double kept = block.single ? 4 : 8, T2 = static_cast<double>(per_block), element = static_cast<double>(dtype_size(a.type));
+        const double piece_cells = std::min(static_cast<double>(a.size()),
+                                            static_cast<double>(std::min(std::size_t{4} << 20, io::max_array_bytes())) / element);
         const double bytes = T2 * (kept + 1) + (rollout ? (static_cast<double>(B) + 1) * T2 * 8 + 128.0 * static_cast<double>(Tk) * 8 : 0) +
-                             3 * static_cast<double>(std::size_t{4} << 20);
+                             piece_cells * (element + bits / 8);
         check_planned_bytes(bytes, "this view", "weights " + shape_string(a.shape) + " " + std::string(dtype_name(a.type)),
                             "raise --max-bytes or view fewer stages, layers or heads");
         if (block.single) block.f.resize(per_block);
@@ -274,8 +288,8 @@ bool stream_npy_page(const std::string& input, const view_options& c, const attn
             if (in_layer == 0) page->begin_layer(layer, L);
             const std::size_t n = std::min(p.size() - i, per_block - block.filled);
             page->add_cells(p, i, n);
-            for (std::size_t k = 0; k < n; ++k) block.set(block.filled + k, p.value(i + k));
-            block.filled += n, i += n, at += n;
+            block.add(p, i, n);
+            i += n, at += n;
             if (block.filled < per_block) continue;
             // A block complete: its statistics (add_head_stats: sink_k = 1), its part of the rollout.
             const std::size_t b = (at % per_layer == 0 ? per_layer : at % per_layer) / per_block - 1;

@@ -148,13 +148,38 @@ public:
     chunk_writer(const chunk_writer&) = delete;
     chunk_writer& operator=(const chunk_writer&) = delete;
 
-    /// Cells [begin, begin + n) of `a`, masked where `masked[i]` (when given) or not finite.
-    void add(const array& a, std::size_t begin, std::size_t n, const char* masked) {
+    /// Cells [begin, begin + n) of `a`, masked where `masked[i]` (when given), where 0 when
+    /// `zeros` (lone weights: masked_cells), or where not finite.
+    void add(const array& a, std::size_t begin, std::size_t n, const char* masked, bool zeros = false) {
+        if (a.type == dtype::f4 && !a.data.empty())
+            add_values(reinterpret_cast<const float*>(a.data.data()) + begin, n, masked, zeros);
+        else if (a.type == dtype::f8 && !a.data.empty())
+            add_values(reinterpret_cast<const double*>(a.data.data()) + begin, n, masked, zeros);
+        else
+            add_values([&](std::size_t i) { return a.value(begin + i); }, n, masked, zeros);
+    }
+
+    /// Ends the deflate stream and the chunk; records the layer in `rec`.
+    void finish() {
+        compress(nullptr, 0, Z_FINISH);
+        text_.finish();
+        out_ << "</script>\n";
+        rec_.layers.push_back({lo_, hi_});
+        rec_.finite.push_back(any_ ? 1 : 0);
+    }
+
+private:
+    template <class T>
+    void add_values(const T* values, std::size_t n, const char* masked, bool zeros) {
+        add_values([values](std::size_t i) { return static_cast<double>(values[i]); }, n, masked, zeros);
+    }
+    template <class F>
+    void add_values(F value, std::size_t n, const char* masked, bool zeros) {
         raw_.resize(n * static_cast<std::size_t>(bits_ / 8));
         for (std::size_t i = 0; i < n; ++i) {
-            const double v = a.value(begin + i);
+            const double v = value(i);
             unsigned q = top_;
-            if (!(masked && masked[i]) && std::isfinite(v)) {
+            if (!(masked && masked[i]) && !(zeros && v == 0) && std::isfinite(v)) {
                 any_ = true;
                 const double x = hi_ > lo_ ? (v - lo_) / (hi_ - lo_) : 0.0;
                 q = static_cast<unsigned>(std::lround(std::clamp(x, 0.0, 1.0) * (top_ - 1)));
@@ -168,17 +193,6 @@ public:
         }
         compress(raw_.data(), raw_.size(), Z_NO_FLUSH);
     }
-
-    /// Ends the deflate stream and the chunk; records the layer in `rec`.
-    void finish() {
-        compress(nullptr, 0, Z_FINISH);
-        text_.finish();
-        out_ << "</script>\n";
-        rec_.layers.push_back({lo_, hi_});
-        rec_.finite.push_back(any_ ? 1 : 0);
-    }
-
-private:
     void compress(const unsigned char* in, std::size_t n, int flush) {
         std::array<unsigned char, 1 << 16> buf;
         // zlib counts in uInt: a piece of more than 4 GiB goes in parts.
@@ -634,7 +648,6 @@ struct html_stream::impl {
     bool open = false;
     std::size_t cells_left = 0;
     std::unique_ptr<chunk_writer> chunk;
-    std::vector<char> zeros;
 };
 
 html_stream::html_stream(std::ostream& out, std::string source, bool rollout_asked)
@@ -717,9 +730,7 @@ void html_stream::add_cells(const array& piece, std::size_t begin, std::size_t n
         throw shape_error("weights", "pieces do not fit the layer " +
                                          expected_got(std::to_string(p.open ? p.cells_left : 0) + " cells more at most", std::to_string(n)));
     // The masked cells of lone weights (masked_cells): their exact zeros.
-    p.zeros.resize(n);
-    for (std::size_t i = 0; i < n; ++i) p.zeros[i] = piece.value(begin + i) == 0 ? 1 : 0;
-    p.chunk->add(piece, begin, n, p.zeros.data());
+    p.chunk->add(piece, begin, n, nullptr, true);
     p.cells_left -= n;
     if (!p.out) check_written(p.out);  // a full disk stops the page at once, not at the layer's end
 }
