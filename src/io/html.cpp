@@ -718,7 +718,8 @@ void html_stream::begin_layer(const document& layer, std::size_t count) {
             throw value_error(t.name, "a page in pieces takes weights alone (their masked cells are their zeros)");
     const auto stages = start_layer(layer, count);
     if (stages.size() != 1 || tensor_kind(stages.front()->name) != stage_kind::weights)
-        throw value_error(stages.front()->name, "a page in pieces takes weights alone " + expected_got("weights", stages.front()->name));
+        throw value_error(stages.front()->name, "a page in pieces takes weights alone " +
+                                                    expected_got(stage_name(stage::weights), stages.front()->name));
     p.open = true;
     p.cells_left = stages.front()->value.size();
     p.chunk = std::make_unique<chunk_writer>(p.out, 0, "0", p.appended, 0.0, 1.0, p.bits, p.page.stages.front());
@@ -727,7 +728,7 @@ void html_stream::begin_layer(const document& layer, std::size_t count) {
 void html_stream::add_cells(const array& piece, std::size_t begin, std::size_t n) {
     impl& p = *p_;
     if (!p.open || n > p.cells_left || begin + n > piece.size())
-        throw shape_error("weights", "pieces do not fit the layer " +
+        throw shape_error(stage_name(stage::weights), "pieces do not fit the layer " +
                                          expected_got(std::to_string(p.open ? p.cells_left : 0) + " cells more at most", std::to_string(n)));
     // The masked cells of lone weights (masked_cells): their exact zeros.
     p.chunk->add(piece, begin, n, nullptr, true);
@@ -738,7 +739,7 @@ void html_stream::add_cells(const array& piece, std::size_t begin, std::size_t n
 void html_stream::end_layer(const document& stats) {
     impl& p = *p_;
     if (!p.open || p.cells_left != 0)
-        throw shape_error("weights", "streamed in part " + expected_got("the layer's every cell", std::to_string(p.cells_left) + " cells fewer"));
+        throw shape_error(stage_name(stage::weights), "streamed in part " + expected_got("the layer's every cell", std::to_string(p.cells_left) + " cells fewer"));
     p.chunk->finish();
     p.chunk.reset();
     p.open = false;
