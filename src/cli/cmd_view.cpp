@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "attn/core/analysis.hpp"
@@ -224,7 +225,8 @@ struct weights_block {
 /// Throws the held page's refusals of options and --tokens, limit_error when the page or
 /// the block would pass --max-bytes, what reading and writing throw.
 bool stream_npy_page(const std::string& input, const view_options& c, const attn::pipeline_options& settings) {
-    if (input == "-" || checkpoint_run(c.pipeline) || !std::filesystem::is_regular_file(input)) return false;
+    std::error_code ec;
+    if (input == "-" || checkpoint_run(c.pipeline) || !std::filesystem::is_regular_file(input, ec)) return false;
     {
         std::ifstream f(input, std::ios::binary);
         char magic[6] = {};
@@ -234,14 +236,12 @@ bool stream_npy_page(const std::string& input, const view_options& c, const attn
     const std::string source = input;
     std::optional<streamed_page> page;
     io::document run, layer;
-    shape_t shape;
     std::size_t L = 1, B = 1, H = 1, Tq = 0, Tk = 0, per_layer = 0, per_block = 0, at = 0;
     weights_block block;
     std::optional<core::rollout_product> rollout;
     std::vector<std::vector<double>> stats(5);  // this layer's head statistics, block by block
     const auto begin = [&](const io::described_array& d) {
         const array& a = d.described;
-        shape = a.shape;
         if (a.rank() < 2 || a.rank() > 5 || a.size() == 0 || a.size() * dtype_size(a.type) > io::max_array_bytes()) throw not_streamed{};
         // As view_document holds it: one array is the weights; rank 3 is (H, Tq, Tk).
         if (a.rank() == 3) run.meta["heads"] = a.shape[0];
