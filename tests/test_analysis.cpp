@@ -199,6 +199,15 @@ TEST_CASE("rollout_product layer by layer: the whole stack's R, and a plain loop
             CHECK(by_head.layers() == (h + 1 == H ? l + 1 : l));
         }
     CHECK(by_head.result() == got);
+    // And one (batch item, head) block at a time in C order, as attn view reads a file.
+    attn::core::rollout_product by_block(B, H, T, T);
+    for (std::size_t l = 0; l < L; ++l)
+        for (std::size_t b = 0; b < B; ++b)
+            for (std::size_t h = 0; h < H; ++h) {
+                by_block.add_block(b, h, w.data() + ((l * B + b) * H + h) * TT);
+                CHECK(by_block.layers() == (b + 1 == B && h + 1 == H ? l + 1 : l));
+            }
+    CHECK(by_block.result() == got);
 }
 
 TEST_CASE("rollout_product one head at a time refuses a head out of order") {
@@ -208,6 +217,17 @@ TEST_CASE("rollout_product one head at a time refuses a head out of order") {
                          value_error);
     p.add_head(0, w.data());
     CHECK_THROWS_WITH_AS(p.add_head(0, w.data()), "rollout: takes a layer's heads in order (expected head 1, got head 0)",
+                         value_error);
+}
+
+TEST_CASE("rollout_product one block at a time refuses a block out of order") {
+    attn::core::rollout_product p(2, 2, 2, 2);
+    const std::vector<double> w{1, 0, 0, 1};
+    CHECK_THROWS_WITH_AS(p.add_block(0, 1, w.data()), "rollout: takes a layer's blocks in order (expected item 0, head 0, got item 0, head 1)",
+                         value_error);
+    p.add_block(0, 0, w.data());
+    p.add_block(0, 1, w.data());
+    CHECK_THROWS_WITH_AS(p.add_block(0, 0, w.data()), "rollout: takes a layer's blocks in order (expected item 1, head 0, got item 0, head 0)",
                          value_error);
 }
 

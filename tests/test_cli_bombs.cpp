@@ -394,7 +394,7 @@ TEST_CASE("bombs: --max-bytes bounds the Tq×Tk stages a run plans, before they 
     CHECK(std::filesystem::exists(out));
 }
 
-TEST_CASE("bombs: attn view plans its stages against --max-bytes, computed or read as one array") {
+TEST_CASE("bombs: attn view plans its stages against --max-bytes, computed, or read as one array in pieces") {
     scratch_dir dir;
     const std::string x = dir.path + "/x.npz", page = dir.path + "/view.html";
     write_deflated_npz(x, {{"x", io_test::npy_v1("<f4", "(1, 4096, 1)", ""), 4096 * 4}});
@@ -406,15 +406,24 @@ TEST_CASE("bombs: attn view plans its stages against --max-bytes, computed or re
     CHECK(peak < attn_test::peak_bound_mb(64));
     CHECK_FALSE(std::filesystem::exists(page));
 
-    // 48 MiB of weights pass the reader under 80M; the page would need their double copy
-    // for the head statistics (10 bytes a cell), a masked flag, and ~5 × the 2-byte codes.
+    // 48 MiB of weights pass the reader under 80M. Held, the page needed their double copy
+    // for the head statistics (10 bytes a cell), a masked flag and ~5 × the 2-byte codes,
+    // 264.2 MB, and was refused; a .npy file is read in pieces, holding one 2048² block.
     const std::string w = dir.path + "/w.npy";
     write_sparse_f32_npy(w, "(3, 2048, 2048)", std::size_t{3} << 22);
     std::tie(r, peak) = run_measured(dir, "view --max-bytes 80M '" + w + "' -o '" + page + "'");
+    CHECK_MESSAGE(r.code == 0, r.err);
+    CHECK(peak < attn_test::peak_bound_mb(64));
+    CHECK(std::filesystem::exists(page));
+    // Its plan is the block's: one 4096² head (16 Mi float32 cells and a flag a cell) does
+    // not fit in 80M with the pieces read, and is refused before any is read.
+    std::filesystem::remove(page);
+    write_sparse_f32_npy(w, "(1, 4096, 4096)", std::size_t{1} << 24);
+    std::tie(r, peak) = run_measured(dir, "view --max-bytes 80M '" + w + "' -o '" + page + "'");
     CHECK(r.code == 1);
-    CHECK(r.err == "attn: error: this view needs about 264.2 MB for its Tq×Tk stages (weights (3, 2048, 2048) float32) "
+    CHECK(r.err == "attn: error: this view needs about 90.2 MB for its Tq×Tk stages (weights (1, 4096, 4096) float32) "
                    "(expected at most --max-bytes 80 MiB; raise --max-bytes or view fewer stages, layers or heads)\n");
-    CHECK(peak < attn_test::peak_bound_mb(128));  // the file and its array, 48 MiB each
+    CHECK(peak < attn_test::peak_bound_mb(64));
     CHECK_FALSE(std::filesystem::exists(page));
 }
 

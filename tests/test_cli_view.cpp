@@ -587,3 +587,153 @@ TEST_CASE("attn view of a checkpoint's layers streams: compute --format html's p
     CHECK(bad.err == "attn: error: --tokens: one token per query (expected 3, got 2)\n");
     CHECK_FALSE(std::filesystem::exists(dir.path + "/bad.html"));
 }
+
+namespace {
+
+/// (L, B, H, T, T)-shaped weights (any leading axes) of causal rows: row i of each block is
+/// i + 1 values 1, 2, …, i + 1 normalised to sum 1, then exact zeros (masked).
+std::vector<double> causal_rows(std::size_t blocks, std::size_t T) {
+    std::vector<double> w(blocks * T * T, 0.0);
+    for (std::size_t k = 0; k < blocks; ++k)
+        for (std::size_t i = 0; i < T; ++i) {
+            const double sum = static_cast<double>((i + 1) * (i + 2) / 2) + static_cast<double>(k);
+            for (std::size_t j = 0; j <= i; ++j)
+                w[(k * T + i) * T + j] = (static_cast<double>(j + 1) + (j == 0 ? static_cast<double>(k) : 0.0)) / sum;
+        }
+    return w;
+}
+
+/// A float32 .npy of causal_rows, written a block at a time.
+void write_f32_npy(const std::string& path, const attn::shape_t& shape) {
+    std::size_t blocks = 1;
+    for (std::size_t k = 0; k + 2 < shape.size(); ++k) blocks *= shape[k];
+    const std::size_t T = shape.back();
+    attn::array header;
+    header.type = attn::dtype::f4;
+    header.shape = shape;
+    std::ofstream f(path, std::ios::binary);
+    attn::io::write_npy_header(f, header);
+    for (std::size_t k = 0; k < blocks; ++k) {
+        const std::vector<double> w = causal_rows(1, T);
+        std::vector<float> v(w.begin(), w.end());
+        f.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
+    }
+    REQUIRE(f.good());
+}
+
+}  // namespace
+
+TEST_CASE("view of one .npy file reads it in pieces: the held page's bytes, ranks 2 to 5, float32 and float64, pieces across blocks and layers") {
+    attn_test::scratch_dir dir;
+    struct one {
+        attn::shape_t shape;
+        bool single;
+        std::string options;
+    };
+    // (2, 1, 2, 600, 600) float64 is 11.5 MB: pieces of 4 MiB end inside blocks and layers.
+    for (const one& c : {one{{2, 1, 2, 5, 5}, true, ""}, one{{3, 2, 2, 4, 4}, false, ""}, one{{1, 2, 5, 5}, true, ""},
+                         one{{2, 3, 3}, false, " --tokens 'a b c'"}, one{{4, 4}, true, " --tokens 'w x y z'"},
+                         one{{2, 1, 2, 600, 600}, false, ""}}) {
+        CAPTURE(attn::shape_string(c.shape));
+        std::size_t blocks = 1;
+        for (std::size_t k = 0; k + 2 < c.shape.size(); ++k) blocks *= c.shape[k];
+        const std::vector<double> w = causal_rows(blocks, c.shape.back());
+        const std::string npy = dir.path + "/w.npy";
+        {
+            std::ofstream f(npy, std::ios::binary);
+            if (c.single) {
+                const std::vector<float> v(w.begin(), w.end());
+                attn::io::write_npy(f, attn::array::from<float>(c.shape, v.data()));
+            } else {
+                attn::io::write_npy(f, attn::array::from<double>(c.shape, w.data()));
+            }
+        }
+        auto r = attn_test::run_attn("view '" + npy + "'" + c.options + " -o '" + dir.path + "/s.html'");
+        REQUIRE_MESSAGE(r.code == 0, r.err);
+        // Standard input is read whole: the held page, titled "<stdin>".
+        r = attn_test::run_attn("view -" + c.options + " -o '" + dir.path + "/h.html'", attn_test::slurp(npy));
+        REQUIRE_MESSAGE(r.code == 0, r.err);
+        std::string held = attn_test::slurp(dir.path + "/h.html");
+        for (std::size_t at = held.find("&lt;stdin&gt;"); at != std::string::npos; at = held.find("&lt;stdin&gt;", at))
+            held.replace(at, 13, npy);
+        CHECK(attn_test::slurp(dir.path + "/s.html") == held);
+        const json d = page_data(held);
+        CHECK(d.at("rollout").is_null() == (c.shape.size() < 5));
+        CHECK(d.at("head_stats").at("rows").size() == blocks);
+    }
+}
+
+TEST_CASE("view of a large .npy of weights holds a block, not the file: peak memory, and a block over --max-bytes refused by plan") {
+    attn_test::scratch_dir dir;
+    // 64 MiB of float32 weights, 16 heads of 1024²: held, the view took 244 MB (the file,
+    // its array, the masked flags, a float64 copy for the statistics, the page's codes).
+    const std::string npy = dir.path + "/w.npy", page = dir.path + "/v.html";
+    write_f32_npy(npy, {1, 16, 1024, 1024});
+    const auto m = attn_test::run_attn_measured("view '" + npy + "' -o '" + page + "'", attn_test::small_quarantine);
+    REQUIRE_MESSAGE(m.code == 0, "the run failed");
+    CHECK(m.peak_kb < attn_test::peak_bound_mb(64) * 1024);  // KiB
+    const json d = page_data(attn_test::slurp(page));
+    REQUIRE(d.at("stages").size() == 1);
+    const json& st = d.at("stages")[0];
+    CHECK(st.at("H") == 16);
+    CHECK(d.at("head_stats").at("rows").size() == 16);
+    // Head 15, row 1: 1/3, 2/3, then masked.
+    const std::size_t base = (15 * 1024 + 1) * 1024;
+    CHECK(std::abs(value_of(st, base) - 1.0 / 3) < 1e-4);
+    CHECK(std::abs(value_of(st, base + 1) - 2.0 / 3) < 1e-4);
+    CHECK(st.at("codes")[base + 2] == st.at("masked_code"));
+
+    // One 4096² head is one block: 16 Mi float32 cells and their visible flags, refused
+    // before any is read when --max-bytes cannot hold it (the array itself, 64 MiB, can).
+    write_f32_npy(npy, {1, 1, 4096, 4096});
+    const auto r = attn_test::run_attn("view '" + npy + "' --max-bytes 70M -o '" + page + "'");
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: this view needs about 90.2 MB for its Tq×Tk stages (weights (1, 1, 4096, 4096) float32) "
+                   "(expected at most --max-bytes 70 MiB; raise --max-bytes or view fewer stages, layers or heads)\n");
+}
+
+TEST_CASE("view draws word_weights' causally masked cells masked, as the weights' are") {
+    attn_test::scratch_dir dir;
+    const auto r = attn_test::run_attn("view data/llama-tiny --layer 0 --text 'The capital of France is' --words -o '" + dir.path + "/w.html'");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    const json d = page_data(attn_test::slurp(dir.path + "/w.html"));
+    const json* words = nullptr;
+    for (const json& st : d.at("stages"))
+        if (st.at("name") == "word_weights") words = &st;
+    REQUIRE(words);
+    const std::size_t W = words->at("Tq"), H = words->at("H");
+    REQUIRE(W == 6);
+    std::size_t above = 0;
+    for (std::size_t h = 0; h < H; ++h)
+        for (std::size_t i = 0; i < W; ++i)
+            for (std::size_t j = 0; j < W; ++j) {
+                const bool masked = words->at("codes")[(h * W + i) * W + j] == words->at("masked_code");
+                CHECK(masked == (j > i));  // the causal mask: no word sees a later one
+                above += masked;
+            }
+    CHECK(above == H * W * (W - 1) / 2);
+}
+
+TEST_CASE("view shows the text the tokens came from, escaped, and compute's meta carries it") {
+    attn_test::scratch_dir dir;
+    const std::string text = "The <b>cat</b> & sat";
+    for (const std::string layer : {"0", "all"}) {  // held, and streamed layer by layer
+        CAPTURE(layer);
+        const auto r = attn_test::run_attn("view data/gpt2-tiny --layer " + layer + " --text '" + text + "' -o '" + dir.path + "/t.html'");
+        REQUIRE_MESSAGE(r.code == 0, r.err);
+        CHECK(attn_test::slurp(dir.path + "/t.html").find("<div class=\"text\"><dt>text</dt><dd>The &lt;b&gt;cat&lt;/b&gt; &amp; sat</dd></div></dl>") !=
+              std::string::npos);
+    }
+    // Several texts: each, numbered as the batch items are.
+    auto r = attn_test::run_attn("view data/gpt2-tiny --layer 0 --text 'one two' --text 'three' -o '" + dir.path + "/t.html'");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    CHECK(attn_test::slurp(dir.path + "/t.html").find("<div class=\"text\"><dt>text 0</dt><dd>one two</dd></div><div class=\"text\"><dt>text 1</dt><dd>three</dd></div>") !=
+          std::string::npos);
+    // attn output viewed later shows it too: meta.model.text.texts.
+    r = attn_test::run_attn("compute data/gpt2-tiny --layer 0 --text '" + text + "' -o '" + dir.path + "/o.json'");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    CHECK(json::parse(attn_test::slurp(dir.path + "/o.json")).at("meta").at("model").at("text").at("texts") == json{text});
+    r = attn_test::run_attn("view '" + dir.path + "/o.json' -o '" + dir.path + "/o.html'");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    CHECK(attn_test::slurp(dir.path + "/o.html").find("<dt>text</dt><dd>The &lt;b&gt;cat&lt;/b&gt; &amp; sat</dd>") != std::string::npos);
+}

@@ -473,3 +473,83 @@ TEST_CASE("view in chromium: a whole model's page (24 layers x 14 heads, T=512) 
         CHECK(seconds < 60);
     }
 }
+
+TEST_CASE("view in chromium: long labels cut with an ellipsis and shown whole on hover, in the heatmap and the line view") {
+    require_chromium();
+    attn_test::scratch_dir dir;
+    write_weights(dir.path + "/w.npy", {3, 3}, {1, 0, 0, 0.5, 0.5, 0, 0.2, 0.3, 0.5});
+    const std::string longest = std::string(60, 'x');
+    auto r = attn_test::run_attn("view '" + dir.path + "/w.npy' --tokens '<|begin_of_text|> b " + longest + "' -o '" + dir.path + "/w.html'");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    json got = browse(dir.path + "/w.html", {{"mode", "lines"}, {"row", 0}, {"col", 0}, {"line_at", {500, 20 + 2.5 * 16}}}, dir.path + "/profile");
+    CAPTURE(got.dump());
+    CHECK(got.at("errors") == json::array());
+    // Special tokens of 17 characters whole (the line view cut every label to 16).
+    CHECK(got.at("line_labels")[0][0] == "<|begin_of_text|>");
+    CHECK(got.at("line_labels")[1][0] == "<|begin_of_text|>");
+    const std::string cut = got.at("line_labels")[1][2];
+    CHECK(cut.size() < longest.size());
+    CHECK(cut.rfind("xxxx", 0) == 0);
+    CHECK(cut.substr(cut.size() - 3) == "…");
+    CHECK(got.at("line_hover") == "key 2 \"" + longest + "\"");
+    // The heatmap's labels of 160 px at most, cut alike; hovering one shows it whole.
+    const json v = got.at("view");
+    const double x = v.at("left").get<double>() - 10, y = v.at("top").get<double>() + 2.5 * v.at("ch").get<double>();
+    got = browse(dir.path + "/w.html", {{"row", 0}, {"col", 0}, {"label_at", {x, y}}}, dir.path + "/profile");
+    CHECK(got.at("errors") == json::array());
+    CHECK(got.at("label_hover") == "query 2 \"" + longest + "\"");
+    const double kx = v.at("left").get<double>() + 0.5 * v.at("cw").get<double>(), ky = v.at("top").get<double>() - 10;
+    got = browse(dir.path + "/w.html", {{"row", 0}, {"col", 0}, {"label_at", {kx, ky}}}, dir.path + "/profile");
+    CHECK(got.at("label_hover") == "key 0 \"<|begin_of_text|>\"");
+}
+
+TEST_CASE("view in chromium: word_weights' causally masked cells grey, and its colour-bar title clear of the last key label") {
+    require_chromium();
+    attn_test::scratch_dir dir;
+    auto r = attn_test::run_attn("view data/llama-tiny --layer 0 --text 'The capital of France is' --words -o '" + dir.path + "/w.html'");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    json got = browse(dir.path + "/w.html", {{"row", 0}, {"col", 0}}, dir.path + "/profile");
+    const json stages = got.at("stages");
+    std::size_t words = 0;
+    while (words < stages.size() && stages[words] != "word_weights") ++words;
+    REQUIRE(words < stages.size());
+    // Word 0 (<|begin_of_text|>) sees no later word: (0, 5) is masked, (5, 0) is not.
+    got = browse(dir.path + "/w.html", {{"stage", words}, {"head", 0}, {"row", 0}, {"col", 5}}, dir.path + "/profile");
+    CAPTURE(got.dump());
+    CHECK(got.at("errors") == json::array());
+    CHECK(got.at("after") == rgb(attn::io::masked_color));
+    CHECK(got.at("hover") == "query 0 \"<|begin_of_text|>\" → key 5 \" is\": word_weights masked");
+    // The title starts right of the last key label's right edge (rotated labels are 12 px wide).
+    const json title = got.at("bar_title");
+    CHECK(title[0].get<double>() > got.at("view").at("last_key").get<double>());
+    CHECK(title[2].get<double>() <= got.at("canvas")[0].get<double>());
+    // The weights' own page is as it was: their title clear too.
+    got = browse(dir.path + "/w.html", {{"row", 0}, {"col", 0}}, dir.path + "/profile");
+    CHECK(got.at("bar_title")[0].get<double>() > got.at("view").at("last_key").get<double>());
+}
+
+TEST_CASE("view in chromium: the log-colour toggle colours by log10 of the values, off by default") {
+    require_chromium();
+    attn_test::scratch_dir dir;
+    // Row 2's keys: 0.01, 0.09, 0.9; cell (2, 0) is dark on the linear scale, mid-scale on the log one.
+    write_weights(dir.path + "/w.npy", {3, 3}, {1, 0, 0, 0.5, 0.5, 0, 0.01, 0.09, 0.9});
+    auto r = attn_test::run_attn("view '" + dir.path + "/w.npy' -o '" + dir.path + "/w.html'");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    CHECK(attn_test::slurp(dir.path + "/w.html").find("<input type=\"checkbox\" id=\"log\">") != std::string::npos);
+    json got = browse(dir.path + "/w.html", {{"log", true}, {"row", 2}, {"col", 0}}, dir.path + "/profile");
+    CAPTURE(got.dump());
+    CHECK(got.at("errors") == json::array());
+    // Quantised to 16 bits over [0, 1]: the value shown is code/65534; the log scale spans
+    // log10 of one code step (the least positive value) to log10 1 = 0.
+    const double shown = std::lround(0.01 * 65534) / 65534.0, floor = std::log10(1 / 65534.0);
+    CHECK(got.at("before") == lut(shown));
+    CHECK(got.at("after") == lut((std::log10(shown) - floor) / (0 - floor)));
+    CHECK(got.at("bar_ticks") == json{"1e-4", "0.001", "0.01", "0.1", "1"});
+    CHECK(got.at("hover") == "query 2 \"2\" → key 0 \"0\": weights 0.0100");
+    // A masked cell stays grey; and off again, the linear colours.
+    got = browse(dir.path + "/w.html", {{"log", true}, {"row", 0}, {"col", 2}}, dir.path + "/profile");
+    CHECK(got.at("after") == rgb(attn::io::masked_color));
+    got = browse(dir.path + "/w.html", {{"log", false}, {"row", 2}, {"col", 0}}, dir.path + "/profile");
+    CHECK(got.at("after") == lut(shown));
+    CHECK(got.at("bar_ticks") == json{"0", "0.2", "0.4", "0.6", "0.8", "1"});
+}

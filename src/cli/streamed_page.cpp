@@ -20,12 +20,30 @@ bool add_page_rollout(std::vector<std::string>& dump, bool listed_layers) {
 streamed_page::streamed_page(std::string output, std::string title, bool rollout_asked)
     : output_(std::move(output)), title_(std::move(title)), rollout_asked_(rollout_asked) {}
 
-void streamed_page::append(const io::document& layer, std::size_t count) {
+io::html_stream& streamed_page::page() {
     if (!page_) {
         if (!is_stdout(output_)) file_.emplace(output_);
         page_.emplace(file_ ? file_->stream() : std::cout, title_, rollout_asked_);
     }
-    naming_output(output_, [&] { page_->append(layer, count); });
+    return *page_;
+}
+
+void streamed_page::append(const io::document& layer, std::size_t count) {
+    io::html_stream& p = page();
+    naming_output(output_, [&] { p.append(layer, count); });
+}
+
+void streamed_page::begin_layer(const io::document& layer, std::size_t count) {
+    io::html_stream& p = page();
+    naming_output(output_, [&] { p.begin_layer(layer, count); });
+}
+
+void streamed_page::add_cells(const array& piece, std::size_t begin, std::size_t n) {
+    naming_output(output_, [&] { page().add_cells(piece, begin, n); });
+}
+
+void streamed_page::end_layer(const io::document& stats) {
+    naming_output(output_, [&] { page().end_layer(stats); });
 }
 
 void streamed_page::finish(const io::document& run) {

@@ -30,10 +30,17 @@ public:
     /// destination in an io_error. Throws what append throws.
     void append(const io::document& layer, std::size_t count);
 
+    /// io::html_stream::begin_layer, add_cells and end_layer (a layer of lone weights in
+    /// pieces), as append: the destination opened at the first layer, named in an io_error.
+    void begin_layer(const io::document& layer, std::size_t count);
+    void add_cells(const array& piece, std::size_t begin, std::size_t n);
+    void end_layer(const io::document& stats);
+
     /// io::html_stream::finish, then commits the file. Throws what finish throws, io_error.
     void finish(const io::document& run);
 
 private:
+    io::html_stream& page();
     std::string output_, title_;
     bool rollout_asked_;
     std::optional<io::atomic_file> file_;

@@ -142,6 +142,25 @@ void rollout_product::add_head(std::size_t h, const T* weights) {
     ++layers_;
 }
 
+template <class T>
+void rollout_product::add_block(std::size_t b, std::size_t h, const T* weights) {
+    if (b != next_item_ || h != next_head_)
+        throw value_error(stage_name(stage::rollout), "takes a layer's blocks in order " +
+                                                          expected_got("item " + count(next_item_) + ", head " + count(next_head_),
+                                                                       "item " + count(b) + ", head " + count(h)));
+    const std::size_t TT = n_ * n_;
+    if (product_.empty()) product_.resize(batch_);
+    // multiply()'s sum of item b: from 0, head 0 first.
+    if (h == 0) a_.assign(TT, 0.0);
+    for (std::size_t x = 0; x < TT; ++x) a_[x] += static_cast<double>(weights[x]);
+    if (++next_head_ < heads_) return;
+    next_head_ = 0;
+    finish_item(b);
+    if (++next_item_ < batch_) return;
+    next_item_ = 0;
+    ++layers_;
+}
+
 void rollout_product::finish_item(std::size_t b) {
     const std::size_t n = n_;
     // Â_l = ½·mean_h(A_l) + ½·I, each row renormalised to sum 1 (Abnar & Zuidema 2020, eq. 1).
@@ -249,6 +268,8 @@ template void rollout_product::multiply(const float*);
 template void rollout_product::multiply(const double*);
 template void rollout_product::add_head(std::size_t, const float*);
 template void rollout_product::add_head(std::size_t, const double*);
+template void rollout_product::add_block(std::size_t, std::size_t, const float*);
+template void rollout_product::add_block(std::size_t, std::size_t, const double*);
 template std::vector<double> rollout(const double*, std::size_t, std::size_t, std::size_t, std::size_t, std::size_t);
 template std::vector<row_divergence> per_head_divergence(const float*, const float*, std::size_t, std::size_t, std::size_t);
 template std::vector<row_divergence> per_head_divergence(const double*, const double*, std::size_t, std::size_t,

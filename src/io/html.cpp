@@ -67,36 +67,17 @@ std::vector<const named_array*> viewed(const document& doc) {
     return out;
 }
 
-std::string base64(const std::vector<unsigned char>& bytes) {
-    static const char table[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string out;
-    out.reserve((bytes.size() + 2) / 3 * 4);
-    std::size_t i = 0;
-    for (; i + 2 < bytes.size(); i += 3) {
-        const unsigned v = (bytes[i] << 16) | (bytes[i + 1] << 8) | bytes[i + 2];
-        out += table[v >> 18];
-        out += table[(v >> 12) & 63];
-        out += table[(v >> 6) & 63];
-        out += table[v & 63];
+/// The cells of stage `t` the page draws masked: masked_cells; and of word_weights, their
+/// exact zeros. A word's weight is the sum of its tokens' weights (docs/design.md §5.3), 0
+/// only where the mask hides every one of them (a causal mask above the diagonal), drawn
+/// grey as the weights' masked cells are rather than as a weight of 0.
+std::vector<char> page_masked(const document& doc, const named_array& t) {
+    std::vector<char> masked = masked_cells(doc, t);
+    if (tensor_kind(t.name) == stage_kind::words) {
+        masked.resize(t.value.size());
+        for (std::size_t i = 0; i < masked.size(); ++i) masked[i] = masked[i] || t.value.value(i) == 0;
     }
-    if (i < bytes.size()) {
-        const unsigned v = (bytes[i] << 16) | (i + 1 < bytes.size() ? bytes[i + 1] << 8 : 0);
-        out += table[v >> 18];
-        out += table[(v >> 12) & 63];
-        out += i + 1 < bytes.size() ? table[(v >> 6) & 63] : '=';
-        out += '=';
-    }
-    return out;
-}
-
-/// zlib's deflate (RFC 1950), which the page's DecompressionStream("deflate") reads.
-std::vector<unsigned char> deflate(const std::vector<unsigned char>& raw) {
-    uLongf size = compressBound(static_cast<uLong>(raw.size()));
-    std::vector<unsigned char> out(size);
-    if (compress2(out.data(), &size, raw.data(), static_cast<uLong>(raw.size()), 1) != Z_OK)
-        throw io_error("view", "cannot compress the page's data (zlib)");
-    out.resize(size);
-    return out;
+    return masked;
 }
 
 /// What a stage (or the rollout) of the page records of itself, apart from its codes: its
@@ -110,11 +91,141 @@ struct stage_record {
     std::vector<char> finite;                   // whether that layer had a cell not masked
 };
 
+/// Base64 (RFC 4648, with padding) written as the bytes come: whole groups of three at
+/// once, the last one or two bytes held until finish().
+class base64_writer {
+public:
+    explicit base64_writer(std::ostream& out) : out_(out) {}
+    void add(const unsigned char* bytes, std::size_t n) {
+        std::size_t i = 0;
+        while (held_ < 3 && i < n && held_ > 0) group_[held_++] = bytes[i++];
+        if (held_ == 3) emit(group_), held_ = 0;
+        std::string text;
+        text.reserve((n - i) / 3 * 4);
+        for (; i + 2 < n; i += 3) text.append(encode(bytes + i));
+        out_ << text;
+        for (; i < n; ++i) group_[held_++] = bytes[i];
+    }
+    void finish() {
+        if (held_ == 0) return;
+        const unsigned v = (group_[0] << 16) | (held_ > 1 ? group_[1] << 8 : 0);
+        const char tail[4] = {table[v >> 18], table[(v >> 12) & 63], held_ > 1 ? table[(v >> 6) & 63] : '=', '='};
+        out_.write(tail, 4);
+        held_ = 0;
+    }
+
+private:
+    static constexpr char table[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    static std::string encode(const unsigned char* b) {
+        const unsigned v = (b[0] << 16) | (b[1] << 8) | b[2];
+        return {table[v >> 18], table[(v >> 12) & 63], table[(v >> 6) & 63], table[v & 63]};
+    }
+    void emit(const unsigned char* b) { out_ << encode(b); }
+    std::ostream& out_;
+    unsigned char group_[3] = {};
+    std::size_t held_ = 0;
+};
+
+/// One layer of a stage as one `<script class="attn-chunk">` of input `input`, stage `key`
+/// (its index, or the rollout's stage name), layer `layer`, its cells coming in pieces
+/// (add): each quantised to codes 0 … top−1 over [lo, hi] (given before the first cell),
+/// top = masked or not finite, deflated (zlib's deflate, RFC 1950, which the page's
+/// DecompressionStream("deflate") reads; level 1, as compress2 at level 1 gives it,
+/// whatever the pieces) and base64-encoded as they come. finish() closes the chunk and
+/// records the layer's range and whether any cell was not masked in `rec`.
+class chunk_writer {
+public:
+    chunk_writer(std::ostream& out, std::size_t input, const std::string& key, std::size_t layer, double lo, double hi,
+                 int bits, stage_record& rec)
+        : out_(out), text_(out), lo_(lo), hi_(hi), bits_(bits), top_(bits == 16 ? 65535u : 255u), rec_(rec) {
+        if (rec.layers.size() != layer) throw value_error(rec.name, "layers of the page out of order");
+        if (deflateInit(&z_, 1) != Z_OK) throw io_error("view", "cannot compress the page's data (zlib)");
+        // base64 holds no '<', so the chunk cannot close its script early.
+        out << "<script type=\"application/octet-stream\" class=\"attn-chunk\" data-input=\"" << input << "\" data-stage=\""
+            << key << "\" data-layer=\"" << layer << "\">";
+    }
+    ~chunk_writer() { deflateEnd(&z_); }
+    chunk_writer(const chunk_writer&) = delete;
+    chunk_writer& operator=(const chunk_writer&) = delete;
+
+    /// Cells [begin, begin + n) of `a`, masked where `masked[i]` (when given), where 0 when
+    /// `zeros` (lone weights: masked_cells), or where not finite.
+    void add(const array& a, std::size_t begin, std::size_t n, const char* masked, bool zeros = false) {
+        if (a.type == dtype::f4 && !a.data.empty())
+            add_values(reinterpret_cast<const float*>(a.data.data()) + begin, n, masked, zeros);
+        else if (a.type == dtype::f8 && !a.data.empty())
+            add_values(reinterpret_cast<const double*>(a.data.data()) + begin, n, masked, zeros);
+        else
+            add_values([&](std::size_t i) { return a.value(begin + i); }, n, masked, zeros);
+    }
+
+    /// Ends the deflate stream and the chunk; records the layer in `rec`.
+    void finish() {
+        compress(nullptr, 0, Z_FINISH);
+        text_.finish();
+        out_ << "</script>\n";
+        rec_.layers.push_back({lo_, hi_});
+        rec_.finite.push_back(any_ ? 1 : 0);
+    }
+
+private:
+    template <class T>
+    void add_values(const T* values, std::size_t n, const char* masked, bool zeros) {
+        add_values([values](std::size_t i) { return static_cast<double>(values[i]); }, n, masked, zeros);
+    }
+    template <class F>
+    void add_values(F value, std::size_t n, const char* masked, bool zeros) {
+        raw_.resize(n * static_cast<std::size_t>(bits_ / 8));
+        for (std::size_t i = 0; i < n; ++i) {
+            const double v = value(i);
+            unsigned q = top_;
+            if (!(masked && masked[i]) && !(zeros && v == 0) && std::isfinite(v)) {
+                any_ = true;
+                const double x = hi_ > lo_ ? (v - lo_) / (hi_ - lo_) : 0.0;
+                q = static_cast<unsigned>(std::lround(std::clamp(x, 0.0, 1.0) * (top_ - 1)));
+            }
+            if (bits_ == 16) {
+                raw_[2 * i] = static_cast<unsigned char>(q & 0xff);  // little-endian, as Uint16Array reads it
+                raw_[2 * i + 1] = static_cast<unsigned char>(q >> 8);
+            } else {
+                raw_[i] = static_cast<unsigned char>(q);
+            }
+        }
+        compress(raw_.data(), raw_.size(), Z_NO_FLUSH);
+    }
+    void compress(const unsigned char* in, std::size_t n, int flush) {
+        std::array<unsigned char, 1 << 16> buf;
+        // zlib counts in uInt: a piece of more than 4 GiB goes in parts.
+        do {
+            const std::size_t part = std::min<std::size_t>(n, std::size_t{1} << 30);
+            z_.next_in = const_cast<unsigned char*>(in);
+            z_.avail_in = static_cast<uInt>(part);
+            in += part, n -= part;
+            const int mode = n ? Z_NO_FLUSH : flush;
+            int status;
+            do {
+                z_.next_out = buf.data();
+                z_.avail_out = static_cast<uInt>(buf.size());
+                status = deflate(&z_, mode);
+                if (status == Z_STREAM_ERROR) throw io_error("view", "cannot compress the page's data (zlib)");
+                text_.add(buf.data(), buf.size() - z_.avail_out);
+            } while (z_.avail_out == 0 || (mode == Z_FINISH && status != Z_STREAM_END));
+        } while (n);
+    }
+    std::ostream& out_;
+    base64_writer text_;
+    double lo_, hi_;
+    int bits_;
+    unsigned top_;
+    stage_record& rec_;
+    z_stream z_{};
+    std::vector<unsigned char> raw_;
+    bool any_ = false;
+};
+
 /// One layer of a stage, cells [begin, begin + n) of `a` (masked where `masked`, of n
-/// cells, or where not finite), quantised to codes 0 … top−1 over the layer's own
-/// [lo, hi] ([0, 1] when `unit_range`), top = masked; deflated, base64-encoded and written
-/// as one `<script class="attn-chunk">` of input `input`, stage `key` (its index, or
-/// the rollout's stage name), layer `layer`. Records the layer's range in `rec`.
+/// cells, or where not finite), quantised over the layer's own [lo, hi] ([0, 1] when
+/// `unit_range`) and written as one chunk (chunk_writer). Records the layer's range in `rec`.
 void write_chunk(std::ostream& out, std::size_t input, const std::string& key, std::size_t layer, const array& a,
                  std::size_t begin, std::size_t n, std::vector<char> masked, int bits, stage_record& rec) {
     double lo = std::numeric_limits<double>::infinity(), hi = -lo;
@@ -125,30 +236,11 @@ void write_chunk(std::ostream& out, std::size_t input, const std::string& key, s
         lo = std::min(lo, v);
         hi = std::max(hi, v);
     }
-    const bool any = lo <= hi;
     if (rec.unit_range) lo = 0, hi = 1;
     if (!(lo <= hi)) lo = 0, hi = 1;  // everything masked
-    const unsigned top = bits == 16 ? 65535u : 255u;
-    std::vector<unsigned char> raw(n * static_cast<std::size_t>(bits / 8));
-    for (std::size_t i = 0; i < n; ++i) {
-        unsigned q = top;
-        if (!masked[i]) {
-            const double x = hi > lo ? (a.value(begin + i) - lo) / (hi - lo) : 0.0;
-            q = static_cast<unsigned>(std::lround(std::clamp(x, 0.0, 1.0) * (top - 1)));
-        }
-        if (bits == 16) {
-            raw[2 * i] = static_cast<unsigned char>(q & 0xff);  // little-endian, as Uint16Array reads it
-            raw[2 * i + 1] = static_cast<unsigned char>(q >> 8);
-        } else {
-            raw[i] = static_cast<unsigned char>(q);
-        }
-    }
-    if (rec.layers.size() != layer) throw value_error(rec.name, "layers of the page out of order");
-    rec.layers.push_back({lo, hi});
-    rec.finite.push_back(any ? 1 : 0);
-    // base64 holds no '<', so the chunk cannot close its script early.
-    out << "<script type=\"application/octet-stream\" class=\"attn-chunk\" data-input=\"" << input << "\" data-stage=\""
-        << key << "\" data-layer=\"" << layer << "\">" << base64(deflate(raw)) << "</script>\n";
+    chunk_writer chunk(out, input, key, layer, lo, hi, bits, rec);
+    chunk.add(a, begin, n, masked.data());
+    chunk.finish();
 }
 
 /// A stage's entry in the page's data: its dimensions, bits, the range its colours span
@@ -259,7 +351,8 @@ std::string meta_text(const nlohmann::ordered_json& v) {
 }
 
 /// The settings and the model of `meta` as labelled fields (<dl id="meta">, or <dl` attributes`>
-/// on a page of several inputs), every string made valid UTF-8 (valid_utf8) and escaped: a
+/// on a page of several inputs), then the texts the tokens came from (meta.model.text.texts:
+/// "text", or "text 0", "text 1", … of several, each whole), every string made valid UTF-8 (valid_utf8) and escaped: a
 /// checkpoint path need not be UTF-8 and a model name is not trusted markup. Empty when
 /// meta is not an object.
 std::string meta_html(const nlohmann::ordered_json& meta, const std::string& attributes = " id=\"meta\"") {
@@ -286,10 +379,19 @@ std::string meta_html(const nlohmann::ordered_json& meta, const std::string& att
     }
     for (const char* k : {"mask", "scale", "softcap", "heads", "kv_heads", "past_length", "dtype"})
         if (meta.contains(k)) add(std::string(k) == "kv_heads" ? "kv heads" : std::string(k) == "past_length" ? "past length" : k, meta[k]);
-    if (fields.empty()) return "";
+    // The texts the tokens came from (--text, --text-file: meta.model.text.texts), each whole.
+    std::vector<std::string> texts;
+    if (model != meta.end() && model->is_object() && model->contains("text") && (*model)["text"].is_object() &&
+        (*model)["text"].contains("texts") && (*model)["text"]["texts"].is_array())
+        for (const auto& t : (*model)["text"]["texts"])
+            if (t.is_string()) texts.push_back(t.get<std::string>());
+    if (fields.empty() && texts.empty()) return "";
     std::string out = "<dl" + attributes + ">";
     for (const auto& [label, value] : fields)
         out += "<div><dt>" + escape_html(label) + "</dt><dd>" + escape_html(valid_utf8(value)) + "</dd></div>";
+    for (std::size_t k = 0; k < texts.size(); ++k)
+        out += "<div class=\"text\"><dt>text" + (texts.size() > 1 ? " " + std::to_string(k) : std::string()) + "</dt><dd>" +
+               escape_html(valid_utf8(texts[k])) + "</dd></div>";
     return out + "</dl>\n";
 }
 
@@ -367,7 +469,7 @@ input_page write_input_chunks(std::ostream& out, const document& doc, std::size_
     for (const auto* t : stages) {
         const stage_dims d = dims_of(doc, *t);
         page.stages.push_back(record_of(doc, *t, d.L));
-        masked.push_back(masked_cells(doc, *t));
+        masked.push_back(page_masked(doc, *t));
         layers = std::max(layers, d.L);
     }
     for (std::size_t l = 0; l < layers; ++l)
@@ -442,7 +544,9 @@ void write_page_tail(std::ostream& out, const std::string& source, const std::st
         << "<label>stage <select id=\"stage\"></select></label>"
            "<label>layer <select id=\"layer\"></select></label><label>batch <select id=\"batch\"></select></label>"
            "<label>head <select id=\"head\"></select></label><label>view <select id=\"mode\">"
-           "<option value=\"heatmap\">heatmap</option><option value=\"lines\">lines</option></select></label></div>\n"
+           "<option value=\"heatmap\">heatmap</option><option value=\"lines\">lines</option></select></label>"
+           "<label title=\"colour by log10 of the values, as attn plot --log; values ≤ 0 grey\"><input type=\"checkbox\" id=\"log\"> "
+           "log colour</label></div>\n"
         << settings << "<p class=\"note\">Values are stored quantised to " << bits
         << " bits: each stage linearly over its range in each layer (weights over [0, 1]) in " << levels
         << " levels, so a shown value is within half a step (weights: " << general_number(0.5 / (bits == 16 ? 65534 : 254), 2)
@@ -540,6 +644,10 @@ struct html_stream::impl {
     std::vector<std::pair<std::string, shape_t>> plan;  // the first layer's viewed stages
     nlohmann::ordered_json head_rows = nlohmann::ordered_json::array();
     bool head_stats = true;  // every layer had them
+    // A layer in pieces (begin_layer … end_layer): its chunk, the cells it still needs.
+    bool open = false;
+    std::size_t cells_left = 0;
+    std::unique_ptr<chunk_writer> chunk;
 };
 
 html_stream::html_stream(std::ostream& out, std::string source, bool rollout_asked)
@@ -549,10 +657,12 @@ html_stream::html_stream(std::ostream& out, std::string source, bool rollout_ask
 
 html_stream::~html_stream() = default;
 
-void html_stream::append(const document& layer, std::size_t count) {
+/// The viewed stages of `layer` checked against the page's plan (the first layer makes
+/// it and writes the page's head), as append() and begin_layer() take a layer.
+std::vector<const named_array*> html_stream::start_layer(const document& layer, std::size_t count) {
     impl& p = *p_;
     const auto stages = viewed(layer);
-    if (p.appended == 0) {
+    if (p.appended == 0 && !p.open) {
         std::size_t rollout = 0;
         const std::size_t cells = viewed_cells(layer, p.source, rollout);
         p.count = count;
@@ -563,7 +673,7 @@ void html_stream::append(const document& layer, std::size_t count) {
         }
         write_page_head(p.out, p.source);
     }
-    bool same = stages.size() == p.plan.size() && p.appended < p.count;
+    bool same = stages.size() == p.plan.size() && p.appended < p.count && !p.open;
     for (std::size_t i = 0; same && i < stages.size(); ++i)
         same = stages[i]->name == p.plan[i].first && stages[i]->value.shape == p.plan[i].second;
     if (!same) {
@@ -574,10 +684,13 @@ void html_stream::append(const document& layer, std::size_t count) {
         throw shape_error(stages.empty() ? std::string("html") : stages.front()->name,
                           "does not continue its streamed page " + expected_got(want, got));
     }
-    for (std::size_t i = 0; i < stages.size(); ++i)
-        write_chunk(p.out, 0, std::to_string(i), p.appended, stages[i]->value, 0, stages[i]->value.size(),
-                    masked_cells(layer, *stages[i]), p.bits, p.page.stages[i]);
-    // The layer's head statistics as rows of the page's table, numbered by the layer axis.
+    return stages;
+}
+
+/// The layer's head statistics as rows of the page's table, numbered by the layer axis;
+/// then the next layer.
+void html_stream::end_layer_rows(const document& layer) {
+    impl& p = *p_;
     nlohmann::ordered_json rows = head_stat_rows(layer);
     if (rows.is_null()) p.head_stats = false;
     else
@@ -589,9 +702,53 @@ void html_stream::append(const document& layer, std::size_t count) {
     check_written(p.out);
 }
 
+void html_stream::append(const document& layer, std::size_t count) {
+    impl& p = *p_;
+    const auto stages = start_layer(layer, count);
+    for (std::size_t i = 0; i < stages.size(); ++i)
+        write_chunk(p.out, 0, std::to_string(i), p.appended, stages[i]->value, 0, stages[i]->value.size(),
+                    page_masked(layer, *stages[i]), p.bits, p.page.stages[i]);
+    end_layer_rows(layer);
+}
+
+void html_stream::begin_layer(const document& layer, std::size_t count) {
+    impl& p = *p_;
+    for (const auto& t : layer.tensors)
+        if (tensor_kind(t.name) == stage_kind::scores || tensor_kind(t.name) == stage_kind::mask)
+            throw value_error(t.name, "a page in pieces takes weights alone (their masked cells are their zeros)");
+    const auto stages = start_layer(layer, count);
+    if (stages.size() != 1 || tensor_kind(stages.front()->name) != stage_kind::weights)
+        throw value_error(stages.front()->name, "a page in pieces takes weights alone " +
+                                                    expected_got(stage_name(stage::weights), stages.front()->name));
+    p.open = true;
+    p.cells_left = stages.front()->value.size();
+    p.chunk = std::make_unique<chunk_writer>(p.out, 0, "0", p.appended, 0.0, 1.0, p.bits, p.page.stages.front());
+}
+
+void html_stream::add_cells(const array& piece, std::size_t begin, std::size_t n) {
+    impl& p = *p_;
+    if (!p.open || n > p.cells_left || begin + n > piece.size())
+        throw shape_error(stage_name(stage::weights), "pieces do not fit the layer " +
+                                         expected_got(std::to_string(p.open ? p.cells_left : 0) + " cells more at most", std::to_string(n)));
+    // The masked cells of lone weights (masked_cells): their exact zeros.
+    p.chunk->add(piece, begin, n, nullptr, true);
+    p.cells_left -= n;
+    if (!p.out) check_written(p.out);  // a full disk stops the page at once, not at the layer's end
+}
+
+void html_stream::end_layer(const document& stats) {
+    impl& p = *p_;
+    if (!p.open || p.cells_left != 0)
+        throw shape_error(stage_name(stage::weights), "streamed in part " + expected_got("the layer's every cell", std::to_string(p.cells_left) + " cells fewer"));
+    p.chunk->finish();
+    p.chunk.reset();
+    p.open = false;
+    end_layer_rows(stats);
+}
+
 void html_stream::finish(const document& run) {
     impl& p = *p_;
-    if (p.appended != p.count || p.appended == 0)
+    if (p.appended != p.count || p.appended == 0 || p.open)
         throw shape_error(p.plan.empty() ? std::string("html") : p.plan.front().first,
                           "streamed in part " + expected_got(std::to_string(p.count) + " layers", std::to_string(p.appended)));
     // A rollout of one layer is not shown unless asked for (add_rollout makes none).

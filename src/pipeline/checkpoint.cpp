@@ -596,6 +596,7 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
     if (text) {
         nlohmann::json t;
         t["tokenizer"] = tok_path;
+        t["texts"] = ck.texts;  // as given (--text, --text-file): attn view shows them
         t["add_special_tokens"] = ck.add_special_tokens;
         t["lengths"] = text->lengths;
         t["pad_id"] = 0;

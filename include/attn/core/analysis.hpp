@@ -63,6 +63,15 @@ public:
     template <class T>
     void add_head(std::size_t h, const T* weights);
 
+    /// The next layer one (batch item, head) block at a time, in C order of (B, H): `weights`
+    /// is block (b, h)'s (T, T) in C order, for a caller that reads a layer in pieces
+    /// (attn view of one array); after item b's last head it is multiplied in, and after
+    /// the last item the layer is, with multiply()'s sums and so its bits. Holds one (T, T)
+    /// sum meanwhile. Not mixed with add_head within a layer. Throws value_error("rollout",
+    /// …) for a block out of order.
+    template <class T>
+    void add_block(std::size_t b, std::size_t h, const T* weights);
+
     /// The layers multiplied in so far.
     std::size_t layers() const noexcept { return layers_; }
     /// B, the batch items.
@@ -81,7 +90,8 @@ private:
     std::vector<double> a_;                     // (T, T): Â_l of one item, then Â_l · R
     std::vector<double> next_;                  // a block of rows of Â_l · R
     std::vector<std::vector<double>> sums_;     // add_head: B of (T, T), Σ_h A_l so far
-    std::size_t next_head_ = 0;                 // add_head: the head expected next
+    std::size_t next_head_ = 0;                 // add_head, add_block: the head expected next
+    std::size_t next_item_ = 0;                 // add_block: the batch item expected next
 
     /// Â_l from a_ = Σ_h A_l of item b, then R_b ← Â_l · R_b (a_ is consumed).
     void finish_item(std::size_t b);

@@ -31,7 +31,7 @@ std::size_t view_data_bytes(const document& doc, const std::string& source);
 /// Writes the page. Each layer of each stage is quantised linearly over that layer's
 /// finite range (weights over [0, 1]) to view_bits levels, its colours spanning the
 /// stage's range over every layer, the top code meaning masked (a −∞ score, the `mask`
-/// stage's False, or a non-finite value), deflated (zlib) and base64-encoded; the page
+/// stage's False, an exact 0 of word_weights, or a non-finite value), deflated (zlib) and base64-encoded; the page
 /// states the quantisation. `head_stats.*` tensors in `doc` fill the head table. A
 /// `rollout` tensor ((T, T) or (B, T, T), of the weights' batch and size) is shown as one
 /// more layer of the weights, the same for every head; its exact zeros (keys
@@ -81,12 +81,27 @@ public:
     /// page") or come after the last, io_error("", …) when `out` fails.
     void append(const document& layer, std::size_t count);
 
+    /// The next layer of a page whose one viewed stage is weights without scores or a mask
+    /// (one array viewed as weights), given in pieces, so that not even a layer is held:
+    /// begin_layer takes the layer's document as append does, its weights' shape without
+    /// their data; add_cells the next `n` cells in C order, elements [begin, begin + n) of `piece` (their exact zeros masked, as
+    /// masked_cells marks lone weights, and every non-finite value), quantised over [0, 1]
+    /// and encoded as they come; end_layer, once every cell came, `stats` (the layer's
+    /// head_stats.* tensors, as append reads them from its layer). The bytes are append's
+    /// of the whole layer. Throw as append does; value_error for a layer of another stage
+    /// or with scores or a mask; shape_error for cells beyond the layer's or too few.
+    void begin_layer(const document& layer, std::size_t count);
+    void add_cells(const array& piece, std::size_t begin, std::size_t n);
+    void end_layer(const document& stats);
+
     /// Writes the rest of the page from `run`, the run's document (its meta, labels and
     /// rollout; its stages were appended). Throws shape_error when fewer than `count`
     /// layers came ("streamed in part"), io_error("", …) when `out` fails.
     void finish(const document& run);
 
 private:
+    std::vector<const named_array*> start_layer(const document& layer, std::size_t count);
+    void end_layer_rows(const document& layer);
     struct impl;
     std::unique_ptr<impl> p_;
 };
