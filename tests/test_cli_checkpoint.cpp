@@ -438,13 +438,14 @@ TEST_CASE("rope_scaling from config.json: recorded in meta.model, and it changes
     CHECK(yarn["original_max_position_embeddings"] == 64);
     const auto dynamic = meta_of("rope_scaling", "{\"rope_type\": \"dynamic\", \"factor\": 2.0}");
     CHECK(dynamic["max_position_embeddings"] == 64);
-    // A longrope factor list of the wrong length is core's shape error.
+    // A longrope factor list of the wrong length is core's shape error, named by the file and key.
     auto bad = nlohmann::ordered_json::parse(attn_test::slurp(std::string(ATTN_SOURCE_DIR) + "/data/llama-tiny/config.json"));
     bad["rope_scaling"] = nlohmann::ordered_json::parse("{\"rope_type\": \"longrope\", \"short_factor\": [1], \"long_factor\": [1]}");
     attn_test::spit(dir.path + "/bad.json", bad.dump(2));
     const auto b = attn_test::run_attn("compute " + llama + " --layer 0 --ids 1,2 --config '" + dir.path + "/bad.json'");
     CHECK(b.code == 1);
-    CHECK(b.err.rfind("attn: error: rope_scaling: ", 0) == 0);
+    CHECK(b.err == "attn: error: " + dir.path + "/bad.json: rope_scaling.short_factor: has one factor per rotated pair "
+                   "(expected R/2 = 4, got 1 values)\n");
 }
 
 TEST_CASE("a checkpoint without its embedding table runs from --x, and refuses token ids naming the table") {

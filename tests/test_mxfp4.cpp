@@ -88,10 +88,16 @@ TEST_CASE("MXFP4: FP4 E2M1 codes, the low nibble first, ldexp by scale − 127 a
     CHECK(one.shape == attn::shape_t{2});
     CHECK(one.value(0) == 1.0);
     CHECK(one.value(1) == 12.0);
-    // scale 255: torch.pow(2, 128) overflows float32, so 0 · inf is NaN and 0.5 · inf is inf
-    const attn::array top = attn::model::mxfp4_dequantize(u8({1, 1}, {0x10}), u8({1}, {255}), "t");
-    CHECK(std::isnan(top.value(0)));
-    CHECK(std::isinf(top.value(1)));
+    // scale 254: 2^127, the largest; 255 is E8M0's NaN (torch.pow(2, 128) overflows float32
+    // to inf, giving NaN and inf): refused, naming the scales
+    const attn::array top = attn::model::mxfp4_dequantize(u8({1, 1}, {0x10}), u8({1}, {254}), "t");
+    CHECK(top.value(0) == 0.0);
+    CHECK(top.value(1) == std::ldexp(1.0, 126));
+    CHECK_THROWS_WITH_AS(attn::model::mxfp4_dequantize(u8({2, 1}, {0x10, 0x10}), u8({2}, {1, 255}), "t_blocks", "t_scales"),
+                         "t_scales: MXFP4 scale 1 is 255, NaN in E8M0 (expected a scale byte 0 to 254, got 255)",
+                         attn::value_error);
+    CHECK_THROWS_WITH_AS(attn::model::mxfp4_dequantize(u8({1, 1}, {0x10}), u8({1}, {255}), "t"),
+                         "t: MXFP4 scale 0 is 255, NaN in E8M0 (expected a scale byte 0 to 254, got 255)", attn::value_error);
     // scale 0: 0.5 · 2^-127 = 2^-128, a float32 subnormal, exact
     const attn::array low = attn::model::mxfp4_dequantize(u8({1, 1}, {0x01}), u8({1}, {0}), "t");
     CHECK(low.value(0) == std::ldexp(1.0, -128));

@@ -13,6 +13,7 @@
 #include "attn/core/softmax.hpp"
 #include "attn/error.hpp"
 #include "attn/io/output.hpp"
+#include "attn/io/safetensors.hpp"
 #include "attn/memory.hpp"
 #include "commands.hpp"
 #include "diagnostics.hpp"
@@ -123,6 +124,7 @@ void install_test_hooks() {
 int main(int argc, char** argv) {
     keep_freed_memory();  // attn/memory.hpp: batch jobs reuse the last job's tensors
     install_signal_handlers();
+    io::end_process_on_lost_mapping("attn: error: ");  // a checkpoint truncated under a view: one line, exit 1
     install_test_hooks();
 
     CLI::App app{"attn: scaled dot-product attention with every stage dumped (scores, weights, output) "

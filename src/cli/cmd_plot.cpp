@@ -312,8 +312,9 @@ void setup_plot(CLI::App& app, int& exit_status) {
         ->check(CLI::IsMember(attn::plot_stages()))
         ->capture_default_str()
         ->group("Plot");
-    sub->add_option("--batch", c->batch, "Batch item to draw")->capture_default_str()->group("Plot");
-    CLI::Option* head = sub->add_option("--head", c->head, "Head to draw")->capture_default_str()->group("Plot");
+    sub->add_option("--batch", c->batch, "Batch item to draw")->check(non_negative_whole_number)->capture_default_str()->group("Plot");
+    CLI::Option* head =
+        sub->add_option("--head", c->head, "Head to draw")->check(non_negative_whole_number)->capture_default_str()->group("Plot");
     sub->add_flag("--grid", c->grid, "Draw every head of the batch item, one panel each, one colour bar")
         ->excludes(head)
         ->group("Plot");

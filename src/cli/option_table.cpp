@@ -217,6 +217,8 @@ const CLI::Validator positive_number(
     },
     "");
 
+const CLI::Validator non_negative_whole_number = non_negative_count;
+
 namespace {
 
 /// An enum setting's choices: its values in the order offered, and the name of each

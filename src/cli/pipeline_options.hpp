@@ -55,6 +55,11 @@ extern const CLI::Validator a_number;
 /// (CLI::PositiveNumber's message quotes the largest double in 300 digits.)
 extern const CLI::Validator positive_number;
 
+/// A count (a batch item, a head): refuses a sign, anything but digits and more than
+/// 2^63 − 1, which CLI11 would wrap to 2^64 − 1 ("-1" shown as 18446744073709551615):
+/// "not a count (expected a whole number ≥ 0, got -1)".
+extern const CLI::Validator non_negative_whole_number;
+
 /// Binds `--OPTION FILE` (FILE or FILE.npz:NAME) to the input array `name` of `c`.
 CLI::Option* add_tensor_option(CLI::App& sub, pipeline_cli& c, const std::string& option, const std::string& name);
 

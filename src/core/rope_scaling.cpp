@@ -34,18 +34,20 @@ namespace {
 
 constexpr double pi = 3.14159265358979323846;
 
-[[noreturn]] void bad(const rope_scaling& s, const std::string& field, const std::string& what, const std::string& expected,
-                      const std::string& got) {
-    throw value_error("rope_scaling", std::string(rope_scaling_kind_name(s.kind)) + ": " + field + " " + what + " " +
-                                          expected_got(expected, got));
+using problem = std::optional<rope_scaling_problem>;
+
+problem bad(const std::string& field, const std::string& what, const std::string& expected, const std::string& got) {
+    return rope_scaling_problem{field, what, expected, got, false};
 }
 
-void positive(const rope_scaling& s, const char* field, double v) {
-    if (!(v > 0) || !std::isfinite(v)) bad(s, field, "is not a finite number > 0", "> 0", general_number(v));
+problem positive(const char* field, double v) {
+    if (!(v > 0) || !std::isfinite(v)) return bad(field, "is not a finite number > 0", "> 0", general_number(v));
+    return std::nullopt;
 }
 
-void positive_length(const rope_scaling& s, const char* field, std::size_t n) {
-    if (n == 0) bad(s, field, "is not a length > 0", "≥ 1", "0");
+problem positive_length(const char* field, std::size_t n) {
+    if (n == 0) return bad(field, "is not a length > 0", "≥ 1", "0");
+    return std::nullopt;
 }
 
 /// 1 / θ^(2k/R), k < R/2: _compute_default_rope_parameters.
@@ -76,58 +78,127 @@ std::size_t rotary_dim_for(std::size_t head_dim, double partial_rotary_factor) {
     return R;
 }
 
-void validate(const rope_scaling& s) {
-    positive(s, "rope_theta", s.theta);
+namespace {
+
+/// The field checks of rope_scaling_problem_of, without the frequencies.
+problem field_problem(const rope_scaling& s) {
+    if (auto p = positive("rope_theta", s.theta)) return p;
     if (s.rotary_dim < 2 || s.rotary_dim % 2 != 0)
-        bad(s, "rotary_dim", "does not pair the rotated dims", "an even number ≥ 2", std::to_string(s.rotary_dim));
+        return bad("rotary_dim", "does not pair the rotated dims", "an even number ≥ 2", std::to_string(s.rotary_dim));
     if (s.attention_factor && (!(*s.attention_factor >= 0) || !std::isfinite(*s.attention_factor)))
-        bad(s, "attention_factor", "is not a finite number ≥ 0", "≥ 0", general_number(*s.attention_factor));
+        return bad("attention_factor", "is not a finite number ≥ 0", "≥ 0", general_number(*s.attention_factor));
     const std::size_t half = s.rotary_dim / 2;
     switch (s.kind) {
         case rope_scaling_kind::none: break;
-        case rope_scaling_kind::linear: positive(s, "factor", s.factor); break;
+        case rope_scaling_kind::linear: return positive("factor", s.factor);
         case rope_scaling_kind::dynamic:
-            positive(s, "factor", s.factor);
-            positive_length(s, "max_position_embeddings", s.max_position_embeddings);
+            if (auto p = positive("factor", s.factor)) return p;
+            if (auto p = positive_length("max_position_embeddings", s.max_position_embeddings)) return p;
             if (s.rotary_dim < 4)
-                bad(s, "rotary_dim", "leaves no exponent R/(R−2)", "an even number ≥ 4", std::to_string(s.rotary_dim));
+                return bad("rotary_dim", "leaves no exponent R/(R−2)", "an even number ≥ 4", std::to_string(s.rotary_dim));
             break;
         case rope_scaling_kind::yarn:
-            positive(s, "factor", s.factor);
-            positive_length(s, "original_max_position_embeddings", s.original_max_position_embeddings);
-            positive(s, "beta_fast", s.beta_fast);
-            positive(s, "beta_slow", s.beta_slow);
+            if (auto p = positive("factor", s.factor)) return p;
+            if (auto p = positive_length("original_max_position_embeddings", s.original_max_position_embeddings)) return p;
+            if (auto p = positive("beta_fast", s.beta_fast)) return p;
+            if (auto p = positive("beta_slow", s.beta_slow)) return p;
             if (!(s.mscale >= 0) || !std::isfinite(s.mscale))
-                bad(s, "mscale", "is not a finite number ≥ 0", "≥ 0 (0 = absent)", general_number(s.mscale));
+                return bad("mscale", "is not a finite number ≥ 0", "≥ 0 (0 = absent)", general_number(s.mscale));
             if (!(s.mscale_all_dim >= 0) || !std::isfinite(s.mscale_all_dim))
-                bad(s, "mscale_all_dim", "is not a finite number ≥ 0", "≥ 0 (0 = absent)", general_number(s.mscale_all_dim));
+                return bad("mscale_all_dim", "is not a finite number ≥ 0", "≥ 0 (0 = absent)", general_number(s.mscale_all_dim));
             break;
         case rope_scaling_kind::llama3:
-            positive(s, "factor", s.factor);
-            positive_length(s, "original_max_position_embeddings", s.original_max_position_embeddings);
-            positive(s, "low_freq_factor", s.low_freq_factor);
-            positive(s, "high_freq_factor", s.high_freq_factor);
+            if (auto p = positive("factor", s.factor)) return p;
+            if (auto p = positive_length("original_max_position_embeddings", s.original_max_position_embeddings)) return p;
+            if (auto p = positive("low_freq_factor", s.low_freq_factor)) return p;
+            if (auto p = positive("high_freq_factor", s.high_freq_factor)) return p;
             if (!(s.high_freq_factor > s.low_freq_factor))
-                bad(s, "high_freq_factor", "is not above low_freq_factor " + general_number(s.low_freq_factor),
-                    "> " + general_number(s.low_freq_factor), general_number(s.high_freq_factor));
+                return bad("high_freq_factor", "is not above low_freq_factor " + general_number(s.low_freq_factor),
+                           "> " + general_number(s.low_freq_factor), general_number(s.high_freq_factor));
             break;
         case rope_scaling_kind::longrope:
-            positive(s, "factor", s.factor);
-            positive_length(s, "original_max_position_embeddings", s.original_max_position_embeddings);
+            if (auto p = positive("factor", s.factor)) return p;
+            if (auto p = positive_length("original_max_position_embeddings", s.original_max_position_embeddings)) return p;
             for (const auto* list : {&s.short_factor, &s.long_factor}) {
                 const char* field = list == &s.short_factor ? "short_factor" : "long_factor";
                 if (list->size() != half)
-                    throw shape_error("rope_scaling", std::string("longrope: ") + field + " has one factor per rotated pair " +
-                                                          expected_got("R/2 = " + std::to_string(half),
-                                                                       std::to_string(list->size()) + " values"));
-                for (const double v : *list) positive(s, field, v);
+                    return rope_scaling_problem{field, "has one factor per rotated pair",
+                                                "R/2 = " + std::to_string(half), std::to_string(list->size()) + " values", true};
+                for (const double v : *list)
+                    if (auto p = positive(field, v)) return p;
             }
             break;
     }
+    return std::nullopt;
+}
+
+rope_frequencies frequencies(const rope_scaling& s, std::size_t seq_len);
+
+/// Whether every inverse frequency and the attention factor are finite.
+bool finite(const rope_frequencies& f) {
+    return std::isfinite(f.attention_factor) &&
+           std::all_of(f.inv_freq.begin(), f.inv_freq.end(), [](double v) { return std::isfinite(v); });
+}
+
+/// The field a non-finite frequency is put down to: the kind's factor (longrope: the list
+/// used at that length), the base for the unscaled RoPE.
+problem not_finite(const char* field, const std::string& got, const std::string& at) {
+    return bad(field, "gives RoPE frequencies that are not finite" + at + ", every cos and sin NaN",
+               "a value whose frequencies are finite", got);
+}
+
+/// "1e-320": the smallest of a longrope factor list, the one that overflows 1 / factor.
+std::string smallest(const std::vector<double>& v) {
+    return v.empty() ? "none" : general_number(*std::min_element(v.begin(), v.end()));
+}
+
+}  // namespace
+
+std::optional<rope_scaling_problem> rope_scaling_problem_of(const rope_scaling& s) {
+    if (auto p = field_problem(s)) return p;
+    switch (s.kind) {
+        case rope_scaling_kind::none:
+            if (!finite(frequencies(s, 0))) return not_finite("rope_theta", general_number(s.theta), "");
+            break;
+        case rope_scaling_kind::dynamic:
+            if (!finite(frequencies(s, s.max_position_embeddings)))
+                return not_finite("factor", general_number(s.factor),
+                                  " at L = max_position_embeddings " + std::to_string(s.max_position_embeddings));
+            break;
+        case rope_scaling_kind::longrope:
+            if (!finite(frequencies(s, 0))) return not_finite("short_factor", smallest(s.short_factor), "");
+            if (!finite(frequencies(s, s.original_max_position_embeddings + 1)))
+                return not_finite("long_factor", smallest(s.long_factor), "");
+            break;
+        default:
+            if (!finite(frequencies(s, 0))) return not_finite("factor", general_number(s.factor), "");
+            break;
+    }
+    return std::nullopt;
+}
+
+void validate(const rope_scaling& s) {
+    const auto p = rope_scaling_problem_of(s);
+    if (!p) return;
+    const std::string message = std::string(rope_scaling_kind_name(s.kind)) + ": " + p->field + " " + p->what + " " +
+                                expected_got(p->expected, p->got);
+    if (p->shape) throw shape_error("rope_scaling", message);
+    throw value_error("rope_scaling", message);
 }
 
 rope_frequencies rope_scaled_frequencies(const rope_scaling& s, std::size_t seq_len) {
     validate(s);
+    rope_frequencies f = frequencies(s, seq_len);
+    if (!finite(f))
+        throw value_error("rope_scaling", std::string(rope_scaling_kind_name(s.kind)) + ": frequencies are not finite at L = " +
+                                              std::to_string(seq_len) + " " + expected_got("finite inv_freq", "inf or NaN"));
+    return f;
+}
+
+namespace {
+
+/// rope_scaled_frequencies without the checks.
+rope_frequencies frequencies(const rope_scaling& s, std::size_t seq_len) {
     const std::size_t dim = s.rotary_dim, half = dim / 2;
     const double D = static_cast<double>(dim);
     rope_frequencies f;
@@ -216,6 +287,8 @@ rope_frequencies rope_scaled_frequencies(const rope_scaling& s, std::size_t seq_
     }
     return f;
 }
+
+}  // namespace
 
 rope_tables rope_tables_from_frequencies(const rope_frequencies& f, const std::vector<std::int64_t>& positions,
                                          std::size_t B, std::size_t T) {

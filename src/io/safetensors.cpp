@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -32,6 +33,7 @@
 #include "attn/io/input.hpp"
 #include "attn/io/json.hpp"
 #include "attn/io/limits.hpp"
+#include "attn/io/output.hpp"
 
 namespace attn::io {
 
@@ -97,10 +99,41 @@ struct region {
     region() = default;
     region(const region&) = delete;
     region& operator=(const region&) = delete;
-    ~region() {
-        if (mapped) ::munmap(mapped, size);
-    }
+    ~region();
 };
+
+// The mappings alive now, for the SIGBUS handler to tell a fault in a view of one (a file
+// truncated while attn computes on it) from any other: a fixed table of atomic slots, read
+// without a lock in the handler. A mapping that finds no free slot is not listed (its
+// fault keeps the default action).
+constexpr std::size_t mapping_slots = 4 * safetensors_max_shards;
+std::array<std::atomic<const region*>, mapping_slots> live_mappings{};
+
+void enlist(const region* r) {
+    for (auto& slot : live_mappings) {
+        const region* empty = nullptr;
+        if (slot.compare_exchange_strong(empty, r)) return;
+    }
+}
+
+region::~region() {
+    if (!mapped) return;
+    for (auto& slot : live_mappings) {
+        const region* self = this;
+        if (slot.compare_exchange_strong(self, nullptr)) break;
+    }
+    ::munmap(mapped, size);
+}
+
+/// The live mapping holding `address`, or nullptr. Async-signal-safe.
+const region* mapping_at(const void* address) {
+    const auto* a = static_cast<const std::byte*>(address);
+    for (const auto& slot : live_mappings) {
+        const region* r = slot.load(std::memory_order_acquire);
+        if (r && a >= r->data && a < r->data + r->size) return r;
+    }
+    return nullptr;
+}
 
 std::shared_ptr<region> hold(std::string bytes) {
     auto r = std::make_shared<region>();
@@ -130,6 +163,7 @@ std::shared_ptr<region> map_file(const std::string& path) {
     r->mapped = p;
     r->data = static_cast<const std::byte*>(p);
     r->path = path;
+    enlist(r.get());
     return r;
 }
 
@@ -691,12 +725,50 @@ void open_index(checkpoint::state& s, const std::string& path) {
 // A mapped file that shrinks after it was mapped (another process truncating a
 // checkpoint being written) makes a read of the lost pages raise SIGBUS. load() checks the
 // size first, then reads inside a guard that turns a SIGBUS in the reading thread into an
-// io_error; any other SIGBUS goes to the handler that was installed before.
+// io_error. A fault outside the guard, in a view of a mapping read later, ends the process
+// with one line once end_process_on_lost_mapping() has asked for it; any other SIGBUS goes
+// to the handler that was installed before.
 thread_local sigjmp_buf* bus_jump = nullptr;
 struct sigaction previous_bus_action {};
+std::atomic<const char*> lost_mapping_prefix{nullptr};
+
+/// Appends `text` to line[0, len) within `cap` bytes. Async-signal-safe.
+void append(char* line, std::size_t& len, std::size_t cap, const char* text) {
+    for (; *text && len < cap; ++text) line[len++] = *text;
+}
+
+/// Appends `n` in decimal. Async-signal-safe (no snprintf).
+void append_number(char* line, std::size_t& len, std::size_t cap, std::size_t n) {
+    char digits[24];
+    std::size_t k = 0;
+    do {
+        digits[k++] = static_cast<char>('0' + n % 10);
+        n /= 10;
+    } while (n);
+    while (k && len < cap) line[len++] = digits[--k];
+}
+
+/// The one line of a fault in a lost mapping, as the guarded read's io_error says it,
+/// the temporaries removed, then exit status 1. Async-signal-safe calls only.
+[[noreturn]] void end_on_lost_mapping(const region& r, const char* prefix) {
+    stop_and_remove_temporaries();
+    char line[4096];
+    std::size_t len = 0;
+    constexpr std::size_t cap = sizeof line - 1;
+    append(line, len, cap, prefix);
+    append(line, len, cap, r.path.c_str());
+    append(line, len, cap, ": file changed while being read (expected ");
+    append_number(line, len, cap, r.size);
+    append(line, len, cap, " bytes, as when it was opened, got fewer (bus error reading its data))");
+    line[len++] = '\n';
+    [[maybe_unused]] const ssize_t written = ::write(STDERR_FILENO, line, len);
+    _exit(1);
+}
 
 extern "C" void on_bus_error(int sig, siginfo_t* info, void* context) {
     if (bus_jump) siglongjmp(*bus_jump, 1);
+    if (const char* prefix = lost_mapping_prefix.load())
+        if (const region* r = info ? mapping_at(info->si_addr) : nullptr) end_on_lost_mapping(*r, prefix);
     if (previous_bus_action.sa_flags & SA_SIGINFO) {
         if (previous_bus_action.sa_sigaction) previous_bus_action.sa_sigaction(sig, info, context);
         return;
@@ -707,6 +779,18 @@ extern "C" void on_bus_error(int sig, siginfo_t* info, void* context) {
     }
     signal(sig, SIG_DFL);
     raise(sig);
+}
+
+/// Installs on_bus_error once, keeping the handler it replaces.
+void install_bus_handler() {
+    static std::once_flag installed;
+    std::call_once(installed, [] {
+        struct sigaction sa {};
+        sa.sa_sigaction = on_bus_error;
+        sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGBUS, &sa, &previous_bus_action);
+    });
 }
 
 [[noreturn]] void file_changed(const region& r, const std::string& got) {
@@ -726,14 +810,7 @@ void read_guarded(const region& r, Read&& read) {
     struct stat st;
     if (::stat(r.path.c_str(), &st) == 0 && static_cast<std::uint64_t>(st.st_size) < r.size)
         file_changed(r, std::to_string(st.st_size) + " bytes");
-    static std::once_flag installed;
-    std::call_once(installed, [] {
-        struct sigaction sa {};
-        sa.sa_sigaction = on_bus_error;
-        sa.sa_flags = SA_SIGINFO | SA_NODEFER;
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGBUS, &sa, &previous_bus_action);
-    });
+    install_bus_handler();
     sigjmp_buf jump;
     sigjmp_buf* const outer = bus_jump;
     if (sigsetjmp(jump, 1) != 0) {
@@ -781,6 +858,11 @@ const std::array<float, 256>& fp8_table(bool e4m3) {
 }
 
 }  // namespace
+
+void end_process_on_lost_mapping(const char* prefix) {
+    lost_mapping_prefix.store(prefix);
+    install_bus_handler();
+}
 
 bool looks_like_safetensors(std::string_view bytes) {
     if (bytes.size() < prefix_bytes + 1) return false;
@@ -961,7 +1043,8 @@ array checkpoint::load(const std::string& name) const {
     // A writer need not align the data to the element width (the reference writer pads
     // the header to 8 bytes, others may not): an unaligned tensor is copied.
     // A view's pages are touched here, one byte a page, so that a file truncated since it
-    // was opened is reported now; one truncated later, while attn computes, still faults.
+    // was opened is reported now; one truncated later, while attn computes, faults in the
+    // reader, which end_process_on_lost_mapping() turns into one line and exit status 1.
     if (reinterpret_cast<std::uintptr_t>(p) % width == 0) {
         read_guarded(mapped, [&] {
             volatile unsigned char sink = 0;

@@ -158,6 +158,7 @@ config parse_config(const std::string& json_text, const std::string& source, std
     if (!j.is_object()) throw value_error(source, "not a JSON object " + expected_got("{...}", j.type_name()));
     const config_reader r{j, source};
     config c;
+    c.origin.file = source;
     c.model_type = r.text({"model_type"}, "");
     if (forced) {
         c.family = *forced;

@@ -102,15 +102,18 @@ void read_typed_rope(const config_reader& r, const nlohmann::json& all, const ch
     if (const nlohmann::json* o = r.find("original_max_position_embeddings")) one["original_max_position_embeddings"] = *o;
     const config_reader sub{one, r.source()};
     into.rope_theta = theta;
+    // Name the key as config.json has it: rope_parameters.<type>…
+    const std::string stem = "rope_parameters";
+    const auto typed = [&](const std::string& key) {
+        return key.compare(0, stem.size(), stem) == 0 ? stem + "." + type + key.substr(stem.size()) : key;
+    };
     try {
         read_rope_scaling(sub, into);
     } catch (const value_error& e) {
-        // Name the key as config.json has it: rope_parameters.<type>…
-        std::string m = e.message();
-        const std::string stem = "rope_parameters";
-        if (m.compare(0, stem.size(), stem) == 0) m = stem + "." + type + m.substr(stem.size());
-        throw value_error(e.source(), m);
+        throw value_error(e.source(), typed(e.message()));
     }
+    into.origin.rope = typed(into.origin.rope);
+    into.origin.theta = typed(into.origin.theta);
 }
 
 void read_gemma3(const config_reader& r, config& c) {
@@ -128,6 +131,10 @@ void read_gemma3(const config_reader& r, config& c) {
         c.rope_scaling = global.rope_scaling;
         c.rope_local_theta = local.rope_theta;
         c.rope_local_scaling = local.rope_scaling;
+        c.origin.rope = global.origin.rope;
+        c.origin.theta = global.origin.theta;
+        c.origin.rope_local = local.origin.rope;
+        c.origin.local_theta = local.origin.theta == "rope_theta" ? "rope_local_base_freq" : local.origin.theta;
         if (global.partial_rotary_factor != 1.0 || local.partial_rotary_factor != 1.0)
             throw value_error(r.source(), "rope_parameters: partial_rotary_factor is not read by Gemma 3 " +
                                               expected_got("none", general_number(global.partial_rotary_factor != 1.0
@@ -187,14 +194,15 @@ void check(const family& f) {
                                              expected_got("no bias tensor, or attention_bias true", "a bias"));
     }
     if (c.head_dim % 2 != 0)
-        throw value_error("config", "head_dim is odd: RoPE rotates pairs " + expected_got("an even head_dim", std::to_string(c.head_dim)));
+        throw value_error(c.origin.file.empty() ? std::string("config") : c.origin.file,
+                          "head_dim is odd: RoPE rotates pairs " + expected_got("an even head_dim", std::to_string(c.head_dim)));
     for (const bool local : {false, true}) {
         const core::rope_scaling& given = local ? c.rope_local_scaling : c.rope_scaling;
         if (given.kind == core::rope_scaling_kind::none) continue;
         core::rope_scaling s = given;
         s.theta = local ? *c.rope_local_theta : c.rope_theta;
         s.rotary_dim = c.head_dim;
-        core::validate(s);
+        check_rope(c, s, local ? c.origin.rope_local : c.origin.rope, local ? c.origin.local_theta : c.origin.theta);
     }
 }
 

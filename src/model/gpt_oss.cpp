@@ -102,7 +102,8 @@ layer_attention attention(const family& f, std::size_t layer) {
 template <class T>
 core::tensor3<T> expert_weight(const family& f, const std::string& local) {
     if (const auto blocks = f.maybe(local + "_blocks"))
-        return tensor3_of<T>(mxfp4_convert_moe_packed(*blocks, f.need(local + "_scales"), f.name(local + "_blocks")),
+        return tensor3_of<T>(mxfp4_convert_moe_packed(*blocks, f.need(local + "_scales"), f.name(local + "_blocks"),
+                                                      f.name(local + "_scales")),
                              f.name(local + "_blocks"));
     return tensor3_of<T>(f.need(local), f.name(local));
 }

@@ -18,7 +18,8 @@ namespace {
 constexpr float fp4_values[16] = {+0.0f, +0.5f, +1.0f, +1.5f, +2.0f, +3.0f, +4.0f, +6.0f,
                                   -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
 
-void check(const array& blocks, const array& scales, const std::string& source, std::size_t min_rank) {
+void check(const array& blocks, const array& scales, const std::string& source, std::size_t min_rank,
+           const std::string& scales_source) {
     if (blocks.type != dtype::u1 || scales.type != dtype::u1)
         throw value_error(source, "MXFP4 blocks and scales must be uint8 " +
                                       expected_got("uint8", std::string(dtype_name(blocks.type != dtype::u1 ? blocks.type : scales.type))));
@@ -28,6 +29,14 @@ void check(const array& blocks, const array& scales, const std::string& source, 
     const shape_t head(blocks.shape.begin(), blocks.shape.end() - 1);
     if (head != scales.shape)
         throw shape_error(source, "MXFP4 scales do not fit the blocks " + expected_got(shape_string(head), shape_string(scales.shape)));
+    // E8M0 0xFF is NaN (OCP Microscaling Formats v1.0, §5.4.1): torch.ldexp by 128 makes it
+    // inf, so the block's values would be ±inf and NaN, and every output after them NaN.
+    const auto* s = reinterpret_cast<const std::uint8_t*>(scales.data.data());
+    for (std::size_t i = 0; i < scales.size(); ++i)
+        if (s[i] == 0xFF)
+            throw value_error(scales_source.empty() ? source : scales_source,
+                              "MXFP4 scale " + std::to_string(i) + " is 255, NaN in E8M0 " +
+                                          expected_got("a scale byte 0 to 254", "255"));
 }
 
 }  // namespace
@@ -37,8 +46,9 @@ float fp4_e2m1_value(std::uint8_t code) {
     return fp4_values[code];
 }
 
-array mxfp4_dequantize(const array& blocks, const array& scales, const std::string& source) {
-    check(blocks, scales, source, 2);
+array mxfp4_dequantize(const array& blocks, const array& scales, const std::string& source,
+                       const std::string& scales_source) {
+    check(blocks, scales, source, 2, scales_source);
     const std::size_t B = blocks.shape.back(), rows = scales.size();
     shape_t out_shape(blocks.shape.begin(), blocks.shape.end() - 2);
     out_shape.push_back(blocks.shape[blocks.rank() - 2] * 2 * B);
@@ -57,9 +67,10 @@ array mxfp4_dequantize(const array& blocks, const array& scales, const std::stri
     return array::from(std::move(out_shape), out.data());
 }
 
-array mxfp4_convert_moe_packed(const array& blocks, const array& scales, const std::string& source) {
-    check(blocks, scales, source, 4);
-    const array flat = mxfp4_dequantize(blocks, scales, source);  // (P0, P1, …, C)
+array mxfp4_convert_moe_packed(const array& blocks, const array& scales, const std::string& source,
+                               const std::string& scales_source) {
+    check(blocks, scales, source, 4, scales_source);
+    const array flat = mxfp4_dequantize(blocks, scales, source, scales_source);  // (P0, P1, …, C)
     // .transpose(1, 2).contiguous() of (P0, P1, R…, C): swap axes 1 and 2
     const shape_t& in = flat.shape;
     shape_t out_shape = in;

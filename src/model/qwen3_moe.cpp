@@ -91,12 +91,13 @@ void check(const family& f) {
                                              expected_got("no bias tensor, or attention_bias true", "a bias"));
     }
     if (c.head_dim % 2 != 0)
-        throw value_error("config", "head_dim is odd, RoPE rotates pairs " + expected_got("an even number", std::to_string(c.head_dim)));
+        throw value_error(c.origin.file.empty() ? std::string("config") : c.origin.file,
+                          "head_dim is odd, RoPE rotates pairs " + expected_got("an even number", std::to_string(c.head_dim)));
     if (c.rope_scaling.kind != core::rope_scaling_kind::none) {
         core::rope_scaling s = c.rope_scaling;
         s.theta = c.rope_theta;
         s.rotary_dim = c.head_dim;
-        core::validate(s);
+        check_rope(c, s, c.origin.rope, c.origin.theta);
     }
 }
 

@@ -148,16 +148,34 @@ void split_fused_qkv(const array& weight, const std::string& weight_name, const 
     }
 }
 
+void check_rope(const config& c, const core::rope_scaling& s, const std::string& key, const std::string& theta_key) {
+    const auto p = core::rope_scaling_problem_of(s);
+    if (!p) return;
+    // The field as config.json names it: the base and the rotated fraction where they were
+    // read, max_position_embeddings at the top level, the rest in the rope object.
+    std::string name = key + "." + p->field;
+    if (p->field == "rope_theta") name = theta_key;
+    else if (p->field == "rotary_dim") name = c.origin.partial;
+    else if (p->field == "max_position_embeddings") name = p->field;
+    std::string what = p->what;
+    if (what.rfind("is ", 0) == 0) what.erase(0, 3);
+    const std::string source = c.origin.file.empty() ? std::string("config") : c.origin.file;
+    const std::string message = name + ": " + what + " " + expected_got(p->expected, p->got);
+    if (p->shape) throw shape_error(source, message);
+    throw value_error(source, message);
+}
+
 std::size_t checked_rotary_dim(const config& c, const char* factor_key) {
     const std::size_t rotary = rotary_dim_of(c);
+    const std::string key = c.origin.partial.empty() ? std::string(factor_key) : c.origin.partial;
     if (rotary == 0 || rotary % 2 != 0)
-        throw value_error("config", std::string(factor_key) + " gives an odd or zero rotary_dim " +
-                                        expected_got("an even number ≥ 2", std::to_string(rotary)));
+        throw value_error(c.origin.file.empty() ? std::string("config") : c.origin.file,
+                          key + ": gives an odd or zero rotary_dim " + expected_got("an even number ≥ 2", std::to_string(rotary)));
     if (c.rope_scaling.kind != core::rope_scaling_kind::none) {
         core::rope_scaling s = c.rope_scaling;
         s.theta = c.rope_theta;
         s.rotary_dim = rotary;
-        core::validate(s);
+        check_rope(c, s, c.origin.rope, c.origin.theta);
     }
     return rotary;
 }

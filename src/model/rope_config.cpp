@@ -3,6 +3,7 @@
 // llama (Mistral, Qwen2), gpt_neox, phi3 — with transformers' defaults
 // (modeling_rope_utils.py), each family saying its key names and the types it computes.
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -66,31 +67,71 @@ bool theta_written(const config_reader& r) {
 }
 
 void read_rope_scaling(const config_reader& r, config& c, const rope_config_keys& keys) {
+    // transformers v5's convert_rope_params_to_dict: rope_parameters = rope_scaling or
+    // rope_parameters, so an empty (or null) rope_scaling leaves rope_parameters to be read.
+    c.origin.theta = keys.theta;
+    c.origin.partial = keys.partial;
     const char* where = "rope_scaling";
     const nlohmann::json* rs = r.find("rope_scaling");
-    if (!rs) {
+    if (!rs || (rs->is_object() && rs->empty() && r.find("rope_parameters"))) {
         rs = r.find("rope_parameters");
         where = "rope_parameters";
     }
     if (!rs) return;
     if (!rs->is_object())
         throw value_error(r.source(), std::string(where) + ": not an object " + expected_got("null or {\"rope_type\": …}", rs->dump()));
+    c.origin.rope = where;
+    // rope_type, or the older type (standardize_rope_params: rope_type = get("type")): a
+    // string. Neither, in an object holding more than the base and the rotated fraction,
+    // is refused: transformers v5 would read it as "default" and drop its factors.
     std::string kind;
-    for (const char* k : {"rope_type", "type"})
-        if (auto t = rs->find(k); t != rs->end() && t->is_string()) {
-            kind = t->get<std::string>();
-            break;
-        }
-    if (kind.empty()) kind = "default";
+    for (const char* k : {"rope_type", "type"}) {
+        auto t = rs->find(k);
+        if (t == rs->end() || t->is_null()) continue;
+        if (!t->is_string())
+            throw value_error(r.source(), std::string(where) + "." + k + ": not a string " +
+                                              expected_got(quoted_list(keys.kinds), t->dump()));
+        kind = t->get<std::string>();
+        break;
+    }
+    if (kind.empty()) {
+        std::vector<std::string> others;
+        for (const auto& [name, value] : rs->items())
+            if (name != "rope_theta" && name != "partial_rotary_factor" && name != "rope_type" && name != "type")
+                others.push_back(name);
+        if (!others.empty())
+            throw value_error(r.source(), std::string(where) + ": no rope_type, but " + others.front() +
+                                              " is given " + expected_got("a rope_type: " + quoted_list(keys.kinds), "none"));
+        kind = "default";
+    }
     for (const auto& [old_name, name] : keys.aliases)
         if (kind == old_name) kind = name;
     if (std::find(keys.kinds.begin(), keys.kinds.end(), kind) == keys.kinds.end())
         throw value_error(r.source(), std::string(where) + " \"" + kind + "\" is not implemented by attn (expected " +
                                           quoted_list(keys.kinds) + "; positions would be rotated wrongly)");
-    // rope_parameters carries the base; the top-level key wins when both are written.
-    if (!r.find(keys.theta)) c.rope_theta = rope_number(r, *rs, where, "rope_theta", c.rope_theta);
-    if (rs->contains("partial_rotary_factor") && !r.find(keys.partial))
-        c.partial_rotary_factor = rope_number(r, *rs, where, "partial_rotary_factor", c.partial_rotary_factor);
+    // The base: rope_parameters' rope_theta wins over the top-level key, as transformers v5's
+    // convert_rope_params_to_dict (rope_parameters.setdefault("rope_theta", kwargs.pop("rope_theta")));
+    // the top-level one, read by the family, was checked there.
+    if (auto t = rs->find("rope_theta"); t != rs->end() && !t->is_null()) {
+        const double theta = rope_number(r, *rs, where, "rope_theta", c.rope_theta);
+        if (!(theta > 0) || !std::isfinite(theta))
+            throw value_error(r.source(), std::string(where) + ".rope_theta: not a finite number > 0 " +
+                                              expected_got("a number > 0", t->dump()));
+        c.rope_theta = theta;
+        c.origin.theta = std::string(where) + ".rope_theta";
+    }
+    // The rotated fraction: the top-level key wins (standardize_rope_params copies the
+    // config's partial_rotary_factor attribute over rope_parameters').
+    if (auto t = rs->find("partial_rotary_factor"); t != rs->end() && !t->is_null() && !r.find(keys.partial)) {
+        const double partial = rope_number(r, *rs, where, "partial_rotary_factor", c.partial_rotary_factor);
+        const std::string key = std::string(where) + ".partial_rotary_factor";
+        if (!(partial > 0) || !std::isfinite(partial))
+            throw value_error(r.source(), key + ": not a finite number > 0 " + expected_got("a number > 0", t->dump()));
+        if (partial > 1)
+            throw value_error(r.source(), key + ": more than 1 " + expected_got("a number in (0, 1]", general_number(partial)));
+        c.partial_rotary_factor = partial;
+        c.origin.partial = key;
+    }
     core::rope_scaling& s = c.rope_scaling;
     s.kind = core::parse_rope_scaling_kind(kind);
     if (s.kind == core::rope_scaling_kind::none) return;

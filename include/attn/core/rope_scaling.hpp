@@ -70,13 +70,29 @@ struct rope_scaling {
 /// unless the factor is in (0, 1], and value_error("rotary_dim", …) unless R is even ≥ 2.
 std::size_t rotary_dim_for(std::size_t head_dim, double partial_rotary_factor);
 
+/// What is wrong with a rope_scaling description, in its own terms: the field at fault
+/// (rope_scaling's member name, transformers' key: "factor", "short_factor", …), what is
+/// wrong with it ("is not a finite number > 0"), what was expected and what it holds;
+/// `shape` for a factor list of the wrong length.
+struct rope_scaling_problem {
+    std::string field, what, expected, got;
+    bool shape = false;
+};
+
+/// The first problem validate() would throw for, or nullopt when `s` can be computed.
+/// Throws nothing.
+std::optional<rope_scaling_problem> rope_scaling_problem_of(const rope_scaling& s);
+
 /// Checks that `s` can be computed, in its own terms: theta finite > 0; rotary_dim even ≥ 2
 /// (≥ 4 for dynamic, whose exponent is R/(R−2)); the kind's factor finite > 0; its lengths
 /// > 0; yarn's betas finite > 0 and mscales finite ≥ 0; llama3's low_freq_factor > 0 and
 /// high_freq_factor > low_freq_factor (its smoothing divides by their difference); longrope's
-/// factor lists R/2 finite values > 0 each; attention_factor, when set, finite ≥ 0. Throws
-/// value_error("rope_scaling", …) naming the field, shape_error("rope_scaling", …) for a
-/// factor list of the wrong length.
+/// factor lists R/2 finite values > 0 each; attention_factor, when set, finite ≥ 0; and the
+/// frequencies at the shortest pass (dynamic at max_position_embeddings, longrope's both
+/// lists) finite, which a factor such as dynamic's 1e300 (base·(factor − (factor − 1)) is 0
+/// in double) or a subnormal one is not: every cos and sin would be NaN. Throws
+/// value_error("rope_scaling", "<kind>: <field> <what> (expected …, got …)"),
+/// shape_error("rope_scaling", …) for a factor list of the wrong length.
 void validate(const rope_scaling& s);
 
 /// inv_freq (R/2 values, radians per position) and the factor cos and sin are multiplied by.
@@ -94,7 +110,8 @@ struct rope_frequencies {
 /// pass shorter than max_position_embeddings resets it; this is its first pass. yarn uses
 /// `factor` as given, as current transformers does (older releases replaced it by
 /// max_position_embeddings / original_max_position_embeddings whenever the config had the
-/// latter, which turns Qwen2.5's yarn off). Throws as validate.
+/// latter, which turns Qwen2.5's yarn off). Throws as validate, and value_error("rope_scaling",
+/// …) when the frequencies at `seq_len` are not finite.
 rope_frequencies rope_scaled_frequencies(const rope_scaling& s, std::size_t seq_len);
 
 /// Tables of positions (B, T) (C order) for given frequencies, as transformers'

@@ -47,6 +47,17 @@ bool looks_like_safetensors(std::string_view bytes);
 /// JSON like any other).
 bool is_safetensors_index_name(const std::string& path);
 
+/// What a process does when a checkpoint file it has mapped is truncated after load() gave
+/// a view of it, and the view is read (another process rewriting the checkpoint): the read
+/// raises SIGBUS where no exception can be thrown. After this call such a fault removes the
+/// output temporaries (stop_and_remove_temporaries, io/output.hpp), writes one line to
+/// stderr, `prefix` then "<path>: file changed while being read (expected N bytes, as when
+/// it was opened, got fewer (bus error reading its data))", and ends the process with exit
+/// status 1. A SIGBUS at any other address goes to the handler installed before, as without
+/// this call. `prefix` must outlive the process ("attn: error: "). Call it after installing
+/// other SIGBUS handlers. Throws nothing.
+void end_process_on_lost_mapping(const char* prefix);
+
 /// An opened checkpoint: the checked headers of its file(s), their data mapped on demand.
 /// Copies share the mappings. Thread-compatible (load from several threads is safe).
 class checkpoint {

@@ -92,6 +92,17 @@ struct config {
     /// GPT-NeoX use_parallel_residual: x + attn(ln₁x) + mlp(ln₂x) rather than two
     /// residual steps (block_structure parallel or pre_norm).
     bool parallel_residual = false;
+    /// Where the RoPE settings were read, for messages that name the file and the key
+    /// (check_rope, checked_rotary_dim): the config.json parse_config read ("" for a
+    /// config made in code), and the keys as config.json writes them.
+    struct origin_keys {
+        std::string file;
+        std::string theta = "rope_theta";               ///< "rope_parameters.rope_theta" when read there
+        std::string partial = "partial_rotary_factor";  ///< GPT-NeoX "rotary_pct"; or rope_parameters'
+        std::string rope = "rope_scaling";              ///< the object rope_scaling came from
+        std::string rope_local;                          ///< Gemma 3: rope_local_scaling's ("rope_parameters.sliding_attention")
+        std::string local_theta = "rope_local_base_freq";  ///< Gemma 3: rope_local_theta's
+    } origin;
 };
 
 /// The largest count attn accepts for any config size (layers, heads, hidden, head_dim,

@@ -18,12 +18,15 @@ float fp4_e2m1_value(std::uint8_t code);
 
 /// blocks (…, G, B) uint8 and scales (…, G) uint8 → float32 (…, G·2B): each byte gives two
 /// values, its low nibble first (out[2j] = FP4[b & 0xF], out[2j+1] = FP4[b >> 4]), times
-/// 2^(scale − 127) as torch.ldexp computes it (value · float32(2^(scale − 127)), so scale
-/// 255 gives ±inf, and NaN for a zero code, as transformers). No transpose. Throws
-/// value_error(source, …) for a dtype other than uint8, shape_error(source, …) when the
-/// shapes do not fit (blocks.shape[:-1] == scales.shape, rank ≥ 2).
+/// 2^(scale − 127) as torch.ldexp computes it (value · float32(2^(scale − 127))). No
+/// transpose. Throws value_error(source, …) for a dtype other than uint8, shape_error(source,
+/// …) when the shapes do not fit (blocks.shape[:-1] == scales.shape, rank ≥ 2), and
+/// value_error(scales_source, or source when empty, "MXFP4 scale i is 255, NaN in E8M0
+/// (expected a scale byte 0 to 254, got 255)"): E8M0's NaN, which transformers turns into
+/// ±inf and NaN (2^128 overflows float32), leaving every later output NaN.
 /// Source: convert_moe_packed_tensors (integrations/mxfp4.py), up to its final reshape.
-array mxfp4_dequantize(const array& blocks, const array& scales, const std::string& source);
+array mxfp4_dequantize(const array& blocks, const array& scales, const std::string& source,
+                       const std::string& scales_source = "");
 
 /// convert_moe_packed_tensors in full: the dequantised (P0, P1, …, G·2B) transposed on
 /// axes 1 and 2, so gpt-oss's gate_up_proj_blocks (E, 2I, hidden/32, 16) become
@@ -32,6 +35,7 @@ array mxfp4_dequantize(const array& blocks, const array& scales, const std::stri
 /// transformers dequantises to bfloat16 by default, which holds every such value exactly
 /// (2 significant bits, float32's exponent range), so the values are the same. Throws as
 /// mxfp4_dequantize, and shape_error(source, …) when blocks have rank below 4.
-array mxfp4_convert_moe_packed(const array& blocks, const array& scales, const std::string& source);
+array mxfp4_convert_moe_packed(const array& blocks, const array& scales, const std::string& source,
+                               const std::string& scales_source = "");
 
 }  // namespace attn::model

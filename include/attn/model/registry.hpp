@@ -261,11 +261,21 @@ bool theta_written(const config_reader& r);
 /// The rotary width of a family whose config gives head_dim and partial_rotary_factor:
 /// int(head_dim · partial_rotary_factor), as LlamaRotaryEmbedding, PhiRotaryEmbedding and
 /// GPTNeoXAttention (rotary_ndims) compute it; checked even and ≥ 2, and c's RoPE scaling
-/// validated for that width (core::validate). `factor_key` names the setting in the message
-/// ("partial_rotary_factor", GPT-NeoX "rotary_pct"). Throws value_error("config",
-/// "<factor_key> gives an odd or zero rotary_dim (expected an even number ≥ 2, got N)"), and
-/// what core::validate throws.
+/// validated for that width (check_rope). The message names the setting where c.origin says
+/// it was read, else `factor_key` ("partial_rotary_factor", GPT-NeoX "rotary_pct"). Throws
+/// value_error(c.origin.file, "<key>: gives an odd or zero rotary_dim (expected an even
+/// number ≥ 2, got N)"), and what check_rope throws.
 std::size_t checked_rotary_dim(const config& c, const char* factor_key = "partial_rotary_factor");
+
+/// Checks one of c's RoPE descriptions `s` (theta and rotary_dim filled in) as
+/// core::validate does, naming config.json and the key at fault: `key` is the object the
+/// scaling was read from ("rope_scaling", "rope_parameters.full_attention"), `theta_key` the
+/// base's ("rope_theta", "rope_local_base_freq"), the rotated fraction is named where
+/// c.origin says it was read. Throws
+/// value_error(c.origin.file, "<key>.<field>: <what> (expected …, got …)"), as
+/// "rope_scaling.factor: not a finite number > 0 (expected > 0, got -1)", and
+/// shape_error(c.origin.file, …) for a longrope factor list of the wrong length.
+void check_rope(const config& c, const core::rope_scaling& s, const std::string& key, const std::string& theta_key);
 
 /// int(head_dim · partial_rotary_factor), unchecked (checked_rotary_dim checks it).
 inline std::size_t rotary_dim_of(const config& c) {
