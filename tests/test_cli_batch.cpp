@@ -626,7 +626,7 @@ TEST_CASE("a hostile manifest of bad values, missing files, core errors and line
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 7);
 }
 
-TEST_CASE("a usage error exits 2 however many inputs there are; data errors alone exit 1") {
+TEST_CASE("a usage error exits 2 however many inputs there are, data errors alone exit 1") {
     const std::string what = "data/notebook.npz: --heads: does not divide q's last axis of 8 (expected a divisor of 8, got 3)";
     CHECK(run_attn("compute data/notebook.npz --heads 3").code == 2);
     const auto two = run_attn("compute data/notebook.npz data/notebook.npz --heads 3");

@@ -62,7 +62,7 @@ TEST_CASE("store: a float16 round trip keeps every value within half an ulp, and
     CHECK(attn::float_to_half(-0.0) == 0x8000);
 }
 
-TEST_CASE("store: only the Tq×Tk logits, scores and weights are rounded; the mask, rollout and vectors are kept") {
+TEST_CASE("store: only the Tq×Tk logits, scores and weights are rounded, the mask, rollout and vectors are kept") {
     attn::io::document doc;
     const std::vector<double> cells{0.1, 0.2, 0.3, 0.4};
     const attn::shape_t shape{2, 2};
