@@ -177,6 +177,20 @@ TEST_CASE("signals: a batch of 200 workers interrupted says one line, not one pe
     }
 }
 
+namespace {
+
+/// A (t, 16) float32 .npy at `path`, for a run whose output takes a while to write.
+std::string write_input(const std::string& path, std::size_t t) {
+    std::vector<float> values(t * 16);
+    for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>((i * 7919) % 1000) / 500.f - 1.f;
+    attn::io::atomic_file f(path);
+    attn::io::write_npy(f.stream(), attn::array::from<float>({t, 16}, values.data()));
+    f.commit();
+    return path;
+}
+
+}  // namespace
+
 TEST_CASE("signals: SIGTERM while a large output is being written") {
     // No hook: a real run, signalled as soon as its temporary appears. Should a fast
     // machine finish before the signal lands, the run is repeated with a larger input;
@@ -185,14 +199,7 @@ TEST_CASE("signals: SIGTERM while a large output is being written") {
     for (std::size_t t = 1024; t <= 4096 && !interrupted; t *= 2) {
         CAPTURE(t);
         scratch s;
-        const std::string in = s.dir + "/x.npy";
-        {
-            std::vector<float> values(t * 16);
-            for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>((i * 7919) % 1000) / 500.f - 1.f;
-            attn::io::atomic_file f(in);
-            attn::io::write_npy(f.stream(), attn::array::from<float>({t, 16}, values.data()));
-            f.commit();
-        }
+        const std::string in = write_input(s.dir + "/x.npy", t);
         const std::string out = s.dir + "/out.json";
         const pid_t pid = spawn({"compute", in, "--dump", "weights", "-o", out}, {});
         REQUIRE(pid > 0);
@@ -251,14 +258,7 @@ TEST_CASE("signals: SIGKILL while an output is being written leaves no file behi
     for (std::size_t t = 1024; t <= 4096 && !killed; t *= 2) {
         CAPTURE(t);
         scratch s;
-        const std::string in = s.dir + "/x.npy";
-        {
-            std::vector<float> values(t * 16);
-            for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>((i * 7919) % 1000) / 500.f - 1.f;
-            attn::io::atomic_file f(in);
-            attn::io::write_npy(f.stream(), attn::array::from<float>({t, 16}, values.data()));
-            f.commit();
-        }
+        const std::string in = write_input(s.dir + "/x.npy", t);
         const pid_t pid = spawn({"compute", in, "--dump", "weights", "-o", s.dir + "/out.json"}, {});
         REQUIRE(pid > 0);
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);

@@ -2,6 +2,10 @@
 
 #include "attn/io/limits.hpp"
 
+#include <cstdio>
+#include <iterator>
+#include <string>
+
 #include <unistd.h>
 
 #include <atomic>
@@ -47,6 +51,22 @@ void check_file_bytes(std::size_t bytes, const std::string& source) {
         throw limit_error(source, "arrays too large for --max-bytes together " +
                                       expected_got("at most " + std::to_string(max) + " bytes from one file",
                                                    std::to_string(bytes)));
+}
+
+std::string approximate_bytes(double bytes) {
+    const char* units[] = {"bytes", "kB", "MB", "GB", "TB", "PB", "EB"};
+    std::size_t u = 0;
+    while (bytes >= 1000 && u + 1 < std::size(units)) bytes /= 1000, ++u;
+    char text[64];
+    std::snprintf(text, sizeof text, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+    return text;
+}
+
+std::string limit_text(std::size_t bytes) {
+    const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    std::size_t u = 0;
+    while (bytes >= 1024 && bytes % 1024 == 0 && u + 1 < std::size(units)) bytes /= 1024, ++u;
+    return std::to_string(bytes) + " " + units[u];
 }
 
 }  // namespace attn::io

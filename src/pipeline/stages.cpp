@@ -14,29 +14,6 @@
 
 namespace attn::pipeline {
 
-namespace {
-
-/// "14.4 GB": an estimate in bytes, powers of 1000, one decimal.
-std::string approximate_bytes(double bytes) {
-    const char* units[] = {"bytes", "kB", "MB", "GB", "TB", "PB", "EB"};
-    std::size_t u = 0;
-    while (bytes >= 1000 && u + 1 < std::size(units)) bytes /= 1000, ++u;
-    char text[64];
-    std::snprintf(text, sizeof text, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
-    return text;
-}
-
-/// "1 GiB", "64 MiB", "1000 bytes": a byte count as --max-bytes takes it.
-std::string limit_text(std::size_t bytes) {
-    const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    std::size_t u = 0;
-    while (bytes >= 1024 && bytes % 1024 == 0 && u + 1 < std::size(units)) bytes /= 1024, ++u;
-    return std::to_string(bytes) + " " + units[u];
-}
-
-
-}  // namespace
-
 /// Mean over the head axis: (B, H, R, C) → (B, 1, R, C).
 template <class T>
 tensor4<T> mean_heads(const tensor4<T>& t) {
@@ -243,8 +220,8 @@ namespace attn {
 void check_planned_bytes(double bytes, const std::string& what, const std::string& shape, const std::string& remedy) {
     const std::size_t max = io::max_array_bytes();
     if (bytes > static_cast<double>(max))
-        throw limit_error("", what + " needs about " + pipeline::approximate_bytes(bytes) + " for its Tq×Tk stages (" + shape + ") " +
-                                  "(expected at most --max-bytes " + pipeline::limit_text(max) + "; " + remedy + ")");
+        throw limit_error("", what + " needs about " + io::approximate_bytes(bytes) + " for its Tq×Tk stages (" + shape + ") " +
+                                  "(expected at most --max-bytes " + io::limit_text(max) + "; " + remedy + ")");
 }
 
 }  // namespace attn

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "attn/error.hpp"
+#include "attn/io/limits.hpp"
 #include "attn/io/input.hpp"
 #include "attn/io/json.hpp"
 
@@ -43,37 +44,15 @@ std::vector<std::string> read_texts(const std::string& path, std::size_t max_byt
     return lines;
 }
 
-namespace {
-
-/// "14.4 GB": an estimate in bytes, powers of 1000, one decimal (as check_planned_bytes prints).
-std::string approximate_bytes(double bytes) {
-    const char* units[] = {"bytes", "kB", "MB", "GB", "TB", "PB", "EB"};
-    std::size_t u = 0;
-    while (bytes >= 1000 && u + 1 < std::size(units)) bytes /= 1000, ++u;
-    char text[64];
-    std::snprintf(text, sizeof text, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
-    return text;
-}
-
-/// "64 MiB": a byte count as --max-bytes takes it.
-std::string limit_text(std::size_t bytes) {
-    const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    std::size_t u = 0;
-    while (bytes >= 1024 && bytes % 1024 == 0 && u + 1 < std::size(units)) bytes /= 1024, ++u;
-    return std::to_string(bytes) + " " + units[u];
-}
-
-}  // namespace
-
 void check_text_encoding_bytes(const std::vector<std::string>& texts) {
     std::size_t bytes = 0;
     for (const auto& t : texts) bytes += t.size();
     const double needs = static_cast<double>(bytes) * static_cast<double>(text_encoding_bytes_per_byte);
     const std::size_t max = io::max_array_bytes();
     if (needs > static_cast<double>(max))
-        throw limit_error("text", std::to_string(bytes) + " bytes of text need about " + approximate_bytes(needs) +
+        throw limit_error("text", std::to_string(bytes) + " bytes of text need about " + io::approximate_bytes(needs) +
                                       " to encode (" + std::to_string(text_encoding_bytes_per_byte) + " per byte) " +
-                                      "(expected at most --max-bytes " + limit_text(max) +
+                                      "(expected at most --max-bytes " + io::limit_text(max) +
                                       "; raise --max-bytes or give a shorter text)");
 }
 

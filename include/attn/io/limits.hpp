@@ -38,4 +38,12 @@ void check_array_bytes(std::size_t bytes, const std::string& source);
 /// file so far hold more than max_array_bytes() bytes.
 void check_file_bytes(std::size_t bytes, const std::string& source);
 
+/// "14.4 GB": an estimate in bytes for a refusal by plan, powers of 1000, one decimal
+/// ("512 bytes" below 1 kB).
+std::string approximate_bytes(double bytes);
+
+/// "1 GiB", "64 MiB", "1000 bytes": a byte count as --max-bytes takes it (the largest
+/// power-of-1024 unit that divides it).
+std::string limit_text(std::size_t bytes);
+
 }  // namespace attn::io
