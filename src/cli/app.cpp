@@ -10,6 +10,7 @@
 #include <new>
 #include <unistd.h>
 
+#include "attn/core/blas_core.hpp"
 #include "attn/core/softmax.hpp"
 #include "attn/error.hpp"
 #include "attn/io/output.hpp"
@@ -118,9 +119,25 @@ void install_test_hooks() {
     }
 }
 
+/// `attn --version`: the version on the first line, as before (scripts read it), then the
+/// kernel path and the BLAS core this run computes with.
+std::string version_text() {
+    std::string isa;
+    try {
+        isa = core::kernel_isa();
+    } catch (const std::exception& e) {
+        isa = std::string("none (") + e.what() + ")";
+    }
+    return std::string(ATTN_VERSION) + "\nkernel path: " + isa + "\nBLAS: " + core::blas_core_summary();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+    // First, before any handler or thread exists: OpenBLAS fell back to kernels below this
+    // CPU's (attn/core/blas_core.hpp)? Then run again, once, with OPENBLAS_CORETYPE set.
+    // Test-only: ATTN_TEST_BLAS_CORE=<core> makes the detection see that core (blas_core()).
+    core::select_blas_core(argv);
     keep_freed_memory();  // attn/memory.hpp: batch jobs reuse the last job's tensors
     install_signal_handlers();
     install_test_hooks();
@@ -130,7 +147,7 @@ int main(int argc, char** argv) {
                  "attn"};
     app.formatter(help_formatter());
     app.footer(footer);
-    app.set_version_flag("--version", ATTN_VERSION);
+    app.set_version_flag("--version", version_text);
     app.require_subcommand(1);
     int status = exit_ok;
     setup_compute(app, status);
