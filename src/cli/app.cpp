@@ -134,10 +134,6 @@ std::string version_text() {
 }  // namespace
 
 int main(int argc, char** argv) {
-    // First, before any handler or thread exists: OpenBLAS fell back to kernels below this
-    // CPU's (attn/core/blas_core.hpp)? Then run again, once, with OPENBLAS_CORETYPE set.
-    // Test-only: ATTN_TEST_BLAS_CORE=<core> makes the detection see that core (blas_core()).
-    core::select_blas_core(argv);
     keep_freed_memory();  // attn/memory.hpp: batch jobs reuse the last job's tensors
     install_signal_handlers();
     install_test_hooks();
