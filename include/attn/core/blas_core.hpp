@@ -13,6 +13,10 @@
 /// (e.g. `OPENBLAS_CORETYPE=SkylakeX my_tool …`: the value blas_core().implied names), or
 /// call select_blas_core(argv) first thing in main, as the attn program and attn_bench do;
 /// blas_core() reports whether the process runs below its CPU (`below()`).
+///
+/// Sources: OpenBLAS driver/others/dynamic.c (the load-time choice, get_coretype and
+/// force_coretype; on 0.3.21 OPENBLAS_CORETYPE=Cooperlake prints "Core not found" and
+/// detects as without it) and kernel/x86_64/KERNEL.COOPERLAKE (KERNEL.SKYLAKEX plus sbgemm).
 
 #include <string>
 
