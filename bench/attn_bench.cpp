@@ -13,6 +13,7 @@
 #include <omp.h>
 
 #include "attn/core/attention.hpp"
+#include "attn/core/blas_core.hpp"
 #include "attn/memory.hpp"
 
 extern "C" void openblas_set_num_threads(int);
@@ -66,6 +67,7 @@ void run_attention(std::size_t B, std::size_t H, std::size_t T_, std::size_t D, 
 }  // namespace
 
 int main(int argc, char** argv) {
+    attn::core::select_blas_core(argv);  // the BLAS core this CPU supports, as the attn program runs
     attn::keep_freed_memory();  // repetitions reuse the last one's tensors, as a batch does
     CLI::App app{"attn in-process benchmark"};
     std::size_t B = 1, H = 8, T = 1024, D = 64, sgemm = 0;
@@ -86,9 +88,15 @@ int main(int argc, char** argv) {
     app.add_option("--sgemm", sgemm, "Instead: time an N×N×N sgemm on --threads OpenBLAS threads");
     bool isa = false;
     app.add_flag("--isa", isa, "Instead: print the kernel path (core::kernel_isa; ATTN_ISA forces one)");
+    bool blas = false;
+    app.add_flag("--blas-core", blas, "Instead: print OpenBLAS's core and who chose it (core::blas_core_summary)");
     CLI11_PARSE(app, argc, argv);
     if (isa) {
         std::printf("%s\n", attn::core::kernel_isa());
+        return 0;
+    }
+    if (blas) {
+        std::printf("%s\n", attn::core::blas_core_summary().c_str());
         return 0;
     }
     if (sgemm) {
@@ -98,8 +106,8 @@ int main(int argc, char** argv) {
         const double ms = median_ms(reps, [&] {
             cblas_sgemm(101, 111, 111, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
         });
-        std::printf("{\"kernel\":\"sgemm\",\"n\":%zu,\"threads\":%d,\"ms\":%.3f,\"gflops\":%.2f}\n", sgemm, threads, ms,
-                    2.0 * n * n * static_cast<double>(n) / ms / 1e6);
+        std::printf("{\"kernel\":\"sgemm\",\"n\":%zu,\"threads\":%d,\"ms\":%.3f,\"gflops\":%.2f,\"core\":\"%s\"}\n", sgemm,
+                    threads, ms, 2.0 * n * n * static_cast<double>(n) / ms / 1e6, attn::core::blas_core().running.c_str());
         return 0;
     }
     if (dtype == "float32")

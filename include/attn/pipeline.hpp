@@ -5,6 +5,11 @@
 /// Q, K, V (projection, heads, KV cache; src/pipeline/inputs) → masks (core/masks) →
 /// attention (core/attention or core/reference) → the dumped stages in the input's
 /// layout with a `meta` block of every setting used (src/pipeline/stages, compute).
+///
+/// Its GEMMs run in OpenBLAS, whose kernels are chosen when it loads: a program linking
+/// attn::core sets OPENBLAS_CORETYPE before it starts, or calls
+/// core::select_blas_core(argv) first in main, so that a CPU OpenBLAS does not know still
+/// gets its own kernels (attn/core/blas_core.hpp; core::blas_core() reports a mismatch).
 
 #include <functional>
 #include <optional>
@@ -12,6 +17,7 @@
 #include <vector>
 
 #include "attn/core/attention_call.hpp"
+#include "attn/core/blas_core.hpp"
 #include "attn/core/masks.hpp"
 #include "attn/core/rope.hpp"
 #include "attn/core/posenc.hpp"

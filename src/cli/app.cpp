@@ -10,6 +10,7 @@
 #include <new>
 #include <unistd.h>
 
+#include "attn/core/blas_core.hpp"
 #include "attn/core/softmax.hpp"
 #include "attn/error.hpp"
 #include "attn/io/output.hpp"
@@ -119,6 +120,18 @@ void install_test_hooks() {
     }
 }
 
+/// `attn --version`: the version on the first line, as before (scripts read it), then the
+/// kernel path and the BLAS core this run computes with.
+std::string version_text() {
+    std::string isa;
+    try {
+        isa = core::kernel_isa();
+    } catch (const std::exception& e) {
+        isa = std::string("none (") + e.what() + ")";
+    }
+    return std::string(ATTN_VERSION) + "\nkernel path: " + isa + "\nBLAS: " + core::blas_core_summary();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -132,7 +145,7 @@ int main(int argc, char** argv) {
                  "attn"};
     app.formatter(help_formatter());
     app.footer(footer);
-    app.set_version_flag("--version", ATTN_VERSION);
+    app.set_version_flag("--version", version_text);
     app.require_subcommand(1);
     int status = exit_ok;
     setup_compute(app, status);
