@@ -35,8 +35,10 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/attnConfigVersion.cmake
 install(FILES ${PROJECT_BINARY_DIR}/attnConfig.cmake ${PROJECT_BINARY_DIR}/attnConfigVersion.cmake
   DESTINATION ${ATTN_INSTALL_CMAKEDIR})
 
-install(FILES ${PROJECT_SOURCE_DIR}/completions/attn.bash
-  DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME attn)
+if(ATTN_COMPLETION)  # generated from --help (CMakeLists.txt, attn_completion)
+  install(FILES ${ATTN_COMPLETION}
+    DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME attn)
+endif()
 
 find_program(HELP2MAN help2man)
 if(HELP2MAN AND NOT CMAKE_CROSSCOMPILING)

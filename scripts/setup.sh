@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config
-  libxtensor-dev libxsimd-dev libxtensor-blas-dev libopenblas-dev  # libxsimd-dev: only a Recommends of libxtensor-dev
+  libxtensor-dev libxtensor-blas-dev libopenblas-dev
   libopenblas0-openmp                  # the BLAS attn links: no pthread pool beside OpenMP
   libcli11-dev nlohmann-json3-dev doctest-dev
   libdragonbox-dev                     # shortest float-to-text for the JSON/CSV writers

@@ -2,7 +2,9 @@
 #include "attn/stages.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <stdexcept>
+#include <type_traits>
 
 #include "attn/error.hpp"
 
@@ -11,7 +13,7 @@ namespace attn {
 const std::vector<stage_info>& stage_table() {
     using k = stage_kind;
     using d = stage_dtype;
-    static const std::vector<stage_info> table{
+    static const stage_info rows[] = {
         // id                 name             axes                 kind          dtype                 drawn view   proves per_run
         {stage::x,             "x",             "B, T, E",           k::vectors,   d::compute,           0, false, false, false, {}},
         {stage::x_norm,        "x_norm",        "B, T, E",           k::vectors,   d::compute,           0, false, false, false, {}},
@@ -36,6 +38,9 @@ const std::vector<stage_info>& stage_table() {
         {stage::rollout,       "rollout",       "B, Tq, Tk",         k::rollout,   d::float64,           0, false, false, true,  {}},
         {stage::word_weights,  "word_weights",  "B, H, Wq, Wk",      k::words,     d::float64,           5, false, true,  false, {}},
     };
+    static_assert(std::extent_v<decltype(rows)> == stage_count,
+                  "the stage table needs one row per enumerator of attn::stage (include/attn/stages.hpp)");
+    static const std::vector<stage_info> table(std::begin(rows), std::end(rows));
     return table;
 }
 

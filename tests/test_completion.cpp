@@ -1,21 +1,26 @@
-// completions/attn.bash stays in sync with the CLI: every long option that
-// `attn compute --help` defines, and every subcommand of `attn --help`, appears in it.
+// The bash completion the build writes (completions/attn.bash.in filled in from --help by
+// cmake/make_completion.cmake) follows the CLI: every long option that `attn compute --help`
+// defines, every subcommand of `attn --help`, every choice, stage and model family; and the
+// template names none of the families itself.
 
 #include <doctest/doctest.h>
 
 #include <cctype>
 #include <cstdlib>
+#include <filesystem>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <string>
 
+#include "attn/model/registry.hpp"
+#include "attn/stages.hpp"
 #include "cli_util.hpp"
 #include "scratch_dir.hpp"
 
 namespace {
 
-const std::string completion_path = std::string(ATTN_SOURCE_DIR) + "/completions/attn.bash";
+const std::string completion_path = ATTN_COMPLETION;
 
 /// The long options defined in a CLI11 help text (lines "  -o,--output TEXT ...").
 std::set<std::string> defined_options(const std::string& help) {
@@ -66,7 +71,7 @@ TEST_CASE("completion: every long option of attn compute --help is completed") {
     CHECK(options.size() > 40);
     for (const auto& o : options) {
         CAPTURE(o);
-        CHECK_MESSAGE(has_word(script, o), "add " << o << " to _attn_compute_options in completions/attn.bash");
+        CHECK_MESSAGE(has_word(script, o), o << " is missing from _attn_compute_options (cmake/make_completion.cmake)");
     }
 }
 
@@ -145,7 +150,7 @@ TEST_CASE("completion: head_stats, --sink-k, attn rollout and compare --per-head
     REQUIRE(std::system(("bash '" + scratch.path + "/complete.sh' >'" + scratch.path + "/out' 2>&1").c_str()) == 0);
     CHECK(attn_test::slurp(scratch.path + "/out") ==
           "weights,head_stats\n"
-          "--sink-tokens --sinks --sink-k\n"
+          "--sinks --sink-tokens --sink-k\n"  // in the order of compute --help
           "rollout\n"
           "--tokens\n"
           "512M 1G 2G 4G\n"
@@ -171,4 +176,39 @@ TEST_CASE("completion: attn view is offered with the values of the compute optio
           "0 1 all\n"
           "causal\n"
           "512M 1G 2G 4G\n");
+}
+
+TEST_CASE("completion: --arch offers the registered families, and completions/ names none") {
+    if (std::system("command -v bash >/dev/null 2>&1") != 0) return;
+    const attn_test::scratch_dir scratch;
+    std::string script = completion_prelude();
+    const std::string attn = std::string("'") + ATTN_BINARY + "'";
+    script += "complete_line " + attn + " compute --arch ''\n";
+    script += "complete_line " + attn + " compute --arch gemma\n";
+    attn_test::spit(scratch.path + "/complete.sh", script);
+    REQUIRE(std::system(("bash '" + scratch.path + "/complete.sh' >'" + scratch.path + "/out' 2>&1").c_str()) == 0);
+    std::string all;
+    for (const auto& n : attn::model::family_names()) all += (all.empty() ? "" : " ") + n;
+    CHECK(attn_test::slurp(scratch.path + "/out") == all + "\ngemma gemma2 gemma3\n");
+    // The source of the completion spells no family: the build fills them in.
+    int files = 0;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(std::string(ATTN_SOURCE_DIR) + "/completions")) {
+        if (!e.is_regular_file()) continue;
+        ++files;
+        const std::string text = attn_test::slurp(e.path().string());
+        for (const auto& n : attn::model::family_names()) {
+            CAPTURE(e.path().string());
+            CHECK_MESSAGE(!has_word(text, n), "family name " << n);
+        }
+    }
+    CHECK(files >= 1);
+}
+
+TEST_CASE("completion: --dump offers every stage of the stage table") {
+    if (std::system("command -v bash >/dev/null 2>&1") != 0) return;
+    const attn_test::scratch_dir scratch;
+    std::string script = completion_prelude() + "complete_line '" + ATTN_BINARY + "' compute --dump ''\n";
+    attn_test::spit(scratch.path + "/complete.sh", script);
+    REQUIRE(std::system(("bash '" + scratch.path + "/complete.sh' >'" + scratch.path + "/out' 2>&1").c_str()) == 0);
+    CHECK(attn_test::slurp(scratch.path + "/out") == attn::stage_list(" ") + "\n");
 }

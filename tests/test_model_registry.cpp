@@ -213,7 +213,7 @@ TEST_CASE("family registry: an unknown model_type lists every registered one") {
 }
 
 TEST_CASE("family registry: the completion's --arch list is the registered names") {
-    const std::string script = slurp(std::string(ATTN_SOURCE_DIR) + "/completions/attn.bash");
+    const std::string script = slurp(ATTN_COMPLETION);  // generated from --help by the build
     std::smatch m;
     REQUIRE(std::regex_search(script, m, std::regex(R"re(--arch\) COMPREPLY=\(\$\(compgen -W "([^"]*)")re")));
     std::string want;

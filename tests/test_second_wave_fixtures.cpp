@@ -1,4 +1,5 @@
-// Issue 14's independent references: tests/fixtures/second-wave/, written by
+// Independent references for RoPE variants, local windows, ALiBi, packed documents and
+// sinks: tests/fixtures/second-wave/, written by
 // scripts/make_second_wave_fixtures.py in PyTorch from HF transformers (rotate_half),
 // GPT-J (rotate_every_two), FlashAttention's tests (construct_local_mask), the ALiBi paper
 // (get_slopes), separate runs of packed documents and gpt-oss's sdpa with sinks. Each case

@@ -32,6 +32,13 @@ io::named_array f64(const std::string& name, shape_t shape, std::vector<double> 
 
 }  // namespace
 
+TEST_CASE("stage table: one row per stage, in the enum's order") {
+    // src/stages.cpp does not compile with a row missing (static_assert on stage::count,
+    // tests/check_stage_count.sh shows it); the rows follow the enum.
+    REQUIRE(stage_table().size() == stage_count);
+    for (std::size_t i = 0; i < stage_count; ++i) CHECK(stage_table()[i].id == static_cast<stage>(i));
+}
+
 TEST_CASE("stage table: names in pipeline order, parse_stage and its message") {
     CHECK(stage_list(" ") ==
           "x x_norm q_proj k_proj q k v qk scaled scores weights output lse present_key present_value mask stats head_stats rollout word_weights");
@@ -78,11 +85,18 @@ TEST_CASE("stage table: the kind of a document's tensor, by its name") {
 }
 
 TEST_CASE("stage names are written as literals only in the stage table's file") {
-    // The names no other word of the code shares: x, q, k, v are also input names,
-    // output and mask also manifest and meta keys, so they are not checked. The page's
+    // Every stage of the table, but the names other words of the code share: x, q, k, v
+    // are also input names, output and mask also manifest and meta keys. The page's
     // script (src/io/html/view.js.inc) reads the names the page's data carries.
-    const std::vector<std::string> names{"x_norm",      "q_proj",        "k_proj", "qk",         "scaled",  "scores", "weights",
-                                         "lse",         "present_key",   "present_value", "stats", "head_stats", "rollout"};
+    const std::vector<std::string> shared{"x", "q", "k", "v", "output", "mask"};
+    std::vector<std::string> names;
+    for (const auto& row : stage_table())
+        if (std::find(shared.begin(), shared.end(), row.name) == shared.end()) names.push_back(row.name);
+    for (const auto& name : shared) {
+        CAPTURE(name);
+        CHECK_NOTHROW(parse_stage(name));  // the exceptions stay stage names
+    }
+    CHECK(names.size() + shared.size() == stage_table().size());
     const std::filesystem::path src = std::filesystem::path(ATTN_SOURCE_DIR) / "src";
     const std::filesystem::path table = src / "stages.cpp";
     REQUIRE(std::filesystem::exists(table));

@@ -4,17 +4,24 @@
 /// accepts, once: its name, its axes, its kind, its dtype rule and what the view does with
 /// it. The pipeline names its tensors from it, the writers, plots, tables, CSV and the
 /// view recognise a tensor's kind by it, the CLI lists its choices from it. Stage names
-/// are written as literals nowhere else in src/ (tests/check_stage_literals.sh).
+/// are written as literals nowhere else in src/ (tests/test_stage_table.cpp, "stage names
+/// are written as literals only in the stage table's file").
 /// Base floor: plain data, readable by io (which knows no attention) and by the pipeline.
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
 namespace attn {
 
-/// The stages `--dump` accepts, in pipeline order (the order of the table).
+/// The stages `--dump` accepts, in pipeline order (the order of the table). `count` is not
+/// a stage: it stays last and counts them, and src/stages.cpp does not compile unless its
+/// table has one row per stage (as ggml's static_assert on GGML_OP_COUNT).
 enum class stage { x, x_norm, q_proj, k_proj, q, k, v, qk, scaled, scores, weights, output, lse, present_key, present_value, mask, stats,
-                   head_stats, rollout, word_weights };
+                   head_stats, rollout, word_weights, count };
+
+/// The number of stages (the rows of the stage table).
+inline constexpr std::size_t stage_count = static_cast<std::size_t>(stage::count);
 
 /// What a stage's tensor holds, which decides how it is drawn, laid out and masked.
 enum class stage_kind {

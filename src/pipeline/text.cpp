@@ -12,6 +12,7 @@
 #include "attn/io/limits.hpp"
 #include "attn/io/input.hpp"
 #include "attn/io/json.hpp"
+#include "attn/stages.hpp"
 
 namespace attn {
 
@@ -137,7 +138,7 @@ array word_weights_of(const array& weights, bool layered, bool batched, const en
     const std::size_t B = text.lengths.size();
     const std::size_t lead = (layered ? 1 : 0) + (batched ? 1 : 0);
     if (s.size() < 2 + lead || s[s.size() - 1] != s[s.size() - 2] || (batched && s[layered ? 1 : 0] != B) || (!batched && B != 1))
-        throw shape_error("word_weights", "weights do not fit the texts " +
+        throw shape_error(stage_name(stage::word_weights), "weights do not fit the texts " +
                                               expected_got(std::string(layered ? "(L, " : "(") + (batched ? std::to_string(B) + ", " : "") + "…, T, T)",
                                                            shape_string(s)));
     const std::size_t T = s.back();
@@ -145,7 +146,7 @@ array word_weights_of(const array& weights, bool layered, bool batched, const en
     std::size_t W = 0;
     for (std::size_t b = 0; b < B; ++b) {
         if (text.lengths[b] > T)
-            throw shape_error("word_weights", "weights do not fit the texts " + expected_got("T ≥ " + std::to_string(text.lengths[b]), shape_string(s)));
+            throw shape_error(stage_name(stage::word_weights), "weights do not fit the texts " + expected_got("T ≥ " + std::to_string(text.lengths[b]), shape_string(s)));
         W = std::max(W, groups[b].first_token.size());
     }
     // Blocks in C order; block i belongs to text (i / inner) % B, inner the blocks after B.
