@@ -358,7 +358,8 @@ void write_ramp_x(const std::string& path, std::size_t T) {
 std::pair<attn_test::run_result, double> run_measured(const scratch_dir& dir, const std::string& args) {
     const std::string rss = dir.path + "/rss.txt";
     std::filesystem::remove(rss);
-    auto r = run_attn(args, "", "/usr/bin/time -f %M -o '" + rss + "' ");
+    // Freed blocks waiting in AddressSanitizer's quarantine are not what a run holds.
+    auto r = run_attn(args, "", attn_test::small_quarantine + "/usr/bin/time -f %M -o '" + rss + "' ");
     const std::string text = attn_test::slurp(rss);
     REQUIRE_MESSAGE(!text.empty(), "/usr/bin/time wrote no peak RSS");
     // /usr/bin/time puts "Command exited with non-zero status N" before the number.
@@ -435,7 +436,9 @@ TEST_CASE("bombs: attn plot --head of a lone weights array copies out only the h
     CHECK_MESSAGE(r.code == 0, r.err);
     CHECK(std::filesystem::exists(png));
     // One head (4 MiB) is read; reading the file and then its array took 128 MiB and more.
-    CHECK(peak < attn_test::peak_bound_mb(64));
+    // (72: under AddressSanitizer the run peaks at 192–197 MB, its runtime's own ~130 MB
+    // included, against 216; the defect is above 384 there.)
+    CHECK(peak < attn_test::peak_bound_mb(72));
 
     // The head read in place is the head drawn: the same image as from the same array in
     // an .npz, which is read whole (its member named as the .npy, which names the colour
