@@ -112,19 +112,16 @@ bool looks_like_csv(std::string_view bytes) {
     return line.find_first_of(",\t") != std::string_view::npos && line.find_first_of("[]{}\"") == std::string_view::npos;
 }
 
-/// Which .npz members to read: those attn looks for, or, when the archive has a single
-/// member, that one (the naming rule may make it X). `name` is lower-cased.
-/// An .npz's labels (npz_context) as the bundle's, as a JSON input's "tokens" are.
+/// An .npz's labels (npz_context) as the bundle's, as a JSON input's "tokens" are; a
+/// batch's (B, T) tokens are in meta.model.tokens too, and labels no rows here.
 void take_context(bundle& b, const npz_context& c) {
     if (c.tokens.shape.size() == 1) b.tokens = c.tokens.values;
-    if (c.tokens.shape.size() == 2 && c.tokens.shape[0] > 0)
-        for (std::size_t i = 0; i < c.tokens.shape[0]; ++i)
-            b.item_tokens.emplace_back(c.tokens.values.begin() + static_cast<std::ptrdiff_t>(i * c.tokens.shape[1]),
-                                       c.tokens.values.begin() + static_cast<std::ptrdiff_t>((i + 1) * c.tokens.shape[1]));
     if (c.tokens_kv.shape.size() == 1) b.tokens_kv = c.tokens_kv.values;
     if (c.words.shape.size() == 1) b.words = c.words.values;
 }
 
+/// Which .npz members to read: those attn looks for, or, when the archive has a single
+/// member, that one (the naming rule may make it X). `name` is lower-cased.
 using member_filter = std::function<bool(const std::string& name, std::size_t members)>;
 
 bool attn_members(const std::string& name, std::size_t members) { return members == 1 || is_attn_name(name); }

@@ -383,9 +383,8 @@ bundle read_json(std::string_view raw, const std::string& source) {
         const std::string name = lower(key);
         const std::string where = source + ":" + key;
         if (name == "tokens" && value.is_array() && !value.empty() && value.front().is_array()) {
-            // attn's own output of a batch whose items differ: one list per item.
-            for (std::size_t i = 0; i < value.size(); ++i)
-                b.item_tokens.push_back(to_tokens(value[i], where + "[" + std::to_string(i) + "]"));
+            // attn's own output of a batch whose items differ: one list per item, which
+            // meta.model.tokens holds too (plot and view read them there).
             continue;
         }
         if (name == "tokens" || name == "tokens_kv" || name == "words") {

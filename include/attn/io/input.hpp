@@ -22,9 +22,6 @@ struct bundle {
     std::vector<named_array> arrays;
     std::vector<std::string> tokens;   ///< from a JSON "tokens" entry (list or string)
     std::vector<std::string> tokens_kv;  ///< from a JSON "tokens_kv" entry: the keys' labels
-    /// From a JSON "tokens" entry of one list per batch item (attn's output of a batch
-    /// whose items differ; their labels are in meta.model.tokens too).
-    std::vector<std::vector<std::string>> item_tokens;
     std::vector<std::string> words;    ///< from a JSON "words" entry: word_weights' labels (attn's output)
     std::vector<std::string> ignored;  ///< names (lower case) of arrays the file holds that attn does not use
     /// True when the file names its projections as nn.MultiheadAttention's state_dict does
