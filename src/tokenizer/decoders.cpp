@@ -160,10 +160,7 @@ decoder_ptr make_decoder(const json& j) {
     if (type == "Metaspace") {
         const auto rep = detail::to_code_points(str_field(j, "replacement", "decoder Metaspace"));
         if (rep.size() != 1) bad("decoder Metaspace: replacement is not one character");
-        std::string scheme = "always";
-        if (auto sch = opt_str(j, "prepend_scheme")) scheme = *sch;
-        else if (j.contains("add_prefix_space")) scheme = bool_field(j, "add_prefix_space", true) ? "always" : "never";
-        const bool strip_first = scheme != "never";
+        const bool strip_first = metaspace_prepend_scheme(j) != "never";
         const char32_t r = rep[0];
         return fn([r, strip_first](strings tokens) {
             for (std::size_t i = 0; i < tokens.size(); ++i) {

@@ -25,6 +25,14 @@ const std::vector<std::string>& bytes_char() {
     return table;
 }
 
+// Metaspace's prepend_scheme, from the older add_prefix_space when it is absent.
+std::string metaspace_prepend_scheme(const json& j) {
+    std::string scheme = "always";
+    if (auto s = opt_str(j, "prepend_scheme")) scheme = *s;
+    else if (j.contains("add_prefix_space")) scheme = bool_field(j, "add_prefix_space", true) ? "always" : "never";
+    return scheme;
+}
+
 namespace {
 
 const char* const gpt2_pattern =
@@ -39,6 +47,10 @@ split_behavior make_behavior(const json& j) {
     if (b == "Contiguous") return split_behavior::contiguous;
     bad("unsupported split behavior '" + (j.is_string() ? b : j.dump()) + "'");
 }
+
+// ASCII punctuation or Unicode's (general categories P*): tokenizers' is_bert_punc
+// (pre_tokenizers/bert.rs), the same test as punctuation.rs's is_punc.
+bool is_bert_punc(char32_t c) { return (c < 128 && std::ispunct(static_cast<int>(c))) || detail::is_punctuation(c); }
 
 // tokenizers' PreTokenizedString::split: f on every split not yet tokenized, empty pieces dropped.
 void split_each(pre_tokenized& pt, const std::function<std::vector<normalized>(normalized&)>& f) {
@@ -125,7 +137,7 @@ struct bert_pre_tokenizer : pre_tokenizer {
     void pre_tokenize(pre_tokenized& pt) const override {
         pattern ws, punct;
         ws.chars = detail::is_whitespace;
-        punct.chars = [](char32_t c) { return (c < 128 && std::ispunct(static_cast<int>(c))) || detail::is_punctuation(c); };
+        punct.chars = is_bert_punc;
         split_each(pt, [&](normalized& n) { return n.split(ws, split_behavior::removed); });
         split_each(pt, [&](normalized& n) { return n.split(punct, split_behavior::isolated); });
     }
@@ -163,9 +175,7 @@ pre_tokenizer_ptr make_pre_tokenizer(const json& j) {
         if (cps.size() != 1) bad("pre_tokenizer Metaspace: replacement is not one character");
         m->replacement_char = cps[0];
         m->split_words = bool_field(j, "split", true);
-        std::string scheme = "always";
-        if (auto s = opt_str(j, "prepend_scheme")) scheme = *s;
-        else if (j.contains("add_prefix_space")) scheme = bool_field(j, "add_prefix_space", true) ? "always" : "never";
+        const std::string scheme = metaspace_prepend_scheme(j);
         if (scheme == "always") m->scheme = metaspace_pre_tokenizer::always;
         else if (scheme == "first") m->scheme = metaspace_pre_tokenizer::first;
         else if (scheme == "never") m->scheme = metaspace_pre_tokenizer::never;
@@ -186,7 +196,7 @@ pre_tokenizer_ptr make_pre_tokenizer(const json& j) {
     if (type == "BertPreTokenizer") return std::make_unique<bert_pre_tokenizer>();
     if (type == "Punctuation") {
         pattern p;
-        p.chars = [](char32_t c) { return (c < 128 && std::ispunct(static_cast<int>(c))) || detail::is_punctuation(c); };
+        p.chars = is_bert_punc;
         const auto b = j.contains("behavior") ? make_behavior(j.at("behavior")) : split_behavior::isolated;
         return std::make_unique<pattern_pre_tokenizer>(std::move(p), b);
     }

@@ -33,4 +33,9 @@ pre_tokenizer_ptr make_pre_tokenizer(const json& j);
 // tokenizers' pre_tokenizers/byte_level.rs bytes_char gives it.
 const std::vector<std::string>& bytes_char();
 
+// Metaspace's prepend_scheme as the pre-tokenizer and the decoder read it
+// (pre_tokenizers/metaspace.rs): "prepend_scheme", else "always" or "never" from the older
+// "add_prefix_space", else "always".
+std::string metaspace_prepend_scheme(const json& j);
+
 }  // namespace attn::tokenizer::detail
