@@ -4,7 +4,6 @@
 
 #include "detail.hpp"
 
-#include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -21,6 +20,7 @@
 #include "attn/error.hpp"
 #include "attn/io/input.hpp"
 #include "attn/io/output.hpp"
+#include "attn/io/read_only_file.hpp"
 
 namespace attn::io {
 
@@ -72,15 +72,9 @@ std::shared_ptr<region> hold(std::string bytes) {
 }
 
 std::shared_ptr<region> map_file(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw io_error(path, std::string("cannot open file (") + std::strerror(errno) + ")");
-    struct closer {
-        int fd;
-        ~closer() { ::close(fd); }
-    } close_on_exit{fd};
-    struct stat st;
-    if (::fstat(fd, &st) != 0) throw io_error(path, std::string("cannot read file (") + std::strerror(errno) + ")");
-    if (S_ISDIR(st.st_mode)) throw io_error(path, std::string("cannot read file (") + std::strerror(EISDIR) + ")");
+    const read_only_file file(path);
+    const int fd = file.fd();
+    const struct stat& st = file.status();
     if (!S_ISREG(st.st_mode)) return hold(read_file(path));
     auto r = std::make_shared<region>();
     r->size = static_cast<std::size_t>(st.st_size);
