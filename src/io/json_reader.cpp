@@ -46,22 +46,6 @@ std::string describe(const json& v) {
     }
 }
 
-/// The one-line form of nlohmann's parse errors: "invalid JSON at line 1, column 4
-/// (invalid literal)". nlohmann's "last read: ..." echo of raw input is dropped.
-std::string parse_error_message(const std::string& what) {
-    std::string text = what.substr(what.find("] ") == std::string::npos ? 0 : what.find("] ") + 2);
-    if (auto p = text.find("; last read:"); p != std::string::npos) text.erase(p);
-    const std::string at_prefix = "parse error at ";
-    if (text.compare(0, at_prefix.size(), at_prefix) == 0) {
-        const std::size_t colon = text.find(": ");
-        const std::string where = text.substr(at_prefix.size(), colon - at_prefix.size());
-        std::string reason = colon == std::string::npos ? "" : text.substr(colon + 2);
-        if (auto dash = reason.find(" - "); dash != std::string::npos) reason.erase(0, dash + 3);
-        return "invalid JSON at " + where + (reason.empty() ? "" : " (" + reason + ")");
-    }
-    return "invalid JSON (" + text + ")";
-}
-
 enum class leaf_kind { boolean, integer, floating, invalid };
 
 /// What a leaf is: invalid for anything but a number, a boolean or one of the
@@ -214,6 +198,20 @@ std::vector<std::string> to_tokens(const json& value, const std::string& source)
 
 }  // namespace
 
+std::string json_error_text(const std::string& what) {
+    std::string text = what.substr(what.find("] ") == std::string::npos ? 0 : what.find("] ") + 2);
+    if (auto p = text.find("; last read:"); p != std::string::npos) text.erase(p);
+    const std::string at_prefix = "parse error at ";
+    if (text.compare(0, at_prefix.size(), at_prefix) == 0) {
+        const std::size_t colon = text.find(": ");
+        const std::string where = text.substr(at_prefix.size(), colon - at_prefix.size());
+        std::string reason = colon == std::string::npos ? "" : text.substr(colon + 2);
+        if (auto dash = reason.find(" - "); dash != std::string::npos) reason.erase(0, dash + 3);
+        return "invalid JSON at " + where + (reason.empty() ? "" : " (" + reason + ")");
+    }
+    return "invalid JSON (" + text + ")";
+}
+
 std::size_t json_parse_budget() {
     constexpr std::size_t factor = 8, floor = std::size_t{64} << 20;
     const std::size_t limit = max_array_bytes();
@@ -320,7 +318,7 @@ std::string read_side_json(const std::string& path, side_json kind) {
     } catch (const json::exception& e) {
         handler.error = e.what();
     }
-    if (!ok) throw format_error(path, handler.error.empty() ? "invalid JSON" : parse_error_message(handler.error));
+    if (!ok) throw format_error(path, handler.error.empty() ? "invalid JSON" : json_error_text(handler.error));
     return text;
 }
 
@@ -366,10 +364,10 @@ bundle read_json(std::string_view raw, const std::string& source) {
     try {
         doc = json::parse(text.begin(), text.end());
     } catch (const json::parse_error& e) {
-        throw format_error(source, parse_error_message(e.what()));
+        throw format_error(source, json_error_text(e.what()));
     } catch (const json::exception& e) {
         // e.g. out_of_range.406 "number overflow parsing '1e999'"
-        throw format_error(source, parse_error_message(e.what()));
+        throw format_error(source, json_error_text(e.what()));
     }
 
     bundle b;

@@ -72,22 +72,6 @@ std::optional<std::size_t> first_bad_utf8(std::string_view s) {
     return std::nullopt;
 }
 
-/// "invalid JSON at line 1, column 4 (invalid literal)" from a nlohmann parse error,
-/// without its "last read: …" echo of raw bytes.
-std::string json_error_text(const std::string& what) {
-    std::string text = what.substr(what.find("] ") == std::string::npos ? 0 : what.find("] ") + 2);
-    if (auto p = text.find("; last read:"); p != std::string::npos) text.erase(p);
-    const std::string at_prefix = "parse error at ";
-    if (text.compare(0, at_prefix.size(), at_prefix) == 0) {
-        const std::size_t colon = text.find(": ");
-        const std::string where = text.substr(at_prefix.size(), colon - at_prefix.size());
-        std::string reason = colon == std::string::npos ? "" : text.substr(colon + 2);
-        if (auto dash = reason.find(" - "); dash != std::string::npos) reason.erase(0, dash + 3);
-        return "invalid JSON at " + where + (reason.empty() ? "" : " (" + reason + ")");
-    }
-    return "invalid JSON (" + text + ")";
-}
-
 /// Base of the two SAX handlers: the events as virtual calls on a value kind, an error
 /// message that stops the parse, and skipping of values the reader does not use.
 class sax_base : public nlohmann::json_sax<json> {
