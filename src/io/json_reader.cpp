@@ -220,21 +220,37 @@ std::size_t json_parse_budget() {
 
 namespace {
 
+/// Follows a JSON text's strings one byte at a time, for the passes over its bytes that
+/// look only at what lies outside them: outside(c) is true for a byte outside every
+/// string, false for a byte inside one and for the quotes that open and close it.
+struct string_tracker {
+    bool in_string = false, escaped = false;
+
+    bool outside(char c) {
+        if (in_string) {
+            if (escaped) escaped = false;
+            else if (c == '\\') escaped = true;
+            else if (c == '"') in_string = false;
+            return false;
+        }
+        if (c == '"') {
+            in_string = true;
+            return false;
+        }
+        return true;
+    }
+};
+
 /// The bytes nlohmann's DOM of `text` would take, estimated in one pass: about 48 bytes a
 /// value (a value per ',', '[' or '{' outside strings) plus the strings' bytes.
 std::size_t json_dom_estimate(std::string_view text) {
     constexpr std::size_t bytes_per_value = 48;
     std::size_t values = 1, string_bytes = 0;
-    bool in_string = false, escaped = false;
+    string_tracker strings;
     for (const char c : text) {
-        if (in_string) {
-            ++string_bytes;
-            if (escaped) escaped = false;
-            else if (c == '\\') escaped = true;
-            else if (c == '"') in_string = false;
-        } else if (c == '"') {
-            in_string = true;
-        } else if (c == ',' || c == '[' || c == '{') {
+        if (strings.in_string) ++string_bytes;
+        if (!strings.outside(c)) continue;
+        if (c == ',' || c == '[' || c == '{') {
             ++values;
         }
     }
@@ -254,16 +270,11 @@ void check_json_parse_bytes(std::string_view text, const std::string& source) {
 
 void check_json_depth(std::string_view text, const std::string& source) {
     std::size_t depth = 0;
-    bool in_string = false, escaped = false;
+    string_tracker strings;
     for (std::size_t i = 0; i < text.size(); ++i) {
         const char c = text[i];
-        if (in_string) {
-            if (escaped) escaped = false;
-            else if (c == '\\') escaped = true;
-            else if (c == '"') in_string = false;
-        } else if (c == '"') {
-            in_string = true;
-        } else if (c == '[' || c == '{') {
+        if (!strings.outside(c)) continue;
+        if (c == '[' || c == '{') {
             if (++depth > max_json_depth)
                 throw format_error(source, "JSON nested too deep " +
                                                expected_got("at most " + std::to_string(max_json_depth) + " levels",
@@ -327,19 +338,10 @@ std::optional<std::string> quote_bare_nonfinite(std::string_view text) {
         {"-Infinity", "\"-Infinity\""}, {"Infinity", "\"Infinity\""}, {"NaN", "\"NaN\""}};
     std::optional<std::string> out;
     std::size_t copied = 0;
-    bool in_string = false, escaped = false;
+    string_tracker strings;
     for (std::size_t i = 0; i < text.size(); ++i) {
         const char c = text[i];
-        if (in_string) {
-            if (escaped) escaped = false;
-            else if (c == '\\') escaped = true;
-            else if (c == '"') in_string = false;
-            continue;
-        }
-        if (c == '"') {
-            in_string = true;
-            continue;
-        }
+        if (!strings.outside(c)) continue;
         if (c != 'N' && c != 'I' && c != '-') continue;
         for (const auto& [word, quoted] : bare) {
             if (text.substr(i, word.size()) != word) continue;
