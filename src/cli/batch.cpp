@@ -16,7 +16,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fcntl.h>
 #include <map>
 #include <string_view>
 #include <sys/stat.h>
@@ -26,6 +25,7 @@
 #include "attn/io/json.hpp"
 #include "attn/io/csv.hpp"
 #include "attn/io/output.hpp"
+#include "attn/io/read_only_file.hpp"
 #include "attn/threads.hpp"
 #include "commands.hpp"
 #include "compute_options.hpp"
@@ -370,15 +370,8 @@ std::vector<batch_job> read_manifest(const std::string& path, const compute_opti
         return lines.done();
     }
     // Read as it streams, never whole: a manifest is as long as its jobs are many.
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw io_error(path, std::string("cannot open file (") + std::strerror(errno) + ")");
-    struct closer {
-        int fd;
-        ~closer() { ::close(fd); }
-    } close_on_exit{fd};
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) throw io_error(path, std::string("cannot read file (") + std::strerror(errno) + ")");
-    if (S_ISDIR(st.st_mode)) throw io_error(path, std::string("cannot read file (") + std::strerror(EISDIR) + ")");
+    const io::read_only_file file(path);
+    const int fd = file.fd();
     for (;;) {
         const ssize_t n = ::read(fd, chunk, sizeof chunk);
         if (n < 0) {

@@ -23,6 +23,7 @@
 #include "attn/io/limits.hpp"
 #include "attn/io/npy.hpp"
 #include "attn/io/npz.hpp"
+#include "attn/io/read_only_file.hpp"
 #include "attn/io/safetensors.hpp"
 
 namespace attn::io {
@@ -200,14 +201,11 @@ std::optional<bundle> read_in_place(const std::string& path, const member_filter
     // would block, or lose what its writer sent in between.
     struct stat entry;
     if (::stat(path.c_str(), &entry) != 0 || !S_ISREG(entry.st_mode)) return std::nullopt;
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return std::nullopt;
-    struct closer {
-        int fd;
-        ~closer() { ::close(fd); }
-    } close_on_exit{fd};
-    struct stat st;
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) > max_file_bytes())
+    const read_only_file file(path, std::nothrow);
+    if (file.fd() < 0) return std::nullopt;
+    const int fd = file.fd();
+    const struct stat& st = file.status();
+    if (!S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) > max_file_bytes())
         return std::nullopt;
     const auto size = static_cast<std::size_t>(st.st_size);
     std::string head(std::min(size, npy_head_bytes), '\0');
@@ -427,15 +425,9 @@ std::string read_file_at_most(const std::string& path, std::size_t max_bytes, co
         if (std::ferror(stdin)) throw io_error("<stdin>", "cannot read standard input");
         return s;
     }
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw io_error(path, std::string("cannot open file (") + std::strerror(errno) + ")");
-    struct closer {
-        int fd;
-        ~closer() { ::close(fd); }
-    } close_on_exit{fd};
-    struct stat st;
-    if (::fstat(fd, &st) != 0) throw io_error(path, std::string("cannot read file (") + std::strerror(errno) + ")");
-    if (S_ISDIR(st.st_mode)) throw io_error(path, std::string("cannot read file (") + std::strerror(EISDIR) + ")");
+    const read_only_file file(path);
+    const int fd = file.fd();
+    const struct stat& st = file.status();
     auto read_some = [&](char* out, std::size_t n) -> std::size_t {
         for (;;) {
             const ssize_t got = ::read(fd, out, n);

@@ -46,22 +46,6 @@ std::string describe(const json& v) {
     }
 }
 
-/// The one-line form of nlohmann's parse errors: "invalid JSON at line 1, column 4
-/// (invalid literal)". nlohmann's "last read: ..." echo of raw input is dropped.
-std::string parse_error_message(const std::string& what) {
-    std::string text = what.substr(what.find("] ") == std::string::npos ? 0 : what.find("] ") + 2);
-    if (auto p = text.find("; last read:"); p != std::string::npos) text.erase(p);
-    const std::string at_prefix = "parse error at ";
-    if (text.compare(0, at_prefix.size(), at_prefix) == 0) {
-        const std::size_t colon = text.find(": ");
-        const std::string where = text.substr(at_prefix.size(), colon - at_prefix.size());
-        std::string reason = colon == std::string::npos ? "" : text.substr(colon + 2);
-        if (auto dash = reason.find(" - "); dash != std::string::npos) reason.erase(0, dash + 3);
-        return "invalid JSON at " + where + (reason.empty() ? "" : " (" + reason + ")");
-    }
-    return "invalid JSON (" + text + ")";
-}
-
 enum class leaf_kind { boolean, integer, floating, invalid };
 
 /// What a leaf is: invalid for anything but a number, a boolean or one of the
@@ -214,6 +198,20 @@ std::vector<std::string> to_tokens(const json& value, const std::string& source)
 
 }  // namespace
 
+std::string json_error_text(const std::string& what) {
+    std::string text = what.substr(what.find("] ") == std::string::npos ? 0 : what.find("] ") + 2);
+    if (auto p = text.find("; last read:"); p != std::string::npos) text.erase(p);
+    const std::string at_prefix = "parse error at ";
+    if (text.compare(0, at_prefix.size(), at_prefix) == 0) {
+        const std::size_t colon = text.find(": ");
+        const std::string where = text.substr(at_prefix.size(), colon - at_prefix.size());
+        std::string reason = colon == std::string::npos ? "" : text.substr(colon + 2);
+        if (auto dash = reason.find(" - "); dash != std::string::npos) reason.erase(0, dash + 3);
+        return "invalid JSON at " + where + (reason.empty() ? "" : " (" + reason + ")");
+    }
+    return "invalid JSON (" + text + ")";
+}
+
 std::size_t json_parse_budget() {
     constexpr std::size_t factor = 8, floor = std::size_t{64} << 20;
     const std::size_t limit = max_array_bytes();
@@ -222,21 +220,37 @@ std::size_t json_parse_budget() {
 
 namespace {
 
+/// Follows a JSON text's strings one byte at a time, for the passes over its bytes that
+/// look only at what lies outside them: outside(c) is true for a byte outside every
+/// string, false for a byte inside one and for the quotes that open and close it.
+struct string_tracker {
+    bool in_string = false, escaped = false;
+
+    bool outside(char c) {
+        if (in_string) {
+            if (escaped) escaped = false;
+            else if (c == '\\') escaped = true;
+            else if (c == '"') in_string = false;
+            return false;
+        }
+        if (c == '"') {
+            in_string = true;
+            return false;
+        }
+        return true;
+    }
+};
+
 /// The bytes nlohmann's DOM of `text` would take, estimated in one pass: about 48 bytes a
 /// value (a value per ',', '[' or '{' outside strings) plus the strings' bytes.
 std::size_t json_dom_estimate(std::string_view text) {
     constexpr std::size_t bytes_per_value = 48;
     std::size_t values = 1, string_bytes = 0;
-    bool in_string = false, escaped = false;
+    string_tracker strings;
     for (const char c : text) {
-        if (in_string) {
-            ++string_bytes;
-            if (escaped) escaped = false;
-            else if (c == '\\') escaped = true;
-            else if (c == '"') in_string = false;
-        } else if (c == '"') {
-            in_string = true;
-        } else if (c == ',' || c == '[' || c == '{') {
+        if (strings.in_string) ++string_bytes;
+        if (!strings.outside(c)) continue;
+        if (c == ',' || c == '[' || c == '{') {
             ++values;
         }
     }
@@ -256,16 +270,11 @@ void check_json_parse_bytes(std::string_view text, const std::string& source) {
 
 void check_json_depth(std::string_view text, const std::string& source) {
     std::size_t depth = 0;
-    bool in_string = false, escaped = false;
+    string_tracker strings;
     for (std::size_t i = 0; i < text.size(); ++i) {
         const char c = text[i];
-        if (in_string) {
-            if (escaped) escaped = false;
-            else if (c == '\\') escaped = true;
-            else if (c == '"') in_string = false;
-        } else if (c == '"') {
-            in_string = true;
-        } else if (c == '[' || c == '{') {
+        if (!strings.outside(c)) continue;
+        if (c == '[' || c == '{') {
             if (++depth > max_json_depth)
                 throw format_error(source, "JSON nested too deep " +
                                                expected_got("at most " + std::to_string(max_json_depth) + " levels",
@@ -320,7 +329,7 @@ std::string read_side_json(const std::string& path, side_json kind) {
     } catch (const json::exception& e) {
         handler.error = e.what();
     }
-    if (!ok) throw format_error(path, handler.error.empty() ? "invalid JSON" : parse_error_message(handler.error));
+    if (!ok) throw format_error(path, handler.error.empty() ? "invalid JSON" : json_error_text(handler.error));
     return text;
 }
 
@@ -329,19 +338,10 @@ std::optional<std::string> quote_bare_nonfinite(std::string_view text) {
         {"-Infinity", "\"-Infinity\""}, {"Infinity", "\"Infinity\""}, {"NaN", "\"NaN\""}};
     std::optional<std::string> out;
     std::size_t copied = 0;
-    bool in_string = false, escaped = false;
+    string_tracker strings;
     for (std::size_t i = 0; i < text.size(); ++i) {
         const char c = text[i];
-        if (in_string) {
-            if (escaped) escaped = false;
-            else if (c == '\\') escaped = true;
-            else if (c == '"') in_string = false;
-            continue;
-        }
-        if (c == '"') {
-            in_string = true;
-            continue;
-        }
+        if (!strings.outside(c)) continue;
         if (c != 'N' && c != 'I' && c != '-') continue;
         for (const auto& [word, quoted] : bare) {
             if (text.substr(i, word.size()) != word) continue;
@@ -366,10 +366,10 @@ bundle read_json(std::string_view raw, const std::string& source) {
     try {
         doc = json::parse(text.begin(), text.end());
     } catch (const json::parse_error& e) {
-        throw format_error(source, parse_error_message(e.what()));
+        throw format_error(source, json_error_text(e.what()));
     } catch (const json::exception& e) {
         // e.g. out_of_range.406 "number overflow parsing '1e999'"
-        throw format_error(source, parse_error_message(e.what()));
+        throw format_error(source, json_error_text(e.what()));
     }
 
     bundle b;

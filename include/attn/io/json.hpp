@@ -56,6 +56,12 @@ constexpr std::size_t max_json_depth = 256;
 /// anything is parsed.
 void check_json_depth(std::string_view text, const std::string& source);
 
+/// The one-line form of the what() of a nlohmann/json exception: "invalid JSON at line 1,
+/// column 4 (invalid literal)" for a parse error, "invalid JSON (<its text>)" for any
+/// other, without the "[json.exception…] " prefix or the "last read: …" echo of raw bytes.
+/// Every reader of JSON in attn words its syntax errors so.
+std::string json_error_text(const std::string& what);
+
 /// The JSON files read beside a checkpoint, each with its own limits (side_json_limit).
 enum class side_json { config, index, tokenizer };
 

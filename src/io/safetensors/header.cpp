@@ -4,25 +4,11 @@
 // (huggingface/safetensors, safetensors/src/tensor.rs: read_metadata, Metadata::validate)
 // checks it, with a message naming the tensor. Data stays in a read-only mapping.
 
-#include "attn/io/safetensors.hpp"
-#include "attn/text.hpp"
-
-#include <fcntl.h>
-#include <setjmp.h>
-#include <signal.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include "detail.hpp"
 
 #include <algorithm>
-#include <array>
-#include <atomic>
-#include <cerrno>
-#include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -30,12 +16,13 @@
 #include <nlohmann/json.hpp>
 
 #include "attn/error.hpp"
-#include "attn/io/input.hpp"
 #include "attn/io/json.hpp"
-#include "attn/io/limits.hpp"
-#include "attn/io/output.hpp"
+#include "attn/io/safetensors.hpp"
+#include "attn/text.hpp"
 
 namespace attn::io {
+
+namespace safetensors_detail {
 
 namespace {
 
@@ -70,101 +57,8 @@ std::string known_type_list() {
     return s;
 }
 
-/// The attn dtype a stored dtype is loaded as, or nullopt when attn does not read it.
-std::optional<dtype> loaded_type(std::string_view name) {
-    static constexpr std::pair<std::string_view, dtype> table[] = {
-        {"BOOL", dtype::b1}, {"I8", dtype::i1},   {"I16", dtype::i2},     {"I32", dtype::i4},     {"I64", dtype::i8},
-        {"U8", dtype::u1},   {"U16", dtype::u2},  {"U32", dtype::u4},     {"U64", dtype::u8},     {"F16", dtype::f2},
-        {"F32", dtype::f4},  {"F64", dtype::f8},  {"BF16", dtype::f4},    {"F8_E4M3", dtype::f4}, {"F8_E5M2", dtype::f4}};
-    for (const auto& [n, t] : table)
-        if (n == name) return t;
-    return std::nullopt;
-}
-
-std::string in_quotes(const std::string& name) { return "\"" + name + "\""; }
-
 std::string offsets_text(std::size_t begin, std::size_t end) {
     return "[" + std::to_string(begin) + ", " + std::to_string(end) + "]";
-}
-
-/// The bytes of one file: a read-only mapping of a regular file, or the whole content
-/// held in memory (stdin, pipes, the fuzz target).
-struct region {
-    const std::byte* data = nullptr;
-    std::size_t size = 0;
-    void* mapped = nullptr;
-    std::string path;  ///< of a mapping, to check before its data is read that it is whole
-    std::string held;
-
-    region() = default;
-    region(const region&) = delete;
-    region& operator=(const region&) = delete;
-    ~region();
-};
-
-// The mappings alive now, for the SIGBUS handler to tell a fault in a view of one (a file
-// truncated while attn computes on it) from any other: a fixed table of atomic slots, read
-// without a lock in the handler. A mapping that finds no free slot is not listed (its
-// fault keeps the default action).
-constexpr std::size_t mapping_slots = 4 * safetensors_max_shards;
-std::array<std::atomic<const region*>, mapping_slots> live_mappings{};
-
-void enlist(const region* r) {
-    for (auto& slot : live_mappings) {
-        const region* empty = nullptr;
-        if (slot.compare_exchange_strong(empty, r)) return;
-    }
-}
-
-region::~region() {
-    if (!mapped) return;
-    for (auto& slot : live_mappings) {
-        const region* self = this;
-        if (slot.compare_exchange_strong(self, nullptr)) break;
-    }
-    ::munmap(mapped, size);
-}
-
-/// The live mapping holding `address`, or nullptr. Async-signal-safe.
-const region* mapping_at(const void* address) {
-    const auto* a = static_cast<const std::byte*>(address);
-    for (const auto& slot : live_mappings) {
-        const region* r = slot.load(std::memory_order_acquire);
-        if (r && a >= r->data && a < r->data + r->size) return r;
-    }
-    return nullptr;
-}
-
-std::shared_ptr<region> hold(std::string bytes) {
-    auto r = std::make_shared<region>();
-    r->held = std::move(bytes);
-    r->data = reinterpret_cast<const std::byte*>(r->held.data());
-    r->size = r->held.size();
-    return r;
-}
-
-/// Maps `path` (a regular file) or reads it whole (anything else). Throws io_error.
-std::shared_ptr<region> map_file(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw io_error(path, std::string("cannot open file (") + std::strerror(errno) + ")");
-    struct closer {
-        int fd;
-        ~closer() { ::close(fd); }
-    } close_on_exit{fd};
-    struct stat st;
-    if (::fstat(fd, &st) != 0) throw io_error(path, std::string("cannot read file (") + std::strerror(errno) + ")");
-    if (S_ISDIR(st.st_mode)) throw io_error(path, std::string("cannot read file (") + std::strerror(EISDIR) + ")");
-    if (!S_ISREG(st.st_mode)) return hold(read_file(path));
-    auto r = std::make_shared<region>();
-    r->size = static_cast<std::size_t>(st.st_size);
-    if (r->size == 0) return r;  // mmap refuses length 0; the header check says what is wrong
-    void* p = ::mmap(nullptr, r->size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED) throw io_error(path, std::string("cannot map file (") + std::strerror(errno) + ")");
-    r->mapped = p;
-    r->data = static_cast<const std::byte*>(p);
-    r->path = path;
-    enlist(r.get());
-    return r;
 }
 
 /// The index of the first byte of `s` that is not well-formed UTF-8 (Unicode Table 3-7),
@@ -176,22 +70,6 @@ std::optional<std::size_t> first_bad_utf8(std::string_view s) {
         i += n;
     }
     return std::nullopt;
-}
-
-/// "invalid JSON at line 1, column 4 (invalid literal)" from a nlohmann parse error,
-/// without its "last read: …" echo of raw bytes.
-std::string json_error_text(const std::string& what) {
-    std::string text = what.substr(what.find("] ") == std::string::npos ? 0 : what.find("] ") + 2);
-    if (auto p = text.find("; last read:"); p != std::string::npos) text.erase(p);
-    const std::string at_prefix = "parse error at ";
-    if (text.compare(0, at_prefix.size(), at_prefix) == 0) {
-        const std::size_t colon = text.find(": ");
-        const std::string where = text.substr(at_prefix.size(), colon - at_prefix.size());
-        std::string reason = colon == std::string::npos ? "" : text.substr(colon + 2);
-        if (auto dash = reason.find(" - "); dash != std::string::npos) reason.erase(0, dash + 3);
-        return "invalid JSON at " + where + (reason.empty() ? "" : " (" + reason + ")");
-    }
-    return "invalid JSON (" + text + ")";
 }
 
 /// Base of the two SAX handlers: the events as virtual calls on a value kind, an error
@@ -515,27 +393,6 @@ std::optional<std::size_t> byte_count(const shape_t& shape, std::size_t bits, bo
     return total_bits / 8;
 }
 
-}  // namespace
-
-struct checkpoint::state {
-    std::string path;
-    struct shard {
-        std::string file;
-        std::shared_ptr<const region> bytes;
-        std::size_t data_start = 0;  ///< 8 + header length
-    };
-    std::vector<shard> shards;
-    std::vector<tensor_entry> entries;       ///< sorted by name
-    std::vector<std::size_t> shard_of;       ///< per entry
-    std::map<std::string, std::string> metadata;
-
-    mutable std::mutex mutex;
-    mutable std::set<std::string> loaded;
-    mutable std::size_t bytes_loaded = 0;
-};
-
-namespace {
-
 /// Checks the header of one file held in `bytes` and returns its entries sorted by
 /// begin offset (the reference reader's order for validate()).
 struct parsed_file {
@@ -629,8 +486,10 @@ std::string folder_of(const std::string& path) {
     return slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
 }
 
-/// True when `bytes` (after an optional byte order mark and whitespace) start with '{':
-/// an index's JSON, as opposed to a safetensors file's binary length.
+}  // namespace
+
+std::string in_quotes(const std::string& name) { return "\"" + name + "\""; }
+
 bool starts_with_brace(std::string_view bytes) {
     if (bytes.substr(0, 3) == "\xEF\xBB\xBF") bytes.remove_prefix(3);
     const std::size_t first = bytes.find_first_not_of(" \t\r\n");
@@ -722,147 +581,9 @@ void open_index(checkpoint::state& s, const std::string& path) {
     }
 }
 
-// A mapped file that shrinks after it was mapped (another process truncating a
-// checkpoint being written) makes a read of the lost pages raise SIGBUS. load() checks the
-// size first, then reads inside a guard that turns a SIGBUS in the reading thread into an
-// io_error. A fault outside the guard, in a view of a mapping read later, ends the process
-// with one line once end_process_on_lost_mapping() has asked for it; any other SIGBUS goes
-// to the handler that was installed before.
-thread_local sigjmp_buf* bus_jump = nullptr;
-struct sigaction previous_bus_action {};
-std::atomic<const char*> lost_mapping_prefix{nullptr};
+}  // namespace safetensors_detail
 
-/// Appends `text` to line[0, len) within `cap` bytes. Async-signal-safe.
-void append(char* line, std::size_t& len, std::size_t cap, const char* text) {
-    for (; *text && len < cap; ++text) line[len++] = *text;
-}
-
-/// Appends `n` in decimal. Async-signal-safe (no snprintf).
-void append_number(char* line, std::size_t& len, std::size_t cap, std::size_t n) {
-    char digits[24];
-    std::size_t k = 0;
-    do {
-        digits[k++] = static_cast<char>('0' + n % 10);
-        n /= 10;
-    } while (n);
-    while (k && len < cap) line[len++] = digits[--k];
-}
-
-/// The one line of a fault in a lost mapping, as the guarded read's io_error says it,
-/// the temporaries removed, then exit status 1. Async-signal-safe calls only.
-[[noreturn]] void end_on_lost_mapping(const region& r, const char* prefix) {
-    stop_and_remove_temporaries();
-    char line[4096];
-    std::size_t len = 0;
-    constexpr std::size_t cap = sizeof line - 1;
-    append(line, len, cap, prefix);
-    append(line, len, cap, r.path.c_str());
-    append(line, len, cap, ": file changed while being read (expected ");
-    append_number(line, len, cap, r.size);
-    append(line, len, cap, " bytes, as when it was opened, got fewer (bus error reading its data))");
-    line[len++] = '\n';
-    [[maybe_unused]] const ssize_t written = ::write(STDERR_FILENO, line, len);
-    _exit(1);
-}
-
-extern "C" void on_bus_error(int sig, siginfo_t* info, void* context) {
-    if (bus_jump) siglongjmp(*bus_jump, 1);
-    if (const char* prefix = lost_mapping_prefix.load())
-        if (const region* r = info ? mapping_at(info->si_addr) : nullptr) end_on_lost_mapping(*r, prefix);
-    if (previous_bus_action.sa_flags & SA_SIGINFO) {
-        if (previous_bus_action.sa_sigaction) previous_bus_action.sa_sigaction(sig, info, context);
-        return;
-    }
-    if (previous_bus_action.sa_handler != SIG_DFL && previous_bus_action.sa_handler != SIG_IGN) {
-        previous_bus_action.sa_handler(sig);
-        return;
-    }
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-/// Installs on_bus_error once, keeping the handler it replaces.
-void install_bus_handler() {
-    static std::once_flag installed;
-    std::call_once(installed, [] {
-        struct sigaction sa {};
-        sa.sa_sigaction = on_bus_error;
-        sa.sa_flags = SA_SIGINFO | SA_NODEFER;
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGBUS, &sa, &previous_bus_action);
-    });
-}
-
-[[noreturn]] void file_changed(const region& r, const std::string& got) {
-    throw io_error(r.path, "file changed while being read " +
-                               expected_got(std::to_string(r.size) + " bytes, as when it was opened", got));
-}
-
-/// Runs `read` (plain loads and stores, no allocation: a SIGBUS leaves it by siglongjmp)
-/// over the bytes of `r`, after checking that its file still holds them; throws
-/// io_error(path, "file changed while being read (…)") when it does not.
-template <class Read>
-void read_guarded(const region& r, Read&& read) {
-    if (!r.mapped) {
-        read();
-        return;
-    }
-    struct stat st;
-    if (::stat(r.path.c_str(), &st) == 0 && static_cast<std::uint64_t>(st.st_size) < r.size)
-        file_changed(r, std::to_string(st.st_size) + " bytes");
-    install_bus_handler();
-    sigjmp_buf jump;
-    sigjmp_buf* const outer = bus_jump;
-    if (sigsetjmp(jump, 1) != 0) {
-        bus_jump = outer;
-        file_changed(r, "fewer (bus error reading its data)");
-    }
-    bus_jump = &jump;
-    read();
-    bus_jump = outer;
-}
-
-std::uint16_t load16(const std::byte* p) {
-    std::uint16_t v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-}
-
-/// FP8 E4M3 as PyTorch's float8_e4m3fn (OCP 8-bit floating point spec, "E4M3"):
-/// bias 7, no infinities, S.1111.111 is NaN, largest finite ±448.
-float e4m3_to_float(unsigned char b) {
-    const float sign = (b & 0x80) ? -1.0f : 1.0f;
-    const int e = (b >> 3) & 0xf;
-    const int m = b & 0x7;
-    if (e == 0xf && m == 0x7) return std::copysign(std::numeric_limits<float>::quiet_NaN(), sign);
-    if (e == 0) return sign * std::ldexp(static_cast<float>(m), -9);  // subnormal: m/8 · 2^-6
-    return sign * std::ldexp(static_cast<float>(8 + m), e - 7 - 3);
-}
-
-/// FP8 E5M2 (OCP spec, PyTorch float8_e5m2): bias 15, IEEE-like with ±inf and NaNs; the
-/// upper byte of an IEEE binary16.
-float e5m2_to_float(unsigned char b) { return half_to_float(static_cast<std::uint16_t>(b << 8)); }
-
-const std::array<float, 256>& fp8_table(bool e4m3) {
-    static const std::array<float, 256> e4 = [] {
-        std::array<float, 256> t{};
-        for (int i = 0; i < 256; ++i) t[i] = e4m3_to_float(static_cast<unsigned char>(i));
-        return t;
-    }();
-    static const std::array<float, 256> e5 = [] {
-        std::array<float, 256> t{};
-        for (int i = 0; i < 256; ++i) t[i] = e5m2_to_float(static_cast<unsigned char>(i));
-        return t;
-    }();
-    return e4m3 ? e4 : e5;
-}
-
-}  // namespace
-
-void end_process_on_lost_mapping(const char* prefix) {
-    lost_mapping_prefix.store(prefix);
-    install_bus_handler();
-}
+using namespace safetensors_detail;
 
 bool looks_like_safetensors(std::string_view bytes) {
     if (bytes.size() < prefix_bytes + 1) return false;
@@ -872,193 +593,5 @@ bool looks_like_safetensors(std::string_view bytes) {
 }
 
 bool is_safetensors_index_name(const std::string& path) { return ends_with(path, index_suffix); }
-
-checkpoint checkpoint::open(const std::string& path) {
-    checkpoint c;
-    c.state_ = std::make_shared<state>();
-    c.state_->path = path;
-    std::shared_ptr<region> bytes = map_file(path);
-    const std::string_view head(reinterpret_cast<const char*>(bytes->data), std::min<std::size_t>(bytes->size, 64));
-    if (!looks_like_safetensors(head) && (is_safetensors_index_name(path) || starts_with_brace(head))) {
-        bytes.reset();
-        open_index(*c.state_, path);
-    } else {
-        add_file(*c.state_, path, std::move(bytes), nullptr);
-    }
-    sort_entries(*c.state_);
-    return c;
-}
-
-checkpoint checkpoint::read(std::string bytes, const std::string& source) {
-    checkpoint c;
-    c.state_ = std::make_shared<state>();
-    c.state_->path = source;
-    add_file(*c.state_, source, hold(std::move(bytes)), nullptr);
-    sort_entries(*c.state_);
-    return c;
-}
-
-const std::vector<tensor_entry>& checkpoint::tensors() const { return state_->entries; }
-
-const tensor_entry* checkpoint::find(const std::string& name) const {
-    const auto& e = state_->entries;
-    auto it = std::lower_bound(e.begin(), e.end(), name, [](const tensor_entry& a, const std::string& n) { return a.name < n; });
-    return it != e.end() && it->name == name ? &*it : nullptr;
-}
-
-const std::map<std::string, std::string>& checkpoint::metadata() const { return state_->metadata; }
-
-const std::string& checkpoint::path() const { return state_->path; }
-
-std::size_t checkpoint::bytes_loaded() const {
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    return state_->bytes_loaded;
-}
-
-namespace {
-
-/// Drops the resident pages of the mapped bytes [p, p + n) once they have been copied out
-/// (a converted or realigned tensor): a whole-model run reads every layer's weights once,
-/// and the mapping's pages would otherwise stay in the process's memory for the rest of
-/// the run (about 0.7 GB of a 24-layer 0.5B model). Only pages wholly inside the range go,
-/// so no other tensor's bytes, a view's among them, are touched. The mapping is private and
-/// read-only: a page read again is faulted in from the file, unchanged.
-void release_copied_pages(const region& r, const std::byte* p, std::size_t n) {
-    if (!r.mapped || n == 0) return;
-    static const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
-    const auto from = (reinterpret_cast<std::uintptr_t>(p) + page - 1) / page * page;
-    const auto to = (reinterpret_cast<std::uintptr_t>(p) + n) / page * page;
-    if (from < to) ::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
-}
-
-/// True for the stored dtypes load() converts to float32 (BF16 and the F8 kinds).
-bool converted_to_f32(const std::string& stored_type) {
-    return stored_type == "BF16" || stored_type == "F8_E4M3" || stored_type == "F8_E5M2";
-}
-
-/// Copies `count` elements, `stored` bytes as stored with dtype `stored_type`, from the
-/// mapping at `from` to `to` as load() gives them: BF16 and F8 converted to float32
-/// exactly, BOOL as 0/1 bytes, any other dtype byte for byte.
-void copy_as_loaded(const std::string& stored_type, const std::byte* from, std::size_t count, std::size_t stored, std::byte* to) {
-    if (stored_type == "BF16") {
-        for (std::size_t i = 0; i < count; ++i) {
-            // bfloat16 is the upper half of a binary32 (PyTorch c10::BFloat16).
-            const std::uint32_t bits = std::uint32_t(load16(from + 2 * i)) << 16;
-            std::memcpy(to + i * sizeof(float), &bits, sizeof bits);
-        }
-    } else if (converted_to_f32(stored_type)) {
-        const auto& table = fp8_table(stored_type == "F8_E4M3");
-        for (std::size_t i = 0; i < count; ++i) {
-            const float f = table[std::to_integer<unsigned char>(from[i])];
-            std::memcpy(to + i * sizeof(float), &f, sizeof f);
-        }
-    } else if (stored_type == "BOOL") {
-        for (std::size_t i = 0; i < stored; ++i) to[i] = from[i] != std::byte{0} ? std::byte{1} : std::byte{0};
-    } else if (stored > 0) {  // an empty tensor has no bytes (and maybe a null pointer, which memcpy may not take)
-        std::memcpy(to, from, stored);
-    }
-}
-
-}  // namespace
-
-const tensor_entry& checkpoint::counted(const std::string& name) const {
-    const state& s = *state_;
-    const tensor_entry* e = find(name);
-    if (!e) throw value_error(s.path, "no tensor named " + in_quotes(name) + " in the checkpoint");
-    const std::optional<dtype> type = loaded_type(e->dtype);
-    if (!type)
-        throw value_error(s.path + ":" + name,
-                          "dtype " + e->dtype + " is not read by attn " +
-                              expected_got("F64, F32, F16, BF16, F8_E4M3, F8_E5M2, an integer type or BOOL", e->dtype));
-    const std::size_t stored = e->end - e->begin;
-    check_array_bytes(stored, s.path + ":" + name);
-    {
-        std::lock_guard<std::mutex> lock(s.mutex);
-        if (s.loaded.insert(name).second) {
-            s.bytes_loaded += stored;
-            if (s.bytes_loaded > max_array_bytes()) {
-                const std::size_t total = s.bytes_loaded;
-                s.bytes_loaded -= stored;
-                s.loaded.erase(name);
-                check_file_bytes(total, s.path);
-            }
-        }
-    }
-    return *e;
-}
-
-array checkpoint::load_rows(const std::string& name, const std::vector<std::size_t>& rows) const {
-    const state& s = *state_;
-    const tensor_entry* e = &counted(name);
-    if (e->shape.empty())
-        throw value_error(s.path + ":" + name, "has no rows " + expected_got("a tensor of rank ≥ 1", "a 0-d tensor"));
-    const dtype type = *loaded_type(e->dtype);
-    const auto& shard = s.shards[s.shard_of[static_cast<std::size_t>(e - s.entries.data())]];
-    const std::byte* p = shard.bytes->data + shard.data_start + e->begin;
-    const std::size_t n = e->shape[0];
-    const std::size_t row_count = n ? element_count(e->shape) / n : 0;  // elements of one row
-    const std::size_t row_stored = n ? (e->end - e->begin) / n : 0;     // its bytes as stored
-    for (std::size_t r : rows)
-        if (r >= n)
-            throw value_error(s.path + ":" + name, "row out of range " + expected_got("0 to " + std::to_string(n) + " − 1", std::to_string(r)));
-    const std::size_t row_bytes = converted_to_f32(e->dtype) ? row_count * sizeof(float) : row_stored;
-    array a;
-    a.type = type;
-    a.shape = e->shape;
-    a.shape[0] = rows.size();
-    std::vector<std::byte> out(rows.size() * row_bytes);
-    read_guarded(*shard.bytes, [&] {
-        for (std::size_t i = 0; i < rows.size(); ++i)
-            copy_as_loaded(e->dtype, p + rows[i] * row_stored, row_count, row_stored, out.data() + i * row_bytes);
-    });
-    // Each row read faults in its neighbours too (the kernel maps 64 KiB around a fault):
-    // T rows of a large table would leave up to T × 64 KiB of it resident.
-    release_copied_pages(*shard.bytes, p, e->end - e->begin);
-    a.data = byte_buffer(std::move(out));
-    return a;
-}
-
-array checkpoint::load(const std::string& name) const {
-    const state& s = *state_;
-    const tensor_entry* e = &counted(name);
-    const std::optional<dtype> type = loaded_type(e->dtype);
-    const std::size_t stored = e->end - e->begin;
-    const auto& shard = s.shards[s.shard_of[static_cast<std::size_t>(e - s.entries.data())]];
-    const std::byte* p = shard.bytes->data + shard.data_start + e->begin;
-    const std::size_t count = element_count(e->shape);
-
-    const region& mapped = *shard.bytes;
-
-    array a;
-    a.type = *type;
-    a.shape = e->shape;
-    const std::size_t width = dtype_size(*type);
-    if (converted_to_f32(e->dtype) || *type == dtype::b1) {
-        std::vector<std::byte> out(converted_to_f32(e->dtype) ? count * sizeof(float) : stored);
-        read_guarded(mapped, [&] { copy_as_loaded(e->dtype, p, count, stored, out.data()); });
-        release_copied_pages(mapped, p, stored);
-        a.data = byte_buffer(std::move(out));
-        return a;
-    }
-    // A writer need not align the data to the element width (the reference writer pads
-    // the header to 8 bytes, others may not): an unaligned tensor is copied.
-    // A view's pages are touched here, one byte a page, so that a file truncated since it
-    // was opened is reported now; one truncated later, while attn computes, faults in the
-    // reader, which end_process_on_lost_mapping() turns into one line and exit status 1.
-    if (reinterpret_cast<std::uintptr_t>(p) % width == 0) {
-        read_guarded(mapped, [&] {
-            volatile unsigned char sink = 0;
-            for (std::size_t i = 0; i < stored; i += 4096) sink = sink ^ std::to_integer<unsigned char>(p[i]);
-            if (stored > 0) sink = sink ^ std::to_integer<unsigned char>(p[stored - 1]);
-        });
-        a.data = byte_buffer::view(std::shared_ptr<const void>(shard.bytes, shard.bytes.get()), p, stored);
-    } else {
-        std::vector<std::byte> out(stored);
-        read_guarded(mapped, [&] { copy_as_loaded(e->dtype, p, count, stored, out.data()); });
-        release_copied_pages(mapped, p, stored);
-        a.data = byte_buffer(std::move(out));
-    }
-    return a;
-}
 
 }  // namespace attn::io
