@@ -95,6 +95,14 @@ TEST_CASE("gemma families: the keys they refuse, by name") {
     refused(args + ids, 1, dir.path + "/gemma3-rope-parameters-tiny.json: rope_parameters: not per layer type, as Gemma 3 "
                                       "reads it (expected {\"full_attention\": {…}, \"sliding_attention\": {…}}, got "
                                       "{\"factor\":8.0,\"rope_type\":\"linear\"})");
+    // 32 heads of 1 fit q_proj's 32 rows: the odd head is refused in the one wording Qwen3-MoE
+    // shares (check_whole_head_rope, src/model/shared.cpp).
+    args = edited(dir, "gemma-tiny", [](nlohmann::json& c) {
+        c["num_attention_heads"] = 32;
+        c["num_key_value_heads"] = 16;
+        c["head_dim"] = 1;
+    });
+    refused(args + ids, 1, dir.path + "/gemma-tiny.json: head_dim is odd: RoPE rotates pairs (expected an even head_dim, got 1)");
     args = edited(dir, "gemma3-tiny", [](nlohmann::json& c) { c["layer_types"] = {"sliding_attention"}; });
     refused(args + ids, 1, dir.path + "/gemma3-tiny.json: layer_types: not one entry per layer (expected 4 strings, got "
                                       "[\"sliding_attention\"])");

@@ -127,16 +127,11 @@ const family_spec& bert_family() {
         s.probe = "embeddings.word_embeddings.weight";
         s.dtype_probe = "encoder.layer.0.attention.self.query.weight";
         s.embedding_tensors = {"embeddings."};
-        s.read_config = read_config;
         s.refused = {{"position_embedding_type", "absolute", "relative position scores are not computed"},
                      {"is_decoder", false, "a decoder BERT is causal and may cross-attend"},
                      {"add_cross_attention", false, "cross-attention blocks need encoder states"}};
-        s.config_from_tensors = from_tensors;
-        s.check = check;
-        s.attention = attention;
         s.structure = block_structure::post_norm;
-        s.f4 = layer_functions_of<block>::f4();
-        s.f8 = layer_functions_of<block>::f8();
+        set_family_hooks<block>(s, read_config, from_tensors, check, attention);
         return s;
     }();
     return spec;

@@ -22,6 +22,7 @@
 #include "attn/model/blocks.hpp"
 #include "attn/model/registry.hpp"
 #include "attn/text.hpp"
+#include "shared.hpp"
 
 namespace attn::model {
 
@@ -52,20 +53,8 @@ void read_common(const config_reader& r, config& c, std::size_t vocab, std::size
 /// create_sliding_window_causal_mask needs one).
 void read_layer_types(const config_reader& r, config& c, std::size_t pattern) {
     c.sliding.assign(c.layers, false);
-    if (const nlohmann::json* lt = r.find("layer_types")) {
-        if (!lt->is_array() || lt->size() != c.layers)
-            throw value_error(r.source(), "layer_types: not one entry per layer " +
-                                              expected_got(std::to_string(c.layers) + " strings", lt->dump().substr(0, 80)));
-        for (std::size_t l = 0; l < c.layers; ++l) {
-            const nlohmann::json& e = (*lt)[l];
-            if (!e.is_string() || (e != "sliding_attention" && e != "full_attention"))
-                throw value_error(r.source(), "layer_types[" + std::to_string(l) + "]: not a layer type attn knows " +
-                                                  expected_got("\"full_attention\" or \"sliding_attention\"", e.dump()));
-            c.sliding[l] = e == "sliding_attention";
-        }
-    } else {
+    if (!read_layer_type_list(r, c, 80))
         for (std::size_t l = 0; l < c.layers; ++l) c.sliding[l] = (l + 1) % pattern != 0;
-    }
     if (r.find("sliding_window")) c.sliding_window = r.size({"sliding_window"}, 0);
     else if (!r.contains("sliding_window")) c.sliding_window = 4096;
     if (!c.sliding_window)
@@ -153,19 +142,7 @@ void read_gemma3(const config_reader& r, config& c) {
 }
 
 nlohmann::json from_tensors(const tensor_shapes& t, const char* model_type) {
-    const shape_t& emb = t.need("embed_tokens.weight", "vocab_size");
-    nlohmann::json j = {{"model_type", model_type}, {"vocab_size", emb[0]}, {"hidden_size", emb[1]}, {"num_attention_heads", t.heads}};
-    const std::size_t q = t.need("layers.0.self_attn.q_proj.weight", "head_dim")[0];
-    const std::size_t k = t.need("layers.0.self_attn.k_proj.weight", "num_key_value_heads")[0];
-    if (q % t.heads != 0)
-        throw value_error(t.source, "head_dim: --heads " + std::to_string(t.heads) + " does not divide " + t.prefix +
-                                        "layers.0.self_attn.q_proj.weight's " + std::to_string(q) + " rows " +
-                                        expected_got("a divisor of " + std::to_string(q), std::to_string(t.heads)));
-    const std::size_t d = q / t.heads;
-    j["head_dim"] = d;
-    j["num_key_value_heads"] = t.kv_heads ? t.kv_heads : k / d;
-    j["num_hidden_layers"] = t.count_layers("layers.", "self_attn.q_proj.weight");
-    j["intermediate_size"] = t.need("layers.0.mlp.gate_proj.weight", "intermediate_size")[0];
+    nlohmann::json j = llama_layout_from_tensors(t, model_type);
     j["attention_bias"] = t.has("layers.0.self_attn.q_proj.bias");
     return j;
 }
@@ -173,10 +150,7 @@ nlohmann::json from_tensors(const tensor_shapes& t, const char* model_type) {
 void check(const family& f) {
     const config& c = f.settings();
     const bool sandwich = f.spec().structure == block_structure::sandwich;
-    f.expect_shape("embed_tokens.weight", {c.vocab, c.hidden}, "vocab_size × hidden_size");
-    f.expect_shape(key(0, "self_attn.q_proj.weight"), {c.heads * c.head_dim, c.hidden}, "num_attention_heads·head_dim × hidden_size");
-    f.expect_shape(key(0, "self_attn.k_proj.weight"), {c.kv_heads * c.head_dim, c.hidden},
-                   "num_key_value_heads·head_dim × hidden_size");
+    expect_llama_projections(f);
     f.expect_shape(key(0, "mlp.gate_proj.weight"), {c.intermediate, c.hidden}, "intermediate_size × hidden_size");
     f.expect_shape(key(0, "input_layernorm.weight"), {c.hidden}, "hidden_size");
     if (sandwich) f.expect_shape(key(0, "pre_feedforward_layernorm.weight"), {c.hidden}, "hidden_size");
@@ -184,51 +158,21 @@ void check(const family& f) {
         f.expect_shape(key(0, "self_attn.q_norm.weight"), {c.head_dim}, "head_dim");
         f.expect_shape(key(0, "self_attn.k_norm.weight"), {c.head_dim}, "head_dim");
     }
-    f.expect_shape(key(c.layers - 1, "self_attn.q_proj.weight"), {c.heads * c.head_dim, c.hidden},
-                   "num_hidden_layers blocks of num_attention_heads·head_dim × hidden_size");
-    for (const char* p : {"q", "k", "v", "o"}) {
-        const std::string b = key(0, std::string("self_attn.") + p + "_proj.bias");
-        if (!c.qkv_bias && f.maybe(b))
-            throw value_error(f.name(b), std::string("in the checkpoint, but the config has no ") + p +
-                                             "_proj bias (attention_bias is false) " +
-                                             expected_got("no bias tensor, or attention_bias true", "a bias"));
-    }
-    if (c.head_dim % 2 != 0)
-        throw value_error(c.origin.file.empty() ? std::string("config") : c.origin.file,
-                          "head_dim is odd: RoPE rotates pairs " + expected_got("an even head_dim", std::to_string(c.head_dim)));
-    for (const bool local : {false, true}) {
-        const core::rope_scaling& given = local ? c.rope_local_scaling : c.rope_scaling;
-        if (given.kind == core::rope_scaling_kind::none) continue;
-        core::rope_scaling s = given;
-        s.theta = local ? *c.rope_local_theta : c.rope_theta;
-        s.rotary_dim = c.head_dim;
-        check_rope(c, s, local ? c.origin.rope_local : c.origin.rope, local ? c.origin.local_theta : c.origin.theta);
-    }
+    expect_last_q_proj(f);
+    // read_common gives o_proj the q/k/v bias (attention_bias on all four).
+    refuse_unconfigured_biases(f, c.qkv_bias, c.o_bias, "attention_bias is false", "no bias tensor, or attention_bias true");
+    check_whole_head_rope(c);
 }
 
 layer_attention attention(const family& f, std::size_t layer) {
     const config& c = f.settings();
-    layer_attention a;
-    a.heads = c.heads;
-    a.kv_heads = c.kv_heads;
-    a.causal = true;
-    a.rope = true;
-    a.rotary_dim = c.head_dim;
-    const bool sliding = layer < c.sliding.size() && c.sliding[layer];
-    if (sliding && c.sliding_window) a.window_left = static_cast<long long>(*c.sliding_window) - 1;  // W keys, the query's own included
-    // Gemma 3: the local rotary embedding on sliding layers, the global one elsewhere.
-    const bool local = sliding && c.rope_local_theta;
-    a.rope_theta = local ? *c.rope_local_theta : c.rope_theta;
-    a.rope_scaling = local ? c.rope_local_scaling : c.rope_scaling;
-    a.rope_scaling.theta = a.rope_theta;
-    a.rope_scaling.rotary_dim = a.rotary_dim;
+    layer_attention a = causal_rope_attention(c, layer);
+    // The whole head rotates; Gemma 3: the local rotary embedding on sliding layers, the global one elsewhere.
+    const bool local = sliding_layer(c, layer) && c.rope_local_theta;
+    set_rope(a, local ? *c.rope_local_theta : c.rope_theta, c.head_dim, local ? c.rope_local_scaling : c.rope_scaling);
     if (c.query_pre_attn_scalar > 0) a.scale = std::pow(c.query_pre_attn_scalar, -0.5);  // Gemma2Attention.scaling
     a.softcap = c.attn_softcap;
-    for (const char* p : {"q", "k", "v", "o"}) {
-        const std::string stem = std::string("self_attn.") + p + "_proj.";
-        a.weights.push_back({std::string("w_") + p, f.need(key(layer, stem + "weight"))});
-        if (c.qkv_bias) a.weights.push_back({std::string("b_") + p, f.need(key(layer, stem + "bias"))});
-    }
+    add_qkvo_weights(f, key(layer, "self_attn."), c.qkv_bias, c.o_bias, a);
     if (is_gemma3(c)) {
         a.q_norm = head_norm{f.need(key(layer, "self_attn.q_norm.weight")), c.norm_eps, true};
         a.k_norm = head_norm{f.need(key(layer, "self_attn.k_norm.weight")), c.norm_eps, true};
@@ -236,34 +180,22 @@ layer_attention attention(const family& f, std::size_t layer) {
     return a;
 }
 
+/// GemmaRMSNorm (1 + w, float32): input_layernorm before the attention; then Gemma's
+/// post_attention_layernorm before the MLP (pre-norm), or Gemma 2/3's
+/// post_attention_layernorm on the attention's output, pre_feedforward_layernorm before
+/// the MLP and post_feedforward_layernorm after it (sandwich).
 template <class T>
-struct block {
-    static core::tensor3<T> embed(const family& f, const array& ids) { return lookup<T>(f, "embed_tokens.weight", ids); }
-
-    /// GemmaRMSNorm (1 + w, float32): input_layernorm before the attention; then Gemma's
-    /// post_attention_layernorm before the MLP (pre-norm), or Gemma 2/3's
-    /// post_attention_layernorm on the attention's output, pre_feedforward_layernorm before
-    /// the MLP and post_feedforward_layernorm after it (sandwich).
-    static core::tensor3<T> norm(const family& f, std::size_t layer, norm_site site, const core::tensor3<T>& x) {
-        const bool sandwich = f.spec().structure == block_structure::sandwich;
-        const char* name = "input_layernorm.weight";
-        switch (site) {
-            case norm_site::attention: break;
-            case norm_site::attention_out: name = "post_attention_layernorm.weight"; break;
-            case norm_site::mlp: name = sandwich ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight"; break;
-            case norm_site::mlp_out: name = "post_feedforward_layernorm.weight"; break;
-        }
-        return gemma_rms_norm(x, f.need(key(layer, name)), f.settings().norm_eps);
+core::tensor3<T> norm(const family& f, std::size_t layer, norm_site site, const core::tensor3<T>& x) {
+    const bool sandwich = f.spec().structure == block_structure::sandwich;
+    const char* name = "input_layernorm.weight";
+    switch (site) {
+        case norm_site::attention: break;
+        case norm_site::attention_out: name = "post_attention_layernorm.weight"; break;
+        case norm_site::mlp: name = sandwich ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight"; break;
+        case norm_site::mlp_out: name = "post_feedforward_layernorm.weight"; break;
     }
-
-    /// GemmaMLP / Gemma2MLP / Gemma3MLP: down_proj(act(gate_proj(x)) · up_proj(x)), no biases.
-    static core::tensor3<T> mlp(const family& f, std::size_t layer, const core::tensor3<T>& n) {
-        core::tensor3<T> gate = project(f, n, key(layer, "mlp.gate_proj.weight"), "", core::weight_layout::out_in);
-        activate(gate, f.settings().act);
-        gate *= project(f, n, key(layer, "mlp.up_proj.weight"), "", core::weight_layout::out_in);
-        return project(f, gate, key(layer, "mlp.down_proj.weight"), "", core::weight_layout::out_in);
-    }
-};
+    return gemma_rms_norm(x, f.need(key(layer, name)), f.settings().norm_eps);
+}
 
 /// GemmaModel / Gemma2Model: normalizer = torch.tensor(√hidden_size, dtype=hidden dtype).
 double sqrt_hidden(const config& c) { return std::sqrt(static_cast<double>(c.hidden)); }
@@ -272,17 +204,16 @@ double sqrt_hidden(const config& c) { return std::sqrt(static_cast<double>(c.hid
 /// .to(weight dtype): √hidden rounded to float32 whatever the compute type.
 double sqrt_hidden_float32(const config& c) { return static_cast<double>(static_cast<float>(std::sqrt(static_cast<double>(c.hidden)))); }
 
+/// Llama's prefixes, probes, embed_tokens and MLP (GemmaMLP / Gemma2MLP / Gemma3MLP:
+/// down_proj(act(gate_proj(x)) · up_proj(x)), no biases: mlp_bias is never set), with
+/// Gemma's norms, checks, attention and embedding scale.
 family_spec base(const char* name) {
-    family_spec s;
+    family_spec s = llama_family();
     s.name = name;
-    s.prefixes = {"", "model."};
-    s.probe = "embed_tokens.weight";
-    s.dtype_probe = "layers.0.self_attn.q_proj.weight";
-    s.reads_head_dim = true;
     s.check = check;
     s.attention = attention;
-    s.f4 = layer_functions_of<block>::f4();
-    s.f8 = layer_functions_of<block>::f8();
+    s.f4.norm = &norm<float>;
+    s.f8.norm = &norm<double>;
     s.embedding_scale = sqrt_hidden;
     return s;
 }

@@ -123,14 +123,9 @@ const family_spec& gpt2_family() {
         s.embedding_tensors = {"wte.weight", "wpe.weight"};
         s.heads_keys = {"n_head", "num_attention_heads"};
         s.hidden_keys = {"n_embd", "hidden_size"};
-        s.read_config = read_config;
         s.refused = {{"add_cross_attention", false, "cross-attention blocks need encoder states"}};
-        s.config_from_tensors = from_tensors;
-        s.check = check;
-        s.attention = attention;
         s.structure = block_structure::pre_norm;
-        s.f4 = layer_functions_of<block>::f4();
-        s.f8 = layer_functions_of<block>::f8();
+        set_family_hooks<block>(s, read_config, from_tensors, check, attention);
         return s;
     }();
     return spec;

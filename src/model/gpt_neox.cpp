@@ -9,7 +9,7 @@
 
 #include "attn/error.hpp"
 #include "attn/model/registry.hpp"
-#include "attn/text.hpp"
+#include "shared.hpp"
 
 namespace attn::model {
 
@@ -19,12 +19,7 @@ std::string key(std::size_t layer, const std::string& rest) { return layer_key("
 
 void read_config(const config_reader& r, config& c) {
     // GPTNeoXConfig's defaults (gpt-neox-20b).
-    c.hidden = r.size({"hidden_size"}, 6144);
-    c.layers = r.size({"num_hidden_layers"}, 44);
-    c.heads = r.size({"num_attention_heads"}, 64);
-    c.intermediate = r.size({"intermediate_size"}, 24576);
-    c.max_positions = r.size({"max_position_embeddings"}, 2048);
-    c.vocab = r.size({"vocab_size"}, 50432);
+    read_sizes(r, c, {6144, 44, 64, 24576, 2048, 50432});
     c.norm_eps = r.number({"layer_norm_eps"}, 1e-5);
     c.act = r.act("hidden_act", "gelu");
     // rotary_emb_base and rotary_pct; transformers v5 writes them as rope_parameters'
@@ -35,9 +30,7 @@ void read_config(const config_reader& r, config& c) {
     keys.theta = "rotary_emb_base";
     keys.partial = "rotary_pct";
     read_rope_scaling(r, c, keys);
-    if (c.partial_rotary_factor > 1)
-        throw value_error(r.source(), "rotary_pct: more than 1 " +
-                                          expected_got("a number in (0, 1]", general_number(c.partial_rotary_factor)));
+    refuse_partial_above_one(r, c, "rotary_pct");
     c.parallel_residual = r.flag("use_parallel_residual", true);
     // query_key_value and dense: nn.Linear(bias=attention_bias); the MLP's always biased.
     c.qkv_bias = c.o_bias = r.flag("attention_bias", true);
@@ -69,15 +62,7 @@ void check(const family& f) {
 
 layer_attention attention(const family& f, std::size_t layer) {
     const config& c = f.settings();
-    layer_attention a;
-    a.heads = a.kv_heads = c.heads;
-    a.causal = true;
-    a.rope = true;
-    a.rope_theta = c.rope_theta;
-    a.rotary_dim = rotary_dim_of(c);
-    a.rope_scaling = c.rope_scaling;
-    a.rope_scaling.theta = c.rope_theta;
-    a.rope_scaling.rotary_dim = a.rotary_dim;
+    layer_attention a = causal_rope_attention(c, layer);  // kv_heads = heads (check); no sliding layers
     // query_key_value (3E, E): its output viewed (…, H, 3·D), each head's 3·D chunked into
     // q, k, v (GPTNeoXAttention.forward) — H groups of [q_h ‖ k_h ‖ v_h].
     const std::string w = key(layer, "attention.query_key_value.weight"), b = key(layer, "attention.query_key_value.bias");
@@ -122,14 +107,9 @@ const family_spec& gpt_neox_family() {
         s.prefixes = {"", "gpt_neox."};
         s.probe = "embed_in.weight";
         s.dtype_probe = "layers.0.attention.query_key_value.weight";
-        s.read_config = read_config;
-        s.config_from_tensors = from_tensors;
-        s.check = check;
-        s.attention = attention;
         s.structure = block_structure::parallel;
         s.structure_for = structure_for;
-        s.f4 = layer_functions_of<block>::f4();
-        s.f8 = layer_functions_of<block>::f8();
+        set_family_hooks<block>(s, read_config, from_tensors, check, attention);
         return s;
     }();
     return spec;

@@ -18,7 +18,6 @@
 #include "attn/model/moe_family.hpp"
 #include "attn/model/mxfp4.hpp"
 #include "attn/model/registry.hpp"
-#include "attn/text.hpp"
 
 namespace attn::model {
 
@@ -53,18 +52,11 @@ void read_config(const config_reader& r, config& c) {
     }
     c.moe.experts = r.size({"num_local_experts", "num_experts"}, 128);
     c.moe.top_k = r.size({"num_experts_per_tok"}, 4);
-    if (c.moe.top_k > c.moe.experts)
-        throw value_error(r.source(), "num_experts_per_tok: more than num_local_experts " +
-                                          expected_got("at most " + std::to_string(c.moe.experts), std::to_string(c.moe.top_k)));
+    refuse_top_k_above_experts(r, c, "num_local_experts");
     c.moe.intermediate = c.intermediate;
     c.moe.swiglu_limit = r.number({"swiglu_limit"}, 7.0);
     c.moe.swiglu_alpha = r.number({"swiglu_alpha"}, 1.702);
     c.moe.sparse.assign(c.layers, true);
-}
-
-nlohmann::json from_tensors(const tensor_shapes& t) {
-    throw value_error(t.source, "num_experts_per_tok: not in the tensors' shapes, and there is no config.json " +
-                                    expected_got("--config FILE", "none"));
 }
 
 void check(const family& f) {
@@ -108,51 +100,41 @@ core::tensor3<T> expert_weight(const family& f, const std::string& local) {
     return tensor3_of<T>(f.need(local), f.name(local));
 }
 
+/// GptOssMLP.forward: GptOssTopKRouter, then GptOssExperts.
 template <class T>
-struct block {
-    static core::tensor3<T> embed(const family& f, const array& ids) { return llama_family().functions<T>().embed(f, ids); }
-
-    static core::tensor3<T> norm(const family& f, std::size_t layer, norm_site site, const core::tensor3<T>& x) {
-        return llama_family().functions<T>().norm(f, layer, site, x);
-    }
-
-    /// GptOssMLP.forward: GptOssTopKRouter, then GptOssExperts.
-    static core::tensor3<T> mlp(const family& f, std::size_t layer, const core::tensor3<T>& n) {
-        const config& c = f.settings();
-        const std::string x = key(layer, "mlp.experts.");
-        const auto matrix = [&](const std::string& local) { return matrix_of<T>(f.need(local), f.name(local)); };
-        moe_weights<T> w;
-        w.router = matrix(key(layer, "mlp.router.weight"));
-        w.router_bias = vector_of<T>(f.need(key(layer, "mlp.router.bias")), f.name(key(layer, "mlp.router.bias")));
-        w.gate_up = expert_weight<T>(f, x + "gate_up_proj");
-        w.gate_up_bias = matrix(x + "gate_up_proj_bias");
-        w.down = expert_weight<T>(f, x + "down_proj");
-        w.down_bias = matrix(x + "down_proj_bias");
-        moe_settings s;
-        s.top_k = c.moe.top_k;
-        s.routing = moe_routing::topk_then_softmax;
-        s.expert = moe_expert::gpt_oss;
-        s.alpha = c.moe.swiglu_alpha;
-        s.limit = c.moe.swiglu_limit;
-        return moe_forward(n, w, s);
-    }
-};
+core::tensor3<T> mlp(const family& f, std::size_t layer, const core::tensor3<T>& n) {
+    const config& c = f.settings();
+    const std::string x = key(layer, "mlp.experts.");
+    const auto matrix = [&](const std::string& local) { return matrix_of<T>(f.need(local), f.name(local)); };
+    moe_weights<T> w;
+    w.router = matrix(key(layer, "mlp.router.weight"));
+    w.router_bias = vector_of<T>(f.need(key(layer, "mlp.router.bias")), f.name(key(layer, "mlp.router.bias")));
+    w.gate_up = expert_weight<T>(f, x + "gate_up_proj");
+    w.gate_up_bias = matrix(x + "gate_up_proj_bias");
+    w.down = expert_weight<T>(f, x + "down_proj");
+    w.down_bias = matrix(x + "down_proj_bias");
+    moe_settings s;
+    s.top_k = c.moe.top_k;
+    s.routing = moe_routing::topk_then_softmax;
+    s.expert = moe_expert::gpt_oss;
+    s.alpha = c.moe.swiglu_alpha;
+    s.limit = c.moe.swiglu_limit;
+    return moe_forward(n, w, s);
+}
 
 }  // namespace
 
 const family_spec& gpt_oss_family() {
     static const family_spec spec = [] {
-        family_spec s = llama_family();  // prefixes, probes, head_dim, pre-norm blocks
-        s.name = "gpt_oss";
-        s.order = 22;
-        s.quant_methods = {"mxfp4"};  // dequantised here (mxfp4.hpp); the rest are refused by name
-        s.model_types = {"gpt_oss"};
+        family_spec s = moe_spec_on(llama_family());
         s.read_config = read_config;
-        s.config_from_tensors = from_tensors;
         s.check = check;
         s.attention = attention;
-        s.f4 = layer_functions_of<block>::f4();
-        s.f8 = layer_functions_of<block>::f8();
+        set_mlp(s, &mlp<float>, &mlp<double>);
+        s.quant_methods = {"mxfp4"};  // dequantised here (mxfp4.hpp); the rest are refused by name
+        s.name = "gpt_oss";
+        s.order = 22;
+        s.model_types = {"gpt_oss"};
         return s;
     }();
     return spec;

@@ -11,11 +11,10 @@
 #include <algorithm>
 #include <string>
 
-#include "attn/core/rope_scaling.hpp"
 #include "attn/error.hpp"
-#include "attn/model/moe.hpp"
+#include "attn/model/moe_family.hpp"
 #include "attn/model/registry.hpp"
-#include "attn/text.hpp"
+#include "shared.hpp"
 
 namespace attn::model {
 
@@ -39,24 +38,8 @@ void read_config(const config_reader& r, config& c) {
     c.moe.top_k = r.size({"num_experts_per_tok"}, 8);
     c.moe.intermediate = r.size({"moe_intermediate_size"}, 768);
     c.moe.norm_topk_prob = r.flag("norm_topk_prob", false);
-    if (c.moe.experts && c.moe.top_k > c.moe.experts)
-        throw value_error(r.source(), "num_experts_per_tok: more than num_experts " +
-                                          expected_got("at most " + std::to_string(c.moe.experts), std::to_string(c.moe.top_k)));
-    const std::size_t step = r.size({"decoder_sparse_step"}, 1);
-    std::vector<bool> dense_only(c.layers, false);
-    if (const nlohmann::json* m = r.find("mlp_only_layers")) {
-        if (!m->is_array())
-            throw value_error(r.source(), "mlp_only_layers: not a list of layer indices " + expected_got("[integers]", m->dump()));
-        for (const auto& e : *m) {
-            if (!e.is_number_integer())
-                throw value_error(r.source(), "mlp_only_layers: not a list of layer indices " + expected_got("[integers]", m->dump()));
-            const long long l = e.get<long long>();
-            if (l >= 0 && static_cast<unsigned long long>(l) < c.layers) dense_only[static_cast<std::size_t>(l)] = true;
-        }
-    }
-    // Qwen3MoeDecoderLayer.__init__
-    c.moe.sparse.assign(c.layers, false);
-    for (std::size_t l = 0; l < c.layers; ++l) c.moe.sparse[l] = !dense_only[l] && c.moe.experts > 0 && (l + 1) % step == 0;
+    refuse_top_k_above_experts(r, c, "num_experts");
+    read_sparse_layers(r, c, false);  // Qwen3MoeDecoderLayer.__init__: an index outside is ignored
     if (c.act != activation::silu)
         throw value_error(r.source(), "hidden_act: the experts attn computes are SiLU-gated " +
                                           expected_got("\"silu\"", r.text({"hidden_act"}, "")));
@@ -83,60 +66,34 @@ void check(const family& f) {
     }
     if (const std::size_t l = static_cast<std::size_t>(first(false)); l < c.layers)
         f.expect_shape(key(l, "mlp.gate_proj.weight"), {c.intermediate, c.hidden}, "intermediate_size × hidden_size");
-    for (const char* p : {"q", "k", "v", "o"}) {
-        const std::string b = key(0, std::string("self_attn.") + p + "_proj.bias");
-        if (!c.qkv_bias && f.maybe(b))
-            throw value_error(f.name(b), std::string("in the checkpoint, but the config has no ") + p +
-                                             "_proj bias (attention_bias is false) " +
-                                             expected_got("no bias tensor, or attention_bias true", "a bias"));
-    }
-    if (c.head_dim % 2 != 0)
-        throw value_error(c.origin.file.empty() ? std::string("config") : c.origin.file,
-                          "head_dim is odd, RoPE rotates pairs " + expected_got("an even number", std::to_string(c.head_dim)));
-    if (c.rope_scaling.kind != core::rope_scaling_kind::none) {
-        core::rope_scaling s = c.rope_scaling;
-        s.theta = c.rope_theta;
-        s.rotary_dim = c.head_dim;
-        check_rope(c, s, c.origin.rope, c.origin.theta);
-    }
+    // llama's read_config gives o_proj the q/k/v bias (attention_bias on all four).
+    refuse_unconfigured_biases(f, c.qkv_bias, c.o_bias, "attention_bias is false", "no bias tensor, or attention_bias true");
+    check_whole_head_rope(c);  // qwen3 refuses partial_rotary_factor: the whole head rotates
 }
 
+/// Qwen3MoeSparseMoeBlock on a sparse layer (model::sparse_moe over the B·T tokens),
+/// Qwen3MoeMLP (llama's gated MLP) elsewhere.
 template <class T>
-struct block {
-    /// Qwen3MoeSparseMoeBlock on a sparse layer (model::sparse_moe over the B·T tokens),
-    /// Qwen3MoeMLP (llama's gated MLP) elsewhere.
-    static core::tensor3<T> mlp(const family& f, std::size_t layer, const core::tensor3<T>& n) {
-        const config& c = f.settings();
-        if (!c.moe.sparse[layer]) return llama_family().functions<T>().mlp(f, layer, n);
-        const std::size_t E = c.moe.experts, I = c.moe.intermediate, H = c.hidden;
-        moe_weights<T> w;
-        w.router = matrix_of<T>(f.need(key(layer, "mlp.gate.weight")), f.name(key(layer, "mlp.gate.weight")));
-        w.gate = core::tensor3<T>::from_shape({E, I, H});
-        w.up = core::tensor3<T>::from_shape({E, I, H});
-        w.down = core::tensor3<T>::from_shape({E, H, I});
-        for (std::size_t e = 0; e < E; ++e) {
-            for (const char* p : {"gate", "up", "down"}) {
-                const std::string name = expert_key(layer, e, p);
-                f.expect_shape(name, p[0] == 'd' ? shape_t{H, I} : shape_t{I, H}, p[0] == 'd' ? "hidden_size × moe_intermediate_size"
-                                                                                              : "moe_intermediate_size × hidden_size");
-                core::tensor3<T>& dst = p[0] == 'g' ? w.gate : p[0] == 'u' ? w.up : w.down;
-                f.need(name).copy_to(dst.data() + e * I * H);
-            }
+core::tensor3<T> mlp(const family& f, std::size_t layer, const core::tensor3<T>& n) {
+    const config& c = f.settings();
+    if (!c.moe.sparse[layer]) return llama_family().functions<T>().mlp(f, layer, n);
+    const std::size_t E = c.moe.experts, I = c.moe.intermediate, H = c.hidden;
+    moe_weights<T> w;
+    w.router = matrix_of<T>(f.need(key(layer, "mlp.gate.weight")), f.name(key(layer, "mlp.gate.weight")));
+    w.gate = core::tensor3<T>::from_shape({E, I, H});
+    w.up = core::tensor3<T>::from_shape({E, I, H});
+    w.down = core::tensor3<T>::from_shape({E, H, I});
+    for (std::size_t e = 0; e < E; ++e) {
+        for (const char* p : {"gate", "up", "down"}) {
+            const std::string name = expert_key(layer, e, p);
+            f.expect_shape(name, p[0] == 'd' ? shape_t{H, I} : shape_t{I, H}, p[0] == 'd' ? "hidden_size × moe_intermediate_size"
+                                                                                          : "moe_intermediate_size × hidden_size");
+            core::tensor3<T>& dst = p[0] == 'g' ? w.gate : p[0] == 'u' ? w.up : w.down;
+            f.need(name).copy_to(dst.data() + e * I * H);
         }
-        moe_settings s;
-        s.top_k = c.moe.top_k;
-        s.routing = moe_routing::softmax_then_topk;
-        s.renormalize = c.moe.norm_topk_prob;
-        s.expert = moe_expert::swiglu;
-        const std::size_t B = n.shape(0), S = n.shape(1);
-        auto x = core::tensor2<T>::from_shape({B * S, H});
-        std::copy(n.data(), n.data() + n.size(), x.data());
-        const moe_result<T> r = sparse_moe(x, w, s);
-        auto out = core::tensor3<T>::from_shape({B, S, H});
-        std::copy(r.output.data(), r.output.data() + r.output.size(), out.data());
-        return out;
     }
-};
+    return moe_forward(n, w, swiglu_routing(c));
+}
 
 }  // namespace
 
@@ -149,8 +106,7 @@ const family_spec& qwen3_moe_family() {
         s.read_config = read_config;
         s.config_from_tensors = from_tensors;
         s.check = check;
-        s.f4.mlp = &block<float>::mlp;
-        s.f8.mlp = &block<double>::mlp;
+        set_mlp(s, &mlp<float>, &mlp<double>);
         return s;
     }();
     return spec;

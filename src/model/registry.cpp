@@ -82,6 +82,15 @@ std::size_t tensor_shapes::count_layers(const char* stem, const std::string& res
     return n;
 }
 
+std::size_t tensor_shapes::head_dim_of(const std::string& local, std::size_t axis) const {
+    const std::size_t n = need(local, "head_dim")[axis];
+    if (n % heads != 0)
+        throw value_error(source, "head_dim: --heads " + std::to_string(heads) + " does not divide " + prefix + local + "'s " +
+                                      std::to_string(n) + (axis == 0 ? " rows " : " columns ") +
+                                      expected_got("a divisor of " + std::to_string(n), std::to_string(heads)));
+    return n / heads;
+}
+
 void split_fused_qkv(const array& weight, const std::string& weight_name, const std::optional<array>& bias,
                      const std::string& bias_name, core::weight_layout layout, std::size_t q_width, std::size_t kv_width,
                      const std::string& fits, std::vector<named_array>& out, std::size_t groups) {

@@ -1,18 +1,61 @@
 #pragma once
 /// \file moe_family.hpp
-/// What the sparse-MoE families (docs/design.md §5.2: mixtral, qwen2_moe, gpt_oss; one file
-/// each in src/model/) share: their experts loaded from a checkpoint in either layout
-/// transformers reads, the MoE block run on a layer's (B, T, hidden) stream through
+/// What the sparse-MoE families (docs/design.md §5.2: mixtral, qwen2_moe, qwen3_moe, gpt_oss;
+/// one file each in src/model/) share: their MoE config keys, their experts loaded from a
+/// checkpoint in either layout transformers reads and checked against the config, the
+/// routing of SwiGLU experts, the MoE block run on a layer's (B, T, hidden) stream through
 /// model::sparse_moe (include/attn/model/moe.hpp), and the shape checks of their
 /// Llama-layout attention.
 
 #include <cstddef>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "attn/model/family.hpp"
 #include "attn/model/moe.hpp"
+#include "attn/model/registry.hpp"
 
 namespace attn::model {
+
+/// The stand-in config of a MoE checkpoint without config.json: there is none, since
+/// num_experts_per_tok is not in the tensors' shapes. Always throws value_error(t.source,
+/// "num_experts_per_tok: not in the tensors' shapes, and there is no config.json (expected
+/// --config FILE, got none)").
+nlohmann::json moe_config_from_tensors(const tensor_shapes& t);
+
+/// The spec a sparse-MoE family starts from: a copy of `base` (llama's: prefixes, probes,
+/// head_dim, pre-norm blocks, attention, embed_tokens and norms) whose stand-in config is
+/// moe_config_from_tensors. The family sets its name, order, model_types, config reader,
+/// check and MLP. Throws nothing.
+family_spec moe_spec_on(const family_spec& base);
+
+/// Refuses c.moe.top_k above c.moe.experts when there are experts (0: no MoE), naming
+/// the experts' key: value_error(r.source(), "num_experts_per_tok: more than
+/// <experts_key> (expected at most 8, got 9)").
+void refuse_top_k_above_experts(const config_reader& r, const config& c, const char* experts_key);
+
+/// Refuses a hidden_act other than silu, which the SwiGLU experts compute (Mixtral,
+/// Qwen2-MoE): value_error(r.source(), "hidden_act: not implemented by attn for MoE
+/// experts, which are SiLU-gated (expected "silu", got "gelu")").
+void refuse_unless_silu_experts(const config_reader& r, const config& c);
+
+/// c.moe.sparse per layer as Qwen2MoeDecoderLayer and Qwen3MoeDecoderLayer choose: the
+/// sparse block where num_experts > 0, (l + 1) % decoder_sparse_step == 0 (default 1)
+/// and l is not in mlp_only_layers (default none); c.layers and c.moe.experts read first.
+/// Throws value_error(r.source(), "mlp_only_layers: not a list of layer indices (expected
+/// [integers], got …)") for a value that is not a list, and for an entry that is not an
+/// integer unless `refuse_outside`. With `refuse_outside` (qwen2_moe) an entry that is
+/// not an integer in [0, layers) is refused ("mlp_only_layers: not a layer index
+/// (expected an integer in [0, 4), got 7)"); without it (qwen3_moe) an integer outside
+/// is ignored, as transformers' `layer_idx not in mlp_only_layers` ignores it.
+void read_sparse_layers(const config_reader& r, config& c, bool refuse_outside);
+
+/// The routing of the SwiGLU families' sparse blocks: softmax over every expert, the
+/// top c.moe.top_k, renormalised to sum 1 when c.moe.norm_topk_prob (Mixtral always),
+/// experts down(silu(gate x) · up x). Throws nothing. Source: MixtralSparseMoeBlock,
+/// Qwen2MoeSparseMoeBlock, Qwen3MoeSparseMoeBlock.
+moe_settings swiglu_routing(const config& c);
 
 /// The checkpoint names of one layer's SwiGLU experts, relative to the family's prefix.
 struct swiglu_expert_names {
@@ -42,6 +85,20 @@ bool fused_experts(const family& f, const swiglu_expert_names& names);
 /// Source: MixtralBlockSparseTop2MLP / Qwen2MoeMLP (per expert), MixtralExperts (fused).
 template <class T>
 void load_swiglu_experts(const family& f, const swiglu_expert_names& names, std::size_t experts, moe_weights<T>& w);
+
+/// A SwiGLU sparse block's router (`router`, (E, hidden)) and its E = c.moe.experts
+/// experts (load_swiglu_experts). Throws as load_swiglu_experts and matrix_of.
+template <class T>
+moe_weights<T> swiglu_moe_weights(const family& f, const std::string& router, const swiglu_expert_names& names);
+
+/// Checks a SwiGLU sparse block against the config: the router (E × hidden_size), then
+/// either layout's experts (fused: E × 2·I × hidden_size and E × hidden_size × I; per
+/// expert: expert 0's gate (I × hidden_size) and the last expert's down (hidden_size × I)),
+/// E = c.moe.experts and I = c.moe.intermediate named in messages by `experts_key` and
+/// `intermediate_key` ("num_local_experts", "intermediate_size"). Throws value_error as
+/// family::expect_shape.
+void expect_swiglu_moe(const family& f, const std::string& router, const swiglu_expert_names& names, const char* experts_key,
+                       const char* intermediate_key);
 
 /// A stored rank-3 tensor as a compute tensor (copied, converted to T); shape_error(name)
 /// for another rank.

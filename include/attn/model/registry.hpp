@@ -93,6 +93,11 @@ struct tensor_shapes {
     bool has(const std::string& local) const { return weights.shape(prefix + local) != nullptr; }
     /// The number of blocks: the first n with no prefix + stem + n + "." + rest.
     std::size_t count_layers(const char* stem, const std::string& rest) const;
+    /// head_dim: prefix + `local`'s rows (axis 0: q_proj) or columns (axis 1: Phi-3's
+    /// o_proj) over `heads`, the tensor read as need() reads it for the key head_dim.
+    /// Throws value_error(source, "head_dim: --heads 3 does not divide <name>'s 32 rows
+    /// (expected a divisor of 32, got 3)").
+    std::size_t head_dim_of(const std::string& local, std::size_t axis) const;
 };
 
 /// The functions of a family's layer over one compute type T (float or double).
@@ -173,6 +178,28 @@ struct family_spec {
     }
 };
 
+/// Sets the hooks every family file defines on a spec of its own: its config reader, its
+/// stand-in config, its check, its attention, and both compute types' layer functions from
+/// Impl<T> (static embed, norm and mlp). Throws nothing.
+template <template <class> class Impl>
+void set_family_hooks(family_spec& s, void (*read_config)(const config_reader&, config&),
+                      nlohmann::json (*config_from_tensors)(const tensor_shapes&), void (*check)(const family&),
+                      layer_attention (*attention)(const family&, std::size_t)) {
+    s.read_config = read_config;
+    s.config_from_tensors = config_from_tensors;
+    s.check = check;
+    s.attention = attention;
+    s.f4 = layer_functions_of<Impl>::f4();
+    s.f8 = layer_functions_of<Impl>::f8();
+}
+
+/// Sets both compute types' MLP (the float and double instances of the family's MLP),
+/// keeping the embeddings and norms of the spec `s` was copied from. Throws nothing.
+inline void set_mlp(family_spec& s, decltype(layer_functions<float>::mlp) f4, decltype(layer_functions<double>::mlp) f8) {
+    s.f4.mlp = f4;
+    s.f8.mlp = f8;
+}
+
 /// The block structure of a family over config c: spec.structure_for(c) when the family
 /// has that hook, else spec.structure.
 inline block_structure block_structure_of(const family_spec& spec, const config& c) {
@@ -180,7 +207,8 @@ inline block_structure block_structure_of(const family_spec& spec, const config&
 }
 
 /// The llama family's spec (src/model/llama.cpp), which the families built on Llama's layout
-/// (qwen3, olmo2, mixtral, qwen2_moe, gpt_oss) copy and change, and whose functions they call.
+/// (gemma, phi3, qwen3, olmo2, mixtral, qwen2_moe, gpt_oss) copy and change, and whose
+/// functions they call.
 const family_spec& llama_family();
 
 /// The registered families, in registration order (gpt2, bert, llama, then any

@@ -1,0 +1,130 @@
+// What the family files share (src/model/shared.hpp): standard size keys, the stand-in config
+// of Llama's tensor layout, a causal RoPE layer's settings and projections, and their checks,
+// transcribed from transformers' LlamaConfig, LlamaAttention and the families built after it.
+#include "shared.hpp"
+
+#include "attn/error.hpp"
+#include "attn/text.hpp"
+
+namespace attn::model {
+
+namespace {
+
+std::string key(std::size_t layer, const std::string& rest) { return layer_key("layers.", layer, rest); }
+
+}  // namespace
+
+void read_sizes(const config_reader& r, config& c, const size_defaults& d) {
+    c.hidden = r.size({"hidden_size"}, d.hidden);
+    c.layers = r.size({"num_hidden_layers"}, d.layers);
+    c.heads = r.size({"num_attention_heads"}, d.heads);
+    c.intermediate = r.size({"intermediate_size"}, d.intermediate);
+    c.max_positions = r.size({"max_position_embeddings"}, d.positions);
+    c.vocab = r.size({"vocab_size"}, d.vocab);
+}
+
+void refuse_partial_above_one(const config_reader& r, const config& c, const char* key) {
+    if (c.partial_rotary_factor > 1)
+        throw value_error(r.source(), std::string(key) + ": more than 1 " +
+                                          expected_got("a number in (0, 1]", general_number(c.partial_rotary_factor)));
+}
+
+bool read_layer_type_list(const config_reader& r, config& c, std::size_t shown) {
+    const nlohmann::json* lt = r.find("layer_types");
+    if (!lt) return false;
+    if (!lt->is_array() || lt->size() != c.layers)
+        throw value_error(r.source(), "layer_types: not one entry per layer " +
+                                          expected_got(std::to_string(c.layers) + " strings", lt->dump().substr(0, shown)));
+    for (std::size_t l = 0; l < c.layers; ++l) {
+        const nlohmann::json& e = (*lt)[l];
+        if (!e.is_string() || (e != "sliding_attention" && e != "full_attention"))
+            throw value_error(r.source(), "layer_types[" + std::to_string(l) + "]: not a layer type attn knows " +
+                                              expected_got("\"full_attention\" or \"sliding_attention\"", e.dump()));
+        c.sliding[l] = e == "sliding_attention";
+    }
+    return true;
+}
+
+nlohmann::json llama_layout_from_tensors(const tensor_shapes& t, const std::string& model_type) {
+    const shape_t& emb = t.need("embed_tokens.weight", "vocab_size");
+    nlohmann::json j = {{"model_type", model_type}, {"vocab_size", emb[0]}, {"hidden_size", emb[1]}, {"num_attention_heads", t.heads}};
+    const std::string q = "layers.0.self_attn.q_proj.weight";
+    t.need(q, "head_dim");  // a missing q_proj is named before k_proj
+    const std::size_t k = t.need("layers.0.self_attn.k_proj.weight", "num_key_value_heads")[0];
+    const std::size_t d = t.head_dim_of(q, 0);
+    j["head_dim"] = d;
+    j["num_key_value_heads"] = t.kv_heads ? t.kv_heads : k / d;
+    j["num_hidden_layers"] = t.count_layers("layers.", "self_attn.q_proj.weight");
+    j["intermediate_size"] = t.need("layers.0.mlp.gate_proj.weight", "intermediate_size")[0];
+    return j;
+}
+
+void set_rope(layer_attention& a, double theta, std::size_t rotary_dim, const core::rope_scaling& scaling) {
+    a.rope = true;
+    a.rope_theta = theta;
+    a.rotary_dim = rotary_dim;
+    a.rope_scaling = scaling;
+    a.rope_scaling.theta = theta;
+    a.rope_scaling.rotary_dim = rotary_dim;
+}
+
+layer_attention causal_rope_attention(const config& c, std::size_t layer) {
+    layer_attention a;
+    a.heads = c.heads;
+    a.kv_heads = c.kv_heads;
+    a.causal = true;
+    // LlamaRotaryEmbedding: dim = int(head_dim · partial_rotary_factor)
+    set_rope(a, c.rope_theta, rotary_dim_of(c), c.rope_scaling);
+    if (c.sliding_window && sliding_layer(c, layer))
+        a.window_left = static_cast<long long>(*c.sliding_window) - 1;  // W keys including the query's own
+    return a;
+}
+
+void add_qkvo_weights(const family& f, const std::string& stem, bool qkv_bias, bool o_bias, layer_attention& a) {
+    for (const char* p : {"q", "k", "v", "o"}) {
+        const std::string proj = stem + p + "_proj.";
+        a.weights.push_back({std::string("w_") + p, f.need(proj + "weight")});
+        if (*p == 'o' ? o_bias : qkv_bias) a.weights.push_back({std::string("b_") + p, f.need(proj + "bias")});
+    }
+}
+
+void expect_llama_projections(const family& f) {
+    const config& c = f.settings();
+    f.expect_shape("embed_tokens.weight", {c.vocab, c.hidden}, "vocab_size × hidden_size");
+    f.expect_shape(key(0, "self_attn.q_proj.weight"), {c.heads * c.head_dim, c.hidden}, "num_attention_heads·head_dim × hidden_size");
+    f.expect_shape(key(0, "self_attn.k_proj.weight"), {c.kv_heads * c.head_dim, c.hidden},
+                   "num_key_value_heads·head_dim × hidden_size");
+}
+
+void expect_last_q_proj(const family& f) {
+    const config& c = f.settings();
+    f.expect_shape(key(c.layers - 1, "self_attn.q_proj.weight"), {c.heads * c.head_dim, c.hidden},
+                   "num_hidden_layers blocks of num_attention_heads·head_dim × hidden_size");
+}
+
+void refuse_unconfigured_biases(const family& f, bool qkv_bias, bool o_bias, const std::string& reason,
+                                const std::string& expected) {
+    for (const char* p : {"q", "k", "v", "o"}) {
+        const std::string b = key(0, std::string("self_attn.") + p + "_proj.bias");
+        if (!(*p == 'o' ? o_bias : qkv_bias) && f.maybe(b))
+            throw value_error(f.name(b), std::string("in the checkpoint, but the config has no ") + p + "_proj bias " +
+                                             (reason.empty() ? std::string() : "(" + reason + ") ") +
+                                             expected_got(expected, "a bias"));
+    }
+}
+
+void check_whole_head_rope(const config& c) {
+    if (c.head_dim % 2 != 0)
+        throw value_error(c.origin.file.empty() ? std::string("config") : c.origin.file,
+                          "head_dim is odd: RoPE rotates pairs " + expected_got("an even head_dim", std::to_string(c.head_dim)));
+    for (const bool local : {false, true}) {
+        const core::rope_scaling& given = local ? c.rope_local_scaling : c.rope_scaling;
+        if (given.kind == core::rope_scaling_kind::none) continue;
+        core::rope_scaling s = given;
+        s.theta = local ? *c.rope_local_theta : c.rope_theta;
+        s.rotary_dim = c.head_dim;
+        check_rope(c, s, local ? c.origin.rope_local : c.origin.rope, local ? c.origin.local_theta : c.origin.theta);
+    }
+}
+
+}  // namespace attn::model
