@@ -14,6 +14,8 @@ namespace {
 
 const char* const view_js =
 #include "view.js.inc"
+#include "view_panes.js.inc"
+#include "view_tests.js.inc"
     ;
 const char* const view_css =
 #include "view.css.inc"
