@@ -165,22 +165,12 @@ void check_figure_options(const heatmap_spec& s) {
         throw usage_error("--annotate-decimals", "out of range " + expected_got("0 to 10", std::to_string(s.annotate_decimals)));
 }
 
-}  // namespace
 
-namespace plot_detail {
-
-plan make_plan(const heatmap_spec& s) {
-    plan p;
-    p.d = check_spec(s);
-    check_figure_options(s);
+/// The colour range over the panels drawn (p.vmin, p.vmax on the colour scale), its ticks
+/// and legend, and in raw_lo / raw_hi the range of the finite values drawn, for the
+/// annotations' width. Throws usage_error for a bad --vmin / --vmax.
+void colour_range(const heatmap_spec& s, plan& p, double& raw_lo, double& raw_hi) {
     const dims& d = p.d;
-    p.heads = heads_drawn(s, d);
-    p.grid_panels = p.heads.size() > 1;
-    p.log = s.log;
-    p.k = s.dpi / plot_units::default_dpi;
-    p.decimals = s.annotate_decimals;
-
-    // Colour range over the panels drawn.
     for (const auto& [name, v] : {std::pair{"--vmin", s.vmin}, std::pair{"--vmax", s.vmax}}) {
         if (v && !std::isfinite(*v))
             throw usage_error(name, "not a finite number " + expected_got("a finite number", number_text(*v)));
@@ -190,7 +180,7 @@ plan make_plan(const heatmap_spec& s) {
     if (s.vmin && s.vmax && !(*s.vmin < *s.vmax))
         throw usage_error("--vmin", "not below --vmax " + expected_got("vmin < vmax", number_text(*s.vmin) + " and " + number_text(*s.vmax)));
     double lo = std::numeric_limits<double>::infinity(), hi = -lo;
-    double raw_lo = lo, raw_hi = hi;  // of the finite values drawn, for the annotations' width
+    raw_lo = lo, raw_hi = hi;  // of the finite values drawn, for the annotations' width
     for (std::size_t h : p.heads) {
         const std::size_t base = offset_of(d, s.batch, h);
         for (std::size_t i = base; i < base + d.Tq * d.Tk; ++i) {
@@ -224,6 +214,79 @@ plan make_plan(const heatmap_spec& s) {
     }
     p.ticks = make_ticks(p);
     if (p.any_masked || p.any_nonpositive) p.legend = p.any_nonpositive ? "masked or ≤ 0" : "masked";
+}
+
+/// The cell size and the image size: the natural ones without s.size, else the largest
+/// cells with which `arrange` fits everything in s.size (the colour bar gives up its
+/// minimum height first), centred. Throws value_error when even 1-px cells do not fit.
+template <class Arrange>
+void fit_size(const heatmap_spec& s, plan& p, const Arrange& arrange, double title_w, std::size_t ncols, std::size_t nrows) {
+    const dims& d = p.d;
+    heatmap_layout& l = p.layout;
+    const int margin = p.u(plot_units::margin);
+    if (!s.size) {
+        const int target = p.u(p.grid_panels ? plot_units::grid_target : plot_units::single_target);
+        const int cell = std::clamp(static_cast<int>(target / std::max(d.Tq, d.Tk)), 1, std::max(1, p.u(plot_units::max_cell)));
+        const auto [w, h] = arrange(cell, p.u(plot_units::colorbar_min_height), 0, 0);
+        l.width = static_cast<int>(std::max(w, static_cast<long>(std::ceil(title_w)) + 2 * margin));
+        l.height = static_cast<int>(h);
+    } else {
+        const long W = s.size->width, H = s.size->height;
+        const long upper = std::max<long>(1, std::min<long>(W / static_cast<long>(d.Tk * ncols), H / static_cast<long>(d.Tq * nrows)));
+        int cell = 0, cb_min = 0;
+        for (int bar : {p.u(plot_units::colorbar_min_height), 0}) {
+            for (long c = std::min<long>(upper, std::numeric_limits<int>::max()); c >= 1 && !cell; --c) {
+                const auto [w, h] = arrange(static_cast<int>(c), bar, 0, 0);
+                if (w <= W && h <= H) cell = static_cast<int>(c), cb_min = bar;
+            }
+            if (cell) break;
+        }
+        if (!cell) {
+            const auto [w, h] = arrange(1, 0, 0, 0);
+            throw value_error("--size", "too small for this matrix " +
+                                            expected_got("at least " + std::to_string(w) + "x" + std::to_string(h),
+                                                         std::to_string(W) + "x" + std::to_string(H)));
+        }
+        const auto [w, h] = arrange(cell, cb_min, 0, 0);
+        arrange(cell, cb_min, static_cast<int>((W - w) / 2), static_cast<int>((H - h) / 2));
+        l.width = static_cast<int>(W);
+        l.height = static_cast<int>(H);
+        if (title_w + 2 * margin > W) p.title_font *= std::max(1.0, static_cast<double>(W - 2 * margin)) / title_w;
+    }
+}
+
+/// Whether the numbers fit in the cells (s.annotate): the cell side the widest needs, from
+/// `cr` in the labels' font.
+void fit_annotations(cairo_t* cr, const heatmap_spec& s, plan& p, double raw_lo, double raw_hi, int fh) {
+    heatmap_layout& l = p.layout;
+    if (s.annotate) {
+        // Digits share one advance width in DejaVu Sans: the widest number is at an end.
+        double w = 0;
+        if (raw_lo <= raw_hi)
+            for (double v : {raw_lo, raw_hi}) w = std::max(w, text_width(cr, annotation_text(v, p.decimals)));
+        l.annotation_cell = std::max(static_cast<int>(std::ceil(w)) + p.u(4), fh + p.u(2));
+        l.annotated = l.cell >= l.annotation_cell;
+    }
+}
+
+}  // namespace
+
+namespace plot_detail {
+
+plan make_plan(const heatmap_spec& s) {
+    plan p;
+    p.d = check_spec(s);
+    check_figure_options(s);
+    const dims& d = p.d;
+    p.heads = heads_drawn(s, d);
+    p.grid_panels = p.heads.size() > 1;
+    p.log = s.log;
+    p.k = s.dpi / plot_units::default_dpi;
+    p.decimals = s.annotate_decimals;
+
+    // Colour range over the panels drawn.
+    double raw_lo = 0, raw_hi = 0;
+    colour_range(s, p, raw_lo, raw_hi);
 
     // Text metrics from a scratch surface.
     p.font = plot_units::font_size * p.k;
@@ -341,46 +404,9 @@ plan make_plan(const heatmap_spec& s) {
         return {static_cast<long>(right) + margin - ox, static_cast<long>(bottom) + margin - oy};
     };
 
-    heatmap_layout& l = p.layout;
-    const int margin = p.u(plot_units::margin);
-    if (!s.size) {
-        const int target = p.u(p.grid_panels ? plot_units::grid_target : plot_units::single_target);
-        const int cell = std::clamp(static_cast<int>(target / std::max(d.Tq, d.Tk)), 1, std::max(1, p.u(plot_units::max_cell)));
-        const auto [w, h] = arrange(cell, p.u(plot_units::colorbar_min_height), 0, 0);
-        l.width = static_cast<int>(std::max(w, static_cast<long>(std::ceil(title_w)) + 2 * margin));
-        l.height = static_cast<int>(h);
-    } else {
-        const long W = s.size->width, H = s.size->height;
-        const long upper = std::max<long>(1, std::min<long>(W / static_cast<long>(d.Tk * ncols), H / static_cast<long>(d.Tq * nrows)));
-        int cell = 0, cb_min = 0;
-        for (int bar : {p.u(plot_units::colorbar_min_height), 0}) {
-            for (long c = std::min<long>(upper, std::numeric_limits<int>::max()); c >= 1 && !cell; --c) {
-                const auto [w, h] = arrange(static_cast<int>(c), bar, 0, 0);
-                if (w <= W && h <= H) cell = static_cast<int>(c), cb_min = bar;
-            }
-            if (cell) break;
-        }
-        if (!cell) {
-            const auto [w, h] = arrange(1, 0, 0, 0);
-            throw value_error("--size", "too small for this matrix " +
-                                            expected_got("at least " + std::to_string(w) + "x" + std::to_string(h),
-                                                         std::to_string(W) + "x" + std::to_string(H)));
-        }
-        const auto [w, h] = arrange(cell, cb_min, 0, 0);
-        arrange(cell, cb_min, static_cast<int>((W - w) / 2), static_cast<int>((H - h) / 2));
-        l.width = static_cast<int>(W);
-        l.height = static_cast<int>(H);
-        if (title_w + 2 * margin > W) p.title_font *= std::max(1.0, static_cast<double>(W - 2 * margin)) / title_w;
-    }
+    fit_size(s, p, arrange, title_w, ncols, nrows);
 
-    if (s.annotate) {
-        // Digits share one advance width in DejaVu Sans: the widest number is at an end.
-        double w = 0;
-        if (raw_lo <= raw_hi)
-            for (double v : {raw_lo, raw_hi}) w = std::max(w, text_width(cr, annotation_text(v, p.decimals)));
-        l.annotation_cell = std::max(static_cast<int>(std::ceil(w)) + p.u(4), fh + p.u(2));
-        l.annotated = l.cell >= l.annotation_cell;
-    }
+    fit_annotations(cr, s, p, raw_lo, raw_hi, fh);
     return p;
 }
 
