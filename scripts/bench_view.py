@@ -8,7 +8,7 @@ Writes (L, 1, H, T, T) float32 causal attention weights (default 24 x 14 at T = 
 shape of Qwen2.5-0.5B's output_attentions) in two kinds, makes each page with
 `attn view W.npy -o page.html`, and opens it N times (default 3) in Debian's
 /usr/bin/chromium, headless and in real time, with the page's timing self-test
-(`#test={"timing":{"rounds":1}}`, timingTest in src/io/html/view.js.inc): it switches the
+(`#test={"timing":{"rounds":1}}`, timingTest in src/io/html/view_tests.js.inc): it switches the
 head selector through every head and the mean of heads, the layer selector through every
 layer and the rollout, and times each switch until the heatmap is drawn ("drawn") and
 until the next animation frame ("frame"). The kinds:

@@ -22,6 +22,7 @@
 #include "attn/io/npy.hpp"
 #include "attn/io/npz.hpp"
 #include "attn/io/plot.hpp"
+#include "../src/cli/plot_options.hpp"
 #include "cli_util.hpp"
 
 namespace fs = std::filesystem;
@@ -604,8 +605,8 @@ std::vector<io::rgb8> cell_interior(const png_image& img, const io::heatmap_layo
 }  // namespace
 
 TEST_CASE("parse_figure_size, parse_dpi, parse_color_limit: values and exact usage errors") {
-    CHECK(io::parse_figure_size("800x600") == io::figure_size{800, 600});
-    CHECK(io::parse_figure_size("1X16384") == io::figure_size{1, 16384});
+    CHECK(cli::parse_figure_size("800x600") == io::figure_size{800, 600});
+    CHECK(cli::parse_figure_size("1X16384") == io::figure_size{1, 16384});
     const struct {
         const char* text;
         const char* message;
@@ -625,26 +626,26 @@ TEST_CASE("parse_figure_size, parse_dpi, parse_color_limit: values and exact usa
     };
     for (const auto& c : sizes) {
         CAPTURE(c.text);
-        CHECK_THROWS_WITH_AS(io::parse_figure_size(c.text), c.message, usage_error);
+        CHECK_THROWS_WITH_AS(cli::parse_figure_size(c.text), c.message, usage_error);
     }
 
-    CHECK(io::parse_dpi("144") == 144);
-    CHECK(io::parse_dpi("96.5") == 96.5);
-    CHECK(io::parse_dpi("1200") == 1200);
+    CHECK(cli::parse_dpi("144") == 144);
+    CHECK(cli::parse_dpi("96.5") == 96.5);
+    CHECK(cli::parse_dpi("1200") == 1200);
     for (const char* bad : {"0", "-72", "0.5", "1201", "1e9", "abc", "", "72dpi", "nan", "inf"}) {
         CAPTURE(bad);
         const std::string want = "--dpi: not a resolution (expected a number of dots per inch from 1 to 1200, got " + std::string(bad) + ")";
-        CHECK_THROWS_WITH_AS(io::parse_dpi(bad), want.c_str(), usage_error);
+        CHECK_THROWS_WITH_AS(cli::parse_dpi(bad), want.c_str(), usage_error);
     }
 
-    CHECK_FALSE(io::parse_color_limit("--vmax", "auto").has_value());
-    CHECK(io::parse_color_limit("--vmax", "0.5") == 0.5);
-    CHECK(io::parse_color_limit("--vmin", "-2e3") == -2000);
-    CHECK_THROWS_WITH_AS(io::parse_color_limit("--vmax", "abc"), "--vmax: not a number (expected a finite number or auto, got abc)",
+    CHECK_FALSE(cli::parse_color_limit("--vmax", "auto").has_value());
+    CHECK(cli::parse_color_limit("--vmax", "0.5") == 0.5);
+    CHECK(cli::parse_color_limit("--vmin", "-2e3") == -2000);
+    CHECK_THROWS_WITH_AS(cli::parse_color_limit("--vmax", "abc"), "--vmax: not a number (expected a finite number or auto, got abc)",
                          usage_error);
-    CHECK_THROWS_WITH_AS(io::parse_color_limit("--vmin", "AUTO"), "--vmin: not a number (expected a finite number or auto, got AUTO)",
+    CHECK_THROWS_WITH_AS(cli::parse_color_limit("--vmin", "AUTO"), "--vmin: not a number (expected a finite number or auto, got AUTO)",
                          usage_error);
-    CHECK_THROWS_WITH_AS(io::parse_color_limit("--vmin", "-inf"), "--vmin: not a finite number (expected a finite number, got -inf)",
+    CHECK_THROWS_WITH_AS(cli::parse_color_limit("--vmin", "-inf"), "--vmin: not a finite number (expected a finite number, got -inf)",
                          usage_error);
 }
 

@@ -1,6 +1,6 @@
 // attn view's page in a real browser: Debian's chromium, headless, loads the
 // page from a file with a #test= fragment; the page's self-test (selfTest in
-// src/io/html/view.js.inc) switches the head, reads a cell's pixel from the heatmap
+// src/io/html/view_tests.js.inc) switches the head, reads a cell's pixel from the heatmap
 // canvas and the hover text, and reports as JSON in #test-result, which --dump-dom
 // prints. The expected colours come from io::colormap (plot.hpp), the weights from what
 // the test wrote. Budget for the T=4096 page: the whole browser run within 60 s. The whole

@@ -29,6 +29,7 @@
 #include "commands.hpp"
 #include "pipeline_options.hpp"
 #include "plot_input.hpp"
+#include "plot_options.hpp"
 
 namespace attn::cli {
 
@@ -70,10 +71,10 @@ struct figure_options {
 
 figure_options check_figure_options(const plot_options& c) {
     figure_options f;
-    if (c.size_opt->count()) f.size = io::parse_figure_size(c.size);
-    if (c.dpi_opt->count()) f.dpi = io::parse_dpi(c.dpi);
-    if (c.vmin_opt->count()) f.vmin = io::parse_color_limit("--vmin", c.vmin);
-    if (c.vmax_opt->count()) f.vmax = io::parse_color_limit("--vmax", c.vmax);
+    if (c.size_opt->count()) f.size = parse_figure_size(c.size);
+    if (c.dpi_opt->count()) f.dpi = parse_dpi(c.dpi);
+    if (c.vmin_opt->count()) f.vmin = parse_color_limit("--vmin", c.vmin);
+    if (c.vmax_opt->count()) f.vmax = parse_color_limit("--vmax", c.vmax);
     for (const auto& [name, v, text] : {std::tuple{"--vmin", f.vmin, c.vmin}, std::tuple{"--vmax", f.vmax, c.vmax}})
         if (c.log && v && !(*v > 0))
             throw usage_error(name, "not positive, which --log needs " + expected_got("a number > 0", text));

@@ -81,24 +81,6 @@ struct figure_size {
     friend bool operator==(figure_size a, figure_size b) { return a.width == b.width && a.height == b.height; }
 };
 
-/// Parses `--size`: "WxH" (or "WXH") with W and H whole numbers of pixels from 1 to
-/// plot_units::max_side, e.g. "800x600". Throws usage_error with source "--size", e.g.
-/// "--size: not WIDTHxHEIGHT (expected two whole numbers of pixels like 800x600, got 800)",
-/// "--size: not positive (expected 1 to 16384 pixels per side, got 0x600)" or
-/// "--size: too large (expected 1 to 16384 pixels per side, got 20000x600)".
-figure_size parse_figure_size(const std::string& text);
-
-/// Parses `--dpi`: a number of dots per inch, 1 ≤ N ≤ plot_units::max_dpi (decimals
-/// allowed). Throws usage_error with source "--dpi", e.g.
-/// "--dpi: not a resolution (expected a number of dots per inch from 1 to 1200, got 0)".
-double parse_dpi(const std::string& text);
-
-/// Parses `--vmin` / `--vmax` (`option` is the source of errors): "auto" gives nullopt,
-/// meaning the data's minimum / maximum, a finite number gives itself. Throws
-/// usage_error, e.g. "--vmax: not a number (expected a finite number or auto, got abc)"
-/// or "--vmax: not a finite number (expected a finite number, got inf)".
-std::optional<double> parse_color_limit(const std::string& option, const std::string& text);
-
 /// Which of `count` tick labels along an axis are drawn so that none overlaps the next:
 /// every k-th, starting at 0, with k = max(1, ⌈extent / spacing⌉). `spacing` is the
 /// distance between the centres of neighbouring cells and `extent` the room one label
