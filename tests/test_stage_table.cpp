@@ -185,6 +185,60 @@ TEST_CASE("format registry: names, extensions, the format of a path") {
     CHECK(files == names.size());
 }
 
+TEST_CASE("format registry: what each format can do, which the command line asks") {
+    const auto names = [](bool (*keep)(io::format)) { return io::format_names_where(keep); };
+    CHECK(names([](io::format f) { return f->layers == io::layer_streaming::spooled; }) == std::vector<std::string>{"json", "csv"});
+    CHECK(names([](io::format f) { return f->layers == io::layer_streaming::arrays; }) == std::vector<std::string>{"npy", "npz"});
+    CHECK(names([](io::format f) { return f->layers == io::layer_streaming::lines; }) == std::vector<std::string>{"jsonl"});
+    CHECK(names([](io::format f) { return f->layers == io::layer_streaming::page; }) == std::vector<std::string>{"html"});
+    CHECK(names([](io::format f) { return f->several != io::several_inputs::refused; }) == std::vector<std::string>{"json", "jsonl", "csv"});
+    CHECK(io::several_inputs_default() == io::parse_format("jsonl"));
+    CHECK(names([](io::format f) { return f->half_precision; }) == std::vector<std::string>{"npy", "npz"});
+    CHECK(names([](io::format f) { return f->whole_document; }) == std::vector<std::string>{"json", "csv", "npy", "npz", "table"});
+    CHECK(names([](io::format f) { return f->readable; }) == std::vector<std::string>{"json", "npy", "npz"});
+    CHECK(names([](io::format f) { return f->json_text; }) == std::vector<std::string>{"json", "jsonl"});
+    // A subcommand's default first, then the registry's order.
+    CHECK(io::format_names_where([](io::format f) { return f->listing; }, "table") == std::vector<std::string>{"table", "json"});
+    // Every format that streams spooled or arrays makes its stream; the others make none.
+    for (const io::format f : io::output_formats()) {
+        const bool streams = f->layers == io::layer_streaming::spooled || f->layers == io::layer_streaming::arrays;
+        CHECK_MESSAGE((f->stream != nullptr) == streams, f->name);
+    }
+}
+
+TEST_CASE("format registry: a streamed run's bytes are the whole document's, for every streaming format") {
+    // Two layers of one tensor, streamed, against write_document of the stacked document.
+    io::document stacked;
+    stacked.tensors.push_back(f64("weights", {2, 3}, {0.5, 0.25, 0.25, 0.125, 0.375, 0.5}));
+    stacked.meta["shapes"] = {{"weights", {2, 3}}};
+    const std::vector<double> w{0.5, 0.25, 0.25, 0.125, 0.375, 0.5};
+    std::vector<io::document> layers(2);
+    for (std::size_t l = 0; l < 2; ++l) {
+        layers[l].tensors.push_back(f64("weights", {3}, {w[3 * l], w[3 * l + 1], w[3 * l + 2]}));
+        layers[l].meta["model"]["layer"] = l;
+    }
+    const std::string beside = (std::filesystem::temp_directory_path() / "attn-format-stream").string();
+    for (const io::format f : io::output_formats()) {
+        if (!f->stream) continue;
+        std::stringstream streamed;
+        {
+            auto s = f->stream({streamed, beside, 2, io::text_style{}, layers[0]});
+            for (const auto& l : layers) s->append(l);
+            s->finish(stacked);
+        }
+        if (f == io::parse_format("csv")) {
+            // One row per element with the model's layer in its `layer` column.
+            const std::string text = streamed.str();
+            CHECK(std::count(text.begin(), text.end(), '\n') == 7);
+            CHECK(text.find("\n") != std::string::npos);
+            continue;
+        }
+        std::ostringstream whole;
+        io::write_document(whole, stacked, f, io::text_style{}, false);
+        CHECK_MESSAGE(streamed.str() == whole.str(), f->name);
+    }
+}
+
 TEST_CASE("format registry: write_document writes with the format's writer") {
     io::document doc;
     doc.tensors.push_back(f64("weights", {2}, {0.25, 0.75}));

@@ -429,8 +429,8 @@ int run_batch(const std::vector<batch_job>& jobs, const batch_output& out, int w
     std::vector<std::optional<std::string>> records(n);  // each input's text, by input order
     // One file of several inputs (docs/design.md §6.2): JSON Lines, one JSON array of the
     // documents, or one CSV table with an `input` column, whose header each job reports.
-    const bool json_array = !to_dir && out.format == io::parse_format("json");
-    const bool csv_table = !to_dir && out.format == io::parse_format("csv");
+    const bool json_array = !to_dir && out.format->several == io::several_inputs::array;
+    const bool csv_table = !to_dir && out.format->several == io::several_inputs::table;
     std::vector<std::string> headers(n);
     std::vector<std::uint8_t> failed(n, 0);
     std::mutex mutex;
@@ -480,7 +480,7 @@ int run_batch(const std::vector<batch_job>& jobs, const batch_output& out, int w
                         headers[i] = io::write_csv_rows(rows, doc, out.style, job.echo);
                         record = rows.str();
                     } else {
-                        const io::format f = json_array ? out.format : io::parse_format("jsonl");
+                        const io::format f = json_array ? out.format : io::several_inputs_default();
                         apply_store(doc, job.store, f);
                         doc.input = job.echo;
                         std::ostringstream line;

@@ -32,7 +32,7 @@ struct batch_job {
 /// Where batch results go: JSON Lines on stdout or into one file (`file`), or one file
 /// per input under `dir` in `format`.
 struct batch_output {
-    io::format format = io::parse_format("jsonl");
+    io::format format = io::several_inputs_default();
     io::text_style style;
     std::string file;
     std::string dir;

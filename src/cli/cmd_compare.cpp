@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
 
+#include "attn/io/formats.hpp"
 #include "attn/core/analysis.hpp"
 #include "attn/core/compare.hpp"
 #include "attn/error.hpp"
@@ -308,7 +309,7 @@ void setup_compare(CLI::App& app, int& exit_status) {
                      ->type_name("N")
                      ->group("Per head");
     c->format_opt = sub->add_option("--format", c->format, "With --per-head: table (default, aligned text) or json")
-                        ->check(CLI::IsMember({"table", "json"}))
+                        ->check(CLI::IsMember(io::format_names_where([](io::format f) { return f->listing; }, "table")))
                         ->group("Per head");
     add_max_bytes_option(*sub);
     sub->footer(

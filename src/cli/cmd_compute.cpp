@@ -21,9 +21,7 @@
 #include "attn/error.hpp"
 #include "attn/io/html.hpp"
 #include "attn/io/input.hpp"
-#include "attn/io/npz_stream.hpp"
 #include "attn/io/output.hpp"
-#include "attn/io/text_stream.hpp"
 #include "attn/io/writers.hpp"
 #include "batch.hpp"
 #include "commands.hpp"
@@ -41,9 +39,9 @@ namespace {
 
 void emit(io::document& doc, io::format f, const compute_options& c) {
     apply_store(doc, c.store, f);
-    if (f == io::parse_format("html")) add_rollout(doc);  // the page of a checkpoint's layers shows their rollout, as attn view's
+    if (f->page) add_rollout(doc);  // the page of a checkpoint's layers shows their rollout, as attn view's
     const io::text_style style = c.text_style();
-    const bool color = is_stdout(c.output) && f == io::parse_format("table") && isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR");
+    const bool color = is_stdout(c.output) && f->terminal && isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR");
     write_output(c.output, io::is_binary(f), [&](std::ostream& out) { io::write_document(out, doc, f, style, color); });
 }
 
@@ -59,8 +57,8 @@ bool to_seekable_file(const compute_options& c) { return !is_stdout(c.output) &&
 bool streams_layers(const compute_options& c, io::format f, const attn::checkpoint_options& ck, const attn::pipeline_options& settings) {
     const std::uint16_t one = 1;
     const bool little_endian = *reinterpret_cast<const unsigned char*>(&one) == 1;
-    const bool text = f == io::parse_format("csv") || f == io::parse_format("json");
-    const bool binary = f == io::parse_format("npz") || f == io::parse_format("npy");
+    const bool text = f->layers == io::layer_streaming::spooled;
+    const bool binary = f->layers == io::layer_streaming::arrays;
     return (text || (binary && to_seekable_file(c) && little_endian)) && !ck.layer && c.plot.empty() &&
            std::find(settings.dump.begin(), settings.dump.end(), stage_name(attn::stage::rollout)) == settings.dump.end();
 }
@@ -69,7 +67,7 @@ bool streams_layers(const compute_options& c, io::format f, const attn::checkpoi
 /// §5.4): listed or all layers, without --plot (drawn from the held weights) or
 /// --average-heads (whose page the held run draws). It goes anywhere, in order: no spool.
 bool streams_page(const compute_options& c, io::format f, const attn::checkpoint_options& ck, const attn::pipeline_options& settings) {
-    return f == io::parse_format("html") && !ck.layer && c.plot.empty() && !settings.average_heads;
+    return f->layers == io::layer_streaming::page && !ck.layer && c.plot.empty() && !settings.average_heads;
 }
 
 /// Where streamed CSV and JSON keep their spools (io::spool's `beside`): beside -o's file,
@@ -87,7 +85,7 @@ std::string text_spools_beside(const compute_options& c) {
 /// word_weights in it. Refused with rollout, made from every layer's weights at the end,
 /// which is no layer's line: usage_error.
 bool writes_layer_lines(io::format f, const attn::checkpoint_options& ck, const attn::pipeline_options& settings) {
-    if (f != io::parse_format("jsonl") || ck.layer) return false;
+    if (f->layers != io::layer_streaming::lines || ck.layer) return false;
     const auto dumped = [&](attn::stage s) { return std::find(settings.dump.begin(), settings.dump.end(), stage_name(s)) != settings.dump.end(); };
     if (dumped(attn::stage::rollout))
         throw usage_error("--dump", "rollout multiplies every layer's weights, and JSON Lines hold one layer a line " +
@@ -128,8 +126,8 @@ int run_several(const compute_options& c, const attn::pipeline_options& settings
         // JSON Lines unless JSON or CSV is asked for (--format, or -o's extension): one JSON
         // array of the documents, or one table with an `input` column (docs/design.md §6.2).
         const bool asked = !c.format.empty() || io::format_from_path(c.output);
-        const io::format f = asked ? output_format(c.format, c.output) : io::parse_format("jsonl");
-        if (f != io::parse_format("jsonl") && f != io::parse_format("json") && f != io::parse_format("csv"))
+        const io::format f = asked ? output_format(c.format, c.output) : io::several_inputs_default();
+        if (f->several == io::several_inputs::refused)
             throw usage_error("--format", "several inputs are written as JSON Lines, one JSON array or one CSV table, or one file each with -o DIR/ " +
                                               expected_got("jsonl, json or csv", c.format.empty() ? c.output : c.format));
         out.format = f;
@@ -164,7 +162,8 @@ int run_compute(const compute_options& given) {
     // What the output keeps: --dump's stages, and for a page what it shows (attn view);
     // --plot's stages besides them are dropped once drawn (plot_of_weights).
     std::vector<std::string> kept = c.dump;
-    if (c.format == "html" || (c.format.empty() && io::format_from_path(c.output) == io::parse_format("html")))
+    const io::format asked = c.format.empty() ? io::format_from_path(c.output) : io::parse_format(c.format);
+    if (asked && asked->page)
         for (const std::string& s : view_stages())
             if (std::find(kept.begin(), kept.end(), s) == kept.end()) kept.push_back(s);
     const std::vector<std::string> dump = c.plot.empty() ? kept : with_plot_stages(kept);
@@ -176,9 +175,7 @@ int run_compute(const compute_options& given) {
         // Streamed .npz/.npy (docs/design.md §5.4): each listed layer goes to the file as it
         // is computed, then is freed; the temporary file is renamed over -o at the end.
         std::optional<io::atomic_file> file;
-        std::optional<io::npz_stream> stream;
-        std::optional<io::csv_stream> csv;  // CSV: each tensor's lines spooled, joined at the end
-        std::optional<io::json_stream> json;  // JSON: the same, within the run's document
+        std::unique_ptr<io::layer_stream> stream;  // JSON, CSV, .npz, .npy: as the format streams (io/formats.hpp)
         std::optional<streamed_page> page;  // HTML: each layer's blocks, then the rest
         const auto named = [&](const std::function<void()>& write) { naming_output(c.output, write); };
         try {
@@ -214,37 +211,13 @@ int run_compute(const compute_options& given) {
             } else if (streams_layers(c, f, ck, settings)) {
                 ck.each_layer = [&](io::document& layer, std::size_t, std::size_t count) {
                     apply_store(layer, c.store, f);
-                    if (f == io::parse_format("json")) {
-                        if (!json) {
-                            if (!is_stdout(c.output)) file.emplace(c.output);
-                            json.emplace(file ? file->stream() : std::cout, text_spools_beside(c), count, c.text_style());
-                        }
-                        named([&] { json->append(layer); });
-                        return;
-                    }
-                    if (f == io::parse_format("csv")) {
-                        if (!csv) {
-                            if (!is_stdout(c.output)) file.emplace(c.output);
-                            csv.emplace(file ? file->stream() : std::cout, text_spools_beside(c), count, c.text_style());
-                        }
-                        // The model's layer, from the layer's meta (--layer N's).
-                        named([&] { csv->append(layer, layer.meta["model"]["layer"].get<std::size_t>()); });
-                        return;
-                    }
                     if (!stream) {
-                        file.emplace(c.output);
-                        if (file->in_place()) throw io_error(c.output, "cannot stream into a device or pipe (expected a file, got a device)");
-                        std::vector<io::streamed_array> arrays;
-                        for (const auto& t : layer.tensors) {
-                            shape_t shape = t.value.shape;
-                            shape.insert(shape.begin(), count);
-                            arrays.push_back({t.name, t.value.type, std::move(shape)});
-                        }
-                        stream.emplace(file->stream(), std::move(arrays), f == io::parse_format("npy"));
+                        if (!is_stdout(c.output)) file.emplace(c.output);
+                        if (f->layers == io::layer_streaming::arrays && file->in_place())
+                            throw io_error(c.output, "cannot stream into a device or pipe (expected a file, got a device)");
+                        stream = f->stream({file ? file->stream() : std::cout, text_spools_beside(c), count, c.text_style(), layer});
                     }
-                    named([&] {
-                        for (std::size_t i = 0; i < layer.tensors.size(); ++i) stream->append(i, layer.tensors[i].value);
-                    });
+                    named([&] { stream->append(layer); });
                 };
             }
             io::bundle extra = gather_inputs("", c.pipeline);
@@ -253,12 +226,8 @@ int run_compute(const compute_options& given) {
                 page->finish(doc);
                 return exit_ok;
             }
-            if (stream || csv || json) {
-                named([&] {
-                    if (stream) stream->finish(f == io::parse_format("npz") ? io::context_members(doc) : std::vector<io::npz_member>{});
-                    else if (csv) csv->finish();
-                    else json->finish(doc);
-                });
+            if (stream) {
+                named([&] { stream->finish(doc); });
                 if (file) file->commit();
                 return exit_ok;
             }

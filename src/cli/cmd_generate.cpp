@@ -3,6 +3,7 @@
 #include <memory>
 #include <unistd.h>
 
+#include "attn/io/formats.hpp"
 #include "attn/core/generate.hpp"
 #include "attn/error.hpp"
 #include "attn/io/writers.hpp"
@@ -95,7 +96,7 @@ void setup_generate(CLI::App& app, int& exit_status) {
         ->check(CLI::IsMember({"float32", "float64"}))
         ->capture_default_str();
     sub->add_option("--format", c->format, "npz, npy (X only: needs --embed) or json; default from -o's extension")
-        ->check(CLI::IsMember({"npz", "npy", "json"}));
+        ->check(CLI::IsMember(io::format_names_where([](io::format f) { return f->readable; }, "json")));
     sub->add_option("-o,--output", c->output, "Write to FILE (atomically) instead of stdout");
     sub->footer(
         "Examples:\n"

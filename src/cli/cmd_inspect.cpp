@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "diagnostics.hpp"
+#include "attn/io/formats.hpp"
 #include "attn/core/summary.hpp"
 #include "attn/error.hpp"
 #include "attn/text.hpp"
@@ -274,7 +275,7 @@ void setup_inspect(CLI::App& app, int& exit_status) {
                   "Also read a checkpoint's tensors for min/max/mean/std and the NaN/inf counts (other files always "
                   "show them); --max-bytes bounds the tensors read together");
     sub->add_option("--format", c->format, "table (default) or json (one object per file and line, arrays in file order)")
-        ->check(CLI::IsMember({"table", "json"}))
+        ->check(CLI::IsMember(io::format_names_where([](io::format f) { return f->listing; }, "table")))
         ->capture_default_str();
     // .npy/.npz files are read in pieces, never refused for their size (README, inspect).
     add_max_bytes_option(*sub,

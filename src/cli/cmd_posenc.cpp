@@ -3,6 +3,7 @@
 #include <memory>
 #include <unistd.h>
 
+#include "attn/io/formats.hpp"
 #include "attn/core/posenc.hpp"
 #include "attn/error.hpp"
 #include "attn/io/output.hpp"
@@ -74,7 +75,7 @@ void setup_posenc(CLI::App& app, int& exit_status) {
         ->check(CLI::IsMember({"float32", "float64"}))
         ->capture_default_str();
     sub->add_option("--format", c->format, "json (default), jsonl, csv, npy, npz or table; default from -o's extension")
-        ->check(CLI::IsMember({"json", "jsonl", "csv", "npy", "npz", "table"}));
+        ->check(CLI::IsMember(io::format_names_where([](io::format f) { return !f->page; })));
     sub->add_option("-o,--output", c->output, "Write to FILE (atomically) instead of stdout");
     sub->add_option("--precision", c->precision, "Significant digits of text output (default: shortest round trip)")
         ->check(CLI::Range(1, 17));

@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "attn/io/formats.hpp"
 #include "attn/error.hpp"
 #include "attn/io/writers.hpp"
 #include "attn/stages.hpp"
@@ -73,7 +74,7 @@ void setup_rollout(CLI::App& app, int& exit_status) {
         ->required();
     sub->add_option("--tokens", c->tokens, "Labels of the T positions, space-separated (tables, JSON)");
     sub->add_option("--format", c->format, "json (default), csv, npy, npz or table; default from -o's extension")
-        ->check(CLI::IsMember({"json", "csv", "npy", "npz", "table"}));
+        ->check(CLI::IsMember(io::format_names_where([](io::format f) { return f->whole_document; })));
     sub->add_option("-o,--output", c->output, "Write to PATH (atomically) instead of stdout");
     sub->add_option("--precision", c->precision, "Significant digits of text output (default: shortest round trip)")
         ->check(CLI::Range(1, 17));

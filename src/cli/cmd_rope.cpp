@@ -2,6 +2,7 @@
 #include <memory>
 
 #include "attn/error.hpp"
+#include "attn/io/formats.hpp"
 #include "attn/io/output.hpp"
 #include "attn/io/writers.hpp"
 #include "attn/pipeline.hpp"
@@ -57,7 +58,7 @@ void setup_rope(CLI::App& app, int& exit_status) {
     sub->add_option("--dtype", c->dtype, "Compute dtype (default: float64 for float64 x, else float32)")
         ->check(CLI::IsMember({"float32", "float64"}));
     sub->add_option("--format", c->format, "json (default), csv, npy, npz or table; default from -o's extension")
-        ->check(CLI::IsMember({"json", "csv", "npy", "npz", "table"}));
+        ->check(CLI::IsMember(io::format_names_where([](io::format f) { return f->whole_document; })));
     sub->add_option("-o,--output", c->output, "Write to PATH (atomically) instead of stdout");
     sub->add_option("--precision", c->precision, "Significant digits of text output (default: shortest round trip)")
         ->check(CLI::Range(1, 17));

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attn/error.hpp"
+#include "attn/io/formats.hpp"
 #include "attn/io/json.hpp"
 #include "attn/io/limits.hpp"
 #include "attn/io/output.hpp"
@@ -23,6 +24,14 @@
 namespace attn::cli {
 
 namespace {
+
+/// --format's choices: the text formats of the registry but the page (json, jsonl, csv,
+/// table; each written here, as an encoding's listing), and ids, one line of ids a text.
+std::vector<std::string> tokenize_formats() {
+    std::vector<std::string> names = io::format_names_where([](io::format f) { return !f->binary && !f->page; });
+    names.push_back("ids");
+    return names;
+}
 
 struct tokenize_cli {
     std::vector<std::string> texts;
@@ -203,7 +212,7 @@ void setup_tokenize(CLI::App& app, int& exit_status) {
     sub->add_option("--text-file", c->text_file, "More texts, one per line");
     sub->add_flag("--no-special-tokens", c->no_special_tokens, "add_special_tokens=False: no BOS, [CLS], [SEP]...");
     sub->add_option("--format", c->format, "json (default), jsonl, csv, table, or ids (one line per text: its ids)")
-        ->check(CLI::IsMember({"json", "jsonl", "csv", "table", "ids"}));
+        ->check(CLI::IsMember(tokenize_formats()));
     sub->add_option("-o,--output", c->output, "Write to FILE (atomically) instead of stdout");
     sub->footer(
         "Examples:\n"

@@ -36,6 +36,9 @@ namespace attn::cli {
 
 namespace {
 
+/// True for the page's format (html, io/formats.hpp), false for another or none.
+bool is_page(io::format f) { return f && f->page; }
+
 struct view_options {
     std::vector<std::string> inputs;
     pipeline_cli pipeline;
@@ -331,7 +334,7 @@ bool stream_npy_page(const std::string& input, const view_options& c, const attn
 int run_view(const view_options& given) {
     view_options c = given;
     c.pipeline = with_every_layer(c.pipeline, c.inputs);
-    if (!is_stdout(c.output) && !extension_of(c.output).empty() && io::format_from_path(c.output) != io::parse_format("html"))
+    if (!is_stdout(c.output) && !extension_of(c.output).empty() && !is_page(io::format_from_path(c.output)))
         throw usage_error("-o", "a view is an HTML page " + expected_got("a .html file", "'" + extension_of(c.output) + "'"));
     if (std::count(c.inputs.begin(), c.inputs.end(), "-") > 1)
         throw usage_error("INPUT", "standard input can be read once " +

@@ -90,7 +90,7 @@ inline io::format output_format(const std::string& format, const std::string& ou
     const io::format from_path = to_file ? io::format_from_path(output) : nullptr;
     if (!format.empty()) {
         const io::format f = io::parse_format(format);
-        const auto json_like = [](io::format g) { return g == io::parse_format("json") || g == io::parse_format("jsonl"); };
+        const auto json_like = [](io::format g) { return g->json_text; };
         if (from_path && from_path != f && !(json_like(from_path) && json_like(f)))
             throw usage_error("--format", format + " contradicts -o's extension " +
                                               expected_got("a format that fits " + extension_of(output), format));

@@ -25,6 +25,15 @@ namespace attn::cli {
 
 namespace {
 
+/// The formats --store applies to (npy and npz), each after `prefix` but the first,
+/// joined by ", " and `last`: half_precision_formats(" or ", "") is "npy or npz".
+std::string half_precision_formats(const std::string& last, const std::string& prefix) {
+    const std::vector<io::format> fs = io::formats_where([](io::format f) { return f->half_precision; });
+    std::string s;
+    for (std::size_t i = 0; i < fs.size(); ++i) s += (i == 0 ? prefix : i + 1 == fs.size() ? last : ", " + prefix) + fs[i]->name;
+    return s;
+}
+
 double parse_fill(const std::string& text) {
     if (text == "-inf" || text == "-Infinity") return -std::numeric_limits<double>::infinity();
     char* end = nullptr;
@@ -156,8 +165,9 @@ std::vector<const CLI::Option*> compute_only_options(const CLI::App& sub, std::s
 
 void apply_store(io::document& doc, const std::string& store, io::format f) {
     if (store.empty()) return;
-    if (f != io::parse_format("npy") && f != io::parse_format("npz"))
-        throw usage_error("--store", "applies to .npy and .npz output " + expected_got("--format npy or npz", f->name));
+    if (!f->half_precision)
+        throw usage_error("--store", "applies to " + half_precision_formats(" and .", ".") + " output " +
+                                         expected_got("--format " + half_precision_formats(" or ", ""), f->name));
     store_matrices(doc, parse_store_type(store));
 }
 

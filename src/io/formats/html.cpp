@@ -13,7 +13,13 @@ void write(std::ostream& out, const document& doc, const text_style& style, cons
 }  // namespace
 
 const output_format& html_format() {
-    static const output_format f{"html", {"html", "htm"}, false, "the page of attn view", write, 6};
+    static const output_format f = [] {
+        output_format html{"html", {"html", "htm"}, false, "the page of attn view", write, 6};
+        html.layers = layer_streaming::page;
+        html.page = true;
+        html.whole_document = false;  // the page shows attention's stages, not any document
+        return html;
+    }();
     return f;
 }
 

@@ -13,7 +13,14 @@ void write(std::ostream& out, const document& doc, const text_style& style, cons
 }  // namespace
 
 const output_format& jsonl_format() {
-    static const output_format f{"jsonl", {"jsonl"}, false, "", write, 1};
+    static const output_format f = [] {
+        output_format jsonl{"jsonl", {"jsonl"}, false, "", write, 1};
+        jsonl.layers = layer_streaming::lines;
+        jsonl.several = several_inputs::lines;
+        jsonl.whole_document = false;  // one layer a line
+        jsonl.json_text = true;
+        return jsonl;
+    }();
     return f;
 }
 

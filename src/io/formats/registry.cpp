@@ -2,6 +2,7 @@
 #include "attn/io/formats.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 #include <tuple>
 
 #include "attn/error.hpp"
@@ -73,5 +74,27 @@ format format_from_path(const std::string& path) {
 }
 
 bool is_binary(format f) { return f->binary; }
+
+std::vector<format> formats_where(bool (*keep)(format)) {
+    std::vector<format> out;
+    for (const format f : output_formats())
+        if (keep(f)) out.push_back(f);
+    return out;
+}
+
+std::vector<std::string> format_names_where(bool (*keep)(format), const std::string& first) {
+    std::vector<std::string> names;
+    for (const format f : formats_where(keep))
+        if (f->name == first) names.push_back(f->name);
+    for (const format f : formats_where(keep))
+        if (f->name != first) names.push_back(f->name);
+    return names;
+}
+
+format several_inputs_default() {
+    for (const format f : output_formats())
+        if (f->several == several_inputs::lines) return f;
+    throw std::logic_error("no output format takes several inputs as lines");
+}
 
 }  // namespace attn::io

@@ -12,7 +12,12 @@ void write(std::ostream& out, const document& doc, const text_style& style, cons
 }  // namespace
 
 const output_format& table_format() {
-    static const output_format f{"table", {"txt"}, false, "", write, 5};
+    static const output_format f = [] {
+        output_format table{"table", {"txt"}, false, "", write, 5};
+        table.terminal = true;
+        table.listing = true;
+        return table;
+    }();
     return f;
 }
 
