@@ -4,6 +4,8 @@
 // paths give the same bytes; tests/test_npz_stream.cpp compares them.
 #include "attn/io/npz_stream.hpp"
 
+#include "attn/io/writers.hpp"
+
 #include <zlib.h>
 
 #include <algorithm>
@@ -260,6 +262,37 @@ void npz_stream::finish(const std::vector<npz_member>& extra) {
     cd.u32(std::min(offset, u32_max));
     cd.u16(0);
     put(end_, cd.b.data(), cd.b.size());
+}
+
+namespace {
+
+/// A run's layers streamed into one .npz or .npy (array_layer_stream).
+class array_layers final : public layer_stream {
+public:
+    array_layers(const layer_stream_setup& s, bool npy) : npy_(npy), npz_(s.out, arrays_of(s), npy) {}
+    void append(const document& layer) override {
+        for (std::size_t i = 0; i < layer.tensors.size(); ++i) npz_.append(i, layer.tensors[i].value);
+    }
+    void finish(const document& run) override { npz_.finish(npy_ ? std::vector<npz_member>{} : context_members(run)); }
+
+private:
+    static std::vector<streamed_array> arrays_of(const layer_stream_setup& s) {
+        std::vector<streamed_array> arrays;
+        for (const auto& t : s.first.tensors) {
+            shape_t shape = t.value.shape;
+            shape.insert(shape.begin(), s.count);
+            arrays.push_back({t.name, t.value.type, std::move(shape)});
+        }
+        return arrays;
+    }
+    bool npy_;
+    npz_stream npz_;
+};
+
+}  // namespace
+
+std::unique_ptr<layer_stream> array_layer_stream(const layer_stream_setup& setup, bool npy) {
+    return std::make_unique<array_layers>(setup, npy);
 }
 
 }  // namespace attn::io

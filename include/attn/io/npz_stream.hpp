@@ -5,10 +5,12 @@
 /// that no layer is held once written.
 
 #include <cstdint>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "attn/io/formats.hpp"
 #include "attn/io/npz.hpp"
 #include "attn/tensor.hpp"
 
@@ -69,5 +71,11 @@ private:
     std::uint64_t high_ = 0;          ///< the end of what has been written
     void put(std::uint64_t at, const void* bytes, std::size_t n);
 };
+
+/// The layer stream of the npy and npz formats (layer_streaming::arrays, io/formats.hpp):
+/// an npz_stream of the first layer's tensors, each with the number of layers as its
+/// leading axis, each layer's tensors appended as slabs; finish writes the run's context
+/// members (.npz: context_members) or none (.npy). Throws as npz_stream does.
+std::unique_ptr<layer_stream> array_layer_stream(const layer_stream_setup& setup, bool npy);
 
 }  // namespace attn::io

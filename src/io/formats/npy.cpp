@@ -17,33 +17,7 @@ void write(std::ostream& out, const document& doc, const text_style& style, cons
     write_npy(out, doc.tensors.front().value);
 }
 
-/// A run's layers streamed into the file (npz_stream, one array as .npy): each tensor of the first layer,
-/// with the number of layers as its leading axis.
-class layers final : public layer_stream {
-public:
-    explicit layers(const layer_stream_setup& s) : npz_(s.out, arrays_of(s), true) {}
-    void append(const document& layer) override {
-        for (std::size_t i = 0; i < layer.tensors.size(); ++i) npz_.append(i, layer.tensors[i].value);
-    }
-    void finish(const document& run) override {
-        (void)run;
-        npz_.finish();
-    }
-
-private:
-    static std::vector<streamed_array> arrays_of(const layer_stream_setup& s) {
-        std::vector<streamed_array> arrays;
-        for (const auto& t : s.first.tensors) {
-            shape_t shape = t.value.shape;
-            shape.insert(shape.begin(), s.count);
-            arrays.push_back({t.name, t.value.type, std::move(shape)});
-        }
-        return arrays;
-    }
-    npz_stream npz_;
-};
-
-std::unique_ptr<layer_stream> stream(const layer_stream_setup& setup) { return std::make_unique<layers>(setup); }
+std::unique_ptr<layer_stream> stream(const layer_stream_setup& setup) { return array_layer_stream(setup, true); }
 }  // namespace
 
 const output_format& npy_format() {
