@@ -6,7 +6,7 @@
 # Debian's OpenMP build of OpenBLAS (libopenblas0-openmp, the one attn links) is made to
 # be called from an OpenMP team's threads, not from several threads of the program's own:
 # attn serialises the GEMMs its batch workers make (src/core/blas.hpp) and the figures
-# they draw (src/io/plot.cpp). This runs two batches under helgrind, one that draws a
+# they draw (src/io/plot/draw.cpp). This runs two batches under helgrind, one that draws a
 # heatmap per input and one whose every stage goes through BLAS, and fails (exit 1),
 # printing the first report, if helgrind sees any race outside attn's own code (see
 # sanitizers/helgrind.supp for why attn's own atomics are not taken). About a minute.

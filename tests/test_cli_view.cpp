@@ -87,7 +87,7 @@ std::vector<unsigned> decode_codes(const std::string& b64, std::size_t n, int by
     return codes;
 }
 
-/// The data block of a page (src/io/html.cpp): stages and rollout (each input's, on a page
+/// The data block of a page (src/io/html/data.cpp): stages and rollout (each input's, on a page
 /// of several) with their codes decoded from the page's chunks (one
 /// <script class="attn-chunk" data-input data-stage data-layer> per layer) into "codes".
 /// Every stage gets each of its layers exactly once.

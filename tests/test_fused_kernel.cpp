@@ -1,4 +1,4 @@
-// The fused streaming kernel (float32, output only; src/core/attention.cpp fused_block):
+// The fused streaming kernel (float32, output only; src/core/kernels/fused.cpp fused_block):
 // its two register-tiled products on every vector path this CPU has, bit for bit against
 // the FMA chains isa.hpp writes down (so avx2 and avx512 agree by construction); the whole
 // kernel against the double-precision oracle (tests/reference.hpp) over odd shapes,
