@@ -14,7 +14,7 @@
 #   tokenizer include/attn/tokenizer/, src/tokenizer/              base tokenizer
 #   pipeline  include/attn/pipeline.hpp, include/attn/pipeline/,   base core io model tokenizer pipeline
 #             src/pipeline/
-#   cli       src/cli/, src/main.cpp                               every floor
+#   cli       src/cli/ (main.cpp among them)                      every floor
 # Inside cli, a subcommand file (src/cli/cmd_<name>.cpp/.hpp) includes no other
 # subcommand's header: what two subcommands share lives in a cli file of its own
 # (plot_input, pipeline_options, …), wired by app.cpp and main.cpp.
@@ -41,8 +41,6 @@ function(floor_of rel out)
     set(f ${CMAKE_MATCH_1})
   elseif(rel MATCHES "^src/(core|io|model|tokenizer|cli)/")
     set(f ${CMAKE_MATCH_1})
-  elseif(rel MATCHES "^src/main\\.cpp$")
-    set(f cli)
   elseif(rel MATCHES "^include/attn/[^/]+\\.hpp$" OR rel MATCHES "^src/[^/]+\\.cpp$")
     set(f base)
   endif()

@@ -7,7 +7,7 @@
 
 #include "attn/pipeline.hpp"
 #include "attn/io/writers.hpp"
-#include "pipeline_options.hpp"
+#include "pipeline_cli.hpp"
 
 namespace attn::cli {
 

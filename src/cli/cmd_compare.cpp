@@ -17,7 +17,7 @@
 #include "attn/io/npy.hpp"
 #include "columns.hpp"
 #include "commands.hpp"
-#include "pipeline_options.hpp"
+#include "pipeline_cli.hpp"
 #include "weights_input.hpp"
 
 namespace attn::cli {

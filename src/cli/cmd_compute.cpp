@@ -29,7 +29,7 @@
 #include "option_table.hpp"
 #include "output_target.hpp"
 #include "streamed_page.hpp"
-#include "pipeline_options.hpp"
+#include "pipeline_cli.hpp"
 #include "plot_input.hpp"
 
 namespace attn::cli {

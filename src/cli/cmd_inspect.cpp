@@ -21,7 +21,7 @@
 #include "attn/io/safetensors.hpp"
 #include "columns.hpp"
 #include "commands.hpp"
-#include "pipeline_options.hpp"
+#include "pipeline_cli.hpp"
 
 namespace attn::cli {
 

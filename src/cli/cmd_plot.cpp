@@ -27,7 +27,7 @@
 #include "attn/io/plot.hpp"
 #include "attn/io/writers.hpp"
 #include "commands.hpp"
-#include "pipeline_options.hpp"
+#include "pipeline_cli.hpp"
 #include "plot_input.hpp"
 #include "plot_options.hpp"
 

@@ -9,7 +9,7 @@
 #include "attn/io/output.hpp"
 #include "attn/io/writers.hpp"
 #include "commands.hpp"
-#include "pipeline_options.hpp"
+#include "pipeline_cli.hpp"
 #include "output_target.hpp"
 
 namespace attn::cli {

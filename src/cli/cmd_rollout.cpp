@@ -11,7 +11,7 @@
 #include "attn/pipeline/analysis.hpp"
 #include "commands.hpp"
 #include "output_target.hpp"
-#include "pipeline_options.hpp"
+#include "pipeline_cli.hpp"
 #include "weights_input.hpp"
 
 namespace attn::cli {

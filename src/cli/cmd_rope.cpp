@@ -9,7 +9,7 @@
 #include "attn/stages.hpp"
 #include "commands.hpp"
 #include "output_target.hpp"
-#include "pipeline_options.hpp"
+#include "pipeline_cli.hpp"
 
 namespace attn::cli {
 

@@ -28,7 +28,7 @@
 #include "attn/pipeline/analysis.hpp"
 #include "commands.hpp"
 #include "output_target.hpp"
-#include "pipeline_options.hpp"
+#include "pipeline_cli.hpp"
 #include "plot_input.hpp"
 #include "streamed_page.hpp"
 

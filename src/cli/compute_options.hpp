@@ -9,7 +9,7 @@
 
 #include "attn/io/document.hpp"
 #include "attn/stages.hpp"
-#include "pipeline_options.hpp"
+#include "pipeline_cli.hpp"
 
 namespace attn::cli {
 

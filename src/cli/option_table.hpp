@@ -15,7 +15,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "pipeline_options.hpp"
+#include "pipeline_cli.hpp"
 
 namespace attn::cli {
 

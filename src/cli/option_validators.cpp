@@ -13,7 +13,7 @@
 
 #include "attn/error.hpp"
 #include "attn/text.hpp"
-#include "pipeline_options.hpp"
+#include "pipeline_cli.hpp"
 
 namespace attn::cli {
 

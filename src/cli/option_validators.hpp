@@ -1,6 +1,6 @@
 #pragma once
 // The validators and value parsers the option table's rows use (option_table.cpp), beside
-// those pipeline_options.hpp declares for every subcommand (finite_number, a_number, …).
+// those pipeline_cli.hpp declares for every subcommand (finite_number, a_number, …).
 
 #include <string>
 #include <vector>

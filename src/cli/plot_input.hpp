@@ -8,7 +8,7 @@
 #include "attn/io/document.hpp"
 #include "attn/io/input.hpp"
 #include "attn/io/plot.hpp"
-#include "pipeline_options.hpp"
+#include "pipeline_cli.hpp"
 
 namespace attn::cli {
 

@@ -27,7 +27,7 @@
 #include "attn/text.hpp"
 #include "inputs.hpp"
 #include "meta.hpp"
-#include "stages.hpp"
+#include "stage_tensors.hpp"
 
 namespace attn {
 

@@ -1,5 +1,5 @@
 // The pipeline's entry point (include/attn/pipeline.hpp): validate → prepare → mask →
-// attend → assemble. Inputs are prepared in inputs.cpp, stages laid out in stages.cpp,
+// attend → assemble. Inputs are prepared in inputs.cpp, stages laid out in stage_tensors.cpp,
 // masks built by core/masks, attention computed by core/attention or core/reference.
 #include "attn/pipeline.hpp"
 
@@ -19,7 +19,7 @@
 #include "attn/error.hpp"
 #include "inputs.hpp"
 #include "meta.hpp"
-#include "stages.hpp"
+#include "stage_tensors.hpp"
 
 namespace attn {
 

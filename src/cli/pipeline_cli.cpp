@@ -1,7 +1,7 @@
 // Options shared by the subcommands that run the pipeline.
 #include "diagnostics.hpp"
 #include "option_table.hpp"
-#include "pipeline_options.hpp"
+#include "pipeline_cli.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -1,5 +1,5 @@
-// Stages in the input's layout (src/pipeline/stages.hpp).
-#include "stages.hpp"
+// Stages in the input's layout (src/pipeline/stage_tensors.hpp).
+#include "stage_tensors.hpp"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,6 +1,6 @@
 // attn — scaled dot-product attention with every stage dumped. All wiring is in src/cli.
 #include "attn/core/blas_core.hpp"
-#include "cli/commands.hpp"
+#include "commands.hpp"
 
 int main(int argc, char** argv) {
     // First, before any handler or thread exists: OpenBLAS fell back to kernels below this
