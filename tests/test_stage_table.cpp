@@ -227,10 +227,13 @@ TEST_CASE("format registry: a streamed run's bytes are the whole document's, for
             s->finish(stacked);
         }
         if (f == io::parse_format("csv")) {
-            // One row per element with the model's layer in its `layer` column.
-            const std::string text = streamed.str();
-            CHECK(std::count(text.begin(), text.end(), '\n') == 7);
-            CHECK(text.find("\n") != std::string::npos);
+            // A header, then one row per element with the model's layer in its `layer`
+            // column: layer 0's three weights, then layer 1's.
+            std::vector<std::string> lines;
+            for (std::string line; std::getline(streamed, line);) lines.push_back(line);
+            REQUIRE(lines.size() == 7);
+            CHECK(lines[0].rfind("tensor,layer,", 0) == 0);
+            for (std::size_t i = 1; i < 7; ++i) CHECK(lines[i].rfind(i <= 3 ? "weights,0," : "weights,1,", 0) == 0);
             continue;
         }
         std::ostringstream whole;
