@@ -15,6 +15,8 @@
 //           unscaled, global ones on rope_theta with rope_scaling (or transformers v5's
 //           rope_parameters per layer type), no softcap (Gemma3Attention passes none).
 #include <cmath>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,17 @@ namespace attn::model {
 namespace {
 
 std::string key(std::size_t layer, const std::string& rest) { return layer_key("layers.", layer, rest); }
+
+/// The keys only Gemma 2 and 3 read (docs/design.md §5.2): scores scaled by
+/// query_pre_attn_scalar^−½ (0: the default 1/√head_dim), attn_logit_softcapping
+/// c·tanh(s/c) (0: none), and Gemma 3's sliding (local) layers' RoPE
+/// (rope_local_base_freq, or transformers v5's rope_parameters["sliding_attention"], with
+/// its scaling; nullopt: every layer uses rope_theta and rope_scaling).
+struct gemma_fields : family_fields {
+    double query_pre_attn_scalar = 0.0;
+    double attn_softcap = 0.0;
+    std::optional<layer_type_rope> local_rope;
+};
 
 bool is_gemma3(const config& c) { return c.family && c.family->name() == "gemma3"; }
 
@@ -75,10 +88,12 @@ void read_gemma2(const config_reader& r, config& c) {
     read_common(r, c, 256000, 2304, 9216, 26, 8, 8192, 10000.0);
     c.act = r.act("hidden_activation", "gelu_pytorch_tanh");  // Gemma2MLP: ACT2FN[config.hidden_activation]
     read_rope_scaling(r, c);
-    c.query_pre_attn_scalar = r.number({"query_pre_attn_scalar"}, 256.0);
+    auto own = std::make_shared<gemma_fields>();
+    own->query_pre_attn_scalar = r.number({"query_pre_attn_scalar"}, 256.0);
     // Gemma2Config's default 50.0 when absent; null: none.
-    c.attn_softcap = r.contains("attn_logit_softcapping") ? (r.find("attn_logit_softcapping") ? r.number({"attn_logit_softcapping"}, 0) : 0.0)
+    own->attn_softcap = r.contains("attn_logit_softcapping") ? (r.find("attn_logit_softcapping") ? r.number({"attn_logit_softcapping"}, 0) : 0.0)
                                                           : 50.0;
+    c.own = std::move(own);
     read_layer_types(r, c, 2);
 }
 
@@ -108,7 +123,8 @@ void read_typed_rope(const config_reader& r, const nlohmann::json& all, const ch
 void read_gemma3(const config_reader& r, config& c) {
     read_common(r, c, 262208, 2304, 9216, 26, 8, 131072, 1000000.0);
     c.act = r.act("hidden_activation", "gelu_pytorch_tanh");
-    c.query_pre_attn_scalar = r.number({"query_pre_attn_scalar"}, 256.0);
+    auto own = std::make_shared<gemma_fields>();
+    own->query_pre_attn_scalar = r.number({"query_pre_attn_scalar"}, 256.0);
     // attn_logit_softcapping is not read: Gemma3Attention hands the attention no softcap.
     const double local_theta = r.number({"rope_local_base_freq"}, 10000.0);
     const nlohmann::json* rp = r.find("rope_parameters");
@@ -118,12 +134,10 @@ void read_gemma3(const config_reader& r, config& c) {
         read_typed_rope(r, *rp, "sliding_attention", local_theta, local);
         c.rope_theta = global.rope_theta;
         c.rope_scaling = global.rope_scaling;
-        c.rope_local_theta = local.rope_theta;
-        c.rope_local_scaling = local.rope_scaling;
         c.origin.rope = global.origin.rope;
         c.origin.theta = global.origin.theta;
-        c.origin.rope_local = local.origin.rope;
-        c.origin.local_theta = local.origin.theta == "rope_theta" ? "rope_local_base_freq" : local.origin.theta;
+        own->local_rope = layer_type_rope{local.rope_theta, local.rope_scaling, local.origin.rope,
+                                          local.origin.theta == "rope_theta" ? "rope_local_base_freq" : local.origin.theta};
         if (global.partial_rotary_factor != 1.0 || local.partial_rotary_factor != 1.0)
             throw value_error(r.source(), "rope_parameters: partial_rotary_factor is not read by Gemma 3 " +
                                               expected_got("none", general_number(global.partial_rotary_factor != 1.0
@@ -136,8 +150,9 @@ void read_gemma3(const config_reader& r, config& c) {
         // transformers 4.5x: rope_scaling scales the global layers; Gemma3TextModel's
         // rotary_emb_local is rope_local_base_freq with rope_type default.
         read_rope_scaling(r, c);
-        c.rope_local_theta = local_theta;
+        own->local_rope = layer_type_rope{local_theta, {}, "", "rope_local_base_freq"};
     }
+    c.own = std::move(own);
     read_layer_types(r, c, r.size({"sliding_window_pattern"}, 6));
 }
 
@@ -161,17 +176,19 @@ void check(const family& f) {
     expect_last_q_proj(f);
     // read_common gives o_proj the q/k/v bias (attention_bias on all four).
     refuse_unconfigured_biases(f, c.qkv_bias, c.o_bias, "attention_bias is false", "no bias tensor, or attention_bias true");
-    check_whole_head_rope(c);
+    const gemma_fields& own = c.fields<gemma_fields>();
+    check_whole_head_rope(c, own.local_rope ? &*own.local_rope : nullptr);
 }
 
 layer_attention attention(const family& f, std::size_t layer) {
     const config& c = f.settings();
     layer_attention a = causal_rope_attention(c, layer);
     // The whole head rotates; Gemma 3: the local rotary embedding on sliding layers, the global one elsewhere.
-    const bool local = sliding_layer(c, layer) && c.rope_local_theta;
-    set_rope(a, local ? *c.rope_local_theta : c.rope_theta, c.head_dim, local ? c.rope_local_scaling : c.rope_scaling);
-    if (c.query_pre_attn_scalar > 0) a.scale = std::pow(c.query_pre_attn_scalar, -0.5);  // Gemma2Attention.scaling
-    a.softcap = c.attn_softcap;
+    const gemma_fields& own = c.fields<gemma_fields>();
+    const bool local = sliding_layer(c, layer) && own.local_rope;
+    set_rope(a, local ? own.local_rope->theta : c.rope_theta, c.head_dim, local ? own.local_rope->scaling : c.rope_scaling);
+    if (own.query_pre_attn_scalar > 0) a.scale = std::pow(own.query_pre_attn_scalar, -0.5);  // Gemma2Attention.scaling
+    a.softcap = own.attn_softcap;
     add_qkvo_weights(f, key(layer, "self_attn."), c.qkv_bias, c.o_bias, a);
     if (is_gemma3(c)) {
         a.q_norm = head_norm{f.need(key(layer, "self_attn.q_norm.weight")), c.norm_eps, true};

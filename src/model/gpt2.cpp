@@ -2,6 +2,7 @@
 // Conv1D c_attn stored (in, out) whose output splits into q | k | v, causal attention,
 // c_proj, and an MLP c_fc → gelu_new → c_proj. Embeddings: wte[ids] + wpe[positions].
 #include <cmath>
+#include <memory>
 #include <string>
 
 #include "attn/error.hpp"
@@ -12,6 +13,14 @@ namespace attn::model {
 namespace {
 
 std::string key(std::size_t layer, const std::string& rest) { return layer_key("h.", layer, rest); }
+
+/// GPT2Config's attention scale keys, which only this family reads: scale_attn_weights
+/// (false: no 1/√D) and scale_attn_by_inverse_layer_idx (true: scores of layer l also
+/// divided by l + 1), as GPT2Attention does.
+struct gpt2_fields : family_fields {
+    bool scale_attn_weights = true;
+    bool scale_by_inverse_layer = false;
+};
 
 void read_config(const config_reader& r, config& c) {
     c.hidden = r.size({"n_embd", "hidden_size"}, 768);
@@ -26,8 +35,10 @@ void read_config(const config_reader& r, config& c) {
     // scale_attn_by_inverse_layer_idx. reorder_and_upcast_attn computes the same
     // scores in float32 with the scale folded into the product: the same values up
     // to rounding, which attn (float32 or float64) does at least as precisely.
-    c.scale_attn_weights = r.flag("scale_attn_weights", true);
-    c.scale_by_inverse_layer = r.flag("scale_attn_by_inverse_layer_idx", false);
+    auto own = std::make_shared<gpt2_fields>();
+    own->scale_attn_weights = r.flag("scale_attn_weights", true);
+    own->scale_by_inverse_layer = r.flag("scale_attn_by_inverse_layer_idx", false);
+    c.own = std::move(own);
     r.flag("reorder_and_upcast_attn", false);
 }
 
@@ -60,9 +71,10 @@ layer_attention attention(const family& f, std::size_t layer) {
     a.causal = true;
     // eager_attention_forward: / √D only with scale_attn_weights, then / (layer_idx + 1)
     // with scale_attn_by_inverse_layer_idx.
-    if (!c.scale_attn_weights || c.scale_by_inverse_layer) {
-        double s = c.scale_attn_weights ? 1.0 / std::sqrt(static_cast<double>(c.head_dim)) : 1.0;
-        if (c.scale_by_inverse_layer) s /= static_cast<double>(layer + 1);
+    const gpt2_fields& own = c.fields<gpt2_fields>();
+    if (!own.scale_attn_weights || own.scale_by_inverse_layer) {
+        double s = own.scale_attn_weights ? 1.0 / std::sqrt(static_cast<double>(c.head_dim)) : 1.0;
+        if (own.scale_by_inverse_layer) s /= static_cast<double>(layer + 1);
         a.scale = s;
     }
     // c_attn (E, 3E) and its bias (3E): the columns split q | k | v (GPT2Attention:

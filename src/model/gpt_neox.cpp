@@ -5,6 +5,7 @@
 // output projection, and the MLP dense_h_to_4h → hidden_act → dense_4h_to_h, biased.
 // A block is parallel, x + attn(ln₁x) + mlp(ln₂x), when use_parallel_residual (the default),
 // else sequential, h = x + attn(ln₁x), h + mlp(ln₂h). Embeddings: embed_in[ids].
+#include <memory>
 #include <string>
 
 #include "attn/error.hpp"
@@ -16,6 +17,12 @@ namespace attn::model {
 namespace {
 
 std::string key(std::size_t layer, const std::string& rest) { return layer_key("layers.", layer, rest); }
+
+/// GPTNeoXConfig's use_parallel_residual, which only this family reads: x + attn(ln₁x) +
+/// mlp(ln₂x) rather than two residual steps (block_structure parallel or pre_norm).
+struct gpt_neox_fields : family_fields {
+    bool parallel_residual = true;
+};
 
 void read_config(const config_reader& r, config& c) {
     // GPTNeoXConfig's defaults (gpt-neox-20b).
@@ -31,7 +38,9 @@ void read_config(const config_reader& r, config& c) {
     keys.partial = "rotary_pct";
     read_rope_scaling(r, c, keys);
     refuse_partial_above_one(r, c, "rotary_pct");
-    c.parallel_residual = r.flag("use_parallel_residual", true);
+    auto own = std::make_shared<gpt_neox_fields>();
+    own->parallel_residual = r.flag("use_parallel_residual", true);
+    c.own = std::move(own);
     // query_key_value and dense: nn.Linear(bias=attention_bias); the MLP's always biased.
     c.qkv_bias = c.o_bias = r.flag("attention_bias", true);
     c.mlp_bias = true;
@@ -74,7 +83,7 @@ layer_attention attention(const family& f, std::size_t layer) {
 }
 
 block_structure structure_for(const config& c) {
-    return c.parallel_residual ? block_structure::parallel : block_structure::pre_norm;
+    return c.fields<gpt_neox_fields>().parallel_residual ? block_structure::parallel : block_structure::pre_norm;
 }
 
 template <class T>

@@ -12,6 +12,7 @@
 // convert_moe_packed_tensors does). quantization_config is accepted with quant_method mxfp4
 // only. The config reading, the RoPE and window settings, the embeddings and the norms are
 // the llama family's (src/model/llama.cpp).
+#include <memory>
 #include <string>
 
 #include "attn/error.hpp"
@@ -24,6 +25,12 @@ namespace attn::model {
 namespace {
 
 std::string key(std::size_t layer, const std::string& rest) { return layer_key("layers.", layer, rest); }
+
+/// GptOssConfig's expert activation keys, which only this family reads (GptOssExperts:
+/// the clamp at swiglu_limit and the gate's σ(swiglu_alpha·gate)).
+struct gpt_oss_fields : family_fields {
+    double swiglu_alpha = 1.702, swiglu_limit = 7.0;
+};
 
 void read_config(const config_reader& r, config& c) {
     llama_family().read_config(r, c);  // sizes, rope_theta, rope_scaling / rope_parameters, sliding_window, layer_types
@@ -54,8 +61,10 @@ void read_config(const config_reader& r, config& c) {
     c.moe.top_k = r.size({"num_experts_per_tok"}, 4);
     refuse_top_k_above_experts(r, c, "num_local_experts");
     c.moe.intermediate = c.intermediate;
-    c.moe.swiglu_limit = r.number({"swiglu_limit"}, 7.0);
-    c.moe.swiglu_alpha = r.number({"swiglu_alpha"}, 1.702);
+    auto own = std::make_shared<gpt_oss_fields>();
+    own->swiglu_limit = r.number({"swiglu_limit"}, 7.0);
+    own->swiglu_alpha = r.number({"swiglu_alpha"}, 1.702);
+    c.own = std::move(own);
     c.moe.sparse.assign(c.layers, true);
 }
 
@@ -117,8 +126,8 @@ core::tensor3<T> mlp(const family& f, std::size_t layer, const core::tensor3<T>&
     s.top_k = c.moe.top_k;
     s.routing = moe_routing::topk_then_softmax;
     s.expert = moe_expert::gpt_oss;
-    s.alpha = c.moe.swiglu_alpha;
-    s.limit = c.moe.swiglu_limit;
+    s.alpha = c.fields<gpt_oss_fields>().swiglu_alpha;
+    s.limit = c.fields<gpt_oss_fields>().swiglu_limit;
     return moe_forward(n, w, s);
 }
 

@@ -113,17 +113,18 @@ void refuse_unconfigured_biases(const family& f, bool qkv_bias, bool o_bias, con
     }
 }
 
-void check_whole_head_rope(const config& c) {
+void check_whole_head_rope(const config& c, const layer_type_rope* local_rope) {
     if (c.head_dim % 2 != 0)
         throw value_error(c.origin.file.empty() ? std::string("config") : c.origin.file,
                           "head_dim is odd: RoPE rotates pairs " + expected_got("an even head_dim", std::to_string(c.head_dim)));
     for (const bool local : {false, true}) {
-        const core::rope_scaling& given = local ? c.rope_local_scaling : c.rope_scaling;
+        if (local && !local_rope) continue;
+        const core::rope_scaling& given = local ? local_rope->scaling : c.rope_scaling;
         if (given.kind == core::rope_scaling_kind::none) continue;
         core::rope_scaling s = given;
-        s.theta = local ? *c.rope_local_theta : c.rope_theta;
+        s.theta = local ? local_rope->theta : c.rope_theta;
         s.rotary_dim = c.head_dim;
-        check_rope(c, s, local ? c.origin.rope_local : c.origin.rope, local ? c.origin.local_theta : c.origin.theta);
+        check_rope(c, s, local ? local_rope->rope_key : c.origin.rope, local ? local_rope->theta_key : c.origin.theta);
     }
 }
 

@@ -89,10 +89,20 @@ void expect_last_q_proj(const family& f);
 void refuse_unconfigured_biases(const family& f, bool qkv_bias, bool o_bias, const std::string& reason,
                                 const std::string& expected);
 
+/// A RoPE some layers use instead of the config's rope_theta and rope_scaling (Gemma 3's
+/// sliding layers: rope_local_base_freq, or rope_parameters["sliding_attention"]), with
+/// the keys config.json wrote them under, for messages.
+struct layer_type_rope {
+    double theta = 10000.0;
+    core::rope_scaling scaling;  ///< kind none: unscaled
+    std::string rope_key;        ///< "rope_parameters.sliding_attention" ("" when unscaled)
+    std::string theta_key = "rope_local_base_freq";
+};
+
 /// Checks a RoPE over the whole head (Gemma, Qwen3-MoE: rotary_dim = head_dim): head_dim
-/// even, and c.rope_scaling (and Gemma 3's c.rope_local_scaling, when not none) valid for
+/// even, and c.rope_scaling (and `local`'s scaling, when given and not none) valid for
 /// it (check_rope). Throws value_error(c.origin.file or "config", "head_dim is odd: RoPE
 /// rotates pairs (expected an even head_dim, got 7)"), and what check_rope throws.
-void check_whole_head_rope(const config& c);
+void check_whole_head_rope(const config& c, const layer_type_rope* local = nullptr);
 
 }  // namespace attn::model

@@ -4,8 +4,10 @@
 /// the family, sizes, norms and the attention variants (GQA, RoPE, sliding window).
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "attn/core/rope_scaling.hpp"
@@ -38,6 +40,13 @@ const std::string& arch_name(const arch& a);
 /// / gelu_fast (tanh approximation), silu / swish, relu.
 enum class activation { gelu, gelu_tanh, silu, relu };
 
+/// The base of a family's own config fields (config::own): a family file declares
+/// `struct <family>_fields : family_fields { … };` beside its read_config, so that a key
+/// only that family reads lives in its file, not here.
+struct family_fields {
+    virtual ~family_fields() = default;
+};
+
 /// What a family needs from config.json, HF names in the comments.
 struct config {
     std::optional<arch> family;      ///< set by parse_config; every config it returns has one
@@ -61,22 +70,9 @@ struct config {
     /// whether layer l uses it (use_sliding_window, max_window_layers, layer_types).
     std::optional<std::size_t> sliding_window;
     std::vector<bool> sliding;
-    /// gpt2 scale_attn_weights (false: no 1/√D) and scale_attn_by_inverse_layer_idx
-    /// (true: scores of layer l also divided by l + 1), as GPT2Attention does.
-    bool scale_attn_weights = true;
-    bool scale_by_inverse_layer = false;
     /// llama-family projection biases: Qwen2 always has q/k/v biases (no o bias),
     /// Mistral none, Llama q/k/v/o when attention_bias; MLP biases when mlp_bias.
     bool qkv_bias = false, o_bias = false, mlp_bias = false;
-    /// Gemma 2/3 (docs/design.md §5.2): scores scaled by query_pre_attn_scalar^−½ (0: the
-    /// default 1/√head_dim) and attn_logit_softcapping c·tanh(s/c) (0: none).
-    double query_pre_attn_scalar = 0.0;
-    double attn_softcap = 0.0;
-    /// Gemma 3's sliding (local) layers' RoPE: rope_local_base_freq, or transformers v5's
-    /// rope_parameters["sliding_attention"], with its scaling (kind none: unscaled);
-    /// nullopt: every layer uses rope_theta and rope_scaling.
-    std::optional<double> rope_local_theta;
-    core::rope_scaling rope_local_scaling;
     /// Sparse mixture-of-experts MLPs (docs/design.md §5.2: mixtral, qwen2_moe, gpt_oss).
     struct moe_config {
         std::size_t experts = 0;             ///< num_local_experts / num_experts (0: no MoE)
@@ -87,11 +83,7 @@ struct config {
         /// Per layer: a sparse MoE block, else the dense MLP of intermediate_size
         /// (qwen2_moe decoder_sparse_step and mlp_only_layers).
         std::vector<bool> sparse;
-        double swiglu_alpha = 1.702, swiglu_limit = 7.0;  ///< gpt_oss experts
     } moe;
-    /// GPT-NeoX use_parallel_residual: x + attn(ln₁x) + mlp(ln₂x) rather than two
-    /// residual steps (block_structure parallel or pre_norm).
-    bool parallel_residual = false;
     /// Where the RoPE settings were read, for messages that name the file and the key
     /// (check_rope, checked_rotary_dim): the config.json parse_config read ("" for a
     /// config made in code), and the keys as config.json writes them.
@@ -100,9 +92,22 @@ struct config {
         std::string theta = "rope_theta";               ///< "rope_parameters.rope_theta" when read there
         std::string partial = "partial_rotary_factor";  ///< GPT-NeoX "rotary_pct"; or rope_parameters'
         std::string rope = "rope_scaling";              ///< the object rope_scaling came from
-        std::string rope_local;                          ///< Gemma 3: rope_local_scaling's ("rope_parameters.sliding_attention")
-        std::string local_theta = "rope_local_base_freq";  ///< Gemma 3: rope_local_theta's
     } origin;
+    /// The keys only one family reads (Gemma's query_pre_attn_scalar, gpt2's
+    /// scale_attn_weights, …), in a struct its own file in src/model/ derives from
+    /// family_fields and its read_config stores here (docs/design.md §3.1: a family is one
+    /// file). Read them with fields<F>().
+    std::shared_ptr<const family_fields> own;
+
+    /// The family's own fields as its read_config stored them, or F's defaults when it
+    /// stored none (a config made in code). Throws nothing.
+    template <class F>
+    const F& fields() const {
+        static_assert(std::is_base_of_v<family_fields, F>, "a family's fields derive from family_fields");
+        if (const F* f = dynamic_cast<const F*>(own.get())) return *f;
+        static const F defaults{};
+        return defaults;
+    }
 };
 
 /// The largest count attn accepts for any config size (layers, heads, hidden, head_dim,
