@@ -27,7 +27,7 @@ Run with Debian's Python (python3-numpy; scipy is not used):
 
     /usr/bin/python3 scripts/make_analysis_fixtures.py
 
-tests/test_analysis.cpp and tests/test_cli_analysis.cpp read them. The output is
+tests/core/test_analysis.cpp and tests/cli/test_cli_analysis.cpp read them. The output is
 deterministic: rerunning this script must leave `git status` clean.
 """
 

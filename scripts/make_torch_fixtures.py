@@ -26,7 +26,7 @@ Conventions translated on the way (attn's docs/design.md §1):
   - A causal case uses an additive -inf upper triangle in torch (1.13's MHA has no
     is_causal) and `--mask causal` in attn.
 
-The C++ test (tests/test_torch_fixtures.cpp) runs
+The C++ test (tests/core/test_torch_fixtures.cpp) runs
 `attn compute <case>.npz <options> --dtype float64 --dump output,weights` and compares.
 The output is deterministic: rerunning this script must leave `git status` clean.
 """

@@ -4,7 +4,7 @@
 /// accepts, once: its name, its axes, its kind, its dtype rule and what the view does with
 /// it. The pipeline names its tensors from it, the writers, plots, tables, CSV and the
 /// view recognise a tensor's kind by it, the CLI lists its choices from it. Stage names
-/// are written as literals nowhere else in src/ (tests/test_stage_table.cpp, "stage names
+/// are written as literals nowhere else in src/ (tests/pipeline/test_stage_table.cpp, "stage names
 /// are written as literals only in the stage table's file").
 /// Base floor: plain data, readable by io (which knows no attention) and by the pipeline.
 

@@ -111,7 +111,7 @@ void install_signal_handlers() {
 
 /// Test-only: with ATTN_TEST_PAUSE_BEFORE_COMMIT_MS=N in the environment, every output
 /// file waits N ms with its complete temporary in place before the rename, so that
-/// tests/test_cli_signals.cpp can interrupt a run at a known point. Not for users.
+/// tests/cli/test_cli_signals.cpp can interrupt a run at a known point. Not for users.
 void install_test_hooks() {
     static long pause_ms = 0;
     if (const char* ms = std::getenv("ATTN_TEST_PAUSE_BEFORE_COMMIT_MS")) {

@@ -63,7 +63,7 @@ constexpr float f32_log2e = 0x1.715476p0f, f32_ln2_hi = 0x1.62e43p-1f, f32_ln2_l
 // 2^k·2^r with k = round(x), r = x − k exact, |r| ≤ 1/2, and a degree-6 polynomial for
 // 2^r fitted for minimal relative error on [−1/2, 1/2] (fit error 1.9e-9, 0.03 ulp):
 // three operations fewer than exp's reduction, one Horner step fewer. < 1 ulp measured
-// over every float in [−150, 129] (tests/test_isa_rowops.cpp). Lanes below −150 are 0.
+// over every float in [−150, 129] (tests/core/test_isa_rowops.cpp). Lanes below −150 are 0.
 constexpr float f32_exp2_c[7] = {1.0f,          0x1.62e43p-1f,  0x1.ebfbdap-3f, 0x1.c6aed4p-5f,
                                  0x1.3b2dbcp-7f, 0x1.5f456ap-10f, 0x1.41d32ep-13f};
 constexpr double f64_log2e = 0x1.71547652b82fep0, f64_ln2_hi = 6.93147180369123816490e-01,

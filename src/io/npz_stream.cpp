@@ -1,7 +1,7 @@
 // An .npz laid out up front and filled slab by slab (include/attn/io/npz_stream.hpp). The
 // records are those libzip 1.7 writes for write_npz's members (stored, known sizes, the
 // DOS epoch as time stamp), transcribed from its zip_dirent.c and zip_close.c, so the two
-// paths give the same bytes; tests/test_npz_stream.cpp compares them.
+// paths give the same bytes; tests/io/test_npz_stream.cpp compares them.
 #include "attn/io/npz_stream.hpp"
 
 #include "attn/io/writers.hpp"

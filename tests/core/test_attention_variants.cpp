@@ -1,6 +1,6 @@
 // Independent references for RoPE variants, local windows, ALiBi, packed documents and
-// sinks: tests/fixtures/second-wave/, written by
-// scripts/make_second_wave_fixtures.py in PyTorch from HF transformers (rotate_half),
+// sinks: tests/fixtures/attention-variants/, written by
+// scripts/make_attention_variant_fixtures.py in PyTorch from HF transformers (rotate_half),
 // GPT-J (rotate_every_two), FlashAttention's tests (construct_local_mask), the ALiBi paper
 // (get_slopes), separate runs of packed documents and gpt-oss's sdpa with sinks. Each case
 // runs through the binary with its cases.json options, with both kernels, and once with
@@ -20,12 +20,12 @@
 #include "attn/io/npz.hpp"
 #include "cli_util.hpp"
 
-TEST_CASE("second-wave fixtures: RoPE, FlashAttention windows, ALiBi, packed documents and sinks match their references") {
+TEST_CASE("attention variants: RoPE, FlashAttention windows, ALiBi, packed documents and sinks match their references") {
     using nlohmann::json;
-    const std::string dir = std::string(ATTN_SOURCE_DIR) + "/tests/fixtures/second-wave";
+    const std::string dir = std::string(ATTN_SOURCE_DIR) + "/tests/fixtures/attention-variants";
     const json index = json::parse(attn_test::slurp(dir + "/cases.json"));
     const attn_test::scratch_dir scratch;
-    const std::string out = scratch.path + "/second-wave.npz";
+    const std::string out = scratch.path + "/attention-variants.npz";
     std::size_t compared = 0;
     for (const json& c : index.at("cases")) {
         const std::string name = c.at("name"), file = dir + "/" + name + ".npz";

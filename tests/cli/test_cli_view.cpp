@@ -313,7 +313,7 @@ TEST_CASE("a token of markup stays text in every writer: JSON, CSV, table, HTML 
     CHECK(r.out.find("amp") == std::string::npos);
 
     // The table is terminal text: the token is printed as it is (control bytes are
-    // escaped, tests/test_table.cpp), once per axis.
+    // escaped, tests/io/test_table.cpp), once per axis.
     r = attn_test::run_attn("compute " + args + " --format table");
     REQUIRE_MESSAGE(r.code == 0, r.err);
     CHECK(r.out.find(evil) != std::string::npos);

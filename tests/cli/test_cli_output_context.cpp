@@ -40,7 +40,7 @@ TEST_CASE("an .npz output keeps the run's tokens and meta beside its stages, rea
     CHECK(json::parse(c.meta) == doc["meta"]);
     // The stages are read as before: the context is not an array of numbers.
     CHECK(member_names(npz) == std::vector<std::string>{"scores", "weights", "output"});
-    // Its members come after the stages, in np.savez's layout (tests/test_npy.cpp checks the
+    // Its members come after the stages, in np.savez's layout (tests/io/test_npy.cpp checks the
     // unicode arrays against np.save's bytes).
     const std::string bytes = slurp(npz);
     CHECK(bytes.find("tokens.npy") > bytes.find("output.npy"));

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Generates the committed fixtures of tests/fixtures/second-wave/: each case's
+"""Generates the committed fixtures of tests/fixtures/attention-variants/: each case's
 inputs under attn's bundle names and what an independent implementation returns, written
 here in PyTorch from the primary sources, sharing nothing with attn:
 
@@ -15,10 +15,10 @@ here in PyTorch from the primary sources, sharing nothing with attn:
 
 Run with Debian's Python (python3-torch, python3-numpy):
 
-    /usr/bin/python3 scripts/make_second_wave_fixtures.py
+    /usr/bin/python3 scripts/make_attention_variant_fixtures.py
 
 cases.json gives each case's attn options and which stage each expected_<stage> is.
-tests/test_second_wave_fixtures.cpp runs them with both kernels and both paths. The output
+tests/core/test_attention_variants.cpp runs them with both kernels and both paths. The output
 is deterministic: rerunning this script must leave `git status` clean.
 """
 
@@ -29,7 +29,7 @@ import os
 from fixture_npz import write_npz
 import torch
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures", "second-wave")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures", "attention-variants")
 DT = torch.float64
 CASES = []
 
@@ -192,7 +192,7 @@ def main():
              {"weights": W.reshape(Hkv * q_mult, Tn, Tn)[None], "output": attn.reshape(Tn, Hkv * q_mult, D).permute(1, 0, 2)[None]})
 
     with open(os.path.join(ROOT, "cases.json"), "w") as f:
-        f.write('{"generator": "scripts/make_second_wave_fixtures.py", "torch": %s,\n "cases": [\n' % json.dumps(torch.__version__))
+        f.write('{"generator": "scripts/make_attention_variant_fixtures.py", "torch": %s,\n "cases": [\n' % json.dumps(torch.__version__))
         f.write(",\n".join("  " + json.dumps(c) for c in CASES))
         f.write("\n ]}\n")
 
