@@ -17,6 +17,7 @@
 #include "attn/core/posenc.hpp"
 #include "attn/core/rope.hpp"
 #include "attn/error.hpp"
+#include "attn/io/input.hpp"
 #include "attn/model/registry.hpp"
 #include "attn/stages.hpp"
 #include "attn/text.hpp"
@@ -27,26 +28,6 @@
 namespace attn::cli {
 
 namespace {
-
-/// Per-tensor options: option name → input name (docs/design.md §2, Inputs).
-const std::vector<std::pair<std::string, std::string>>& tensor_options() {
-    static const std::vector<std::pair<std::string, std::string>> table{
-        {"q", "q"},           {"k", "k"},
-        {"v", "v"},           {"x", "x"},
-        {"x-kv", "x_kv"},     {"wq", "w_q"},
-        {"wk", "w_k"},        {"wv", "w_v"},
-        {"bq", "b_q"},        {"bk", "b_k"},
-        {"bv", "b_v"},        {"wo", "w_o"},
-        {"bo", "b_o"},        {"in-proj-weight", "in_proj_weight"},
-        {"in-proj-bias", "in_proj_bias"}, {"attn-mask", "attn_mask"},
-        {"key-padding-mask", "key_padding_mask"}, {"attention-mask", "attention_mask"},
-        {"token-ids", "token_ids"},       {"embedding", "embedding"},
-        {"alibi-slopes", "alibi_slopes"}, {"document-ids", "document_ids"},
-        {"sinks", "sinks"},               {"position-ids", "position_ids"},
-        {"rope-cos", "rope_cos"},         {"rope-sin", "rope_sin"},
-        {"past-key", "past_key"},           {"past-value", "past_value"}};
-    return table;
-}
 
 /// An enum setting's choices: its values in the order offered, and the name of each
 /// (the registry's: core's name functions, or the command line's for its own enums).
@@ -134,7 +115,8 @@ option_row term_row(const std::string& flag, const std::string& term) {
 std::vector<option_row> make_table() {
     using core::attention_call;
     std::vector<option_row> t;
-    for (const auto& [opt, name] : tensor_options()) t.push_back(tensor_row(opt, name));
+    for (const io::input_kind& in : io::input_kinds())
+        if (*in.flag) t.push_back(tensor_row(in.flag, in.name));
     std::string mask_help = "Masks to apply: ";
     for (const auto& m : core::mask_names()) mask_help += (&m == &core::mask_names().front() ? "" : ", ") + m;
     t.push_back({"--mask", "mask", mask_help + " (comma-separated)", "Masks", core::mask_names(),

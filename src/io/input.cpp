@@ -28,12 +28,42 @@
 
 namespace attn::io {
 
-/// The names attn looks for in a bundle (docs/design.md §2).
-constexpr std::string_view attn_names[] = {
-    "q",        "k",          "v",           "x",           "x_kv",         "w_q",       "w_k",
-    "w_v",      "b_q",        "b_k",         "b_v",         "w_o",          "b_o",       "in_proj_weight",
-    "in_proj_bias", "attn_mask", "key_padding_mask", "attention_mask", "embedding", "alibi_slopes", "document_ids", "sinks", "position_ids", "rope_cos", "rope_sin", "lengths", "token_ids", "past_key", "past_value",
-    "tokens", "tokens_kv", "words"};
+const std::vector<input_kind>& input_kinds() {
+    static const std::vector<input_kind> table{
+        {"q", "q", false},
+        {"k", "k", false},
+        {"v", "v", false},
+        {"x", "x", true},
+        {"x_kv", "x-kv", false},
+        {"w_q", "wq", false},
+        {"w_k", "wk", false},
+        {"w_v", "wv", false},
+        {"b_q", "bq", false},
+        {"b_k", "bk", false},
+        {"b_v", "bv", false},
+        {"w_o", "wo", false},
+        {"b_o", "bo", false},
+        {"in_proj_weight", "in-proj-weight", false},
+        {"in_proj_bias", "in-proj-bias", false},
+        {"attn_mask", "attn-mask", true},
+        {"key_padding_mask", "key-padding-mask", true},
+        {"attention_mask", "attention-mask", true},
+        {"token_ids", "token-ids", true},
+        {"embedding", "embedding", false},
+        {"alibi_slopes", "alibi-slopes", true},
+        {"document_ids", "document-ids", true},
+        {"sinks", "sinks", true},
+        {"position_ids", "position-ids", true},
+        {"rope_cos", "rope-cos", false},
+        {"rope_sin", "rope-sin", false},
+        {"past_key", "past-key", false},
+        {"past_value", "past-value", false},
+        {"lengths", "", true},
+        {"tokens", "", false},
+        {"tokens_kv", "", false},
+        {"words", "", false}};
+    return table;
+}
 
 /// nn.MultiheadAttention's state_dict names for the arrays attn calls otherwise
 /// (in_proj_weight and in_proj_bias are attn names as they are).
@@ -49,8 +79,8 @@ std::string canonical_name(const std::string& name) {
 
 bool is_attn_name(const std::string& name) {
     const std::string c = canonical_name(name);
-    for (auto n : attn_names)
-        if (n == c) return true;
+    for (const input_kind& n : input_kinds())
+        if (n.name == c) return true;
     return false;
 }
 

@@ -501,8 +501,9 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
                                               expected_got("--ids, --token-ids FILE or --x FILE", "none"));
     for (const auto& a : inputs) {
         if (a.name == "x" || a.name == "token_ids") continue;
-        if (a.name != "attention_mask" && a.name != "key_padding_mask" && a.name != "attn_mask" && a.name != "lengths" &&
-            a.name != "position_ids" && a.name != "alibi_slopes" && a.name != "document_ids" && a.name != "sinks")
+        const auto& kinds = io::input_kinds();
+        if (std::none_of(kinds.begin(), kinds.end(),
+                         [&](const io::input_kind& k) { return k.with_checkpoint && k.name == a.name; }))
             throw usage_error(a.name, "does not apply to a checkpoint, whose weights come from it " +
                                           expected_got("ids or x, masks and position_ids", a.name));
         in.passed.push_back(a);

@@ -8,7 +8,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "attn/error.hpp"
 #include "attn/io/input.hpp"
@@ -254,4 +257,19 @@ TEST_CASE("input: load_array") {
         CHECK_THROWS_WITH_AS(load_array(missing), (missing + ": cannot open file (No such file or directory)").c_str(),
                              io_error);
     }
+}
+
+TEST_CASE("the input table: one row per name, each a name the bundle reader knows, checkpoints take masks and positions") {
+    std::set<std::string> names;
+    std::vector<std::string> with_checkpoint;
+    for (const attn::io::input_kind& k : attn::io::input_kinds()) {
+        CHECK(names.insert(k.name).second);
+        CHECK(attn::io::is_attn_name(k.name));
+        if (k.with_checkpoint) with_checkpoint.push_back(k.name);
+    }
+    // docs/design.md §4.3: a checkpoint run takes its ids or x, the masks, position_ids and
+    // the mask-like inputs; its weights come from the checkpoint.
+    CHECK(with_checkpoint == std::vector<std::string>{"x", "attn_mask", "key_padding_mask", "attention_mask", "token_ids",
+                                                      "alibi_slopes", "document_ids", "sinks", "position_ids", "lengths"});
+    CHECK_FALSE(attn::io::is_attn_name("arr_0"));
 }

@@ -33,6 +33,21 @@ struct bundle {
     const array* find(const std::string& name) const;
 };
 
+/// One input attn reads by name (docs/design.md §2, Inputs): its name in a bundle (lower
+/// case), the compute option that gives it as a file ("" for the labels, which come
+/// only inside a bundle, and for lengths, given by --lengths as values), and whether a
+/// checkpoint run takes it beside its ids or x (masks and positions do; the projection
+/// weights come from the checkpoint).
+struct input_kind {
+    const char* name;
+    const char* flag;
+    bool with_checkpoint;
+};
+
+/// Every input attn reads by name, in the order `attn compute --help` offers their
+/// options: the one list the bundle reader, the option table and the checkpoint run read.
+const std::vector<input_kind>& input_kinds();
+
 /// True for the array names attn looks for in a bundle (docs/design.md §2), lower case, and for
 /// nn.MultiheadAttention's state_dict names of the same arrays: q_proj_weight,
 /// k_proj_weight, v_proj_weight (→ w_q, w_k, w_v), out_proj.weight, out_proj.bias
