@@ -42,4 +42,10 @@ std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
 }
 
 
+std::string listed(const std::vector<std::string>& items, const std::string& last) {
+    std::string out;
+    for (std::size_t i = 0; i < items.size(); ++i) out += (i == 0 ? "" : i + 1 == items.size() ? last : ", ") + items[i];
+    return out;
+}
+
 }  // namespace attn

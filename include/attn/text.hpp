@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace attn {
 
@@ -15,6 +16,10 @@ std::string lower(std::string s);
 /// `v` as printf's "%.<digits>g" writes it (C locale): "0.5", "1e+30", "inf", "nan";
 /// for messages and labels, where the shortest round trip would be noise.
 std::string general_number(double v, int digits = 6);
+
+/// The items as a message lists them: "a, b or c", with `last` before the last item
+/// (" and ", …); "a" alone, "" for none.
+std::string listed(const std::vector<std::string>& items, const std::string& last = " or ");
 
 /// The length (1 to 4) of the UTF-8 sequence starting at s[i], or 0 if it is ill-formed:
 /// a stray continuation byte, an overlong form, a surrogate or beyond U+10FFFF (Unicode

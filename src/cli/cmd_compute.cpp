@@ -23,6 +23,7 @@
 #include "attn/io/input.hpp"
 #include "attn/io/output.hpp"
 #include "attn/io/writers.hpp"
+#include "attn/text.hpp"
 #include "batch.hpp"
 #include "commands.hpp"
 #include "compute_options.hpp"
@@ -129,7 +130,10 @@ int run_several(const compute_options& c, const attn::pipeline_options& settings
         const io::format f = asked ? output_format(c.format, c.output) : io::several_inputs_default();
         if (f->several == io::several_inputs::refused)
             throw usage_error("--format", "several inputs are written as JSON Lines, one JSON array or one CSV table, or one file each with -o DIR/ " +
-                                              expected_got("jsonl, json or csv", c.format.empty() ? c.output : c.format));
+                                              expected_got(listed(io::format_names_where([](io::format g) {
+                                                               return g->several != io::several_inputs::refused;
+                                                           }, io::several_inputs_default()->name)),
+                                                           c.format.empty() ? c.output : c.format));
         out.format = f;
         out.file = c.output;
     }

@@ -307,9 +307,7 @@ void setup_plot(CLI::App& app, int& exit_status) {
     c->layer_opt->type_name("N|-K|last|all");
 
     sub->add_option("-o,--output", c->output, "Image to write (atomically): .png, .svg or .pdf")->required()->group("Plot");
-    std::string stages;
-    for (const std::string& s : attn::plot_stages()) stages += (stages.empty() ? "" : s == attn::plot_stages().back() ? " or " : ", ") + s;
-    c->stage_opt = sub->add_option("--stage", c->stage, "Stage to draw: " + stages + " (colour range 0..1)")
+    c->stage_opt = sub->add_option("--stage", c->stage, "Stage to draw: " + listed(attn::plot_stages()) + " (colour range 0..1)")
         ->check(CLI::IsMember(attn::plot_stages()))
         ->capture_default_str()
         ->group("Plot");

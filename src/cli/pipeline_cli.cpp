@@ -25,13 +25,12 @@ namespace attn::cli {
 
 namespace {
 
-/// The formats --store applies to (npy and npz), each after `prefix` but the first,
-/// joined by ", " and `last`: half_precision_formats(" or ", "") is "npy or npz".
+/// The formats --store applies to (npy and npz), each after `prefix`, joined by ", " and
+/// `last`: half_precision_formats(" or ", "") is "npy or npz".
 std::string half_precision_formats(const std::string& last, const std::string& prefix) {
-    const std::vector<io::format> fs = io::formats_where([](io::format f) { return f->half_precision; });
-    std::string s;
-    for (std::size_t i = 0; i < fs.size(); ++i) s += (i == 0 ? prefix : i + 1 == fs.size() ? last : ", " + prefix) + fs[i]->name;
-    return s;
+    std::vector<std::string> names = io::format_names_where([](io::format f) { return f->half_precision; });
+    for (std::string& n : names) n = prefix + n;
+    return listed(names, last);
 }
 
 double parse_fill(const std::string& text) {
@@ -166,7 +165,7 @@ std::vector<const CLI::Option*> compute_only_options(const CLI::App& sub, std::s
 void apply_store(io::document& doc, const std::string& store, io::format f) {
     if (store.empty()) return;
     if (!f->half_precision)
-        throw usage_error("--store", "applies to " + half_precision_formats(" and .", ".") + " output " +
+        throw usage_error("--store", "applies to " + half_precision_formats(" and ", ".") + " output " +
                                          expected_got("--format " + half_precision_formats(" or ", ""), f->name));
     store_matrices(doc, parse_store_type(store));
 }

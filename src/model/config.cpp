@@ -43,14 +43,6 @@ const std::string& key_written(const json& j, const std::vector<std::string>& ke
     return keys.front();
 }
 
-/// "a, b, c or d".
-std::string listed(const std::vector<std::string>& items, const char* last) {
-    std::string out;
-    for (std::size_t i = 0; i < items.size(); ++i)
-        out += (i == 0 ? "" : i + 1 == items.size() ? last : ", ") + items[i];
-    return out;
-}
-
 /// Refuses config.json's quantization_config (transformers' HfQuantizer configs: a
 /// quant_method such as bitsandbytes, gptq, awq, aqlm, eetq, hqq, compressed-tensors, fp8)
 /// unless the family dequantises that method itself (family_spec::quant_methods): its

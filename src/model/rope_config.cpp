@@ -52,10 +52,9 @@ std::vector<double> rope_list(const config_reader& r, const nlohmann::json& o, c
 
 /// "\"a\", \"b\" or \"c\"".
 std::string quoted_list(const std::vector<std::string>& items) {
-    std::string out;
-    for (std::size_t i = 0; i < items.size(); ++i)
-        out += (i == 0 ? "" : i + 1 == items.size() ? " or " : ", ") + ("\"" + items[i] + "\"");
-    return out;
+    std::vector<std::string> quoted;
+    for (const std::string& item : items) quoted.push_back("\"" + item + "\"");
+    return listed(quoted);
 }
 
 }  // namespace

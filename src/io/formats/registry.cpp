@@ -33,10 +33,7 @@ const std::vector<format>& output_formats() {
 }
 
 std::string format_names() {
-    std::string s;
-    const auto& all = output_formats();
-    for (std::size_t i = 0; i < all.size(); ++i) s += (i == 0 ? "" : i + 1 == all.size() ? " or " : ", ") + all[i]->name;
-    return s;
+    return listed(format_names_where([](format) { return true; }));
 }
 
 std::string format_help() {

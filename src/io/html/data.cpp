@@ -8,6 +8,7 @@
 
 #include "attn/io/writers.hpp"
 #include "attn/stages.hpp"
+#include "attn/text.hpp"
 #include "page_parts.hpp"
 
 namespace attn::io::html_detail {
@@ -158,11 +159,7 @@ std::size_t viewed_cells(const document& doc, const std::string& source, std::si
     if (stages.empty()) {
         std::string found;
         for (const auto& t : doc.tensors) found += (found.empty() ? "" : ", ") + t.name;
-        const std::vector<std::string> drawn = drawn_stages();
-        std::string expected;
-        for (std::size_t i = 0; i < drawn.size(); ++i)
-            expected += (i == 0 ? "" : i + 1 == drawn.size() ? " or " : ", ") + drawn[i];
-        throw value_error(source, "no Tq×Tk stage to view (expected " + expected + "; found " +
+        throw value_error(source, "no Tq×Tk stage to view (expected " + listed(drawn_stages()) + "; found " +
                                       (found.empty() ? std::string("none") : found) + ")");
     }
     std::size_t cells = 0;

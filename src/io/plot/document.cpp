@@ -22,14 +22,6 @@ const named_array* find_tensor(const document& doc, const std::string& name) {
     return nullptr;
 }
 
-/// "a, b or c"
-std::string or_list(const std::vector<std::string>& items) {
-    std::string s;
-    for (std::size_t i = 0; i < items.size(); ++i)
-        s += (i == 0 ? "" : i + 1 == items.size() ? " or " : ", ") + items[i];
-    return s;
-}
-
 /// Settings part of the title, from meta (nothing when meta is empty, as for .npz).
 std::string settings_text(const nlohmann::ordered_json& meta) {
     if (!meta.is_object()) return "";
@@ -93,7 +85,7 @@ heatmap_spec heatmap_from_document(const document& doc, const heatmap_view& view
         for (const std::string& m : plotted)
             if (find_tensor(doc, m)) present.push_back(m);
         throw value_error("--stage", "not in the input " +
-                                         expected_got(present.empty() ? "a " + or_list(plotted) + " tensor" : or_list(present),
+                                         expected_got(present.empty() ? "a " + listed(plotted) + " tensor" : listed(present),
                                                       view.stage));
     }
 
