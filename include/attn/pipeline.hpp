@@ -38,11 +38,9 @@ enum class kernel_kind { fast, reference };
 
 /// Settings of a compute run; defaults are those of docs/design.md §1 and §2. The
 /// attention call's own (scale, softcap, masked rows, RoPE, every mask and bias) are its
-/// core::attention_call, `call()`; the rest say how inputs become Q, K, V and what is
-/// written.
-struct pipeline_options : core::attention_call {
-    const core::attention_call& call() const { return *this; }
-    core::attention_call& call() { return *this; }
+/// `attention`; the rest say how inputs become Q, K, V and what is written.
+struct pipeline_options {
+    core::attention_call attention;          ///< the call: scale, softcap, masked rows, RoPE, masks
 
     std::size_t heads = 0, kv_heads = 0;     ///< 0: not given (1, and = heads)
     core::weight_layout layout = core::weight_layout::out_in;

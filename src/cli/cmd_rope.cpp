@@ -33,7 +33,7 @@ int run_rope(const rope_cli& c) {
     io::document doc;
     doc.tensors.push_back({stage_name(stage::output), rotate(std::move(b.arrays), o)});
     doc.meta["attn_version"] = ATTN_VERSION;
-    doc.meta["rope"] = core::rope_style_name(o.rope.value_or(core::rope_style::half));
+    doc.meta["rope"] = core::rope_style_name(o.attention.rope.value_or(core::rope_style::half));
     doc.meta["shapes"] = {{stage_name(stage::output), doc.tensors.front().value.shape}};
     write_document_to(c.output, doc, f, c.precision);
     return exit_ok;

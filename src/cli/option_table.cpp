@@ -124,22 +124,22 @@ std::vector<option_row> make_table() {
                      return grouped(list(a, r, c.mask)->check(CLI::IsMember(r.choices)), r);
                  }});
     t.push_back({"--causal", "causal", "Same as --mask causal", "Masks", {},
-                 [](CLI::App& a, pipeline_cli& c, const option_row& r) { return grouped(a.add_flag(r.flag, c.settings.causal, r.help), r); },
+                 [](CLI::App& a, pipeline_cli& c, const option_row& r) { return grouped(a.add_flag(r.flag, c.settings.attention.mask.causal, r.help), r); },
                  option_scope::pipeline, "--mask causal"});
     t.push_back({"--causal-align", "",
                  "top-left: key j visible from query i iff j <= i + past length (PyTorch is_causal, ONNX); "
                  "bottom-right: offset = valid keys - Tq (FlashAttention)",
                  "Masks", aligns.names(), [](CLI::App& a, pipeline_cli& c, const option_row& r) {
-                     auto* o = choice(a, r, aligns, [&c](core::causal_align v) { c.settings.align = v; });
-                     return grouped(o->default_str(aligns.name(c.settings.align)), r);
+                     auto* o = choice(a, r, aligns, [&c](core::causal_align v) { c.settings.attention.mask.align = v; });
+                     return grouped(o->default_str(aligns.name(c.settings.attention.mask.align)), r);
                  }});
     t.push_back({"--lengths", "lengths", "Valid keys per batch item, e.g. 3,5 (keys past them are padding)", "Masks", {},
                  [](CLI::App& a, pipeline_cli& c, const option_row& r) {
-                     return grouped(list(a, r, c.settings.lengths)->check(non_negative_count), r);
+                     return grouped(list(a, r, c.settings.attention.mask.lengths)->check(non_negative_count), r);
                  }});
     t.push_back({"--pad-id", "pad_id", "token_ids equal to this are padding keys", "Masks", {},
                  [](CLI::App& a, pipeline_cli& c, const option_row& r) {
-                     return grouped(a.add_option_function<long long>(r.flag, [&c](long long id) { c.settings.pad_id = id; }, r.help)
+                     return grouped(a.add_option_function<long long>(r.flag, [&c](long long id) { c.settings.attention.mask.pad_id = id; }, r.help)
                                         ->check(any_whole_number)
                                         ->type_name("INT"),
                                     r);
@@ -167,27 +167,27 @@ std::vector<option_row> make_table() {
                  "Prefix LM: keys j < N are visible to every query on top of the causal mask (T5/UniLM); "
                  "one N, or one per batch item",
                  "Masks", {}, [](CLI::App& a, pipeline_cli& c, const option_row& r) {
-                     return grouped(list(a, r, c.settings.prefix_len)->check(non_negative_count)->type_name("N[,N2...]"), r);
+                     return grouped(list(a, r, c.settings.attention.mask.prefix_len)->check(non_negative_count)->type_name("N[,N2...]"), r);
                  }});
     t.push_back({"--cu-seqlens", "cu_seqlens",
                  "Documents packed in one row, as FlashAttention varlen's cumulative lengths (e.g. 0,3,7): "
                  "a query sees only keys of its own document (same as a document_ids array)",
                  "Masks", {}, [](CLI::App& a, pipeline_cli& c, const option_row& r) {
-                     return grouped(list(a, r, c.settings.cu_seqlens)->check(non_negative_count)->type_name("0,C1,...,T"), r);
+                     return grouped(list(a, r, c.settings.attention.mask.cu_seqlens)->check(non_negative_count)->type_name("0,C1,...,T"), r);
                  }});
     t.push_back({"--sink-tokens", "sink_tokens", "StreamingLLM: the first K keys stay visible through the --window", "Masks", {},
                  [](CLI::App& a, pipeline_cli& c, const option_row& r) {
-                     return grouped(a.add_option(r.flag, c.settings.sink_tokens, r.help)->check(non_negative_count)->type_name("K"), r);
+                     return grouped(a.add_option(r.flag, c.settings.attention.mask.sink_tokens, r.help)->check(non_negative_count)->type_name("K"), r);
                  }});
     t.push_back({"--alibi", "alibi",
                  "ALiBi (Press et al. 2022): add -m_h*|p - j| to the scores, slopes m_h from the paper for Hq heads", "Masks", {},
-                 [](CLI::App& a, pipeline_cli& c, const option_row& r) { return grouped(a.add_flag(r.flag, c.settings.alibi, r.help), r); }});
+                 [](CLI::App& a, pipeline_cli& c, const option_row& r) { return grouped(a.add_flag(r.flag, c.settings.attention.mask.alibi, r.help), r); }});
     t.push_back({"--attn-mask-true", "",
                  "What True means in a bool attn_mask: attend (PyTorch SDPA, ONNX) or masked "
                  "(nn.MultiheadAttention's bool attn_mask)",
                  "Masks", true_meanings.names(), [](CLI::App& a, pipeline_cli& c, const option_row& r) {
-                     auto* o = choice(a, r, true_meanings, [&c](bool v) { c.settings.attn_mask_true_masks = v; });
-                     return grouped(o->default_str(true_meanings.name(c.settings.attn_mask_true_masks)), r);
+                     auto* o = choice(a, r, true_meanings, [&c](bool v) { c.settings.attention.mask.attn_mask_true_masks = v; });
+                     return grouped(o->default_str(true_meanings.name(c.settings.attention.mask.attn_mask_true_masks)), r);
                  }});
     t.push_back({"--layout", "",
                  "Axes of x, x_kv, q, k, v (default: by rank, 4-D as bhtd, 2-D/3-D as bte): bhtd (B, H, T, D); "
@@ -222,19 +222,19 @@ std::vector<option_row> make_table() {
     t.push_back({"--masked-rows", "",
                  "Fully masked rows: zero (weights and output 0, as ONNX and PyTorch) or nan (naive 0/0)", "Masks",
                  rows_choices.names(), [](CLI::App& a, pipeline_cli& c, const option_row& r) {
-                     auto* o = choice(a, r, rows_choices, [&c](core::masked_rows v) { c.settings.rows = v; });
-                     return grouped(o->default_str(rows_choices.name(c.settings.rows)), r);
+                     auto* o = choice(a, r, rows_choices, [&c](core::masked_rows v) { c.settings.attention.rows = v; });
+                     return grouped(o->default_str(rows_choices.name(c.settings.attention.rows)), r);
                  }});
     t.push_back({"--scale", "", "Multiplier of Q·Kᵀ (default 1/sqrt(Dk))", "", {},
                  [](CLI::App& a, pipeline_cli& c, const option_row& r) {
-                     return a.add_option_function<double>(r.flag, [&c](double scale) { c.settings.scale = scale; }, r.help)
+                     return a.add_option_function<double>(r.flag, [&c](double scale) { c.settings.attention.scale = scale; }, r.help)
                          ->type_name("FLOAT")
                          ->check(a_number)
                          ->check(finite_number);
                  }});
     t.push_back({"--softcap", "", "If > 0: scaled = c·tanh(scaled/c), before masking", "", {},
                  [](CLI::App& a, pipeline_cli& c, const option_row& r) {
-                     return a.add_option(r.flag, c.settings.softcap, r.help)->type_name("FLOAT")->check(a_number)->check(finite_number);
+                     return a.add_option(r.flag, c.settings.attention.softcap, r.help)->type_name("FLOAT")->check(a_number)->check(finite_number);
                  }});
     t.push_back({"--heads", "heads", "Query heads: splits the last axis of rank-3 inputs head-major", "", {},
                  [](CLI::App& a, pipeline_cli& c, const option_row& r) {
@@ -273,13 +273,13 @@ std::vector<option_row> make_table() {
                  "RoPE on Q and K after the projections: half (dims j, j+R/2: GPT-NeoX, HF rotate_half, ONNX "
                  "interleaved=0) or interleaved (dims 2j, 2j+1: GPT-J, Meta Llama, ONNX interleaved=1)",
                  "Positions", rope_styles.names(), [](CLI::App& a, pipeline_cli& c, const option_row& r) {
-                     return grouped(choice(a, r, rope_styles, [&c](core::rope_style v) { c.settings.rope = v; }), r);
+                     return grouped(choice(a, r, rope_styles, [&c](core::rope_style v) { c.settings.attention.rope = v; }), r);
                  },
                  option_scope::rope});
     t.push_back({"--rope-theta", "rope_theta", "RoPE base: inv_freq_j = theta^(-2j/R)", "Positions", {},
                  [](CLI::App& a, pipeline_cli& c, const option_row& r) {
-                     return grouped(a.add_option(r.flag, c.settings.rope_theta, r.help)
-                                        ->each([&c](const std::string&) { c.settings.rope_theta_given = true; })
+                     return grouped(a.add_option(r.flag, c.settings.attention.rope_theta, r.help)
+                                        ->each([&c](const std::string&) { c.settings.attention.rope_theta_given = true; })
                                         ->check(a_number)
                                         ->check(finite_number)
                                         ->check(positive_number)
@@ -289,7 +289,7 @@ std::vector<option_row> make_table() {
                  option_scope::rope});
     t.push_back({"--rotary-dim", "rotary_dim", "Rotate only the first R dims of each head (default: all; R even)", "Positions", {},
                  [](CLI::App& a, pipeline_cli& c, const option_row& r) {
-                     return grouped(a.add_option(r.flag, c.settings.rotary_dim, r.help)
+                     return grouped(a.add_option(r.flag, c.settings.attention.rotary_dim, r.help)
                                         ->check(non_negative_count)
                                         ->check(CLI::Validator(
                                             [](std::string& text) {

@@ -109,7 +109,7 @@ attn::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std:
             throw usage_error(checkpoint_only, "applies to a checkpoint " + expected_got("--layer N or --layer all", "no --layer"));
     }
     // --causal is p.causal as given; --mask asks core for each mask by name.
-    const bool causal_flag = c.settings.causal;
+    const bool causal_flag = c.settings.attention.mask.causal;
     const bool none = std::find(c.mask.begin(), c.mask.end(), "none") != c.mask.end();
     core::mask_settings asked;
     for (const auto& m : c.mask) core::ask_for_mask(asked, m);  // names checked by the option's choices
@@ -117,10 +117,10 @@ attn::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std:
     if (none && (asked.causal || asked.padding_required || causal_flag))
         throw usage_error("--mask", "none contradicts the other masks " +
                                         expected_got("none alone", join(c.mask, ",") + (causal_flag ? " and --causal" : "")));
-    p.padding_refused = asked.padding_refused;
-    p.padding_required = asked.padding_required;
-    p.causal = asked.causal || causal_flag;
-    if (!c.mask_fill.empty()) p.fill = parse_fill(c.mask_fill);
+    p.attention.mask.padding_refused = asked.padding_refused;
+    p.attention.mask.padding_required = asked.padding_required;
+    p.attention.mask.causal = asked.causal || causal_flag;
+    if (!c.mask_fill.empty()) p.attention.mask.fill = parse_fill(c.mask_fill);
     // A stage asked for twice is written once (a JSON object cannot hold a key twice).
     p.dump.clear();
     for (auto& d : dump)
@@ -147,8 +147,8 @@ attn::pipeline_options pipeline_settings(const pipeline_cli& c, std::vector<std:
                                                   for (auto w : c.window) t += (t.empty() ? "" : ",") + std::to_string(w);
                                                   return t;
                                               }()));
-        p.window_left = c.window[0];
-        p.window_right = c.window.size() == 2 ? c.window[1] : -1;
+        p.attention.mask.window_left = c.window[0];
+        p.attention.mask.window_right = c.window.size() == 2 ? c.window[1] : -1;
     }
     return p;
 }

@@ -107,13 +107,13 @@ pipeline_options layer_options(const pipeline_options& o, const model::layer_att
     lo.layout = la.layout;
     if (!o.heads) lo.heads = la.heads;
     if (!o.kv_heads) lo.kv_heads = la.kv_heads;
-    lo.causal = o.causal || la.causal;
-    if (o.window_left < 0 && o.window_right < 0) lo.window_left = la.window_left;
-    if (la.rope && !o.rope) lo.rope = core::rope_style::half;
-    if (la.rope && !o.rope_theta_given) lo.rope_theta = la.rope_theta;
-    if (la.rope && !o.rotary_dim) lo.rotary_dim = la.rotary_dim;
-    if (la.scale && !o.scale) lo.scale = la.scale;
-    if (la.softcap > 0 && !(o.softcap > 0)) lo.softcap = la.softcap;
+    lo.attention.mask.causal = o.attention.mask.causal || la.causal;
+    if (o.attention.mask.window_left < 0 && o.attention.mask.window_right < 0) lo.attention.mask.window_left = la.window_left;
+    if (la.rope && !o.attention.rope) lo.attention.rope = core::rope_style::half;
+    if (la.rope && !o.attention.rope_theta_given) lo.attention.rope_theta = la.rope_theta;
+    if (la.rope && !o.attention.rotary_dim) lo.attention.rotary_dim = la.rotary_dim;
+    if (la.scale && !o.attention.scale) lo.attention.scale = la.scale;
+    if (la.softcap > 0 && !(o.attention.softcap > 0)) lo.attention.softcap = la.softcap;
     return lo;
 }
 
@@ -135,8 +135,8 @@ std::vector<named_array> scaled_rope_tables(const model::layer_attention& la, co
         }
     }
     core::rope_scaling s = la.rope_scaling;
-    s.theta = lo.rope_theta;
-    if (lo.rotary_dim) s.rotary_dim = lo.rotary_dim;
+    s.theta = lo.attention.rope_theta;
+    if (lo.attention.rotary_dim) s.rotary_dim = lo.attention.rotary_dim;
     std::vector<std::int64_t> positions(M);
     for (std::size_t m = 0; m < M; ++m) positions[m] = static_cast<std::int64_t>(m);
     const core::rope_tables t = core::rope_scaled_tables(s, positions, 1, M);

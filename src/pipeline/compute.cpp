@@ -44,8 +44,8 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     if (wants(stage::word_weights))
         throw usage_error("--dump", "word_weights merges tokens into the words of a text " +
                                         expected_got("a checkpoint with --text", "no checkpoint"));
-    if (o.softcap < 0 || !std::isfinite(o.softcap))
-        throw usage_error("--softcap", "must be finite and not negative " + expected_got("≥ 0", num(o.softcap)));
+    if (o.attention.softcap < 0 || !std::isfinite(o.attention.softcap))
+        throw usage_error("--softcap", "must be finite and not negative " + expected_got("≥ 0", num(o.attention.softcap)));
 
     prepared<T> p = prepare_qkv<T>(in, o);
     if (wants(stage::x_norm))
@@ -87,7 +87,7 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     std::optional<tensor4<T>> q_proj, k_proj;
     const array* pk = in.find("past_key");
     const array* pv = in.find("past_value");
-    if (o.rope) {
+    if (o.attention.rope) {
         const std::size_t past_len = pk && pk->rank() == 4 ? pk->shape[2] : 0;
         if (p.k.shape(2) != Tq)
             throw usage_error("--rope", "rotates the new queries and keys of one sequence " +
@@ -95,8 +95,8 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
         const rope_tables tables = rope_tables_for(in, o, B, Tq, Dk, past_len);
         if (wants(stage::q_proj)) q_proj = p.q;
         if (wants(stage::k_proj)) k_proj = p.k;
-        apply_rope(p.q, tables, *o.rope);
-        apply_rope(p.k, tables, *o.rope);
+        apply_rope(p.q, tables, *o.attention.rope);
+        apply_rope(p.k, tables, *o.attention.rope);
     } else if (wants(stage::q_proj) || wants(stage::k_proj)) {
         throw usage_error("--dump", "q_proj and k_proj are Q and K before RoPE " + expected_got("--rope", "no --rope"));
     }
@@ -151,7 +151,7 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     }
 
     std::vector<std::string> masks_used;
-    mask_spec spec(o.masks());  // the call's mask settings, whole; then the shapes and the mask arrays
+    mask_spec spec(o.attention.mask);  // the call's mask settings, whole; then the shapes and the mask arrays
     spec.B = B, spec.Hq = Hq, spec.Tq = Tq, spec.Tk = Tk, spec.past = past;
     spec.alibi_slopes = in.find("alibi_slopes");
     spec.document_ids = in.find("document_ids");
@@ -165,9 +165,9 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     if (o.sink_k == 0 || (wants(stage::head_stats) && o.sink_k > Tk))
         throw usage_error("--sink-k", "counts the first keys of each row " + expected_got("1 to Tk = " + num(Tk), num(o.sink_k)));
 
-    ao.scale = o.scale ? *o.scale : 1.0 / std::sqrt(static_cast<double>(Dk));
-    ao.softcap = o.softcap;
-    ao.rows = o.rows;
+    ao.scale = o.attention.scale ? *o.attention.scale : 1.0 / std::sqrt(static_cast<double>(Dk));
+    ao.softcap = o.attention.softcap;
+    ao.rows = o.attention.rows;
     if (const array* sinks = in.find("sinks")) {
         if (sinks->rank() != 1 || sinks->shape[0] != Hq || !is_float(sinks->type))
             throw shape_error("sinks", "one float logit per query head " +
@@ -281,7 +281,7 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     facts.type = dtype_of<T>();
     facts.scale = ao.scale;
     facts.masks_used = std::move(masks_used);
-    facts.mask_records = mask_records(o.masks(), m);
+    facts.mask_records = mask_records(o.attention.mask, m);
     facts.sinks = ao.sinks;
     facts.heads = Hq, facts.kv_heads = Hkv, facts.past = past, facts.head_width = Dk;
     facts.projected = p.projected;
@@ -313,11 +313,11 @@ io::document compute(std::vector<named_array> inputs, const std::vector<std::str
         return nullptr;
     };
     pipeline::add_inline_ids(inputs, options);
-    if (!options.cu_seqlens.empty()) {
+    if (!options.attention.mask.cu_seqlens.empty()) {
         if (find("document_ids"))
             throw usage_error("--cu-seqlens", "documents given twice " +
                                                   expected_got("--cu-seqlens or a document_ids array", "both"));
-        const std::vector<std::int64_t> ids = core::documents_from_cu_seqlens(options.cu_seqlens);
+        const std::vector<std::int64_t> ids = core::documents_from_cu_seqlens(options.attention.mask.cu_seqlens);
         inputs.push_back({"document_ids", int64_array({ids.size()}, ids)});
     }
     if (named_array* table = find("embedding")) {
@@ -332,7 +332,7 @@ io::document compute(std::vector<named_array> inputs, const std::vector<std::str
         inputs.push_back({"x", std::move(x)});
     }
     // Positions and angle tables feed only RoPE: without it they would be silently unused.
-    if (!options.rope)
+    if (!options.attention.rope)
         for (const char* name : {"rope_cos", "rope_sin", "position_ids"})
             if (find(name))
                 throw usage_error(name, "used only by RoPE " + expected_got("--rope half or --rope interleaved", "no --rope"));
@@ -418,7 +418,7 @@ array rotate_as(const input_set& in, const array& xa, const pipeline_options& o)
         throw shape_error("x", "wrong rank " + expected_got("(T, H·D), (B, T, H·D) or (B, H, T, D)", shape_string(xa.shape)));
     }
     const rope_tables tables = rope_tables_for(in, o, x.shape(0), x.shape(2), x.shape(3), 0);
-    apply_rope(x, tables, o.rope.value_or(rope_style::half));
+    apply_rope(x, tables, o.attention.rope.value_or(rope_style::half));
     if (xa.rank() == 4) return array::from<T>(xa.shape, x.data());
     const tensor3<T> y = merge_heads(x);
     return array::from<T>(xa.shape, y.data());

@@ -30,7 +30,7 @@ void add_posenc(tensor3<T>& x, const pipeline_options& o, std::size_t first, con
 
 rope_tables rope_tables_for(const input_set& in, const pipeline_options& o, std::size_t B, std::size_t T, std::size_t D,
                             std::size_t first) {
-    const std::size_t R = o.rotary_dim ? o.rotary_dim : D;
+    const std::size_t R = o.attention.rotary_dim ? o.attention.rotary_dim : D;
     if (R > D)
         throw usage_error("--rotary-dim", "larger than the head width " + expected_got("≤ " + num(D), num(R)));
     std::vector<std::int64_t> positions(B * T);
@@ -62,7 +62,7 @@ rope_tables rope_tables_for(const input_set& in, const pipeline_options& o, std:
     const array* sin = in.find("rope_sin");
     if ((cos != nullptr) != (sin != nullptr))
         throw value_error("inputs", "rope_cos and rope_sin come together " + expected_got("both", cos ? "rope_cos only" : "rope_sin only"));
-    if (!cos) return rope_from_theta(positions, B, T, R, o.rope_theta);
+    if (!cos) return rope_from_theta(positions, B, T, R, o.attention.rope_theta);
     if (cos->shape != sin->shape)
         throw shape_error("rope_sin", "shape differs from rope_cos's " + expected_got(shape_string(cos->shape), shape_string(sin->shape)));
     // (M, R/2) tables are indexed by position (given or default); (B, T, R/2) are per token.

@@ -18,11 +18,11 @@ constexpr int sink_k_place = 50;
 }  // namespace
 
 void write_call_meta(nlohmann::ordered_json& meta, const pipeline_options& o, const call_facts& f) {
-    const core::mask_settings& m = o.masks();
+    const core::mask_settings& m = o.attention.mask;
     meta["attn_version"] = ATTN_VERSION;
     meta["dtype"] = std::string(dtype_name(f.type));
     meta["scale"] = f.scale;
-    meta["softcap"] = o.softcap;
+    meta["softcap"] = o.attention.softcap;
     meta["mask"] = f.masks_used;
     // Each mask term's entries (include/attn/core/masks/), and head_stats' sink_k among
     // them, by place: the key order meta has always had.
@@ -33,7 +33,7 @@ void write_call_meta(nlohmann::ordered_json& meta, const pipeline_options& o, co
     for (const core::mask_record& e : entries) std::visit([&](const auto& v) { meta[e.key] = v; }, e.value);
     if (m.fill) meta["mask_fill"] = *m.fill;
     else meta["mask_fill"] = "-Infinity";
-    meta["masked_rows"] = core::masked_rows_name(o.rows);
+    meta["masked_rows"] = core::masked_rows_name(o.attention.rows);
     if (o.kernel == kernel_kind::reference) meta["kernel"] = "reference";
     if (!f.sinks.empty()) meta["sinks"] = f.sinks;
     meta["heads"] = f.heads;
@@ -42,10 +42,10 @@ void write_call_meta(nlohmann::ordered_json& meta, const pipeline_options& o, co
     if (f.projected)
         meta["weight_layout"] = f.packed_projection || o.layout == core::weight_layout::out_in ? "out-in" : "in-out";
     meta["average_heads"] = o.average_heads;
-    if (o.rope) {
-        meta["rope"] = core::rope_style_name(*o.rope);
-        if (!f.rope_from_tables) meta["rope_theta"] = o.rope_theta;
-        meta["rotary_dim"] = o.rotary_dim ? o.rotary_dim : f.head_width;
+    if (o.attention.rope) {
+        meta["rope"] = core::rope_style_name(*o.attention.rope);
+        if (!f.rope_from_tables) meta["rope_theta"] = o.attention.rope_theta;
+        meta["rotary_dim"] = o.attention.rotary_dim ? o.attention.rotary_dim : f.head_width;
     }
     if (o.posenc) {
         meta["posenc"] = core::posenc_style_name(*o.posenc);

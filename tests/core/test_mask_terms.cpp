@@ -38,11 +38,14 @@ TEST_CASE("mask terms: mask_settings and mask<T> are made of every listed term's
         using term = decltype(t);
         ++n;
         CHECK(std::is_base_of_v<typename term::settings, mask_settings>);
-        CHECK(std::is_base_of_v<typename term::settings, attention_call>);
         CHECK(std::is_base_of_v<typename term::template state<float>, mask<float>>);
         CHECK(std::is_base_of_v<typename term::template state<double>, mask<double>>);
     });
     CHECK(n == masks::terms::size);
+    // An attention call holds its mask settings as a member (docs/design.md §3.1 item 1),
+    // not as a base: a call's fields and a mask's stay apart.
+    CHECK(std::is_same_v<decltype(attention_call::mask), mask_settings>);
+    CHECK_FALSE(std::is_base_of_v<mask_settings, attention_call>);
     // Each term's any() reaches mask<T>::any(): one term's state alone makes it true.
     mask<double> m;
     CHECK_FALSE(m.any());

@@ -65,10 +65,10 @@ TEST_CASE("NaN and ±inf in q, k or v: streaming, materialised and reference pat
     };
     const std::vector<mask_case> masks = {
         {"no mask", [](pipeline_options&) {}, nullptr},
-        {"causal", [](pipeline_options& o) { o.causal = true; }, [](auto, auto, auto i, auto j) { return j <= i; }},
-        {"causal window 1", [](pipeline_options& o) { o.causal = true; o.window_left = 1; },
+        {"causal", [](pipeline_options& o) { o.attention.mask.causal = true; }, [](auto, auto, auto i, auto j) { return j <= i; }},
+        {"causal window 1", [](pipeline_options& o) { o.attention.mask.causal = true; o.attention.mask.window_left = 1; },
          [](auto, auto, auto i, auto j) { return j <= i && j + 1 >= i; }},
-        {"padding: lengths 5, 3", [](pipeline_options& o) { o.lengths = {5, 3}; },
+        {"padding: lengths 5, 3", [](pipeline_options& o) { o.attention.mask.lengths = {5, 3}; },
          [](auto b, auto, auto, auto j) { return j < (b == 0 ? 5u : 3u); }},
     };
     struct extra_case {
@@ -127,8 +127,8 @@ TEST_CASE("NaN and ±inf in q, k or v: streaming, materialised and reference pat
                         CAPTURE(path);
                         pipeline_options o;
                         mc.set(o);
-                        o.softcap = ex.softcap;
-                        o.alibi = ex.alibi;
+                        o.attention.softcap = ex.softcap;
+                        o.attention.mask.alibi = ex.alibi;
                         o.kernel = std::string(path) == "reference" ? attn::kernel_kind::reference : attn::kernel_kind::fast;
                         o.dump = std::string(path) == "streaming" ? std::vector<std::string>{"output", "lse"}
                                                                   : std::vector<std::string>{"weights", "output", "lse"};

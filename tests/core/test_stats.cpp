@@ -120,7 +120,7 @@ TEST_CASE("stats stage on the notebook matches NumPy (no mask and causal), dumpe
         CAPTURE(mode);
         attn::io::bundle b = attn::io::load_bundle(std::string(ATTN_SOURCE_DIR) + "/data/notebook.npz");
         pipeline_options o;
-        o.causal = std::string(mode) == "causal";
+        o.attention.mask.causal = std::string(mode) == "causal";
         o.dump = {"stats"};  // qk, scaled and weights are not dumped: the kernel must keep them anyway
         const attn::io::document doc = compute(std::move(b.arrays), {}, o);
         const json& w = want[mode];
@@ -154,7 +154,7 @@ TEST_CASE("stats rows are shaped like lse, variances cover every head, --average
     const array xa = array::from<double>({B, T, H * D}, x.data());
     pipeline_options o;
     o.heads = H;
-    o.causal = true;
+    o.attention.mask.causal = true;
     o.dump = {"weights", "lse", "stats", "qk", "scaled"};
     const attn::io::document doc = compute({{"x", xa}}, {}, o);
     const array& lse = tensor(doc, "lse");

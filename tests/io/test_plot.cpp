@@ -101,7 +101,7 @@ io::heatmap_spec matrix_spec(std::size_t rows, std::size_t cols, const std::vect
 io::heatmap_spec notebook_spec(bool causal, std::size_t heads, bool grid) {
     io::bundle b = io::load_bundle(std::string(ATTN_SOURCE_DIR) + "/data/notebook.npz");
     attn::pipeline_options o;
-    o.causal = causal;
+    o.attention.mask.causal = causal;
     o.heads = heads;
     o.dump = {"weights", "scores"};
     const io::document doc = attn::compute(std::move(b.arrays), b.tokens, o);

@@ -109,7 +109,7 @@ TEST_CASE("rank-3 inputs split head-major with --heads/--kv-heads (GQA) and merg
     pipeline_options o = dump_all();
     o.heads = Hq;
     o.kv_heads = Hkv;
-    o.causal = true;
+    o.attention.mask.causal = true;
     const auto doc = compute({{"q", f64({B, Tq, Hq * D}, q)}, {"k", f64({B, Tk, Hkv * D}, k)}, {"v", f64({B, Tk, Hkv * Dv}, v)}},
                              {}, o);
     ref::dims d{B, Hq, Hkv, Tq, Tk, D, Dv};
@@ -245,7 +245,7 @@ TEST_CASE("KV cache: past keys come first, causal offset = past length, present_
                v = ref::random_normal(B * H * L * D, 33), pk = ref::random_normal(B * H * P * D, 34),
                pv = ref::random_normal(B * H * P * D, 35);
     pipeline_options o;
-    o.causal = true;
+    o.attention.mask.causal = true;
     o.dump = {"weights", "output", "present_key", "present_value"};
     const auto doc = compute({{"q", f64({B, H, L, D}, q)},
                               {"k", f64({B, H, L, D}, k)},
@@ -282,13 +282,13 @@ TEST_CASE("padding sources: lengths, bottom-right causal, key_padding_mask (True
         return ref::attention(x, x, x, ref::dims{B, 1, 1, T, T, D, D}, 1 / std::sqrt(3.0), 0, allowed, nullptr).weights;
     };
     pipeline_options o;
-    o.lengths = {4, 2};
+    o.attention.mask.lengths = {4, 2};
     const auto by_lengths = weights_for({}, o);
     check_close(by_lengths, reference([](auto b, auto, auto, auto j) { return j < (b ? 2u : 4u); }), 1e-14, "lengths");
 
     // Bottom-right causal with lengths: offset = lengths[b] − Tq (FlashAttention, ONNX nonpad).
-    o.causal = true;
-    o.align = causal_align::bottom_right;
+    o.attention.mask.causal = true;
+    o.attention.mask.align = causal_align::bottom_right;
     const auto br = weights_for({}, o);
     check_close(br,
                 reference([](auto b, auto, auto i, auto j) {
@@ -302,7 +302,7 @@ TEST_CASE("padding sources: lengths, bottom-right causal, key_padding_mask (True
                 0, "key_padding_mask");
 
     pipeline_options ids;
-    ids.pad_id = 0;
+    ids.attention.mask.pad_id = 0;
     const std::vector<std::int64_t> tok{5, 6, 7, 8, 9, 3, 0, 0};
     check_close(weights_for({{"token_ids", typed(attn::dtype::i8, {B, T}, tok)}}, ids), by_lengths, 0, "token ids");
 }
@@ -420,18 +420,18 @@ TEST_CASE("today's masks against the oracle: window, prefix LM, sink tokens, ALi
     const auto p = [&](std::size_t i) { return static_cast<long long>(i) + offset; };
     const auto J = [](std::size_t j) { return static_cast<long long>(j); };
     const std::vector<variant> variants = {
-        {"causal window 2", [](pipeline_options& o) { o.causal = true; o.window_left = 2; },
+        {"causal window 2", [](pipeline_options& o) { o.attention.mask.causal = true; o.attention.mask.window_left = 2; },
          [&](auto, auto, auto i, auto j) { return J(j) <= p(i) && J(j) >= p(i) - 2; }, nullptr},
-        {"band 1,1 without causal", [](pipeline_options& o) { o.window_left = 1; o.window_right = 1; },
+        {"band 1,1 without causal", [](pipeline_options& o) { o.attention.mask.window_left = 1; o.attention.mask.window_right = 1; },
          [&](auto, auto, auto i, auto j) { return J(j) >= p(i) - 1 && J(j) <= p(i) + 1; }, nullptr},
-        {"prefix 6 / 2 per item", [](pipeline_options& o) { o.causal = true; o.prefix_len = {6, 2}; },
+        {"prefix 6 / 2 per item", [](pipeline_options& o) { o.attention.mask.causal = true; o.attention.mask.prefix_len = {6, 2}; },
          [&](auto b, auto, auto i, auto j) { return J(j) <= p(i) || J(j) < (b == 0 ? 6 : 2); }, nullptr},
-        {"window 1 with 2 sink tokens", [](pipeline_options& o) { o.causal = true; o.window_left = 1; o.sink_tokens = 2; },
+        {"window 1 with 2 sink tokens", [](pipeline_options& o) { o.attention.mask.causal = true; o.attention.mask.window_left = 1; o.attention.mask.sink_tokens = 2; },
          [&](auto, auto, auto i, auto j) { return J(j) <= p(i) && (J(j) >= p(i) - 1 || J(j) < 2); }, nullptr},
-        {"alibi, causal", [](pipeline_options& o) { o.causal = true; o.alibi = true; },
+        {"alibi, causal", [](pipeline_options& o) { o.attention.mask.causal = true; o.attention.mask.alibi = true; },
          [&](auto, auto, auto i, auto j) { return J(j) <= p(i); },
          [&](auto, auto h, auto i, auto j) { return -slope[h] * static_cast<double>(std::llabs(p(i) - J(j))); }},
-        {"alibi, no mask", [](pipeline_options& o) { o.alibi = true; }, nullptr,
+        {"alibi, no mask", [](pipeline_options& o) { o.attention.mask.alibi = true; }, nullptr,
          [&](auto, auto h, auto i, auto j) { return -slope[h] * static_cast<double>(std::llabs(p(i) - J(j))); }},
     };
     for (const auto& var : variants)
@@ -440,7 +440,7 @@ TEST_CASE("today's masks against the oracle: window, prefix LM, sink tokens, ALi
                 CAPTURE(var.what);
                 CAPTURE(materialise);
                 pipeline_options o;
-                o.align = attn::core::causal_align::bottom_right;
+                o.attention.mask.align = attn::core::causal_align::bottom_right;
                 o.kernel = kernel;
                 o.dump = materialise ? std::vector<std::string>{"scores", "weights", "output", "lse"}
                                      : std::vector<std::string>{"output", "lse"};
@@ -478,12 +478,12 @@ TEST_CASE("documents against the oracle: cu_seqlens runs and scattered ids, with
                 pipeline_options o;
                 o.dump = materialise ? std::vector<std::string>{"weights", "output", "lse"}
                                      : std::vector<std::string>{"output", "lse"};
-                o.causal = combo != "none" && combo != "alibi";
-                if (combo == "causal+window") o.window_left = 1;
-                o.alibi = combo == "alibi";
+                o.attention.mask.causal = combo != "none" && combo != "alibi";
+                if (combo == "causal+window") o.attention.mask.window_left = 1;
+                o.attention.mask.alibi = combo == "alibi";
                 std::vector<named_array> in{{"q", f64({B, H, T, D}, q)}, {"k", f64({B, H, T, D}, k)}, {"v", f64({B, H, T, D}, v)}};
                 if (cu) {
-                    o.cu_seqlens = {0, 3, 7};
+                    o.attention.mask.cu_seqlens = {0, 3, 7};
                 } else {
                     std::vector<std::int64_t> ids(runs);
                     ids.insert(ids.end(), scattered.begin(), scattered.end());
@@ -492,12 +492,12 @@ TEST_CASE("documents against the oracle: cu_seqlens runs and scattered ids, with
                 const auto doc_of = [&](std::size_t b, std::size_t t) { return cu || b == 0 ? runs[t] : scattered[t]; };
                 const auto allowed = [&](std::size_t b, std::size_t, std::size_t i, std::size_t j) {
                     if (doc_of(b, i) != doc_of(b, j)) return false;
-                    if (o.causal && j > i) return false;
+                    if (o.attention.mask.causal && j > i) return false;
                     if (combo == "causal+window" && j + 1 < i) return false;
                     return true;
                 };
                 const ref::bias_fn bias = [&](std::size_t, std::size_t h, std::size_t i, std::size_t j) {
-                    return o.alibi ? -slope[h] * std::abs(double(i) - double(j)) : 0.0;
+                    return o.attention.mask.alibi ? -slope[h] * std::abs(double(i) - double(j)) : 0.0;
                 };
                 const auto doc = compute(std::move(in), {}, o);
                 const auto want = ref::attention(q, k, v, d, 1 / std::sqrt(3.0), 0, allowed, bias);
@@ -507,7 +507,7 @@ TEST_CASE("documents against the oracle: cu_seqlens runs and scattered ids, with
             }
     // The errors: not self-attention, and cu_seqlens that do not accumulate.
     pipeline_options o;
-    o.cu_seqlens = {0, 3, 3, 7};
+    o.attention.mask.cu_seqlens = {0, 3, 3, 7};
     CHECK_THROWS_WITH_AS(in_cli_terms([&] { (void)compute({{"x", f64({7, 2}, ref::random_normal(14, 1))}}, {}, o); }),
                          "--cu-seqlens: not cumulative lengths (expected 0 then increasing, e.g. 0,3,7, got 0,3,3,7)",
                          attn::usage_error);
@@ -539,7 +539,7 @@ TEST_CASE("attention sinks: the oracle with one more key whose score is the sink
         for (const bool materialise : {true, false}) {
             CAPTURE(materialise);
             pipeline_options o;
-            o.causal = true;
+            o.attention.mask.causal = true;
             o.kernel = kernel;
             o.dump = materialise ? std::vector<std::string>{"weights", "output", "lse"} : std::vector<std::string>{"output", "lse"};
             const auto doc = compute({{"q", f64({B, Hq, T, D}, q)}, {"k", f64({B, Hkv, T, D}, k)},
@@ -586,10 +586,10 @@ TEST_CASE("RoPE in compute: q and k rotated as HF's rotate_half / GPT-J's pairs,
         };
         const auto qr = rotate(q), kr = rotate(k);
         pipeline_options o;
-        o.rope = interleaved ? attn::core::rope_style::interleaved : attn::core::rope_style::half;
-        o.rope_theta = theta;
-        o.rotary_dim = R;
-        o.causal = true;
+        o.attention.rope = interleaved ? attn::core::rope_style::interleaved : attn::core::rope_style::half;
+        o.attention.rope_theta = theta;
+        o.attention.rotary_dim = R;
+        o.attention.mask.causal = true;
         o.dump = {"q_proj", "k_proj", "q", "k", "weights", "output"};
         const auto doc = compute({{"q", f64({B, H, T, D}, q)}, {"k", f64({B, Hkv, T, D}, k)}, {"v", f64({B, Hkv, T, D}, v)},
                                   {"past_key", f64({B, Hkv, P, D}, pk)}, {"past_value", f64({B, Hkv, P, D}, pv)}},

@@ -201,7 +201,7 @@ TEST_CASE("tensor axes: the pipeline's equal the meta's for every layout") {
         INFO(std::string(r.what));
         attn::pipeline_options o;
         o.dump = dump;
-        o.rope = attn::core::rope_style::half;  // q_proj and k_proj are Q and K before it
+        o.attention.rope = attn::core::rope_style::half;  // q_proj and k_proj are Q and K before it
         o.heads = r.heads;
         o.average_heads = r.average;
         o.layout_of_inputs = r.layout;

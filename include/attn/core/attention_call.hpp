@@ -31,11 +31,12 @@ struct mask_settings : masks::terms::settings {
     std::optional<double> fill;  ///< masked-cell value; default −∞
 };
 
-/// The settings of one attention call besides its inputs: the mask settings (its base,
-/// `masks()`), the scale and softcap of the scores (docs/design.md §1.3), what a fully
-/// masked row becomes, and RoPE on Q and the new K (§4.1). A checkpoint's layer changes
-/// it (src/pipeline/checkpoint.cpp layer_options); `pipeline_options` holds one.
-struct attention_call : mask_settings {
+/// The settings of one attention call besides its inputs: the mask settings (`mask`),
+/// the scale and softcap of the scores (docs/design.md §1.3), what a fully masked row
+/// becomes, and RoPE on Q and the new K (§4.1). A checkpoint's layer changes it
+/// (src/pipeline/checkpoint.cpp layer_options); `pipeline_options` holds one.
+struct attention_call {
+    mask_settings mask;                     ///< every mask and bias setting
     std::optional<double> scale;            ///< multiplies Q·Kᵀ; default 1/√Dk
     double softcap = 0.0;                   ///< > 0: c·tanh(x/c) before the masks
     masked_rows rows = masked_rows::zero;   ///< a fully masked row: zero weights, or NaN
@@ -43,9 +44,6 @@ struct attention_call : mask_settings {
     double rope_theta = 10000.0;            ///< `rope_theta`: inv_freq_j = θ^(−2j/R)
     std::size_t rotary_dim = 0;             ///< `rotary_dim` R; 0: the head width Dk
     bool rope_theta_given = false;          ///< rope_theta was set by the user (checkpoints: overrides config.json)
-
-    const mask_settings& masks() const { return *this; }
-    mask_settings& masks() { return *this; }
 };
 
 /// The masks a call may ask for by name, in the order they are offered: "none" (no
