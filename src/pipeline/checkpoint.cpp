@@ -114,6 +114,7 @@ pipeline_options layer_options(const pipeline_options& o, const model::layer_att
     if (la.rope && !o.rotary_dim) lo.rotary_dim = la.rotary_dim;
     if (la.scale && !o.scale) lo.scale = la.scale;
     if (la.softcap > 0 && !(o.softcap > 0)) lo.softcap = la.softcap;
+    if (la.q_temperature.beta != 0 && o.q_temperature.beta == 0) lo.q_temperature = la.q_temperature;
     return lo;
 }
 
