@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Tiny random checkpoints of the olmo3, smollm3 and ministral3 families (docs/design.md
+"""Tiny random checkpoints of the olmo3, smollm3, ministral3 and glm4_moe families (docs/design.md
 §6.1) and what an independent implementation computes from them, written here in
 PyTorch from Hugging Face transformers' modeling code (eager attention), in float64,
 sharing nothing with attn:
@@ -22,6 +22,11 @@ sharing nothing with attn:
              Ministral3Attention multiplies the rotated queries by
              _get_llama_4_attn_scale(cache_position, llama_4_scaling_beta,
              original_max_position_embeddings) = 1 + β·ln(1 + ⌊pos / original⌋).
+  GLM-4 MoE  models/glm4_moe/modeling_glm4_moe.py: Llama's layer; Glm4MoeAttention: q/k/v
+             bias = attention_bias, o_proj none, q_norm / k_norm per head before RoPE
+             (use_qk_norm), RoPE on the first int(head_dim · partial_rotary_factor) dims;
+             Glm4MoeMoE on layers ≥ first_k_dense_replace (route_tokens_to_experts as
+             transcribed in glm4_moe() below), Glm4MoeMLP before.
 
 Cases (tests/fixtures/checkpoints/<name>/: config.json as transformers writes it,
 model.safetensors with HF's names under "model.", expected.npz):
@@ -33,6 +38,9 @@ model.safetensors with HF's names under "model.", expected.npz):
                     NoPE), use_sliding_window with sliding_window 3 (on the NoPE layers)
   ministral3-tiny   2 layers, 4 heads, 2 KV heads, head_dim 16 (hidden 32), rope_parameters
                     yarn (factor 4, original_max_position_embeddings 3), llama_4_scaling_beta 0.5
+  glm4-moe-tiny     3 layers (layer 0 dense, first_k_dense_replace 1), head_dim 16, partial
+                    rotary 0.5, q/k/v biases, use_qk_norm, 8 experts in 2 groups, topk_group
+                    1, top-2, a shared expert, norm_topk_prob, routed_scaling_factor 2.5
 
 expected.npz: ids (T,), hidden_states (L+1, T, E), x_layer1 (T, E), x_norm (L, T, E),
 weights (L, H, T, T), output (L, T, E) (after o_proj), rollout (T, T), q and k as they
@@ -77,10 +85,51 @@ def weights(g, cfg, prefix):
         if olmo:
             w[p + "self_attn.q_norm.weight"] = 1 + rand(g, H * D, scale=0.5)
             w[p + "self_attn.k_norm.weight"] = 1 + rand(g, Hkv * D, scale=0.5)
+        if cfg["model_type"] == "glm4_moe":
+            if cfg.get("attention_bias"):
+                for n, rows in (("q", H * D), ("k", Hkv * D), ("v", Hkv * D)):
+                    w[p + f"self_attn.{n}_proj.bias"] = rand(g, rows)
+            if cfg.get("use_qk_norm"):
+                w[p + "self_attn.q_norm.weight"] = 1 + rand(g, D, scale=0.5)
+                w[p + "self_attn.k_norm.weight"] = 1 + rand(g, D, scale=0.5)
+        if cfg["model_type"] == "glm4_moe" and l >= cfg["first_k_dense_replace"]:
+            X, Im = cfg["n_routed_experts"], cfg["moe_intermediate_size"]
+            w[p + "mlp.gate.weight"] = rand(g, X, E, scale=1.0)
+            w[p + "mlp.gate.e_score_correction_bias"] = rand(g, X, scale=0.3)
+            for n, inter in [(f"experts.{e}.", Im) for e in range(X)] + [("shared_experts.", Im * cfg["n_shared_experts"])]:
+                w[p + "mlp." + n + "gate_proj.weight"] = rand(g, inter, E)
+                w[p + "mlp." + n + "up_proj.weight"] = rand(g, inter, E)
+                w[p + "mlp." + n + "down_proj.weight"] = rand(g, E, inter)
+            continue
         w[p + "mlp.gate_proj.weight"] = rand(g, I, E)
         w[p + "mlp.up_proj.weight"] = rand(g, I, E)
         w[p + "mlp.down_proj.weight"] = rand(g, E, I)
     return w
+
+
+def glm4_moe(W, p, cfg, x, mlp):
+    """Glm4MoeMoE.forward: σ router, correction bias for the choice only, groups by the sum
+    of their top-2 choices (others masked to 0), top-k, weights σ (÷ sum + 1e-20 when
+    norm_topk_prob) × routed_scaling_factor, experts' outputs summed, plus the shared experts."""
+    X, K, G, TG = cfg["n_routed_experts"], cfg["num_experts_per_tok"], cfg["n_group"], cfg["topk_group"]
+    s = torch.sigmoid(torch.nn.functional.linear(x, W[p + "mlp.gate.weight"]))
+    choice = s + W[p + "mlp.gate.e_score_correction_bias"]
+    group_scores = choice.view(-1, G, X // G).topk(2, dim=-1)[0].sum(dim=-1)
+    group_idx = torch.topk(group_scores, k=TG, dim=-1, sorted=False)[1]
+    group_mask = torch.zeros_like(group_scores).scatter_(1, group_idx, 1)
+    score_mask = group_mask.unsqueeze(-1).expand(-1, G, X // G).reshape(-1, X)
+    masked = choice.masked_fill(~score_mask.bool(), 0.0)
+    idx = torch.topk(masked, k=K, dim=-1, sorted=False)[1]
+    wts = s.gather(1, idx)
+    if cfg.get("norm_topk_prob", True):
+        wts = wts / (wts.sum(dim=-1, keepdim=True) + 1e-20)
+    wts = wts * cfg.get("routed_scaling_factor", 1.0)
+    out = torch.zeros_like(x)
+    for t in range(x.shape[0]):
+        for j in range(K):
+            e = int(idx[t, j])
+            out[t] += wts[t, j] * mlp(p + f"mlp.experts.{e}.", x[t:t + 1])[0]
+    return out + mlp(p + "mlp.shared_experts.", x)
 
 
 def cos_sin(cfg, D, T, scaled):
@@ -130,7 +179,8 @@ def reference(w, cfg, prefix, ids):
     D = cfg.get("head_dim") or E // H
     T = len(ids)
     olmo = cfg["model_type"] == "olmo3"
-    tables = {"scaled": cos_sin(cfg, D, T, True), "default": cos_sin(cfg, D, T, False)}
+    R = int(D * cfg.get("partial_rotary_factor", 1.0))  # Glm4MoeRotaryEmbedding: dim = int(head_dim · partial)
+    tables = {"scaled": cos_sin(cfg, R, T, True), "default": cos_sin(cfg, R, T, False)}
     lin = lambda x, n: torch.nn.functional.linear(x, W[n + ".weight"], W.get(n + ".bias"))
     mlp = lambda p, x: lin(torch.nn.functional.silu(lin(x, p + "gate_proj")) * lin(x, p + "up_proj"), p + "down_proj")
     qi, ki = torch.arange(T)[:, None], torch.arange(T)[None, :]
@@ -145,11 +195,15 @@ def reference(w, cfg, prefix, ids):
         q, k = qp, kp
         if olmo:  # Olmo2Attention: q_norm(q_proj(x)) over H·D, then view(…, head_dim)
             q, k = rms_norm(qp, W[a + "q_norm.weight"], eps), rms_norm(kp, W[a + "k_norm.weight"], eps)
-        q, k = q.view(T, H, D).transpose(0, 1), k.view(T, Hkv, D).transpose(0, 1)
+        q, k = q.view(T, H, D), k.view(T, Hkv, D)
+        if cfg.get("use_qk_norm"):  # Glm4MoeAttention: q_norm / k_norm per head, before RoPE
+            q, k = rms_norm(q, W[a + "q_norm.weight"], eps), rms_norm(k, W[a + "k_norm.weight"], eps)
+        q, k = q.transpose(0, 1), k.transpose(0, 1)
         v = v.view(T, Hkv, D).transpose(0, 1)
-        if rope is not None:  # apply_rotary_pos_emb (SmolLM3: only when use_rope)
+        if rope is not None:  # apply_rotary_pos_emb (SmolLM3: only when use_rope) on the first R dims
             cos, sin = tables[rope]
-            q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+            rot = lambda t: torch.cat((t[..., :R] * cos + rotate_half(t[..., :R]) * sin, t[..., R:]), dim=-1)
+            q, k = rot(q), rot(k)
         if cfg["model_type"] == "ministral3":
             rp = cfg["rope_parameters"]
             pos = torch.arange(T, dtype=DT)  # cache_position
@@ -169,7 +223,11 @@ def reference(w, cfg, prefix, ids):
             x = h + rms_norm(mlp(p + "mlp.", h), W[p + "post_feedforward_layernorm.weight"], eps)
         else:
             h = x + o
-            x = h + mlp(p + "mlp.", rms_norm(h, W[p + "post_attention_layernorm.weight"], eps))
+            n = rms_norm(h, W[p + "post_attention_layernorm.weight"], eps)
+            if cfg["model_type"] == "glm4_moe" and l >= cfg["first_k_dense_replace"]:
+                x = h + glm4_moe(W, p, cfg, n, mlp)
+            else:
+                x = h + mlp(p + "mlp.", n)
         xn_all.append(xn), att_all.append(att), outs.append(o), hs.append(x)
     return (hs, xn_all, att_all, outs), {n: torch.stack(t).numpy() for n, t in extra.items()}
 
@@ -211,6 +269,14 @@ def main():
                                        "llama_4_scaling_beta": 0.5},
                       pad_token_id=11, bos_token_id=1, eos_token_id=2)
     write_case("ministral3-tiny", ministral3, weights(g, ministral3, "model."))
+
+    glm = dict(base, model_type="glm4_moe", architectures=["Glm4MoeForCausalLM"], num_hidden_layers=3, head_dim=16,
+               max_position_embeddings=64, rms_norm_eps=1e-5, rope_theta=1000000.0, rope_scaling=None,
+               partial_rotary_factor=0.5, attention_bias=True, use_qk_norm=True, first_k_dense_replace=1,
+               n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=16, n_shared_experts=1,
+               n_group=2, topk_group=1, norm_topk_prob=True, routed_scaling_factor=2.5, pad_token_id=151329,
+               eos_token_id=[151329, 151336, 151338])
+    write_case("glm4-moe-tiny", glm, weights(g, glm, "model."))
 
 
 if __name__ == "__main__":
