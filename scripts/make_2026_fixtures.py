@@ -38,6 +38,9 @@ model.safetensors with HF's names under "model.", expected.npz):
                     NoPE), use_sliding_window with sliding_window 3 (on the NoPE layers)
   ministral3-tiny   2 layers, 4 heads, 2 KV heads, head_dim 16 (hidden 32), rope_parameters
                     yarn (factor 4, original_max_position_embeddings 3), llama_4_scaling_beta 0.5
+  ministral3-conditional-tiny  the ministral3-tiny weights as Mistral3ForConditionalGeneration
+                    stores them (config under text_config, tensors under language_model.model.;
+                    no expected.npz: ministral3-tiny's)
   glm4-moe-tiny     3 layers (layer 0 dense, first_k_dense_replace 1), head_dim 16, partial
                     rotary 0.5, q/k/v biases, use_qk_norm, 8 experts in 2 groups, topk_group
                     1, top-2, a shared expert, norm_topk_prob, routed_scaling_factor 2.5
@@ -268,7 +271,18 @@ def main():
                                        "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0,
                                        "llama_4_scaling_beta": 0.5},
                       pad_token_id=11, bos_token_id=1, eos_token_id=2)
-    write_case("ministral3-tiny", ministral3, weights(g, ministral3, "model."))
+    w3 = weights(g, ministral3, "model.")
+    write_case("ministral3-tiny", ministral3, w3)
+    # The same weights as Mistral3ForConditionalGeneration stores them (model_type mistral3,
+    # the text model's config under text_config, its tensors under language_model.model.).
+    d = os.path.join(FIX, "ministral3-conditional-tiny")
+    text = {k: v for k, v in ministral3.items() if k not in ("architectures", "torch_dtype")}
+    mm = {"model_type": "mistral3", "architectures": ["Mistral3ForConditionalGeneration"], "text_config": text,
+          "vision_config": {"model_type": "pixtral", "hidden_size": 16, "image_size": 28, "patch_size": 14,
+                            "num_attention_heads": 2, "num_hidden_layers": 1, "intermediate_size": 32},
+          "image_token_index": 10, "spatial_merge_size": 2, "torch_dtype": "float32"}
+    write(os.path.join(d, "model.safetensors"), safetensors_bytes({"language_model." + k: v for k, v in w3.items()}, {"format": "pt"}))
+    write_json(os.path.join(d, "config.json"), mm)
 
     glm = dict(base, model_type="glm4_moe", architectures=["Glm4MoeForCausalLM"], num_hidden_layers=3, head_dim=16,
                max_position_embeddings=64, rms_norm_eps=1e-5, rope_theta=1000000.0, rope_scaling=None,

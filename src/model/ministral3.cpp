@@ -6,8 +6,9 @@
 // q · (1 + β·ln(1 + ⌊pos / original_max_position_embeddings⌋)), β = rope_parameters'
 // llama_4_scaling_beta, pos = cache_position (layer_attention::q_temperature). The q stage
 // includes it (what enters Q·Kᵀ). The multimodal wrapper (Mistral3ForConditionalGeneration,
-// model_type mistral3, the text model under text_config and language_model.) is not read:
-// its model_type is refused as any unknown one.
+// model_type mistral3) is read as its text model: the config under text_config, which must
+// be a ministral3 one (Mistral Small 3.x's is a mistral config: refused), the tensors under
+// language_model.model. (model.language_model. as transformers ≥ 4.52 saves them).
 #include <memory>
 #include <string>
 
@@ -41,6 +42,12 @@ double rope_field(const config_reader& r, const char* where, const nlohmann::jso
 /// A config without rope_parameters has Ministral3Config's default (yarn, factor 16,
 /// original 16384, beta 0.1), which attn does not guess: refused.
 void read_config(const config_reader& r, config& c) {
+    if (c.model_type == "mistral3") {
+        const std::string text = r.text({"model_type"}, "");
+        if (text != "ministral3")
+            throw value_error(r.source(), "text_config.model_type: not a Ministral 3 text model, the one "
+                                          "mistral3 checkpoint attn reads " + expected_got("\"ministral3\"", text.empty() ? "none" : "\"" + text + "\""));
+    }
     read_sizes(r, c, {4096, 34, 32, 14336, 262144, 131072});
     c.norm_eps = r.number({"rms_norm_eps"}, 1e-5);
     c.act = r.act("hidden_act", "silu");
@@ -89,7 +96,9 @@ const family_spec& ministral3_family() {
         family_spec s = llama_family();  // tensor names, prefixes, checks, norms, embed_tokens, the MLP
         s.name = "ministral3";
         s.order = 43;
-        s.model_types = {"ministral3"};
+        s.model_types = {"ministral3", "mistral3"};
+        s.sub_config = "text_config";
+        s.prefixes = {"", "model.", "language_model.model.", "model.language_model."};
         s.read_config = read_config;
         s.config_from_tensors = from_tensors;
         s.attention = attention;

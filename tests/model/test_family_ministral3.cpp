@@ -44,6 +44,30 @@ TEST_CASE("ministral3: yarn RoPE then the query temperature on every layer, matc
     CHECK(meta.at("query_temperature") == nlohmann::json{{"beta", 0.5}, {"divisor", 3.0}, {"offset", 0.0}});
 }
 
+TEST_CASE("ministral3: the multimodal checkpoint is read as its text model") {
+    // ministral3-conditional-tiny: the ministral3-tiny weights under language_model.model.,
+    // the config under text_config of a mistral3 config.
+    const checkpoint_case c{"mistral3 wrapper of ministral3", fixtures + "ministral3-conditional-tiny",
+                            fixtures + "ministral3-tiny/expected.npz", ""};
+    attn_test::check_checkpoint_case(c);
+    auto r = attn_test::run_attn("compute " + c.checkpoint + " --ids 1,2,3 --layer 0 --dump weights --format json");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    const auto meta = nlohmann::json::parse(r.out).at("meta").at("model");
+    CHECK(meta.at("arch") == "ministral3");
+    CHECK(meta.at("model_type") == "mistral3");
+
+    // A mistral3 checkpoint whose text model is Mistral's (Mistral Small 3.x) is not this family.
+    attn_test::scratch_dir dir;
+    const std::string cfg = dir.path + "/config.json";
+    auto j = nlohmann::ordered_json::parse(attn_test::slurp(std::string(ATTN_SOURCE_DIR) + "/" + c.checkpoint + "/config.json"));
+    j["text_config"]["model_type"] = "mistral";
+    attn_test::spit(cfg, j.dump(2));
+    r = attn_test::run_attn("compute " + c.checkpoint + " --layer 0 --ids 1 --config '" + cfg + "'");
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: " + cfg + ": text_config.model_type: not a Ministral 3 text model, the one mistral3 "
+                   "checkpoint attn reads (expected \"ministral3\", got \"mistral\")\n");
+}
+
 TEST_CASE("ministral3: without the temperature it is another model, refusals name the key") {
     attn_test::scratch_dir dir;
     const std::string m = fixtures + "ministral3-tiny";
