@@ -20,6 +20,7 @@
 #include "attn/core/blas_core.hpp"
 #include "attn/core/masks.hpp"
 #include "attn/core/rope.hpp"
+#include "attn/core/rope_scaling.hpp"
 #include "attn/core/posenc.hpp"
 #include "attn/core/projection.hpp"
 #include "attn/core/softmax.hpp"
@@ -53,6 +54,9 @@ struct pipeline_options {
     /// over the sequence axis, each from position 0 (X from the past length when a KV
     /// cache is given and there is no X_kv). Needs X of rank 2 or 3.
     std::optional<core::posenc_style> posenc;
+    /// A query temperature applied after RoPE (and without RoPE) to Q, row by position
+    /// (past length + index); part of the q stage. beta 0: none (a checkpoint family sets it).
+    core::query_temperature q_temperature;
     double posenc_base = 10000.0;
     int threads = 0;
     kernel_kind kernel = kernel_kind::fast;

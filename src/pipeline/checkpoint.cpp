@@ -114,6 +114,7 @@ pipeline_options layer_options(const pipeline_options& o, const model::layer_att
     if (la.rope && !o.attention.rotary_dim) lo.attention.rotary_dim = la.rotary_dim;
     if (la.scale && !o.attention.scale) lo.attention.scale = la.scale;
     if (la.softcap > 0 && !(o.attention.softcap > 0)) lo.attention.softcap = la.softcap;
+    if (la.q_temperature.beta != 0 && o.q_temperature.beta == 0) lo.q_temperature = la.q_temperature;
     return lo;
 }
 
@@ -261,6 +262,16 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
         lo.planned_layers = streamed || !holds_matrices ? 1 : wanted.size();
         if (propagate && !has(lo.dump, stage_name(stage::output).c_str())) lo.dump.push_back(stage_name(stage::output));
         if (lo.dump.empty()) lo.dump.push_back(stage_name(stage::output));
+        // A NoPE layer rotates nothing: compute() keeps its q and k, which are its q_proj and k_proj.
+        if (la.nope) {
+            std::vector<std::string> d;
+            for (const auto& s : lo.dump) {
+                const std::string t = s == stage_name(stage::q_proj) ? stage_name(stage::q)
+                                      : s == stage_name(stage::k_proj) ? stage_name(stage::k) : s;
+                if (!has(d, t.c_str())) d.push_back(t);
+            }
+            lo.dump = std::move(d);
+        }
         std::vector<array> head_words;  // by_head: each head's word_weights, (B, 1, W, W)
         // Layers not dumped compute their weights too, and drop them: the kernel's path is
         // the dumped layers' (see above).
@@ -280,6 +291,12 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
         for (auto& t : doc.tensors)
             for (auto& p : projected)
                 if (t.name == p.name) t.value = std::move(p.value);
+
+        if (la.nope)
+            for (const auto& [proj, same] : {std::pair{stage::q_proj, stage::q}, std::pair{stage::k_proj, stage::k}})
+                if (has(o.dump, stage_name(proj).c_str()))
+                    for (std::size_t i = 0, n = doc.tensors.size(); i < n; ++i)
+                        if (doc.tensors[i].name == stage_name(same)) doc.tensors.push_back({stage_name(proj), doc.tensors[i].value});
 
         if (dumped && by_head && words)
             doc.tensors.push_back({stage_name(stage::word_weights), heads_joined(head_words, unbatched)});

@@ -100,6 +100,19 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     } else if (wants(stage::q_proj) || wants(stage::k_proj)) {
         throw usage_error("--dump", "q_proj and k_proj are Q and K before RoPE " + expected_got("--rope", "no --rope"));
     }
+    // A query temperature by position (Ministral 3), after RoPE: the q stage includes it.
+    if (o.q_temperature.beta != 0) {
+        const std::size_t past_len = pk && pk->rank() == 4 ? pk->shape[2] : 0;
+        const std::size_t Hn = p.q.shape(1), D = p.q.shape(3);
+        for (std::size_t t = 0; t < Tq; ++t) {
+            const T f = static_cast<T>(o.q_temperature.at(static_cast<std::int64_t>(past_len + t)));
+            for (std::size_t b = 0; b < B; ++b)
+                for (std::size_t h = 0; h < Hn; ++h) {
+                    T* v = p.q.data() + ((b * Hn + h) * Tq + t) * D;
+                    for (std::size_t d = 0; d < D; ++d) v[d] *= f;
+                }
+        }
+    }
 
     // KV cache: past keys/values come first on the sequence axis (ONNX present_key/value).
     tensor4<T> key, value;

@@ -42,6 +42,8 @@ void write_call_meta(nlohmann::ordered_json& meta, const pipeline_options& o, co
     if (f.projected)
         meta["weight_layout"] = f.packed_projection || o.layout == core::weight_layout::out_in ? "out-in" : "in-out";
     meta["average_heads"] = o.average_heads;
+    if (o.q_temperature.beta != 0)
+        meta["query_temperature"] = {{"beta", o.q_temperature.beta}, {"divisor", o.q_temperature.divisor}, {"offset", o.q_temperature.offset}};
     if (o.attention.rope) {
         meta["rope"] = core::rope_style_name(*o.attention.rope);
         if (!f.rope_from_tables) meta["rope_theta"] = o.attention.rope_theta;

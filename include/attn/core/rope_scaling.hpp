@@ -24,6 +24,7 @@
 /// original_max_position_embeddings) is the model floor's. A layer with its own base (Gemma
 /// 3's local layers: rope_local_base_freq, unscaled) is another description, of kind none.
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -62,6 +63,22 @@ struct rope_scaling {
     bool truncate = true;                      ///< yarn: floor/ceil the correction range (gpt-oss: false)
     double low_freq_factor = 1.0, high_freq_factor = 4.0;  ///< llama3
     std::vector<double> short_factor, long_factor;         ///< longrope: R/2 values each
+};
+
+/// A query temperature after RoPE, by position (the Llama 4 attention scaling): the query
+/// row at position p (past length + its index: transformers' cache_position) is multiplied
+/// by 1 + beta·ln(1 + ⌊(p + offset) / divisor⌋). beta 0: none. Source: Ministral3Attention
+/// (_get_llama_4_attn_scale, rope_parameters' llama_4_scaling_beta and
+/// original_max_position_embeddings, offset 0).
+struct query_temperature {
+    double beta = 0.0;
+    double divisor = 1.0;  ///< > 0
+    double offset = 0.0;
+
+    /// The factor at position p. Throws nothing.
+    double at(std::int64_t p) const {
+        return 1.0 + beta * std::log(1.0 + std::floor((static_cast<double>(p) + offset) / divisor));
+    }
 };
 
 /// The rotated dims of a head of `head_dim` under transformers' partial_rotary_factor:

@@ -60,6 +60,13 @@ struct layer_attention {
     bool causal = false;
     long long window_left = -1;   ///< --window: config sliding_window W → W − 1 (HF kv_idx > q_idx − W)
     bool rope = false;            ///< RoPE half (llama)
+    /// A NoPE layer of a family whose other layers rotate (SmolLM3's no_rope_layers): rope
+    /// is false, and the run gives its q_proj and k_proj stages as its q and k (nothing
+    /// comes between them) rather than refusing them for want of RoPE.
+    bool nope = false;
+    /// A query temperature after RoPE (Ministral 3's llama_4_scaling_beta): part of the q
+    /// stage, what enters Q·Kᵀ. beta 0: none.
+    core::query_temperature q_temperature;
     double rope_theta = 10000.0;
     std::size_t rotary_dim = 0;   ///< head_dim · partial_rotary_factor
     /// The config's RoPE scaling (theta = rope_theta, rotary_dim as above); kind none:
