@@ -280,15 +280,22 @@ std::size_t running_abandoned() {
 /// Parses `words` (as a manifest line's: "--mask=causal", …) with compute's job and run
 /// options into `c`. Throws usage_error with the CLI's message.
 void parse_compute_words(attn::cli::compute_options& c, const std::vector<std::string>& given) {
-    CLI::App app{"attn compute", "attn"};
-    attn::cli::add_job_options(app, c);
-    attn::cli::add_run_options(app, c.pipeline);
-    const std::vector<std::string> words = attn::cli::split_empty_values(given);
+    // As `attn compute WORDS`: the subcommand of an app, which parse_error_message reads
+    // ("unknown option --maks (did you mean --mask?)", "see attn compute --help").
+    CLI::App app{"attn", "attn"};
+    app.require_subcommand(1);
+    CLI::App* sub = app.add_subcommand("compute");
+    attn::cli::add_job_options(*sub, c);
+    attn::cli::add_run_options(*sub, c.pipeline);
+    std::vector<std::string> words{"compute"};
+    for (const auto& w : attn::cli::split_empty_values(given)) words.push_back(w);
+    std::vector<const char*> argv{"attn"};
+    for (const auto& w : words) argv.push_back(w.c_str());
     try {
         std::vector<std::string> reversed(words.rbegin(), words.rend());  // CLI11 takes them last first
         app.parse(reversed);
     } catch (const CLI::ParseError& e) {
-        throw attn::usage_error("", attn::cli::parse_error_message(e, app, 0, nullptr));
+        throw attn::usage_error("", attn::cli::parse_error_message(e, app, static_cast<int>(argv.size()), argv.data()));
     }
 }
 
@@ -305,7 +312,7 @@ void merge_arrays(std::vector<attn::named_array>& arrays, std::vector<attn::name
 /// The document of one compute call (run_compute's single-input path, without the writing).
 std::shared_ptr<result_doc> compute_job(const std::string& input, std::vector<attn::named_array> bundle_arrays,
                                         std::vector<std::string> bundle_tokens, std::vector<attn::named_array> option_arrays,
-                                        const std::vector<std::string>& words) {
+                                        const std::vector<std::string>& words, bool state_dict) {
     namespace cli = attn::cli;
     const std::size_t limit = attn::io::max_array_bytes();
     struct restore_limit {
@@ -326,6 +333,19 @@ std::shared_ptr<result_doc> compute_job(const std::string& input, std::vector<at
         r->doc = attn::compute_checkpoint(ck, std::move(extra.arrays), {}, settings);
     } else {
         attn::io::bundle b = cli::gather_inputs(input, c.pipeline);
+        if (state_dict) {
+            // As gather_inputs refuses a state_dict file (pipeline_cli.cpp): nn.MultiheadAttention's
+            // state dict records neither num_heads nor batch_first.
+            if (c.pipeline.settings.heads == 0)
+                throw attn::usage_error("--heads", "nn.MultiheadAttention's state dict does not record num_heads " +
+                                                       attn::expected_got("--heads N", "no --heads"));
+            for (const auto& a : bundle_arrays)
+                if (a.name == "x" && a.value.rank() == 3 && !c.pipeline.settings.seq_first && c.pipeline.layout.empty() &&
+                    !c.pipeline.batch_first)
+                    throw attn::usage_error("--seq-first", "nn.MultiheadAttention's state dict does not record batch_first " +
+                                                               attn::expected_got("--seq-first for (T, B, E), its default, or --batch-first for (B, T, E)",
+                                                                                  "x " + attn::shape_string(a.value.shape) + " and neither"));
+        }
         merge_arrays(b.arrays, std::move(bundle_arrays));
         merge_arrays(b.arrays, std::move(option_arrays));
         if (!bundle_tokens.empty()) b.tokens = std::move(bundle_tokens);
@@ -355,9 +375,12 @@ std::shared_ptr<result_doc> py_compute(const std::string& input, const std::vect
                                        const std::vector<std::string>& words) {
     std::vector<attn::named_array> bundle_arrays, option_arrays;
     std::vector<std::string> ignored;
+    bool state_dict = false;
     for (const auto& [raw, a] : bundle) {
         std::string name = raw;
         std::transform(name.begin(), name.end(), name.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+        state_dict = state_dict || name == "in_proj_weight" || name == "q_proj_weight" || name == "k_proj_weight" ||
+                     name == "v_proj_weight";
         name = attn::io::canonical_name(name);
         if (!attn::io::is_attn_name(name) && bundle.size() > 1) {
             ignored.push_back(raw);
@@ -373,8 +396,8 @@ std::shared_ptr<result_doc> py_compute(const std::string& input, const std::vect
                                  " (not an input name; see attn compute --help)");
     for (const auto& [name, a] : arrays) option_arrays.push_back({name, view_of(a, name)});
     return run_interruptible([input, bundle_arrays = std::move(bundle_arrays), bundle_tokens,
-                              option_arrays = std::move(option_arrays), words]() mutable {
-        return compute_job(input, std::move(bundle_arrays), bundle_tokens, std::move(option_arrays), words);
+                              option_arrays = std::move(option_arrays), words, state_dict]() mutable {
+        return compute_job(input, std::move(bundle_arrays), bundle_tokens, std::move(option_arrays), words, state_dict);
     });
 }
 

@@ -74,9 +74,17 @@ def test_a_lone_array_is_x_with_heads_and_projections(tmp_path):
     np.savez(tmp_path / "mha.npz", x=x, in_proj_weight=w, in_proj_bias=b)
     expected = cli_npz(tmp_path, ["compute", str(tmp_path / "x.npy"), "--mask", "causal", "--heads", "2"])
     assert_same(attn.compute(x, mask="causal", heads=2), expected, ["scores", "weights", "output"])
-    expected = cli_npz(tmp_path, ["compute", str(tmp_path / "mha.npz"), "--heads", "2", "--dump", "q,weights,output"])
-    r = attn.compute(x=x, in_proj_weight=w, in_proj_bias=b, heads=2, dump=["q", "weights", "output"])
+    expected = cli_npz(tmp_path, ["compute", str(tmp_path / "mha.npz"), "--heads", "2", "--batch-first", "--dump",
+                                  "q,weights,output"])
+    r = attn.compute(x=x, in_proj_weight=w, in_proj_bias=b, heads=2, batch_first=True, dump=["q", "weights", "output"])
     assert_same(r, expected, ["q", "weights", "output"])
+    r = attn.compute({"x": x, "in_proj_weight": w, "in_proj_bias": b}, heads=2, batch_first=True, dump=["q", "weights", "output"])
+    assert_same(r, expected, ["q", "weights", "output"])
+    # A state dict without batch_first is refused as the CLI refuses the file.
+    cli = run_attn("compute", str(tmp_path / "mha.npz"), "--heads", "2")
+    with pytest.raises(attn.UsageError) as e:
+        attn.compute({"x": x, "in_proj_weight": w, "in_proj_bias": b}, heads=2)
+    assert str(e.value) == cli.error_line
 
 
 def test_seed_data_with_tokens_and_meta(tmp_path, src):
@@ -122,7 +130,7 @@ def test_model_directory_with_text(tmp_path, src):
     assert "word_weights" in r
     assert_same(r, expected, list(r))
     assert r.words == list(expected["words"])
-    gpt2 = os.path.join(src, "tests", "fixtures", "checkpoints", "gpt2-tiny")
+    gpt2 = os.path.join(src, "data", "gpt2-tiny")
     tok = os.path.join(src, "data", "gpt2-tiny", "tokenizer.json")
     expected = cli_npz(tmp_path, ["compute", gpt2, "--layer", "0,1", "--tokenizer", tok, "--text", "Hello world"], "g.npz")
     r = attn.compute(gpt2, layer=[0, 1], tokenizer=tok, text="Hello world")

@@ -32,7 +32,7 @@ def test_repr_html_is_the_view_page_in_a_sandboxed_iframe(tmp_path, src):
 def page_source(page):
     # The page names its input; a Result is staged under a temporary name.
     import re
-    m = re.search(r"[^\"<>]*attn-[^\"<>/]*/result\.npz", page)
+    m = re.search(r"/[^\"<>\s]*attn-[^\"<>/\s]*/result\.npz", page)
     return m.group(0) if m else ""
 
 

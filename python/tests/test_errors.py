@@ -26,8 +26,9 @@ def notebook(src):
     ({"mask": "causl"}, ["--mask", "causl"], attn.UsageError),
     ({"maks": "causal"}, ["--maks", "causal"], attn.UsageError),
     ({"mask": "padding"}, ["--mask", "padding"], attn.UsageError),
-    ({"heads": 3}, ["--heads", "3"], attn.ShapeError),
-    ({"lengths": [9]}, ["--lengths", "9"], attn.DataError),
+    ({"heads": 3}, ["--heads", "3"], attn.UsageError),
+    ({"lengths": [9]}, ["--lengths", "9"], attn.UsageError),
+    ({"lengths": [-1]}, ["--lengths", "-1"], attn.UsageError),
     ({"dump": ["weights", "nope"]}, ["--dump", "weights,nope"], attn.UsageError),
     ({"window": [1, 2, 3]}, ["--window", "1,2,3"], attn.UsageError),
     ({"causal_align": "middle"}, ["--causal-align", "middle"], attn.UsageError),
@@ -93,7 +94,7 @@ def test_tokenize_errors(tmp_path):
 
 def long_inputs():
     g = np.random.default_rng(0)
-    x = g.standard_normal((1, 8, 2048, 64))
+    x = g.standard_normal((1, 4, 1024, 64))  # about 2 s of the reference kernel
     return x
 
 
@@ -114,10 +115,10 @@ def test_the_gil_is_released_while_attn_computes():
         time.sleep(0.005)
     t.join()
     elapsed = time.monotonic() - start
-    assert elapsed > 0.2, "the run is too short to show anything"
-    # The main thread ran all along: ticks every few ms, not one long gap.
+    assert elapsed > 0.5, "the run is too short to show anything"
+    # The main thread ran all along: ticks every few ms, not one gap as long as the run.
     gaps = np.diff(ticks)
-    assert len(ticks) > 20 and gaps.max() < 0.2, (len(ticks), gaps.max())
+    assert len(ticks) > 50 and gaps.max() < min(0.5, elapsed / 3), (len(ticks), gaps.max(), elapsed)
 
 
 def test_ctrl_c_interrupts_a_long_run():
