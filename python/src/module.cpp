@@ -309,6 +309,22 @@ void merge_arrays(std::vector<attn::named_array>& arrays, std::vector<attn::name
     }
 }
 
+/// The file an error about an array came from (cmd_compute.cpp's file_of_array, which the
+/// CLI's messages use): the array's own option file, or else the INPUT; "" when the message
+/// is an option's own, names no array, or names its file already. An array given from
+/// Python has no file: its name alone says where.
+std::string file_of_array(const std::string& what, const attn::cli::compute_options& c,
+                          const std::vector<std::string>& from_python) {
+    const std::size_t colon = what.find(": ");
+    if (what.empty() || what[0] == '-' || what[0] == '`' || colon == std::string::npos) return "";
+    const std::string name = what.substr(0, colon);
+    if (std::find(from_python.begin(), from_python.end(), name) != from_python.end()) return "";
+    if (const auto it = c.pipeline.tensor_files.find(name); it != c.pipeline.tensor_files.end()) return it->second;
+    if (c.inputs.empty() || name == "inputs") return "";
+    const std::string input = c.inputs.front() == "-" ? "<stdin>" : c.inputs.front();
+    return what.rfind(input + ":", 0) == 0 ? "" : input;
+}
+
 /// The document of one compute call (run_compute's single-input path, without the writing).
 std::shared_ptr<result_doc> compute_job(const std::string& input, std::vector<attn::named_array> bundle_arrays,
                                         std::vector<std::string> bundle_tokens, std::vector<attn::named_array> option_arrays,
@@ -330,9 +346,28 @@ std::shared_ptr<result_doc> compute_job(const std::string& input, std::vector<at
         attn::io::bundle extra = cli::gather_inputs("", c.pipeline);
         merge_arrays(extra.arrays, std::move(bundle_arrays));
         merge_arrays(extra.arrays, std::move(option_arrays));
-        r->doc = attn::compute_checkpoint(ck, std::move(extra.arrays), {}, settings);
+        // As run_compute: an array from --x FILE or --token-ids FILE (x="file.npy") is
+        // named with its file; the checkpoint's own messages name it already.
+        const auto file_of = [&](const std::string& what) {
+            const auto it = c.pipeline.tensor_files.find(what.substr(0, what.find(": ")));
+            return it == c.pipeline.tensor_files.end() ? std::string() : it->second;
+        };
+        try {
+            r->doc = attn::compute_checkpoint(ck, std::move(extra.arrays), {}, settings);
+        } catch (const attn::limit_error&) {
+            throw;
+        } catch (const attn::shape_error& e) {
+            if (file_of(e.what()).empty()) throw;
+            throw attn::shape_error(file_of(e.what()), e.what());
+        } catch (const attn::value_error& e) {
+            if (file_of(e.what()).empty()) throw;
+            throw attn::value_error(file_of(e.what()), e.what());
+        }
     } else {
         attn::io::bundle b = cli::gather_inputs(input, c.pipeline);
+        std::vector<std::string> given;  // the arrays Python gave, which have no file
+        for (const auto& a : bundle_arrays) given.push_back(a.name);
+        for (const auto& a : option_arrays) given.push_back(a.name);
         if (state_dict) {
             // As gather_inputs refuses a state_dict file (pipeline_cli.cpp): nn.MultiheadAttention's
             // state dict records neither num_heads nor batch_first.
@@ -359,7 +394,20 @@ std::shared_ptr<result_doc> compute_job(const std::string& input, std::vector<at
         }
         if (b.arrays.empty())
             throw attn::usage_error("attn.compute", "no input " + attn::expected_got("input= or q=/k=/v=/x=", "none"));
-        r->doc = attn::compute(std::move(b.arrays), b.tokens, settings);
+        try {
+            r->doc = attn::compute(std::move(b.arrays), b.tokens, settings);
+        } catch (const attn::limit_error&) {
+            throw;  // names its file already
+        } catch (const attn::shape_error& e) {
+            // As run_compute: an array's error names its file too ("in.npz: v: …").
+            const std::string file = file_of_array(e.what(), c, given);
+            if (file.empty()) throw;
+            throw attn::shape_error(file, e.what());
+        } catch (const attn::value_error& e) {
+            const std::string file = file_of_array(e.what(), c, given);
+            if (file.empty()) throw;
+            throw attn::value_error(file, e.what());
+        }
     }
     cli::apply_store(r->doc, c.store, attn::io::parse_format("npz"));
     return r;
