@@ -20,6 +20,13 @@ packages=(
   libonig-dev                          # tokenizer: Oniguruma, the regex engine HF tokenizers runs pre-tokenizer patterns with
   libutf8proc-dev                      # tokenizer: Unicode normalisation (NFC/NFKC/NFD), categories, case folding
   valgrind                             # scripts/check_races.sh: helgrind on a batch's OpenBLAS and cairo calls
+  # The Python door (python/, docs/python.md), built when these are present, else skipped:
+  pybind11-dev                         # the binding of the module attn (C++ ↔ Python)
+  python3-dev                          # Python.h and the interpreter the module is built for (/usr/bin/python3)
+  python3-numpy                        # arrays in and out of attn.compute (also NumPy's headers CMake looks for)
+  python3-pytest                       # the module's tests (python/tests/, run by ctest)
+  jupyter-nbconvert                    # runs the test notebook (jupyter nbconvert --execute)
+  python3-ipykernel                    # the Jupyter kernel that notebook runs in
 )
 # Fixture generation and benchmark baselines (run with /usr/bin/python3); not needed to build or test.
 if [[ "${ATTN_SETUP_PYTHON:-0}" == 1 ]]; then
