@@ -9,13 +9,13 @@ command -v jq >/dev/null || { echo "skipped: jq is not installed"; exit 77; }
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/attn-docs-changed-XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
 
-# The first line of shown output (inside a fence, after a "$ " line) holding a digit:
-# its last digit d becomes (d + 1) mod 10.
+# The first decimal number shown as output (inside a fence, after a "$ " line): its last
+# digit d becomes (d + 1) mod 10 (-1.74768 → -1.74769).
 awk '
   /^[ \t]*```/ { infence = !infence; seen = 0; print; next }
   infence && /^\$ / { seen = 1; print; next }
-  infence && seen && !done && /[0-9]/ {
-    for (i = length($0); i > 0; i--) if (substr($0, i, 1) ~ /[0-9]/) break
+  infence && seen && !done && match($0, /[0-9]\.[0-9]+/) {
+    i = RSTART + RLENGTH - 1
     d = (substr($0, i, 1) + 1) % 10
     print "changed line " NR ": " $0 > "/dev/stderr"
     $0 = substr($0, 1, i - 1) d substr($0, i + 1); done = 1
