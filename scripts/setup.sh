@@ -20,6 +20,7 @@ packages=(
   libonig-dev                          # tokenizer: Oniguruma, the regex engine HF tokenizers runs pre-tokenizer patterns with
   libutf8proc-dev                      # tokenizer: Unicode normalisation (NFC/NFKC/NFD), categories, case folding
   valgrind                             # scripts/check_races.sh: helgrind on a batch's OpenBLAS and cairo calls
+  jq                                   # the docs test: the pages pipe attn's JSON through jq
 )
 # Fixture generation and benchmark baselines (run with /usr/bin/python3); not needed to build or test.
 if [[ "${ATTN_SETUP_PYTHON:-0}" == 1 ]]; then
