@@ -2,8 +2,8 @@
 # Every file the pages cite exists: paths into the tree (src/…, tests/…, scripts/…, and the
 # other top-level folders, anywhere in the text; a '*' in one must match a file) and the
 # targets of relative Markdown links (from the page's folder, without their #anchor).
-# Placeholders (<name>, {e}, $VAR) are not paths. Then it shows the check can fail: a
-# page citing a missing file is refused.
+# Placeholders (<name>, {e}, $VAR) are not paths. README.md must link every docs/*.md
+# page. Then it shows the check can fail: a page citing a missing file is refused.
 # usage: check_paths.sh SOURCE_DIR
 set -uo pipefail
 src=$(readlink -f "$1")
@@ -37,6 +37,11 @@ check() {
 
 pages=("$src/README.md" "$src/CONTRIBUTING.md" "$src/CHANGELOG.md" "$src"/docs/*.md)
 check "$src" "${pages[@]}" || { echo "FAIL: the pages cite files that do not exist"; exit 1; }
+unlinked=0
+for page in "$src"/docs/*.md; do
+  grep -qF "](docs/$(basename "$page"))" "$src/README.md" || { echo "README.md: no link to docs/$(basename "$page")"; unlinked=1; }
+done
+[[ $unlinked == 0 ]] || { echo "FAIL: README.md does not link every page of the manual"; exit 1; }
 
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/attn-docs-paths-XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
