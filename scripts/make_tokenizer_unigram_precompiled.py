@@ -7,17 +7,17 @@ Replace(" {2,}" -> "▁")], pre-tokenizer Metaspace("▁", prepend_scheme "alway
 over the model's pieces and scores, post-processor "$A </s>" (T5), decoder Metaspace.
 
 No npm package ships a T5/XLM-R tokenizer.json, so the model is trained here, tiny (1,500
-pieces), with Debian's python3-sentencepiece, on the repository's own prose and the
+pieces), with Debian's python3-sentencepiece, on the repository's own prose (README.md and docs/*.md at PROSE_COMMIT) and the
 conformance corpus (deterministic: one thread, a fixed seed order). The output is committed;
 scripts/make_tokenizer_references.sh then runs HF tokenizers over it (models.json: t5-tiny).
 
     /usr/bin/python3 scripts/make_tokenizer_unigram_precompiled.py
 """
 import base64
-import glob
 import io
 import json
 import os
+import subprocess
 
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2
@@ -26,11 +26,27 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DST = os.path.join(ROOT, "tests", "fixtures", "tokenizer", "conformance", "t5-tiny", "tokenizer.json")
 
 
+# The prose is README.md and docs/*.md as they were when the committed fixture was made
+# (the last commit to change them before it; regenerating from it gives the same bytes),
+# read from git, so that rewriting the pages does not change what this writes.
+PROSE_COMMIT = "6f349e9760c0c198138c3b94e94895ffe50148cb"
+
+
+def git_show(path):
+    return subprocess.run(["git", "-C", ROOT, "show", PROSE_COMMIT + ":" + path], check=True,
+                          capture_output=True).stdout.decode("utf-8")
+
+
+def prose_pages():
+    listing = subprocess.run(["git", "-C", ROOT, "ls-tree", "--name-only", PROSE_COMMIT, "docs/"],
+                             check=True, capture_output=True).stdout.decode("utf-8").split()
+    return ["README.md"] + sorted(p for p in listing if p.endswith(".md"))
+
+
 def training_lines():
     lines = []
-    for path in [os.path.join(ROOT, "README.md")] + sorted(glob.glob(os.path.join(ROOT, "docs", "*.md"))):
-        with open(path, encoding="utf-8") as f:
-            lines += [line.strip() for line in f if len(line.strip()) >= 20]
+    for path in prose_pages():
+        lines += [line.strip() for line in git_show(path).splitlines(keepends=True) if len(line.strip()) >= 20]
     with open(os.path.join(ROOT, "tests", "fixtures", "tokenizer", "conformance", "corpus.jsonl"), encoding="utf-8") as f:
         for line in f:
             if line.strip():

@@ -27,6 +27,7 @@ packages=(
   python3-pytest                       # the module's tests (python/tests/, run by ctest)
   jupyter-nbconvert                    # runs the test notebook (jupyter nbconvert --execute)
   python3-ipykernel                    # the Jupyter kernel that notebook runs in
+  jq                                   # the docs test: the pages pipe attn's JSON through jq
 )
 # Fixture generation and benchmark baselines (run with /usr/bin/python3); not needed to build or test.
 if [[ "${ATTN_SETUP_PYTHON:-0}" == 1 ]]; then

@@ -25,7 +25,7 @@ struct result {
 
 // q (B,Hq,Tq,Dk), k (B,Hkv,Tk,Dk), v (B,Hkv,Tk,Dv), all C-order.
 //
-// NaN and ±∞ (README, Conventions) follow NumPy's softmax(QKᵀ·s + mask) @ V over the
+// NaN and ±∞ (docs/conventions.md) follow NumPy's softmax(QKᵀ·s + mask) @ V over the
 // visible cells: a cell masked with −∞ is −∞ whatever its score and weighs 0, a masked
 // key's value is not read; a NaN or +∞ visible score makes the row's visible weights NaN
 // (max, then exp(s − max) / sum). `sinks` (one logit per query head, or empty) join the

@@ -193,7 +193,7 @@ TEST_CASE("errors: one line on stderr, nothing on stdout, documented exit codes"
         {"compute --mask padding data/x.npy", 2,
          "attn: error: --mask: padding needs a source (expected --lengths, a key_padding_mask, an attention_mask or token_ids with "
          "--pad-id, got none)\n"},
-        // An option that does not fit the inputs is a usage error (README, exit codes).
+        // An option that does not fit the inputs is a usage error (docs/compute.md, exit codes).
         {"compute --lengths 3,4 data/x.npy", 2,
          "attn: error: --lengths: one length per batch item (expected 1 value, got 2)\n"},
         {"compute --lengths 9 data/x.npy", 2,

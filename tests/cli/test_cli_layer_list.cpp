@@ -204,7 +204,7 @@ TEST_CASE("--layer lists in a manifest job, and plot and view of their output") 
 }
 
 TEST_CASE("a model split across two runs (--layer 0-2, then --x of layer 2 and --layer 2-3) joins into --layer all, bit for bit") {
-    // The README's "a model's layers on several machines": the first run dumps x, whose
+    // docs/checkpoints.md's "a model's layers on several machines": the first run dumps x, whose
     // entry 2 is the stream entering layer 2; the second starts there. Both dump the same
     // stages as the whole run (every block's kernel path follows --dump).
     attn_test::scratch_dir dir;

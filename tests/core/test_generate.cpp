@@ -178,7 +178,7 @@ TEST_CASE("generate_inputs errors") {
                          attn::usage_error);
 }
 
-TEST_CASE("attn generate: same seed → identical bytes, different seed → different, the README pipeline works") {
+TEST_CASE("attn generate: same seed → identical bytes, different seed → different, the guide's pipeline works") {
     const attn_test::scratch_dir scratch;
     const std::string& dir = scratch.path;
     const std::string args = "generate --len 4 --dk 8 --dv 8 ";

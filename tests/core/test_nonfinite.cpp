@@ -1,4 +1,4 @@
-// NaN and ±∞ in Q, K or V follow one rule (README, Conventions) on every path — the
+// NaN and ±∞ in Q, K or V follow one rule (docs/conventions.md) on every path — the
 // streaming kernel (no Tq×Tk stage), the materialising one (weights dumped) and
 // --kernel reference — checked position by position against the oracle's plain loops
 // (tests/reference.hpp), over masks, softcap, ALiBi, sinks, GQA and both dtypes.

@@ -1,7 +1,7 @@
 // The stats stage (core/stats.hpp): the maths against loops written here, the pipeline
 // on the notebook against NumPy (tests/fixtures/tools/notebook_stats.json, made by
 // scripts/make_tool_fixtures.py), the nested "stats" object of the JSON writer, and the
-// README's √Dk argument on generated data.
+// The √Dk argument of docs/compute.md (the stats stage) on generated data.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -198,7 +198,7 @@ TEST_CASE("stats rows are shaped like lse, variances cover every head, --average
     CHECK(scalar(avg, "stats.var_qk") == doctest::Approx(scalar(doc, "stats.var_qk")));
 }
 
-TEST_CASE("README's √Dk argument on generated data: var(qk) ≈ Dk·var(q)·var(k), var(scaled) ≈ 1") {
+TEST_CASE("The √Dk argument on generated data: var(qk) ≈ Dk·var(q)·var(k), var(scaled) ≈ 1") {
     // Standard normal q, k: qk = Σ of Dk products of unit variance, scaled = qk/√Dk.
     // 512×512 scores: the sample variances agree with the theory to a few percent
     // (seen: within 2% for several seeds); 6% leaves room without hiding a wrong scale

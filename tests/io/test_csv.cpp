@@ -140,7 +140,7 @@ TEST_CASE("write_csv: large 4-D tensor (parallel blocks) has every line in order
 }
 
 TEST_CASE("write_csv: (H, Tq, Tk) stages of a rank-2 input with several heads fill the head column") {
-    // README "Shapes of what is written": rank 2 with several heads gives (H, Tq, Tk);
+    // docs/formats.md "Shapes of what is written": rank 2 with several heads gives (H, Tq, Tk);
     // meta says heads > 1 without average_heads.
     document doc;
     doc.meta = nlohmann::ordered_json::parse(R"({"heads": 2, "average_heads": false})");
