@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -147,6 +148,24 @@ std::vector<std::string> family_names() {
     return names;
 }
 
+namespace {
+
+/// The first family listing one of config.json's `architectures` classes, with that class;
+/// {nullptr, ""} when none does or the key is not a list of strings.
+std::pair<const family_spec*, std::string> family_for_architectures(const json& j) {
+    const auto a = j.find("architectures");
+    if (a == j.end() || !a->is_array()) return {nullptr, ""};
+    for (const json& name : *a) {
+        if (!name.is_string()) continue;
+        for (const family_spec* f : families())
+            if (std::find(f->architectures.begin(), f->architectures.end(), name.get<std::string>()) != f->architectures.end())
+                return {f, name.get<std::string>()};
+    }
+    return {nullptr, ""};
+}
+
+}  // namespace
+
 config parse_config(const std::string& json_text, const std::string& source, std::optional<arch> forced) {
     json j;
     try {
@@ -164,6 +183,9 @@ config parse_config(const std::string& json_text, const std::string& source, std
         c.family = *forced;
     } else if (const family_spec* f = family_for_model_type(c.model_type)) {
         c.family = arch(*f);
+    } else if (const auto [by_class, name] = family_for_architectures(j); by_class) {
+        c.family = arch(*by_class);
+        c.architecture = name;
     } else {
         std::vector<std::string> types;
         for (const family_spec* f : families()) types.insert(types.end(), f->model_types.begin(), f->model_types.end());
