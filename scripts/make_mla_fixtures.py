@@ -45,6 +45,13 @@ under "model.", expected.npz):
                     rope_interleave false, attention_bias true (q… kv_a_proj_with_mqa and
                     o_proj biases), no rope scaling, n_group 1, topk_group 1, top-2 of 4,
                     no correction bias tensor (zeros), first_k_dense_replace 1.
+  deepseek-v3-fp8-tiny  deepseek-v3-tiny's weights as DeepSeek-V3 publishes them:
+                    quantization_config fp8 (weight_block_size [8, 8] here), every Linear of
+                    the layers but the router F8_E4M3 with a float32 weight_scale_inv per
+                    block (partial blocks at the edges), the rest BF16; the reference computes
+                    with the dequantised weights (codes · scale in float32, as transformers'
+                    Fp8Dequantize) and the BF16-rounded others. The F8_E4M3 codes are
+                    written from the format's definition, not from torch.
 
 expected.npz: ids (T,), hidden_states (L+1, T, E), x_layer1 (T, E), x_norm (L, T, E),
 weights (L, H, T, T), scores (L, H, T, T: scaled, the masked cells −inf), output (L, T, E),
@@ -59,6 +66,7 @@ Run with Debian's Python (python3-torch, python3-numpy):
 The output is deterministic: rerunning this script must leave `git status` clean.
 """
 
+import json
 import math
 import os
 
@@ -66,7 +74,8 @@ import torch
 import torch.nn.functional as F
 
 from fixture_npz import write_npz
-from make_checkpoint_fixtures import DT, FIX, expected, rand, rms_norm, rope_inv_freq, rotate_half, safetensors_bytes, write, write_json
+from make_checkpoint_fixtures import (DT, FIX, expected, rand, rms_norm, rope_inv_freq, rotate_half, safetensors_bytes,
+                                      safetensors_header, write, write_json)
 
 IDS = [1, 3, 4, 5, 6, 7, 8, 9]
 LATENT_EPS = 1e-6  # DeepseekV3RMSNorm's default, which q_a_layernorm and kv_a_layernorm keep
@@ -253,6 +262,88 @@ def write_case(name, cfg, w, check_routes):
     write_npz(os.path.join(d, "expected.npz"), e)
 
 
+# ---------------------------------------------------------------------------- FP8
+
+def e4m3fn_values():
+    """The 256 F8_E4M3 (E4M3FN: bias 7, no infinities, 0x7F / 0xFF NaN) values by code, from
+    the format's definition (OCP 8-bit floating point spec): subnormals m/8 · 2^−6."""
+    vals = []
+    for code in range(256):
+        sign = -1.0 if code & 0x80 else 1.0
+        e, m = (code >> 3) & 0xF, code & 0x7
+        if e == 0xF and m == 0x7:
+            vals.append(float("nan"))
+        elif e == 0:
+            vals.append(sign * m / 8 * 2.0 ** -6)
+        else:
+            vals.append(sign * (1 + m / 8) * 2.0 ** (e - 7))
+    return torch.tensor(vals, dtype=torch.float64)
+
+
+E4M3 = e4m3fn_values()
+FINITE = torch.nonzero(~torch.isnan(E4M3)).flatten()
+
+
+def fp8_quantize(w, bm, bn):
+    """A weight (R, C) as DeepSeek-V3 stores it: per bm × bn block (the bottom and right ones
+    partial) scale = amax / 448, codes = the nearest F8_E4M3 value of w / scale; returns the
+    codes (uint8), weight_scale_inv (float32, (⌈R/bm⌉, ⌈C/bn⌉)) and the dequantised weight
+    as transformers' Fp8Dequantize computes it: codes.to(float32) * scale in float32."""
+    R, C = w.shape
+    SR, SC = -(-R // bm), -(-C // bn)
+    scale = torch.zeros(SR, SC, dtype=torch.float32)
+    for i in range(SR):
+        for j in range(SC):
+            blk = w[i * bm:(i + 1) * bm, j * bn:(j + 1) * bn]
+            scale[i, j] = blk.abs().max() / 448.0
+    full = scale.repeat_interleave(bm, 0)[:R].repeat_interleave(bn, 1)[:, :C]
+    target = (w / full).to(torch.float64)
+    grid = E4M3[FINITE]
+    codes = FINITE[(target.reshape(-1, 1) - grid.reshape(1, -1)).abs().argmin(dim=1)].reshape(R, C).to(torch.uint8)
+    deq = E4M3[codes.long()].to(torch.float32) * full
+    return codes, scale, deq
+
+
+def fp8_tensors(w, bm, bn):
+    """The published FP8 layout of a float32 checkpoint: every Linear weight of the layers but
+    the router (mlp.gate) F8_E4M3 with its weight_scale_inv, the rest BF16 (the router and the
+    correction bias float32). Returns the stored tensors (uint8 codes tagged F8_E4M3) and the
+    values the reference computes with."""
+    stored, values = {}, {}
+    for name, t in w.items():
+        linear = ".layers." in name and name.endswith("proj.weight")
+        if linear:
+            codes, scale, deq = fp8_quantize(t, bm, bn)
+            stored[name] = ("F8_E4M3", codes)
+            stored[name + "_scale_inv"] = scale
+            values[name] = deq
+        elif name.endswith("mlp.gate.weight") or name.endswith("e_score_correction_bias"):
+            stored[name], values[name] = t, t
+        else:
+            b = t.to(torch.bfloat16)
+            stored[name], values[name] = b, b.to(torch.float32)
+    return stored, values
+
+
+def fp8_safetensors_bytes(tensors):
+    """safetensors_bytes, with ("F8_E4M3", uint8 codes) entries written as 1-byte F8_E4M3."""
+    plain = {n: t for n, t in tensors.items() if not isinstance(t, tuple)}
+    entries, blobs = [], []
+    for name in sorted(tensors):
+        t = tensors[name]
+        if isinstance(t, tuple):
+            raw = t[1].contiguous().numpy().tobytes()
+            entries.append((name, "F8_E4M3", t[1].shape, len(raw)))
+        else:
+            one = safetensors_bytes({name: plain[name]})
+            n = int.from_bytes(one[:8], "little")
+            header = json.loads(one[8:8 + n])
+            raw = one[8 + n:]
+            entries.append((name, header[name]["dtype"], t.shape, len(raw)))
+        blobs.append(raw)
+    return safetensors_header(entries, {"format": "pt"}) + b"".join(blobs)
+
+
 def main():
     g = torch.Generator().manual_seed(53)
     base = {"architectures": ["DeepseekV3ForCausalLM"], "hidden_size": 32, "intermediate_size": 48, "vocab_size": 64,
@@ -266,7 +357,21 @@ def main():
                             "beta_slow": 1, "mscale": 0.707, "mscale_all_dim": 1.0},
               first_k_dense_replace=1, n_routed_experts=8, n_group=4, topk_group=2, num_experts_per_tok=3,
               routed_scaling_factor=2.5, scoring_func="sigmoid", topk_method="noaux_tc")
-    write_case("deepseek-v3-tiny", ds, weights(g, ds), True)
+    w = weights(g, ds)
+    write_case("deepseek-v3-tiny", ds, w, True)
+
+    # The same model as published: FP8 block-scaled (8 × 8 blocks here, partial ones at the
+    # edges of kv_a_proj_with_mqa (20 rows) and kv_b_proj (12 columns)), BF16 elsewhere.
+    fp8 = dict(ds, torch_dtype="bfloat16",
+               quantization_config={"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [8, 8]})
+    stored, values = fp8_tensors(w, 8, 8)
+    d = os.path.join(FIX, "deepseek-v3-fp8-tiny")
+    write(os.path.join(d, "model.safetensors"), fp8_safetensors_bytes(stored))
+    write_json(os.path.join(d, "config.json"), fp8)
+    result, extra = reference(values, fp8, IDS, [])
+    e = expected(IDS, result)
+    e.update(extra)
+    write_npz(os.path.join(d, "expected.npz"), e)
 
     kimi = dict(base, model_type="kimi_k2", num_hidden_layers=2, q_lora_rank=None, rope_interleave=False,
                 attention_bias=True, max_position_embeddings=64, rope_scaling=None, first_k_dense_replace=1,

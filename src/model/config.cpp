@@ -72,6 +72,28 @@ void refuse_quantization(const json& j, const family_spec& spec, const std::stri
                                   expected_got(listed(accepted, " or "), "quant_method \"" + m + "\""));
 }
 
+/// An accepted "fp8" quantization_config (transformers' FineGrainedFP8Config, as DeepSeek-V3
+/// publishes it): its weight_block_size [bm, bn] into c.fp8_block. Refused by name: a block
+/// size that is not two positive integers (per-tensor FP8 among them), an activation_scheme
+/// other than "dynamic" (static input scales), a fmt other than "e4m3".
+void read_fp8(const json& j, config& c, const std::string& source) {
+    const json* q = first_of(j, {"quantization_config"});
+    if (!q || first_of(*q, {"quant_method"})->get<std::string>() != "fp8") return;
+    const json* b = first_of(*q, {"weight_block_size"});
+    const bool blocks = b && b->is_array() && b->size() == 2 &&
+                        std::all_of(b->begin(), b->end(), [](const json& v) { return v.is_number_unsigned() && v.get<std::size_t>() > 0; });
+    if (!blocks)
+        throw value_error(source, "quantization_config.weight_block_size: only block-scaled FP8 is decoded by attn " +
+                                      expected_got("two positive integers, as [128, 128]", b ? b->dump() : "none"));
+    for (const auto& [k, accepted] : {std::pair<const char*, const char*>{"activation_scheme", "dynamic"}, {"fmt", "e4m3"}}) {
+        const json* v = first_of(*q, {k});
+        if (v && *v != accepted)
+            throw value_error(source, std::string("quantization_config.") + k + ": this FP8 variant is not decoded by attn " +
+                                          expected_got(std::string("\"") + accepted + "\"", v->dump()));
+    }
+    c.fp8_block = {(*b)[0].get<std::size_t>(), (*b)[1].get<std::size_t>()};
+}
+
 }  // namespace
 
 std::size_t config_reader::size(std::initializer_list<const char*> keys, std::size_t fallback, bool zero_ok) const {
@@ -202,6 +224,7 @@ config parse_config(const std::string& json_text, const std::string& source, std
     const json& body = sub ? *sub : j;
     const config_reader rb{body, source};
     refuse_quantization(j, spec, source);  // quantization_config sits at the top level, beside text_config
+    read_fp8(j, c, source);
     spec.read_config(rb, c);
     for (const refused_key& k : spec.refused) rb.refuse_unless(k.key, k.accepted, k.why);
     c.kv_heads = rb.size({"num_key_value_heads"}, c.heads);

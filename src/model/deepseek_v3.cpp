@@ -3,7 +3,8 @@
 // class DeepseekV3ForCausalLM: pre-norm blocks (RMSNorm input_layernorm and
 // post_attention_layernorm, embed_tokens as Llama's) around Multi-head Latent Attention and,
 // from layer first_k_dense_replace on, the DeepSeekMoE MLP (src/model/mla.hpp); the dense
-// DeepseekV3MLP (Llama's gated MLP) before. No sliding window.
+// DeepseekV3MLP (Llama's gated MLP) before. No sliding window. FP8 block-scaled weights
+// (quantization_config "fp8", as published) are dequantised on read.
 #include "attn/model/moe_family.hpp"
 #include "attn/model/registry.hpp"
 #include "mla.hpp"
@@ -40,6 +41,7 @@ const family_spec& deepseek_v3_family() {
         s.order = 50;
         s.model_types = {"deepseek_v3"};
         s.architectures = {"DeepseekV3ForCausalLM"};
+        s.quant_methods = {"fp8"};  // block-scaled F8_E4M3 weights, dequantised on read (model/fp8.hpp)
         s.dtype_probe = "layers.0.self_attn.kv_a_proj_with_mqa.weight";
         s.default_head_dim = 64;  // DeepseekV3Config.head_dim = qk_rope_head_dim; unused, MLA has its own head dims
         s.read_config = read_config;

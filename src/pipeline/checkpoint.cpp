@@ -43,6 +43,10 @@ public:
     }
     array load(const std::string& name) const override { return c_.load(name); }
     array load_rows(const std::string& name, const std::vector<std::size_t>& rows) const override { return c_.load_rows(name, rows); }
+    std::string stored_dtype(const std::string& name) const override {
+        const io::tensor_entry* e = c_.find(name);
+        return e ? e->dtype : std::string();
+    }
     const io::checkpoint& file() const { return c_; }
 
 private:

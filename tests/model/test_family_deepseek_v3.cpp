@@ -7,6 +7,7 @@
 // stages; Kimi K2 is read by its architectures; refusals name the key.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -135,4 +136,51 @@ TEST_CASE("deepseek_v3: refusals are one line naming the key") {
     attn_test::spit(cfg, j.dump(2));
     attn_test::refused(fixtures + "kimi-k2-tiny --layer 0 --ids 1 --config '" + cfg + "'", 1,
                        cfg + ": model_type \"kimi_k2\" is not a family attn knows (expected " + attn_test::known_families_expected() + ")");
+}
+
+TEST_CASE("deepseek_v3: FP8 block-scaled weights (F8_E4M3 + weight_scale_inv, partial blocks) are dequantised on read") {
+    const checkpoint_case c = model_case("deepseek_v3 FP8 (8 × 8 blocks, BF16 norms)", "deepseek-v3-fp8-tiny");
+    attn_test::check_checkpoint_case(c);
+    check_every_stage(c);
+}
+
+TEST_CASE("deepseek_v3: FP8 variants attn does not decode, and missing or misshapen scales, are refused by name") {
+    attn_test::scratch_dir dir;
+    const std::string src = std::string(ATTN_SOURCE_DIR) + "/" + fixtures + "deepseek-v3-fp8-tiny/";
+    const std::string cfg = dir.path + "/config.json";
+    const std::string ck = fixtures + "deepseek-v3-fp8-tiny";
+    const auto with_quant = [&](const std::string& key, const nlohmann::ordered_json& value) {
+        auto j = config_of("deepseek-v3-fp8-tiny");
+        j["quantization_config"][key] = value;
+        attn_test::spit(cfg, j.dump(2));
+        return ck + " --layer 0 --ids 1 --config '" + cfg + "'";
+    };
+    attn_test::refused(with_quant("weight_block_size", nullptr), 1,
+                       cfg + ": quantization_config.weight_block_size: only block-scaled FP8 is decoded by attn (expected two "
+                             "positive integers, as [128, 128], got none)");
+    attn_test::refused(with_quant("activation_scheme", "static"), 1,
+                       cfg + ": quantization_config.activation_scheme: this FP8 variant is not decoded by attn (expected \"dynamic\", got \"static\")");
+    // Blocks of 16 do not fit the scales stored for blocks of 8.
+    attn_test::refused(with_quant("weight_block_size", {16, 16}), 1,
+                       "model.layers.0.self_attn.q_a_proj.weight_scale_inv: does not fit its weight's 16 × 16 blocks "
+                       "(expected (1, 2), got (2, 4))");
+
+    // The checkpoint with one tensor's header entry changed (names and dtype names of the same
+    // length, so that the offsets stay valid).
+    const auto edited = [&](const std::string& from, const std::string& to) {
+        std::string bytes = attn_test::slurp(src + "model.safetensors");
+        const std::size_t at = bytes.find(from);
+        REQUIRE(at != std::string::npos);
+        REQUIRE(from.size() == to.size());
+        bytes.replace(at, from.size(), to);
+        std::filesystem::create_directories(dir.path + "/ck");
+        attn_test::spit(dir.path + "/ck/model.safetensors", bytes);
+        attn_test::spit(dir.path + "/ck/config.json", attn_test::slurp(src + "config.json"));
+        return dir.path + "/ck --layer 0 --ids 1";
+    };
+    const std::string o = "model.layers.0.self_attn.o_proj.weight";
+    attn_test::refused(edited("\"" + o + "_scale_inv\"", "\"" + o + "_scale_xnv\""), 1,
+                       o + ": an FP8 weight without its block scales (expected " + o + "_scale_inv, got none)");
+    attn_test::refused(edited("\"" + o + "\":{\"dtype\":\"F8_E4M3\"", "\"" + o + "\":{\"dtype\":\"F8_E5M2\""), 1,
+                       o + ": an F8_E5M2 weight: FP8 block scales are decoded for F8_E4M3 only (expected F8_E4M3, got F8_E5M2)");
 }

@@ -87,6 +87,10 @@ struct config {
         /// (qwen2_moe decoder_sparse_step and mlp_only_layers).
         std::vector<bool> sparse;
     } moe;
+    /// quantization_config "fp8" weight_block_size (bm, bn), for the families that accept it:
+    /// their F8_E4M3 weights are stored with `<name>_scale_inv` and dequantised on read
+    /// (model/fp8.hpp, family::need). Empty: no FP8 block scales.
+    std::vector<std::size_t> fp8_block;
     /// Where the RoPE settings were read, for messages that name the file and the key
     /// (check_rope, checked_rotary_dim): the config.json parse_config read ("" for a
     /// config made in code), and the keys as config.json writes them.
