@@ -14,6 +14,7 @@
 #include "attn/error.hpp"
 #include "attn/model/moe.hpp"
 #include "attn/model/moe_family.hpp"
+#include "attn/stages.hpp"
 #include "attn/text.hpp"
 #include "shared.hpp"
 
@@ -191,8 +192,8 @@ std::vector<named_array> mla_attention_inputs(const family& f, std::size_t layer
         }
     }
     if (projected) {
-        projected->push_back({"q_proj", array_of(q, unbatched)});
-        projected->push_back({"k_proj", array_of(k, unbatched)});
+        projected->push_back({stage_name(stage::q_proj), array_of(q, unbatched)});
+        projected->push_back({stage_name(stage::k_proj), array_of(k, unbatched)});
     }
 
     // DeepseekV3RotaryEmbedding over qk_rope_head_dim dims (config.head_dim), scaled as the config says.
