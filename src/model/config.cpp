@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -61,6 +62,28 @@ void refuse_quantization(const json& j, const family_spec& spec, const std::stri
     for (const std::string& a : spec.quant_methods) accepted.push_back("quant_method \"" + a + "\"");
     throw value_error(source, "quantization_config: " + m + " quantisation is not implemented by attn " +
                                   expected_got(listed(accepted, " or "), "quant_method \"" + m + "\""));
+}
+
+/// An accepted "fp8" quantization_config (transformers' FineGrainedFP8Config, as DeepSeek-V3
+/// publishes it): its weight_block_size [bm, bn] into c.fp8_block. Refused by name: a block
+/// size that is not two positive integers (per-tensor FP8 among them), an activation_scheme
+/// other than "dynamic" (static input scales), a fmt other than "e4m3".
+void read_fp8(const json& j, config& c, const std::string& source) {
+    const json* q = first_of(j, {"quantization_config"});
+    if (!q || first_of(*q, {"quant_method"})->get<std::string>() != "fp8") return;
+    const json* b = first_of(*q, {"weight_block_size"});
+    const bool blocks = b && b->is_array() && b->size() == 2 &&
+                        std::all_of(b->begin(), b->end(), [](const json& v) { return v.is_number_unsigned() && v.get<std::size_t>() > 0; });
+    if (!blocks)
+        throw value_error(source, "quantization_config.weight_block_size: only block-scaled FP8 is decoded by attn " +
+                                      expected_got("two positive integers, as [128, 128]", b ? b->dump() : "none"));
+    for (const auto& [k, accepted] : {std::pair<const char*, const char*>{"activation_scheme", "dynamic"}, {"fmt", "e4m3"}}) {
+        const json* v = first_of(*q, {k});
+        if (v && *v != accepted)
+            throw value_error(source, std::string("quantization_config.") + k + ": this FP8 variant is not decoded by attn " +
+                                          expected_got(std::string("\"") + accepted + "\"", v->dump()));
+    }
+    c.fp8_block = {(*b)[0].get<std::size_t>(), (*b)[1].get<std::size_t>()};
 }
 
 }  // namespace
@@ -139,6 +162,24 @@ std::vector<std::string> family_names() {
     return names;
 }
 
+namespace {
+
+/// The first family listing one of config.json's `architectures` classes, with that class;
+/// {nullptr, ""} when none does or the key is not a list of strings.
+std::pair<const family_spec*, std::string> family_for_architectures(const json& j) {
+    const auto a = j.find("architectures");
+    if (a == j.end() || !a->is_array()) return {nullptr, ""};
+    for (const json& name : *a) {
+        if (!name.is_string()) continue;
+        for (const family_spec* f : families())
+            if (std::find(f->architectures.begin(), f->architectures.end(), name.get<std::string>()) != f->architectures.end())
+                return {f, name.get<std::string>()};
+    }
+    return {nullptr, ""};
+}
+
+}  // namespace
+
 config parse_config(const std::string& json_text, const std::string& source, std::optional<arch> forced) {
     json j;
     try {
@@ -156,6 +197,9 @@ config parse_config(const std::string& json_text, const std::string& source, std
         c.family = *forced;
     } else if (const family_spec* f = family_for_model_type(c.model_type)) {
         c.family = arch(*f);
+    } else if (const auto [by_class, name] = family_for_architectures(j); by_class) {
+        c.family = arch(*by_class);
+        c.architecture = name;
     } else {
         std::vector<std::string> types;
         for (const family_spec* f : families()) types.insert(types.end(), f->model_types.begin(), f->model_types.end());
@@ -172,6 +216,7 @@ config parse_config(const std::string& json_text, const std::string& source, std
     const json& body = sub ? *sub : j;
     const config_reader rb{body, source};
     refuse_quantization(j, spec, source);  // quantization_config sits at the top level, beside text_config
+    read_fp8(j, c, source);
     spec.read_config(rb, c);
     for (const refused_key& k : spec.refused) rb.refuse_unless(k.key, k.accepted, k.why);
     c.kv_heads = rb.size({"num_key_value_heads"}, c.heads);

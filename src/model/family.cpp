@@ -11,6 +11,7 @@
 
 #include "attn/error.hpp"
 #include "attn/model/blocks.hpp"
+#include "attn/model/fp8.hpp"
 #include "attn/model/registry.hpp"
 #include "attn/text.hpp"
 
@@ -40,11 +41,32 @@ family::family(config c, const weight_source& weights, std::string source)
     s.check(*this);
 }
 
+std::string weight_source::stored_dtype(const std::string&) const { return {}; }
+
+namespace {
+
+/// `a`, loaded as `n`, dequantised with its block scales when c has FP8 block scaling and
+/// `n` is stored as F8 (include/attn/model/fp8.hpp).
+array dequantized(array a, const std::string& n, const config& c, const weight_source& w) {
+    if (c.fp8_block.empty()) return a;
+    const std::string stored = w.stored_dtype(n);
+    if (stored.rfind("F8_", 0) != 0) return a;
+    if (stored != "F8_E4M3")
+        throw value_error(n, "an " + stored + " weight: FP8 block scales are decoded for F8_E4M3 only " +
+                                 expected_got("F8_E4M3", stored));
+    const std::string scale = n + "_scale_inv";
+    if (!w.shape(scale))
+        throw value_error(n, "an FP8 weight without its block scales " + expected_got(scale, "none"));
+    return fp8_block_dequantize(a, w.load(scale), c.fp8_block[0], c.fp8_block[1], scale);
+}
+
+}  // namespace
+
 array family::need(const std::string& local) const {
     const std::string n = name(local);
     if (!weights_->shape(n))
         throw value_error(source_, "no tensor " + n + " (the " + spec().name + " family needs it)");
-    return weights_->load(n);
+    return dequantized(weights_->load(n), n, cfg_, *weights_);
 }
 
 array weight_source::load_rows(const std::string& name, const std::vector<std::size_t>& rows) const {
@@ -73,7 +95,7 @@ array family::need_rows(const std::string& local, const array& ids) const {
 std::optional<array> family::maybe(const std::string& local) const {
     const std::string n = name(local);
     if (!weights_->shape(n)) return std::nullopt;
-    return weights_->load(n);
+    return dequantized(weights_->load(n), n, cfg_, *weights_);
 }
 
 bool family::embedding_tensor(const std::string& local) const {

@@ -108,7 +108,15 @@ moe_result<T> sparse_moe(const core::tensor2<T>& x, const moe_weights<T>& w, con
         expect(w.shared_gate, {Is, H}, "shared expert gate (Is, hidden)");
         expect(w.shared_up, {Is, H}, "shared expert up (Is, hidden)");
         expect(w.shared_down, {H, Is}, "shared expert down (hidden, Is)");
-        expect(w.shared_expert_gate, {1, H}, "shared_expert_gate (1, hidden)");
+        if (w.shared_expert_gate.size() != 0) expect(w.shared_expert_gate, {1, H}, "shared_expert_gate (1, hidden)");
+    }
+    const bool grouped = s.routing == moe_routing::sigmoid_grouped;
+    if (grouped) {
+        if (w.router_correction_bias.size() != 0) expect(w.router_correction_bias, {E}, "router correction bias (E)");
+        if (s.groups == 0 || E % s.groups != 0 || E / s.groups < 2 || s.top_groups == 0 || s.top_groups > s.groups)
+            throw value_error("moe", "n_group must divide the experts into groups of 2 or more, topk_group be in [1, n_group] " +
+                                         expected_got("n_group dividing " + std::to_string(E) + ", topk_group ≤ n_group",
+                                                      std::to_string(s.groups) + ", " + std::to_string(s.top_groups)));
     }
 
     moe_result<T> r;
@@ -131,12 +139,34 @@ moe_result<T> sparse_moe(const core::tensor2<T>& x, const moe_weights<T>& w, con
             double z = 0;
             for (std::size_t e = 0; e < E; ++e) z += prob[e] = std::exp(logits[e] - m);
             for (std::size_t e = 0; e < E; ++e) ranked[e] = static_cast<T>(prob[e] /= z);
+        } else if (grouped) {
+            // DeepseekV3TopkRouter.get_topk_indices: scores + bias for the choice, groups by
+            // the sum of their top 2, the experts of the groups not kept ranked 0.
+            const std::size_t G = s.groups, per = E / G;
+            for (std::size_t e = 0; e < E; ++e) {
+                prob[e] = static_cast<T>(sigmoid(logits[e]));
+                ranked[e] = static_cast<T>(prob[e] + (w.router_correction_bias.size() ? static_cast<double>(w.router_correction_bias(e)) : 0.0));
+            }
+            std::vector<T> group_score(G);
+            for (std::size_t g = 0; g < G; ++g) {
+                const std::vector<std::int64_t> two = torch_topk_indices(ranked.data() + g * per, per, 2);
+                group_score[g] = static_cast<T>(static_cast<double>(ranked[g * per + two[0]]) + ranked[g * per + two[1]]);
+            }
+            std::vector<bool> kept(G, false);
+            for (std::int64_t g : torch_topk_indices(group_score.data(), G, s.top_groups)) kept[static_cast<std::size_t>(g)] = true;
+            for (std::size_t e = 0; e < E; ++e)
+                if (!kept[e / per]) ranked[e] = T(0);
         } else {
             for (std::size_t e = 0; e < E; ++e) ranked[e] = r.router_logits(t, e);
         }
         const std::vector<std::int64_t> sel = torch_topk_indices(ranked.data(), E, k);
         std::vector<double> rw(k);
-        if (s.routing == moe_routing::softmax_then_topk) {
+        if (grouped) {
+            // DeepseekV3TopkRouter.forward: the chosen scores (without the bias), renormalised, scaled.
+            double sum = 0;
+            for (std::size_t j = 0; j < k; ++j) sum += rw[j] = prob[static_cast<std::size_t>(sel[j])];
+            for (auto& v : rw) v = (s.renormalize ? v / (sum + 1e-20) : v) * s.scaling;
+        } else if (s.routing == moe_routing::softmax_then_topk) {
             double sum = 0;
             for (std::size_t j = 0; j < k; ++j) sum += rw[j] = ranked[sel[j]];
             if (s.renormalize)
@@ -182,7 +212,7 @@ moe_result<T> sparse_moe(const core::tensor2<T>& x, const moe_weights<T>& w, con
             }
         }
         if (shared) {
-            const double gate = static_cast<T>(sigmoid(dot(xt, w.shared_expert_gate.data(), H)));
+            const double gate = w.shared_expert_gate.size() ? static_cast<double>(static_cast<T>(sigmoid(dot(xt, w.shared_expert_gate.data(), H)))) : 1.0;
             swiglu_expert(xt, w.shared_gate.data(), w.shared_up.data(), w.shared_down.data(), H, Is, gate, h, acc.data());
         }
         for (std::size_t o = 0; o < H; ++o) r.output(t, o) = static_cast<T>(acc[o]);

@@ -43,6 +43,10 @@ public:
     }
     array load(const std::string& name) const override { return c_.load(name); }
     array load_rows(const std::string& name, const std::vector<std::size_t>& rows) const override { return c_.load_rows(name, rows); }
+    std::string stored_dtype(const std::string& name) const override {
+        const io::tensor_entry* e = c_.find(name);
+        return e ? e->dtype : std::string();
+    }
     const io::checkpoint& file() const { return c_; }
 
 private:
@@ -240,7 +244,12 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
         pipeline_options lo = layer_options(o, la);
         std::vector<named_array> inputs;
         std::vector<named_array> projected;  // q_proj, k_proj before the q/k norm
-        if (la.q_norm || la.k_norm) {
+        const auto make_inputs = fam.spec().functions<T>().attention_inputs;
+        if (make_inputs) {
+            // The family makes q, k (RoPE applied) and v itself (Multi-head Latent Attention).
+            const bool kept = has(o.dump, stage_name(stage::q_proj).c_str()) || has(o.dump, stage_name(stage::k_proj).c_str());
+            inputs = make_inputs(fam, l, xn, unbatched, in.passed, kept ? &projected : nullptr);
+        } else if (la.q_norm || la.k_norm) {
             // A q/k norm before RoPE (Qwen3, OLMo 2): the family projects and normalises q
             // and k, compute() rotates them.
             const bool kept = has(o.dump, stage_name(stage::q_proj).c_str()) || has(o.dump, stage_name(stage::k_proj).c_str());
@@ -259,6 +268,11 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
         // and the stream entering a layer must not depend on which layers are listed, so
         // --layer N and any list are bitwise slices of --layer all (docs/design.md §5.4).
         lo.dump = dump;
+        // compute() sees q and k after the family's RoPE: q_proj and k_proj are the family's.
+        if (make_inputs)
+            lo.dump.erase(std::remove_if(lo.dump.begin(), lo.dump.end(), [](const std::string& s) {
+                              return s == stage_name(stage::q_proj) || s == stage_name(stage::k_proj);
+                          }), lo.dump.end());
         lo.planned_layers = streamed || !holds_matrices ? 1 : wanted.size();
         if (propagate && !has(lo.dump, stage_name(stage::output).c_str())) lo.dump.push_back(stage_name(stage::output));
         if (lo.dump.empty()) lo.dump.push_back(stage_name(stage::output));
@@ -291,6 +305,12 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
         for (auto& t : doc.tensors)
             for (auto& p : projected)
                 if (t.name == p.name) t.value = std::move(p.value);
+        if (make_inputs)
+            for (auto& p : projected)
+                if (has(o.dump, p.name.c_str())) {
+                    p.axes = fit_axes(p.name, p.value.rank(), false);
+                    doc.tensors.push_back(std::move(p));
+                }
 
         if (la.nope)
             for (const auto& [proj, same] : {std::pair{stage::q_proj, stage::q}, std::pair{stage::k_proj, stage::k}})

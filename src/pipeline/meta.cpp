@@ -65,6 +65,8 @@ nlohmann::ordered_json model_meta(const model::config& cfg, const checkpoint_opt
     nlohmann::ordered_json model;
     model["arch"] = cfg.family->name();
     if (!cfg.model_type.empty()) model["model_type"] = cfg.model_type;
+    // A model_type no family reads, read as the family of its architectures class (Kimi K2).
+    if (!cfg.architecture.empty()) model["read_as"] = cfg.architecture;
     model["checkpoint"] = ck.path;
     // A list (docs/design.md §5.4) says which layer index i of the leading axis is.
     if (ck.layer) model["layer"] = *ck.layer;

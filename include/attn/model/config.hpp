@@ -51,6 +51,9 @@ struct family_fields {
 struct config {
     std::optional<arch> family;      ///< set by parse_config; every config it returns has one
     std::string model_type;          ///< model_type as written ("mistral", "qwen2", …)
+    /// The `architectures` class the family was chosen by, when no family reads model_type
+    /// (family_spec::architectures); "" when chosen by model_type or --arch.
+    std::string architecture;
     std::size_t hidden = 0;          ///< hidden_size / n_embd
     std::size_t layers = 0;          ///< num_hidden_layers / n_layer
     std::size_t heads = 0;           ///< num_attention_heads / n_head
@@ -84,6 +87,10 @@ struct config {
         /// (qwen2_moe decoder_sparse_step and mlp_only_layers).
         std::vector<bool> sparse;
     } moe;
+    /// quantization_config "fp8" weight_block_size (bm, bn), for the families that accept it:
+    /// their F8_E4M3 weights are stored with `<name>_scale_inv` and dequantised on read
+    /// (model/fp8.hpp, family::need). Empty: no FP8 block scales.
+    std::vector<std::size_t> fp8_block;
     /// Where the RoPE settings were read, for messages that name the file and the key
     /// (check_rope, checked_rotary_dim): the config.json parse_config read ("" for a
     /// config made in code), and the keys as config.json writes them.
@@ -117,7 +124,7 @@ inline constexpr std::size_t max_config_count = std::size_t{1} << 24;
 
 /// Parses config.json text. The family comes from `forced` (--arch), else from
 /// model_type through the registry (gpt2 → gpt2; bert → bert; llama, mistral, qwen2 →
-/// llama); the family reads its own keys (family_spec::read_config) and refuses the
+/// llama), else from the first `architectures` class a family lists (c.architecture set); the family reads its own keys (family_spec::read_config) and refuses the
 /// keys it lists (family_spec::refused).
 /// Throws value_error(source, …) for invalid JSON, an unknown model_type without
 /// --arch ("model_type \"t5\" is not a family attn knows (expected <every registered

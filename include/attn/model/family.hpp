@@ -32,6 +32,9 @@ public:
     /// By default load() and a copy of those rows; a source that can read rows alone (a
     /// safetensors checkpoint) overrides it so that a large table is never loaded whole.
     virtual array load_rows(const std::string& name, const std::vector<std::size_t>& rows) const;
+    /// The stored dtype's name ("F8_E4M3", "BF16", as safetensors writes it), "" when the
+    /// source does not say (then no FP8 weight is recognised).
+    virtual std::string stored_dtype(const std::string& name) const;
 };
 
 /// A norm of q (or k) before RoPE: RMSNorm over each head's D values with one weight (D,)
@@ -141,7 +144,11 @@ public:
 
     /// The checkpoint's name of a family tensor ("h.0.ln_1.weight" → prefix + it).
     std::string name(const std::string& local) const { return prefix_ + local; }
-    /// Loads a tensor the family needs; throws value_error naming it when missing.
+    /// Loads a tensor the family needs; throws value_error naming it when missing. With
+    /// FP8 block scales (config::fp8_block) an F8 weight is dequantised with its
+    /// `<name>_scale_inv` (fp8_block_dequantize); value_error naming the weight when its
+    /// scale is missing or it is F8_E5M2, shape_error naming the scale when it does not fit.
+    /// maybe() likewise.
     array need(const std::string& local) const;
     /// The rows of an embedding table the family needs that token ids (T,) or (B, T) pick:
     /// (T, E) or (B, T, E), as core::embedding_lookup(need(local), ids) gives them, reading

@@ -22,6 +22,14 @@ enum class moe_routing {
     /// top-k of the logits, then softmax over the k chosen.
     /// Source: GptOssTopKRouter.forward (models/gpt_oss/modeling_gpt_oss.py).
     topk_then_softmax,
+    /// DeepSeekMoE: scores σ(logits); the choice ranks scores + correction_bias
+    /// (moe_weights::router_correction_bias, zeros when empty): experts in n_group equal
+    /// groups, a group's score the sum of its top 2, the topk_group best groups kept (the
+    /// others' experts' ranks set to 0, not −∞), then top-k over the ranks; the weights are
+    /// the chosen scores without the bias, divided by their sum + 1e−20 when `renormalize`,
+    /// times routed_scaling_factor. Source: DeepseekV3TopkRouter (get_topk_indices, forward)
+    /// in models/deepseek_v3/modeling_deepseek_v3.py.
+    sigmoid_grouped,
 };
 
 /// What one expert computes.
@@ -54,7 +62,8 @@ struct moe_weights {
     core::tensor2<T> shared_gate;         ///< (Is, hidden)
     core::tensor2<T> shared_up;           ///< (Is, hidden)
     core::tensor2<T> shared_down;         ///< (hidden, Is)
-    core::tensor2<T> shared_expert_gate;  ///< (1, hidden): output scaled by σ(x · this)
+    core::tensor2<T> shared_expert_gate;  ///< (1, hidden): output scaled by σ(x · this); empty: by 1 (DeepSeekMoE)
+    core::tensor1<T> router_correction_bias;  ///< (E) or empty: sigmoid_grouped's e_score_correction_bias
 };
 
 /// The settings of a sparse MoE block.
@@ -65,6 +74,9 @@ struct moe_settings {
     moe_expert expert = moe_expert::swiglu;
     double alpha = 1.702;             ///< gpt_oss: GptOssExperts.alpha
     double limit = 7.0;               ///< gpt_oss: config swiglu_limit
+    std::size_t groups = 1;           ///< sigmoid_grouped: n_group (divides E)
+    std::size_t top_groups = 1;       ///< sigmoid_grouped: topk_group (≤ groups)
+    double scaling = 1.0;             ///< sigmoid_grouped: routed_scaling_factor
 };
 
 /// A sparse MoE block's result for N tokens.
@@ -78,13 +90,15 @@ struct moe_result {
 
 /// The sparse MoE MLP on x (N, hidden): router logits x·routerᵀ (+ bias), routing per
 /// `s.routing`, the weighted sum of the chosen experts' outputs, plus qwen2_moe's shared
-/// expert σ(x·shared_expert_gateᵀ) · down(silu(gate x) · up x) when its weights are given.
+/// expert σ(x·shared_expert_gateᵀ) · down(silu(gate x) · up x) when its weights are given
+/// (DeepSeekMoE's shared_experts: no shared_expert_gate, scaled by 1).
 /// Dot products accumulate in double; the routing is computed in double (transformers
 /// takes the softmax in float32 whatever the model dtype: MixtralTopKRouter). Throws
 /// shape_error("moe", …) for weights that do not fit x or each other, value_error("moe",
-/// …) for top_k 0 or above E. Sources: MixtralSparseMoeBlock, Qwen2MoeSparseMoeBlock
+/// …) for top_k 0 or above E, and for groups not dividing E or top_groups outside [1, groups]
+/// or groups of fewer than 2 experts (sigmoid_grouped). Sources: MixtralSparseMoeBlock, Qwen2MoeSparseMoeBlock
 /// (shared_expert, shared_expert_gate), Qwen3MoeSparseMoeBlock, GptOssMLP
-/// (GptOssTopKRouter + GptOssExperts) in transformers' models/*/modeling_*.py.
+/// (GptOssTopKRouter + GptOssExperts), DeepseekV3MoE in transformers' models/*/modeling_*.py.
 template <class T>
 moe_result<T> sparse_moe(const core::tensor2<T>& x, const moe_weights<T>& w, const moe_settings& s);
 

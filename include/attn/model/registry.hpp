@@ -110,6 +110,15 @@ struct layer_functions {
     core::tensor3<T> (*norm)(const family&, std::size_t layer, norm_site site, const core::tensor3<T>& x) = nullptr;
     /// The MLP of block `layer` (B, T, hidden) → (B, T, hidden), without its residual.
     core::tensor3<T> (*mlp)(const family&, std::size_t layer, const core::tensor3<T>& x) = nullptr;
+    /// The attention's inputs when the family computes q, k and v itself (Multi-head Latent
+    /// Attention, docs/design.md §6.1), from x_norm (B, T, hidden): q and k (B, T, H·Dk) as
+    /// they enter Q·Kᵀ (RoPE applied), v (B, T, H·Dv), each (T, …) when `unbatched`, then
+    /// w_o (and b_o); `projected`, when given, receives q_proj and k_proj (before RoPE) in
+    /// the same layout. `passed` holds the run's inputs (position_ids). Null: the pipeline
+    /// projects with the layer_attention's weights.
+    std::vector<named_array> (*attention_inputs)(const family&, std::size_t layer, const core::tensor3<T>& x_norm,
+                                                 bool unbatched, const std::vector<named_array>& passed,
+                                                 std::vector<named_array>* projected) = nullptr;
 };
 
 /// Both compute types' layer functions from a class template Impl<T> with static
@@ -126,6 +135,9 @@ struct layer_functions_of {
 struct family_spec {
     std::string name;                       ///< its --arch value and meta.model.arch
     std::vector<std::string> model_types;   ///< config.json model_types it reads
+    /// config.json `architectures` classes read as this family when model_type is one no
+    /// family reads (Kimi K2: "kimi_k2" with DeepseekV3ForCausalLM); meta.model says so.
+    std::vector<std::string> architectures;
     std::vector<std::string> prefixes;      ///< name prefixes to try ("", "transformer.")
     std::string probe;                      ///< the tensor that tells the prefix (the token embedding)
     std::string dtype_probe;                ///< layer 0's attention weight, whose dtype picks float64
