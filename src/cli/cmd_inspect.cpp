@@ -277,7 +277,7 @@ void setup_inspect(CLI::App& app, int& exit_status) {
     sub->add_option("--format", c->format, "table (default) or json (one object per file and line, arrays in file order)")
         ->check(CLI::IsMember(io::format_names_where([](io::format f) { return f->listing; }, "table")))
         ->capture_default_str();
-    // .npy/.npz files are read in pieces, never refused for their size (README, inspect).
+    // .npy/.npz files are read in pieces, never refused for their size (docs/inspect.md).
     add_max_bytes_option(*sub,
                          "Read .npy/.npz arrays in pieces of at most N bytes (4 MiB if N is larger), whatever their "
                          "size; refuse an array larger than N bytes in JSON, stdin or Fortran order (read whole); "

@@ -114,7 +114,7 @@ io::document view_document(const std::string& input, const view_options& c, cons
         doc = run_pipeline(input, c.pipeline, settings);
     } else if (in.is_lone) {
         doc = std::move(in.doc);
-        // One array of rank 3 is (H, Tq, Tk): one sequence's heads (README, attn view).
+        // One array of rank 3 is (H, Tq, Tk): one sequence's heads (docs/view.md "The page").
         if (in.lone.value.rank() == 3 && (!doc.meta.is_object() || !doc.meta.contains("heads")))
             doc.meta["heads"] = in.lone.value.shape[0];
         doc.tensors.push_back({stage_name(stage::weights), std::move(in.lone.value)});

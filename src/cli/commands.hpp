@@ -7,7 +7,7 @@
 
 namespace attn::cli {
 
-/// Exit codes (documented in --help and the README).
+/// Exit codes (documented in --help and docs/compute.md "Exit codes").
 enum exit_code : int { exit_ok = 0, exit_data_error = 1, exit_usage_error = 2 };
 
 /// Runs the whole program; main() only calls this.

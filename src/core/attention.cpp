@@ -63,7 +63,7 @@ template <class T>
 attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const tensor4<T>& v, const mask<T>& m,
                               const attention_options& o) {
     // NaN or ±∞ in Q, K or V: the reference kernel, whose loops follow the one rule for
-    // them (README, Conventions) — the GEMMs would multiply masked keys' values by 0 and
+    // them (docs/conventions.md) — the GEMMs would multiply masked keys' values by 0 and
     // the tiles of the two paths would see different cells. One scan, O(size), decides.
     if (!all_finite(q) || !all_finite(k) || !all_finite(v)) return attention_reference(q, k, v, m, o);
     const std::size_t B = q.shape(0), Hq = q.shape(1), Tq = q.shape(2), Dk = q.shape(3);

@@ -95,7 +95,7 @@ attention_result<T> attention_reference(const tensor4<T>& q, const tensor4<T>& k
                     scaled[j] = s;
                     const cell c = reference_cell(m, b, h, i, j);
                     // A cell masked with −∞ stays −∞ whatever its score (NaN, +∞): masked
-                    // cells are never contaminated (README, Conventions: NaN and ±∞).
+                    // cells are never contaminated (docs/conventions.md "Masks, layouts and rows").
                     masked[j] = (c.masked && inf_fill) || c.bias == -inf;
                     if (!masked[j]) full = false;
                     scores[j] = masked[j] ? -inf : c.masked ? static_cast<double>(m.fill) + c.bias : s + c.bias;

@@ -108,7 +108,7 @@ struct prepared {
 };
 
 /// split_heads with the option to blame: `--heads 3` on a last axis of 8 is the option
-/// not fitting the input (a usage error, README exit codes), named in the user's terms.
+/// not fitting the input (a usage error, docs/compute.md "Exit codes"), named in the user's terms.
 template <class T>
 inline tensor4<T> split_by(const tensor3<T>& x, std::size_t heads, const char* option, const char* name) {
     if (x.shape(2) % heads != 0)

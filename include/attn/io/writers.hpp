@@ -31,7 +31,7 @@ void write_document(std::ostream& out, const document& doc, format f, const text
 /// pipeline from the stage table), else — a document read back from a file — read from
 /// `doc`'s meta, the one place that does: "L" first when meta.model.layer is "all" or a
 /// list (layer_axes), then the stage's axes fitted to the rest (attn::fit_axes), heads kept
-/// before the batch axis when meta "heads" > 1 and "average_heads" is false (README "Shapes
+/// before the batch axis when meta "heads" > 1 and "average_heads" is false (docs/formats.md "Shapes
 /// of what is written"; without meta an .npz's rank 3 is (B, Tq, Tk)). Every writer, plot
 /// and the view read a tensor's layer, batch and head axes from here. Throws
 /// std::logic_error when `t` carries a number of axes other than its rank.

@@ -134,7 +134,7 @@ inline constexpr std::size_t max_config_count = std::size_t{1} << 24;
 /// that changes attention in transformers' modeling code in a way attn does not
 /// implement (named with its value, never ignored: `rope_scaling` other than null or
 /// "default", bert `position_embedding_type` other than "absolute", `is_decoder`,
-/// `add_cross_attention`). README "Config keys per family" lists them. A
+/// `add_cross_attention`). docs/checkpoints.md "Config keys per family" lists them. A
 /// `quantization_config` is refused by its quant_method ("quantization_config: gptq
 /// quantisation is not implemented by attn (expected float weights, got quant_method
 /// \"gptq\")") unless the family dequantises that method (family_spec::quant_methods).

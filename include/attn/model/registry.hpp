@@ -131,7 +131,7 @@ struct layer_functions_of {
 
 /// One registered family. A family file src/model/<name>.cpp defines
 /// `const family_spec& <name>_family()` returning its spec; the build finds the definition
-/// and registers it (attn_registry, cmake/floors.cmake; README "Adding a family").
+/// and registers it (attn_registry, cmake/floors.cmake; CONTRIBUTING.md "Adding a family, a mask, a format, a stage").
 struct family_spec {
     std::string name;                       ///< its --arch value and meta.model.arch
     std::vector<std::string> model_types;   ///< config.json model_types it reads

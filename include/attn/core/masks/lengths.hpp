@@ -37,7 +37,7 @@ struct lengths_term : term_base {
             }
         }
         if (lengths.empty()) return lengths;
-        // A setting that does not fit the inputs is a usage error (README, exit codes); an
+        // A setting that does not fit the inputs is a usage error (docs/compute.md "Exit codes"); an
         // array that does not fit the others is a data error.
         const auto fail = [&](const std::string& what) {
             if (spec.lengths.empty()) throw value_error(source, what);
