@@ -11,6 +11,7 @@
 #include <doctest/doctest.h>
 
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -100,6 +101,23 @@ inline void check_checkpoint_case(const checkpoint_case& c) {
         CAPTURE(kernel);
         const auto got = run(c.checkpoint + ids + c.options + " --layer all --dump output --dtype float64 --kernel " + kernel, out);
         check(member(got, "output"), member(want, "output"), 1e-9, "output");
+    }
+}
+
+/// Runs case `c` on its expected.npz's ids with every layer, in float64 (to 1e-9) and
+/// float32 (to 2e-4), dumping `dump` (a --dump list), and checks each stage of `stages`
+/// against expected.npz; `more`, when given, adds a family's own checks on each run.
+inline void check_every_layer(const checkpoint_case& c, const std::string& dump,
+                              const std::vector<std::string>& stages = {"q_proj", "k_proj", "q", "k"},
+                              const std::function<void(const std::vector<attn::named_array>&)>& more = {}) {
+    scratch_dir dir;
+    const auto want = read_npz_file(std::string(ATTN_SOURCE_DIR) + "/" + c.expected);
+    for (const auto& [dtype, tol] : {std::pair<std::string, double>{"float64", 1e-9}, {"float32", 2e-4}}) {
+        CAPTURE(dtype);
+        const auto got = run(c.checkpoint + " --token-ids " + c.expected + ":ids --layer all --dump " + dump + " --dtype " + dtype,
+                             dir.path + "/out.npz");
+        for (const std::string& s : stages) attn_test::check(member(got, s), member(want, s), tol, s.c_str());
+        if (more) more(got);
     }
 }
 

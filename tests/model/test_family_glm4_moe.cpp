@@ -26,17 +26,7 @@ TEST_CASE("glm4_moe: partial RoPE, per-head q/k norm, sigmoid-routed MoE with gr
                             fixtures + "glm4-moe-tiny/expected.npz", ""};
     attn_test::check_checkpoint_case(c);
 
-    attn_test::scratch_dir dir;
-    const auto want = attn::io::read_npz(attn_test::slurp(std::string(ATTN_SOURCE_DIR) + "/" + c.expected), c.expected);
-    for (const auto& [dtype, tol] : {std::pair<std::string, double>{"float64", 1e-9}, {"float32", 2e-4}}) {
-        CAPTURE(dtype);
-        const auto got = attn_test::run(c.checkpoint + " --token-ids " + c.expected + ":ids --layer all --dump q_proj,k_proj,q,k --dtype " + dtype,
-                                        dir.path + "/out.npz");
-        for (const std::string s : {"q_proj", "k_proj", "q", "k"}) {
-            CAPTURE(s);
-            attn_test::check(member(got, s), member(want, s), tol, s.c_str());
-        }
-    }
+    attn_test::check_every_layer(c, "q_proj,k_proj,q,k");
     auto r = attn_test::run_attn("compute " + c.checkpoint + " --ids 1,2,3 --layer 0 --dump weights --format json");
     REQUIRE_MESSAGE(r.code == 0, r.err);
     CHECK(nlohmann::json::parse(r.out).at("meta").at("model").at("arch") == "glm4_moe");

@@ -26,19 +26,11 @@ TEST_CASE("olmo2: q/k norm over the whole projection before RoPE, norms on the s
                             fixtures + "olmo2-tiny/expected.npz", ""};
     attn_test::check_checkpoint_case(c);
 
-    attn_test::scratch_dir dir;
-    const auto want = attn::io::read_npz(attn_test::slurp(std::string(ATTN_SOURCE_DIR) + "/" + c.expected), c.expected);
-    for (const auto& [dtype, tol] : {std::pair<std::string, double>{"float64", 1e-9}, {"float32", 2e-4}}) {
-        CAPTURE(dtype);
-        const auto got = attn_test::run(c.checkpoint + " --token-ids " + c.expected + ":ids --layer all --dump x,x_norm,q_proj,k_proj,q,k --dtype " + dtype,
-                                        dir.path + "/out.npz");
-        for (const std::string s : {"q_proj", "k_proj", "q", "k"}) {
-            CAPTURE(s);
-            attn_test::check(member(got, s), member(want, s), tol, s.c_str());
-        }
-        // No norm before the attention: what q/k/v_proj see is the residual stream itself.
-        attn_test::check(member(got, "x_norm"), member(got, "x"), 0, "x_norm = x");
-    }
+    // No norm before the attention: what q/k/v_proj see is the residual stream itself.
+    attn_test::check_every_layer(c, "x,x_norm,q_proj,k_proj,q,k", {"q_proj", "k_proj", "q", "k"},
+                                 [](const std::vector<attn::named_array>& got) {
+                                     attn_test::check(member(got, "x_norm"), member(got, "x"), 0, "x_norm = x");
+                                 });
 }
 
 TEST_CASE("olmo2: meta names the family, no window whatever sliding_window says, refusals name the key") {

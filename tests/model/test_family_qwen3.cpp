@@ -31,17 +31,7 @@ checkpoint_case model_case(const std::string& name, const std::string& dir) {
 /// float64 and float32, against the reference's.
 void check_projections(const checkpoint_case& c) {
     CAPTURE(c.name);
-    attn_test::scratch_dir dir;
-    const auto want = attn::io::read_npz(attn_test::slurp(std::string(ATTN_SOURCE_DIR) + "/" + c.expected), c.expected);
-    for (const auto& [dtype, tol] : {std::pair<std::string, double>{"float64", 1e-9}, {"float32", 2e-4}}) {
-        CAPTURE(dtype);
-        const auto got = attn_test::run(c.checkpoint + " --token-ids " + c.expected + ":ids --layer all --dump q_proj,k_proj,q,k --dtype " + dtype,
-                                        dir.path + "/out.npz");
-        for (const std::string s : {"q_proj", "k_proj", "q", "k"}) {
-            CAPTURE(s);
-            attn_test::check(member(got, s), member(want, s), tol, s.c_str());
-        }
-    }
+    attn_test::check_every_layer(c, "q_proj,k_proj,q,k");
 }
 
 /// The case's config.json with `key` set to the JSON `value`, written to `path`.
