@@ -97,29 +97,6 @@ void read_gemma2(const config_reader& r, config& c) {
     read_layer_types(r, c, 2);
 }
 
-/// One layer type's rope_parameters (transformers v5 Gemma3TextConfig.rope_parameters
-/// ["full_attention" | "sliding_attention"]), read as the llama family reads a flat one;
-/// its rope_theta, when written, wins over `theta` (convert_rope_params_to_dict's setdefault).
-void read_typed_rope(const config_reader& r, const nlohmann::json& all, const char* type, double theta, config& into) {
-    nlohmann::json one = nlohmann::json::object();
-    one["rope_parameters"] = all.contains(type) && !all[type].is_null() ? all[type] : nlohmann::json{{"rope_type", "default"}};
-    if (const nlohmann::json* o = r.find("original_max_position_embeddings")) one["original_max_position_embeddings"] = *o;
-    const config_reader sub{one, r.source()};
-    into.rope_theta = theta;
-    // Name the key as config.json has it: rope_parameters.<type>…
-    const std::string stem = "rope_parameters";
-    const auto typed = [&](const std::string& key) {
-        return key.compare(0, stem.size(), stem) == 0 ? stem + "." + type + key.substr(stem.size()) : key;
-    };
-    try {
-        read_rope_scaling(sub, into);
-    } catch (const value_error& e) {
-        throw value_error(e.source(), typed(e.message()));
-    }
-    into.origin.rope = typed(into.origin.rope);
-    into.origin.theta = typed(into.origin.theta);
-}
-
 void read_gemma3(const config_reader& r, config& c) {
     read_common(r, c, 262208, 2304, 9216, 26, 8, 131072, 1000000.0);
     c.act = r.act("hidden_activation", "gelu_pytorch_tanh");
@@ -130,8 +107,8 @@ void read_gemma3(const config_reader& r, config& c) {
     const nlohmann::json* rp = r.find("rope_parameters");
     if (rp && rp->is_object() && (rp->contains("full_attention") || rp->contains("sliding_attention"))) {
         config global = c, local = c;
-        read_typed_rope(r, *rp, "full_attention", c.rope_theta, global);
-        read_typed_rope(r, *rp, "sliding_attention", local_theta, local);
+        read_layer_type_rope(r, *rp, "full_attention", c.rope_theta, global);
+        read_layer_type_rope(r, *rp, "sliding_attention", local_theta, local);
         c.rope_theta = global.rope_theta;
         c.rope_scaling = global.rope_scaling;
         c.origin.rope = global.origin.rope;

@@ -32,23 +32,7 @@ struct olmo3_fields : family_fields {
 /// rope_parameters per layer type (transformers v5 Olmo3Config): "full_attention" read as
 /// a flat rope_parameters, "sliding_attention" only as the default RoPE with its theta.
 void read_typed_rope(const config_reader& r, const nlohmann::json& all, config& c, olmo3_fields& own) {
-    nlohmann::json one = nlohmann::json::object();
-    one["rope_parameters"] = all.contains("full_attention") && !all["full_attention"].is_null()
-                                 ? all["full_attention"]
-                                 : nlohmann::json{{"rope_type", "default"}};
-    if (const nlohmann::json* o = r.find("original_max_position_embeddings")) one["original_max_position_embeddings"] = *o;
-    const config_reader sub{one, r.source()};
-    const auto typed = [](const std::string& m) {
-        const std::string stem = "rope_parameters";
-        return m.compare(0, stem.size(), stem) == 0 ? stem + ".full_attention" + m.substr(stem.size()) : m;
-    };
-    try {
-        read_rope_scaling(sub, c);
-    } catch (const value_error& e) {
-        throw value_error(e.source(), typed(e.message()));
-    }
-    c.origin.rope = typed(c.origin.rope);
-    c.origin.theta = typed(c.origin.theta);
+    read_layer_type_rope(r, all, "full_attention", c.rope_theta, c);
     own.sliding_theta = c.rope_theta;
     if (!all.contains("sliding_attention") || all["sliding_attention"].is_null()) return;
     const nlohmann::json& s = all["sliding_attention"];

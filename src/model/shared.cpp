@@ -128,4 +128,27 @@ void check_whole_head_rope(const config& c, const layer_type_rope* local_rope) {
     }
 }
 
+/// One layer type's rope_parameters (transformers v5 Gemma3TextConfig, Olmo3Config:
+/// rope_parameters["full_attention" | "sliding_attention"]), read as the llama family reads a flat one;
+/// its rope_theta, when written, wins over `theta` (convert_rope_params_to_dict's setdefault).
+void read_layer_type_rope(const config_reader& r, const nlohmann::json& all, const char* type, double theta, config& into) {
+    nlohmann::json one = nlohmann::json::object();
+    one["rope_parameters"] = all.contains(type) && !all[type].is_null() ? all[type] : nlohmann::json{{"rope_type", "default"}};
+    if (const nlohmann::json* o = r.find("original_max_position_embeddings")) one["original_max_position_embeddings"] = *o;
+    const config_reader sub{one, r.source()};
+    into.rope_theta = theta;
+    // Name the key as config.json has it: rope_parameters.<type>…
+    const std::string stem = "rope_parameters";
+    const auto typed = [&](const std::string& key) {
+        return key.compare(0, stem.size(), stem) == 0 ? stem + "." + type + key.substr(stem.size()) : key;
+    };
+    try {
+        read_rope_scaling(sub, into);
+    } catch (const value_error& e) {
+        throw value_error(e.source(), typed(e.message()));
+    }
+    into.origin.rope = typed(into.origin.rope);
+    into.origin.theta = typed(into.origin.theta);
+}
+
 }  // namespace attn::model

@@ -105,4 +105,12 @@ struct layer_type_rope {
 /// rotates pairs (expected an even head_dim, got 7)"), and what check_rope throws.
 void check_whole_head_rope(const config& c, const layer_type_rope* local = nullptr);
 
+/// Reads one layer type's RoPE (transformers v5 Gemma3TextConfig, Olmo3Config:
+/// rope_parameters["full_attention" | "sliding_attention"], `all` being rope_parameters)
+/// into `into` as the llama family reads a flat rope_parameters, from `theta` unless the
+/// type writes its own rope_theta (convert_rope_params_to_dict's setdefault); an absent or
+/// null type is the default RoPE. Throws what read_rope_scaling throws, its key named as
+/// config.json has it ("rope_parameters.full_attention.factor: …").
+void read_layer_type_rope(const config_reader& r, const nlohmann::json& all, const char* type, double theta, config& into);
+
 }  // namespace attn::model
