@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""Tiny random checkpoints of the Multi-head Latent Attention family deepseek_v3
-(docs/design.md §6.1; DeepSeek-V3/R1, and Kimi K2 read by its architectures), and what an
+"""Tiny random checkpoints of the Multi-head Latent Attention families deepseek_v3
+(docs/design.md §6.1; DeepSeek-V3/R1, and Kimi K2 read by its architectures) and
+glm4_moe_lite (GLM-4.7-Flash, the same attention and router; see its case below), and what an
 independent implementation computes from them, written here in PyTorch from Hugging Face
 transformers' models/deepseek_v3/modeling_deepseek_v3.py (eager attention), in float64,
 sharing nothing with attn:
@@ -52,6 +53,17 @@ under "model.", expected.npz):
                     with the dequantised weights (codes · scale in float32, as transformers'
                     Fp8Dequantize) and the BF16-rounded others. The F8_E4M3 codes are
                     written from the format's definition, not from torch.
+  glm4-moe-lite-tiny  GLM-4.7-Flash (model_type "glm4_moe_lite", transformers'
+                    models/glm4_moe_lite: DeepseekV3Attention in Glm4MoeDecoderLayer with
+                    Glm4MoeTopkRouter, which fills the experts of the groups not kept with
+                    −inf, not 0.0; with one group nothing is filled): 4 layers whose MLP is
+                    chosen by mlp_layer_types ["dense", "sparse", "dense", "sparse"] (not
+                    first_k_dense_replace, also written as published), q_lora_rank 16,
+                    qk_nope 8, qk_rope 6 (= head_dim, its other name), v_head_dim 12,
+                    rope_interleave, rope_parameters {"rope_type": "default", "rope_theta":
+                    1e6} without a top-level rope_theta, n_group 1, topk_group 1, top-4 of 8
+                    with a correction bias (the script asserts it changes some choice),
+                    routed_scaling_factor 1.8; weights from their own seed (61).
 
 expected.npz: ids (T,), hidden_states (L+1, T, E), x_layer1 (T, E), x_norm (L, T, E),
 weights (L, H, T, T), scores (L, H, T, T: scaled, the masked cells −inf), output (L, T, E),
