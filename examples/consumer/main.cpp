@@ -15,7 +15,7 @@ int main() {
     inputs.push_back({"x", attn::array::from<double>({3, 2}, x.data())});
 
     attn::pipeline_options options;
-    options.causal = true;
+    options.attention.mask.causal = true;
     options.dump = {"weights"};
     try {
         const attn::io::document doc = attn::compute(std::move(inputs), {}, options);
