@@ -107,9 +107,24 @@ inline run_result run_attn(const std::string& args, const std::string& input = "
     return r;
 }
 
-/// One run's exit code and peak memory in KiB, measured in a forked process whose only
-/// child the run is, so that earlier runs do not count (getrusage(RUSAGE_CHILDREN));
-/// code −1 when the fork or its report fails. `prefix` is run_attn's (e.g. "TMPDIR=… ").
+/// Runs `args` (run_attn's, with `prefix`) and writes its exit code and the peak memory of
+/// its children in KiB (getrusage(RUSAGE_CHILDREN)) to file descriptor `fd`: the body of
+/// `attn_tests --measure-run FD ARGS PREFIX` (tests/main.cpp).
+inline int measure_run_main(int fd, const std::string& args, const std::string& prefix) {
+    const run_result r = run_attn(args, "", prefix);
+    struct rusage ru {};
+    getrusage(RUSAGE_CHILDREN, &ru);
+    const long report[2] = {r.code, ru.ru_maxrss};
+    return write(fd, report, sizeof report) == static_cast<ssize_t>(sizeof report) ? 0 : 1;
+}
+
+/// One run's exit code and peak memory in KiB, measured in a fresh process whose only
+/// child the run is, so that earlier runs do not count (getrusage(RUSAGE_CHILDREN)); code
+/// −1 when the fork or its report fails. `prefix` is run_attn's (e.g. "TMPDIR=… "). The
+/// process is this test program exec'd anew (`--measure-run`), not a plain fork: a forked
+/// child's memory high-water mark starts at the forking process's RSS and survives exec,
+/// so a fork of a test process grown large (the whole suite in one process, as the Full
+/// configuration runs it) would count that RSS as the run's.
 struct measured_run {
     int code = -1;
     long peak_kb = -1;
@@ -121,12 +136,10 @@ inline measured_run run_attn_measured(const std::string& args, const std::string
     const pid_t pid = fork();
     if (pid < 0) return {};
     if (pid == 0) {
-        const run_result r = run_attn(args, "", prefix);
-        struct rusage ru {};
-        getrusage(RUSAGE_CHILDREN, &ru);
-        const long report[2] = {r.code, ru.ru_maxrss};
-        (void)!write(fds[1], report, sizeof report);
-        _exit(0);
+        close(fds[0]);
+        const std::string fd = std::to_string(fds[1]);
+        execl("/proc/self/exe", "attn_tests", "--measure-run", fd.c_str(), args.c_str(), prefix.c_str(), static_cast<char*>(nullptr));
+        _exit(127);
     }
     long report[2] = {-1, -1};
     const bool read_all = read(fds[0], report, sizeof report) == static_cast<ssize_t>(sizeof report);
