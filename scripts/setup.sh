@@ -28,10 +28,11 @@ packages=(
   jupyter-nbconvert                    # runs the test notebook (jupyter nbconvert --execute)
   python3-ipykernel                    # the Jupyter kernel that notebook runs in
   jq                                   # the docs test: the pages pipe attn's JSON through jq
+  time                                 # peak-memory tests: GNU time measures each run as its only child
 )
 # Fixture generation and benchmark baselines (run with /usr/bin/python3); not needed to build or test.
 if [[ "${ATTN_SETUP_PYTHON:-0}" == 1 ]]; then
-  packages+=(python3-numpy python3-torch hyperfine time)
+  packages+=(python3-numpy python3-torch hyperfine)
   # ONNX Runtime in scripts/bench: python3-onnx writes the Attention models, node runs
   # onnxruntime-node from npm (below; a node that brings its own npm is kept).
   packages+=(python3-onnx)

@@ -6,7 +6,6 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -107,47 +106,30 @@ inline run_result run_attn(const std::string& args, const std::string& input = "
     return r;
 }
 
-/// Runs `args` (run_attn's, with `prefix`) and writes its exit code and the peak memory of
-/// its children in KiB (getrusage(RUSAGE_CHILDREN)) to file descriptor `fd`: the body of
-/// `attn_tests --measure-run FD ARGS PREFIX` (tests/main.cpp).
-inline int measure_run_main(int fd, const std::string& args, const std::string& prefix) {
-    const run_result r = run_attn(args, "", prefix);
-    struct rusage ru {};
-    getrusage(RUSAGE_CHILDREN, &ru);
-    const long report[2] = {r.code, ru.ru_maxrss};
-    return write(fd, report, sizeof report) == static_cast<ssize_t>(sizeof report) ? 0 : 1;
-}
-
-/// One run's exit code and peak memory in KiB, measured in a fresh process whose only
-/// child the run is, so that earlier runs do not count (getrusage(RUSAGE_CHILDREN)); code
-/// −1 when the fork or its report fails. `prefix` is run_attn's (e.g. "TMPDIR=… "). The
-/// process is this test program exec'd anew (`--measure-run`), not a plain fork: a forked
-/// child's memory high-water mark starts at the forking process's RSS and survives exec,
-/// so a fork of a test process grown large (the whole suite in one process, as the Full
-/// configuration runs it) would count that RSS as the run's.
+/// One run's exit code and peak memory in KiB; throws std::runtime_error (the test case
+/// fails) when the measurement is missing. `prefix` is run_attn's (e.g. "TMPDIR=… "). The
+/// run is measured by GNU time (`/usr/bin/time -f %M`: wait4's ru_maxrss of its child), so
+/// that the process measured is the child of a small one: a process's memory high-water
+/// mark starts at its parent's RSS when forked and survives exec, so measured as a child of
+/// this test process (grown large when the whole suite runs in one process, as the Full
+/// configuration runs it, and large from the start under AddressSanitizer) it would count
+/// that RSS as the run's.
 struct measured_run {
     int code = -1;
     long peak_kb = -1;
 };
 
 inline measured_run run_attn_measured(const std::string& args, const std::string& prefix = "") {
-    int fds[2];
-    if (pipe(fds) != 0) return {};
-    const pid_t pid = fork();
-    if (pid < 0) return {};
-    if (pid == 0) {
-        close(fds[0]);
-        const std::string fd = std::to_string(fds[1]);
-        execl("/proc/self/exe", "attn_tests", "--measure-run", fd.c_str(), args.c_str(), prefix.c_str(), static_cast<char*>(nullptr));
-        _exit(127);
-    }
-    long report[2] = {-1, -1};
-    const bool read_all = read(fds[0], report, sizeof report) == static_cast<ssize_t>(sizeof report);
-    close(fds[0]);
-    close(fds[1]);
-    waitpid(pid, nullptr, 0);
-    if (!read_all) return {};
-    return {static_cast<int>(report[0]), report[1]};
+    static int counter = 0;
+    const std::string report = run_dir() + "/peak-" + std::to_string(counter++);
+    const run_result r = run_attn(args, "", prefix + "/usr/bin/time -q -f %M -o '" + report + "' ");
+    const std::string text = slurp(report);
+    std::remove(report.c_str());
+    char* end = nullptr;
+    const long peak_kb = std::strtol(text.c_str(), &end, 10);
+    if (end == text.c_str() || peak_kb <= 0)
+        throw std::runtime_error("no peak memory from /usr/bin/time for `attn " + args + "`: \"" + text + "\"; stderr: " + r.err);
+    return {r.code, peak_kb};
 }
 
 }  // namespace attn_test
