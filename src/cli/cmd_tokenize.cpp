@@ -2,12 +2,17 @@
 // library encodes them (attn/tokenizer/tokenizer.hpp): ids, tokens, labels, offsets in code
 // points and bytes, word ids, special tokens mask.
 #include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -18,6 +23,7 @@
 #include "attn/io/limits.hpp"
 #include "attn/io/output.hpp"
 #include "attn/pipeline/text.hpp"
+#include "attn/threads.hpp"
 #include "attn/tokenizer/tokenizer.hpp"
 #include "commands.hpp"
 
@@ -40,6 +46,7 @@ struct tokenize_cli {
     bool no_special_tokens = false;
     std::string format = "json";
     std::string output;
+    int threads = 0;  // -j: 0 = every core
 };
 
 
@@ -50,25 +57,140 @@ std::string csv_field(const std::string& s) {
     return out + "\"";
 }
 
-nlohmann::json to_json(const std::string& text, const tokenizer::encoding& e, const tokenizer::tokenizer& tok) {
-    nlohmann::json j;
-    j["text"] = text;
-    j["ids"] = e.ids;
-    j["tokens"] = e.tokens;
-    nlohmann::json labels = nlohmann::json::array(), offsets = nlohmann::json::array(), bytes = nlohmann::json::array(),
-                   words = nlohmann::json::array();
-    for (std::size_t k = 0; k < e.ids.size(); ++k) {
-        labels.push_back(tok.token_label(e.ids[k]));
-        offsets.push_back({e.offsets[k].first, e.offsets[k].second});
-        bytes.push_back({e.byte_offsets[k].first, e.byte_offsets[k].second});
-        words.push_back(e.word_ids[k] ? nlohmann::json(*e.word_ids[k]) : nlohmann::json());
+/// Calls work(i, worker) for every i in [0, n) on `threads` workers (worker in
+/// [0, threads)), 16 indices at a time in claim order; returns when all are done. work
+/// must not throw. Without a thread to spare the calling thread does it all.
+template <class Work>
+void for_each_index(std::size_t n, int threads, Work work) {
+    constexpr std::size_t chunk = 16;
+    std::atomic<std::size_t> next{0};
+    const auto run = [&](int worker) {
+        for (std::size_t first; (first = next.fetch_add(chunk)) < n;)
+            for (std::size_t i = first; i < std::min(n, first + chunk); ++i) work(i, worker);
+    };
+    std::vector<std::thread> helpers;
+    for (int t = 1; t < threads && std::size_t(t) * chunk < n; ++t) {
+        try {
+            helpers.emplace_back(run, t);
+        } catch (const std::system_error&) {
+            break;
+        }
     }
-    j["labels"] = labels;
-    j["offsets"] = offsets;
-    j["byte_offsets"] = bytes;
-    j["word_ids"] = words;
-    j["special_tokens_mask"] = e.special_tokens_mask;
-    return j;
+    run(0);
+    for (std::thread& t : helpers) t.join();
+}
+
+/// A string as nlohmann::json writes it (UTF-8 kept, invalid bytes as U+FFFD: labels and
+/// tokens of byte-level pieces can hold U+FFFD but are valid UTF-8).
+std::string json_quoted(const std::string& s) {
+    return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+/// The per-token strings of a listing, quoted once per token id (a text repeats its
+/// tokens, and token_label decodes): the token as JSON or CSV and its label the same
+/// way. A token string that differs from the one cached for its id is quoted afresh.
+/// One per worker thread.
+class token_strings {
+public:
+    token_strings(const tokenizer::tokenizer& tok, bool csv) : tok_(tok), csv_(csv) {}
+
+    struct entry {
+        bool set = false;
+        std::string raw, token, label;
+    };
+
+    const entry& of(std::uint32_t id, const std::string& token) {
+        if (id >= cache_.size()) cache_.resize(std::size_t{id} + 1);
+        entry& e = cache_[id];
+        if (!e.set || e.raw != token) {
+            e.raw = token;
+            e.token = quote(token);
+            e.label = quote(tok_.token_label(id));
+            e.set = true;
+        }
+        return e;
+    }
+
+private:
+    std::string quote(const std::string& s) const { return csv_ ? csv_field(s) : json_quoted(s); }
+    const tokenizer::tokenizer& tok_;
+    bool csv_;
+    std::vector<entry> cache_;
+};
+
+void append_number(std::string& out, std::uint64_t v) {
+    char buf[24];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    out.append(buf, r.ptr);
+}
+
+/// JSON as nlohmann::json's dump(indent) lays it out: compact for indent −1, else each
+/// member and element on a line of its own, `depth`·indent spaces in, "key": value.
+struct json_layout {
+    int indent = -1;
+
+    void line(std::string& out, int depth) const {
+        if (indent < 0) return;
+        out += '\n';
+        out.append(static_cast<std::size_t>(depth * indent), ' ');
+    }
+    void key(std::string& out, int depth, bool first, const char* name) const {
+        if (!first) out += ',';
+        line(out, depth);
+        out += '"';
+        out += name;
+        out += indent < 0 ? "\":" : "\": ";
+    }
+    /// An array of `n` elements at `depth`, element k written by put(k).
+    template <class Put>
+    void array(std::string& out, int depth, std::size_t n, Put put) const {
+        if (n == 0) {
+            out += "[]";
+            return;
+        }
+        out += '[';
+        for (std::size_t k = 0; k < n; ++k) {
+            if (k) out += ',';
+            line(out, depth + 1);
+            put(k);
+        }
+        line(out, depth);
+        out += ']';
+    }
+};
+
+/// One text's encoding as a JSON object at `depth` (the keys in nlohmann::json's sorted
+/// order): text, ids, tokens, labels (each token decoded alone), offsets in code points and
+/// bytes, word ids (null for added tokens) and the special tokens mask.
+void append_json(std::string& out, const json_layout& j, int depth, const std::string& text,
+                 const tokenizer::encoding& e, token_strings& strings) {
+    const std::size_t n = e.ids.size();
+    const int in = depth + 1;
+    const auto pair = [&](const std::pair<std::size_t, std::size_t>& p) {
+        j.array(out, in + 1, 2, [&](std::size_t k) { append_number(out, k ? p.second : p.first); });
+    };
+    out += '{';
+    j.key(out, in, true, "byte_offsets");
+    j.array(out, in, n, [&](std::size_t k) { pair(e.byte_offsets[k]); });
+    j.key(out, in, false, "ids");
+    j.array(out, in, n, [&](std::size_t k) { append_number(out, e.ids[k]); });
+    j.key(out, in, false, "labels");
+    j.array(out, in, n, [&](std::size_t k) { out += strings.of(e.ids[k], e.tokens[k]).label; });
+    j.key(out, in, false, "offsets");
+    j.array(out, in, n, [&](std::size_t k) { pair(e.offsets[k]); });
+    j.key(out, in, false, "special_tokens_mask");
+    j.array(out, in, n, [&](std::size_t k) { append_number(out, e.special_tokens_mask[k]); });
+    j.key(out, in, false, "text");
+    out += json_quoted(text);
+    j.key(out, in, false, "tokens");
+    j.array(out, in, n, [&](std::size_t k) { out += strings.of(e.ids[k], e.tokens[k]).token; });
+    j.key(out, in, false, "word_ids");
+    j.array(out, in, n, [&](std::size_t k) {
+        if (e.word_ids[k]) append_number(out, *e.word_ids[k]);
+        else out += "null";
+    });
+    j.line(out, depth);
+    out += '}';
 }
 
 /// Width on a terminal: code points (tokens are UTF-8; wide CJK glyphs are not accounted
@@ -82,69 +204,101 @@ std::size_t display_width(const std::string& s) {
 /// `rows` (the first is the header) in columns two spaces apart, as every other table
 /// (cli/columns.hpp): position and id right-aligned, the rest left-aligned, the last
 /// column unpadded; widths in code points.
-void print_aligned(std::ostream& out, const std::vector<std::vector<std::string>>& rows) {
+void print_aligned(std::string& out, const std::vector<std::vector<std::string>>& rows) {
     std::vector<std::size_t> width(rows.front().size(), 0);
     for (const auto& r : rows)
         for (std::size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], display_width(r[c]));
     for (const auto& r : rows) {
-        std::string line;
         for (std::size_t c = 0; c < r.size(); ++c) {
-            const std::string pad(width[c] - display_width(r[c]), ' ');
-            if (c) line += "  ";
-            if (c < 2) line += pad + r[c];
-            else line += r[c] + (c + 1 < r.size() ? pad : "");
+            const std::size_t pad = width[c] - display_width(r[c]);
+            if (c) out += "  ";
+            if (c < 2) out.append(pad, ' ');
+            out += r[c];
+            if (c >= 2 && c + 1 < r.size()) out.append(pad, ' ');
         }
-        out << line << '\n';
+        out += '\n';
     }
 }
 
-void write_all(std::ostream& out, const tokenize_cli& c, const std::vector<std::string>& texts,
-               const std::vector<tokenizer::encoding>& encodings, const tokenizer::tokenizer& tok) {
-    // Labels and tokens of byte-level pieces can hold U+FFFD but are valid UTF-8.
-    const auto dump = [](const nlohmann::json& j, int indent) {
-        return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
-    };
-    if (c.format == "json") {
-        nlohmann::json all = nlohmann::json::array();
-        for (std::size_t i = 0; i < texts.size(); ++i) all.push_back(to_json(texts[i], encodings[i], tok));
-        out << dump(all, 1) << '\n';
-    } else if (c.format == "jsonl") {
-        for (std::size_t i = 0; i < texts.size(); ++i) out << dump(to_json(texts[i], encodings[i], tok), -1) << '\n';
-    } else if (c.format == "ids") {
-        for (const auto& e : encodings) {
-            for (std::size_t k = 0; k < e.ids.size(); ++k) out << (k ? " " : "") << e.ids[k];
-            out << '\n';
+std::string range(const std::pair<std::size_t, std::size_t>& p) {
+    return std::to_string(p.first) + "-" + std::to_string(p.second);
+}
+
+/// Text `i`'s listing in `format` (json: an element of the top array, without the comma
+/// between elements), appended to `out`.
+void append_listing(std::string& out, const std::string& format, std::size_t i, const std::string& text,
+                    const tokenizer::encoding& e, token_strings& strings) {
+    if (format == "json" || format == "jsonl") {
+        const bool pretty = format == "json";
+        if (pretty) out.append(" ");
+        append_json(out, json_layout{pretty ? 1 : -1}, pretty ? 1 : 0, text, e, strings);
+        if (!pretty) out += '\n';
+    } else if (format == "ids") {
+        for (std::size_t k = 0; k < e.ids.size(); ++k) {
+            if (k) out += ' ';
+            append_number(out, e.ids[k]);
         }
-    } else {
-        const bool csv = c.format == "csv";
-        if (csv) out << "text,position,id,token,label,start,end,byte_start,byte_end,word_id,special\n";
-        for (std::size_t i = 0; i < texts.size(); ++i) {
-            const auto& e = encodings[i];
-            std::vector<std::vector<std::string>> rows;
-            if (!csv) {
-                if (i > 0) out << '\n';
-                out << "text " << i << ": " << dump(nlohmann::json(texts[i]), -1) << '\n';
-                rows.push_back({"position", "id", "token", "label", "chars", "bytes", "word", "special"});
+        out += '\n';
+    } else if (format == "csv") {
+        const std::string text_field = std::to_string(i) + ',';
+        for (std::size_t k = 0; k < e.ids.size(); ++k) {
+            const auto& s = strings.of(e.ids[k], e.tokens[k]);
+            out += text_field;
+            append_number(out, k);
+            out += ',';
+            append_number(out, e.ids[k]);
+            out += ',';
+            out += s.token;
+            out += ',';
+            out += s.label;
+            for (std::size_t v : {e.offsets[k].first, e.offsets[k].second, e.byte_offsets[k].first, e.byte_offsets[k].second}) {
+                out += ',';
+                append_number(out, v);
             }
-            for (std::size_t k = 0; k < e.ids.size(); ++k) {
-                const auto token = dump(nlohmann::json(e.tokens[k]), -1);
-                const auto label = dump(nlohmann::json(tok.token_label(e.ids[k])), -1);
-                const auto word = e.word_ids[k] ? std::to_string(*e.word_ids[k]) : std::string();
-                if (csv) {
-                    out << i << ',' << k << ',' << e.ids[k] << ',' << csv_field(e.tokens[k]) << ','
-                        << csv_field(tok.token_label(e.ids[k])) << ',' << e.offsets[k].first << ',' << e.offsets[k].second
-                        << ',' << e.byte_offsets[k].first << ',' << e.byte_offsets[k].second << ',' << word << ','
-                        << int(e.special_tokens_mask[k]) << '\n';
-                } else {
-                    rows.push_back({std::to_string(k), std::to_string(e.ids[k]), token, label,
-                                    std::to_string(e.offsets[k].first) + "-" + std::to_string(e.offsets[k].second),
-                                    std::to_string(e.byte_offsets[k].first) + "-" + std::to_string(e.byte_offsets[k].second),
-                                    word.empty() ? "-" : word, std::to_string(int(e.special_tokens_mask[k]))});
-                }
-            }
-            if (!csv) print_aligned(out, rows);
+            out += ',';
+            if (e.word_ids[k]) append_number(out, *e.word_ids[k]);
+            out += ',';
+            append_number(out, e.special_tokens_mask[k]);
+            out += '\n';
         }
+    } else {  // table
+        if (i > 0) out += '\n';
+        out += "text " + std::to_string(i) + ": " + json_quoted(text) + '\n';
+        std::vector<std::vector<std::string>> rows;
+        rows.reserve(e.ids.size() + 1);
+        rows.push_back({"position", "id", "token", "label", "chars", "bytes", "word", "special"});
+        for (std::size_t k = 0; k < e.ids.size(); ++k) {
+            const auto& s = strings.of(e.ids[k], e.tokens[k]);
+            rows.push_back({std::to_string(k), std::to_string(e.ids[k]), s.token, s.label, range(e.offsets[k]),
+                            range(e.byte_offsets[k]), e.word_ids[k] ? std::to_string(*e.word_ids[k]) : "-",
+                            std::to_string(int(e.special_tokens_mask[k]))});
+        }
+        print_aligned(out, rows);
     }
+}
+
+/// Writes every text's listing to `out` in input order. The listings are made 1,024
+/// texts at a time on `threads` workers (each with its own token_strings), then written.
+void write_all(std::ostream& out, const tokenize_cli& c, const std::vector<std::string>& texts,
+               const std::vector<tokenizer::encoding>& encodings, const tokenizer::tokenizer& tok, int threads) {
+    const bool json = c.format == "json";
+    if (json) out << "[\n";
+    if (c.format == "csv") out << "text,position,id,token,label,start,end,byte_start,byte_end,word_id,special\n";
+    std::vector<token_strings> strings(static_cast<std::size_t>(threads), token_strings(tok, c.format == "csv"));
+    constexpr std::size_t block = 1024;
+    std::vector<std::string> pieces(std::min(block, texts.size()));
+    for (std::size_t first = 0; first < texts.size(); first += block) {
+        const std::size_t n = std::min(block, texts.size() - first);
+        for_each_index(n, threads, [&](std::size_t k, int worker) {
+            auto& piece = pieces[k];
+            piece.clear();
+            if (json && first + k > 0) piece = ",\n";
+            append_listing(piece, c.format, first + k, texts[first + k], encodings[first + k],
+                           strings[static_cast<std::size_t>(worker)]);
+        });
+        for (std::size_t k = 0; k < n; ++k) out.write(pieces[k].data(), static_cast<std::streamsize>(pieces[k].size()));
+    }
+    if (json) out << "\n]\n";
 }
 
 int run_tokenize(const tokenize_cli& c) {
@@ -175,22 +329,35 @@ int run_tokenize(const tokenize_cli& c) {
     if (std::filesystem::is_directory(path, ec)) path = (std::filesystem::path(path) / "tokenizer.json").string();
     // Read as every side file is: bounded in size and nesting (docs/design.md §2, Hostile input).
     const auto tok = load_tokenizer(path);
-    std::vector<tokenizer::encoding> encodings;
-    for (std::size_t i = 0; i < texts.size(); ++i) {
+    // Every text is encoded before anything is written, on every worker (the tokenizer is
+    // immutable; encode may run from several threads); the first failing text in input
+    // order is the one reported, as one thread would.
+    const int threads = c.threads > 0 ? c.threads : thread_budget();
+    std::vector<tokenizer::encoding> encodings(texts.size());
+    std::vector<std::exception_ptr> failed(texts.size());
+    for_each_index(texts.size(), threads, [&](std::size_t i, int) {
         try {
-            encodings.push_back(tok.encode(texts[i], !c.no_special_tokens));
+            encodings[i] = tok.encode(texts[i], !c.no_special_tokens);
+        } catch (...) {
+            failed[i] = std::current_exception();
+        }
+    });
+    for (std::size_t i = 0; i < texts.size(); ++i) {
+        if (!failed[i]) continue;
+        try {
+            std::rethrow_exception(failed[i]);
         } catch (const value_error& e) {
             if (e.source() != "text") throw;
             throw value_error("text " + std::to_string(i), e.message());
         }
     }
     if (c.output.empty()) {
-        write_all(std::cout, c, texts, encodings, tok);
+        write_all(std::cout, c, texts, encodings, tok, threads);
         std::cout.flush();
         if (!std::cout) throw io_error("stdout", "cannot write");
     } else {
         io::atomic_file f(c.output);
-        write_all(f.stream(), c, texts, encodings, tok);
+        write_all(f.stream(), c, texts, encodings, tok, threads);
         f.commit();
     }
     return exit_ok;
@@ -214,6 +381,8 @@ void setup_tokenize(CLI::App& app, int& exit_status) {
     sub->add_option("--format", c->format, "json (default), jsonl, csv, table, or ids (one line per text: its ids)")
         ->check(CLI::IsMember(tokenize_formats()));
     sub->add_option("-o,--output", c->output, "Write to FILE (atomically) instead of stdout");
+    sub->add_option("-j,--jobs", c->threads, "Worker threads that encode and write the texts (default: all cores)")
+        ->check(CLI::PositiveNumber);
     sub->footer(
         "Examples:\n"
         "  attn tokenize \"Hello world\" --tokenizer tokenizer.json --format table\n"

@@ -206,3 +206,44 @@ TEST_CASE("attn tokenize: no tokenizer, a directory without tokenizer.json and i
     CHECK(r.err == "attn: error: " + scratch.path + "/texts.txt: invalid UTF-8 at byte 4 (line 2)\n");
     CHECK(r.out == "");
 }
+
+TEST_CASE("attn tokenize -j 2: texts across several blocks in input order, the bytes -j 1 writes, the first bad text named") {
+    const attn_test::scratch_dir scratch;
+    // 2,600 lines (the listings are made 1,024 texts at a time): the reference's texts again and again.
+    const auto refs = one_line_references("byte_level_bpe");
+    std::string texts;
+    std::vector<const nlohmann::json*> expected;
+    for (std::size_t i = 0; i < 2600; ++i) {
+        expected.push_back(&refs[i % refs.size()]);
+        texts += refs[i % refs.size()].at("text").get<std::string>() + "\n";
+    }
+    attn_test::spit(scratch.path + "/texts.txt", texts);
+    const std::string base = "tokenize --text-file '" + scratch.path + "/texts.txt' --tokenizer '" + fixture("byte_level_bpe.tokenizer.json") + "'";
+    const auto two = attn_test::run_attn(base + " -j 2 --format jsonl");
+    REQUIRE(two.code == 0);
+    std::istringstream lines(two.out);
+    std::size_t n = 0;
+    for (std::string line; std::getline(lines, line); ++n) {
+        REQUIRE(n < expected.size());
+        const auto got = nlohmann::json::parse(line);
+        CHECK(got.at("text") == expected[n]->at("text"));
+        CHECK(got.at("ids") == expected[n]->at("with_special").at("ids"));
+    }
+    CHECK(n == expected.size());
+    for (const char* format : {"jsonl", "json", "csv", "table", "ids"}) {
+        CAPTURE(format);
+        const auto a = attn_test::run_attn(base + " -j 1 --format " + format);
+        const auto b = attn_test::run_attn(base + " -j 2 --format " + format);
+        CHECK(a.code == 0);
+        CHECK(b.code == 0);
+        CHECK(a.out == b.out);
+    }
+
+    // 40 texts, the 21st and the 36th not UTF-8: encoded on two workers, the first in input order is named.
+    std::string args;
+    for (int i = 0; i < 40; ++i) args += i == 20 || i == 35 ? " \"$(printf 'a\\377b')\"" : " ok";
+    const auto bad = attn_test::run_attn("tokenize" + args + " --tokenizer '" + fixture("byte_level_bpe.tokenizer.json") + "' -j 2");
+    CHECK(bad.code == 1);
+    CHECK(bad.err == "attn: error: text 20: invalid UTF-8 at byte 1\n");
+    CHECK(bad.out == "");
+}
