@@ -6,7 +6,8 @@
 // IDS_OUT (one line per text, space-separated, as `attn tokenize --format ids`) and prints
 // one JSON line: load seconds, the encode seconds of each round (CPU time of the whole
 // process, all threads: on a loaded machine wall time measures the other processes), the
-// same in wall time, tokens, bytes.
+// same in wall time, tokens, bytes; and the wall seconds of each round of one
+// `encodeBatch(lines)` (HF's parallel encode, on every core), whose ids must be the same.
 //
 //   node scripts/tokenizer_bench.js TOKENIZER_JSON TEXT_FILE IDS_OUT ROUNDS
 const fs = require('fs');
@@ -35,9 +36,17 @@ async function main() {
     wall.push(Number(process.hrtime.bigint() - t) / 1e9);
     encode.push((used.user + used.system) / 1e6);
   }
+  const batch = [];
+  let batchSame = true;
+  for (let r = 0; r < rounds; ++r) {
+    t = process.hrtime.bigint();
+    const encodings = await tok.encodeBatch(lines);
+    batch.push(Number(process.hrtime.bigint() - t) / 1e9);
+    if (r === 0) batchSame = encodings.every((e, i) => e.getIds().join(' ') === ids[i].join(' '));
+  }
   fs.writeFileSync(idsOut, ids.map((x) => x.join(' ')).join('\n') + (ids.length ? '\n' : ''));
   const tokens = ids.reduce((n, x) => n + x.length, 0);
-  process.stdout.write(JSON.stringify({ load, encode, wall, tokens, bytes: Buffer.byteLength(text, 'utf8'), texts: lines.length }) + '\n');
+  process.stdout.write(JSON.stringify({ load, encode, wall, batch, batch_same: batchSame, tokens, bytes: Buffer.byteLength(text, 'utf8'), texts: lines.length }) + '\n');
 }
 
 main().catch((err) => {
