@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attn/core/activation.hpp"
 #include "attn/error.hpp"
 #include "attn/model/blocks.hpp"
 #include "attn/model/fp8.hpp"
@@ -281,6 +282,9 @@ core::tensor3<T> rms_norm(const core::tensor3<T>& x, const array& w, double eps)
 template <class T>
 void activate(core::tensor3<T>& x, activation a) {
     T* p = x.data();
+    // SiLU and GELU-tanh vectorised, in T (core/activation.hpp); GELU (erf) and ReLU per element.
+    if (a == activation::silu) return core::silu(p, x.size());
+    if (a == activation::gelu_tanh) return core::gelu_tanh(p, x.size());
     for (std::size_t i = 0, n = x.size(); i < n; ++i) p[i] = static_cast<T>(activation_value(p[i], a));
 }
 
