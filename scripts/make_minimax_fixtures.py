@@ -45,9 +45,10 @@ attn_type_list, … — model.safetensors with the Hub checkpoint's tensor names
                         codes · scale in float32, as transformers' Fp8Dequantize).
 
 expected.npz: ids (T,), hidden_states (L+1, T, E), x_layer1 (T, E), x_norm (L, T, E),
-weights (L, H, T, T), output (L, T, E) (after o_proj), rollout (T, T), q and k as they
-enter Q·Kᵀ (L, T, H·D) and (L, T, Hkv·D), and q_proj and k_proj, the projections before
-the norm and RoPE, in the same layout.
+weights (L, H, T, T), scores (L, H, T, T: scaled, the masked cells −inf), output (L, T, E)
+(after o_proj), rollout (T, T), q and k as they enter Q·Kᵀ (L, T, H·D) and (L, T, Hkv·D),
+v (L, T, Hkv·D), and q_proj and k_proj, the projections before the norm and RoPE, in the
+same layout as q and k.
 
 Run with Debian's Python (python3-torch, python3-numpy):
 
@@ -138,8 +139,8 @@ def experts(W, m, cfg, x, idx, wts):
 
 
 def reference(w, cfg, ids):
-    """hidden_states, x_norm, weights, output per layer, q_proj, k_proj, q, k (T, heads·D),
-    and per layer the routes with and without the correction bias."""
+    """hidden_states, x_norm, weights, output per layer, q_proj, k_proj, q, k, v (T, heads·D),
+    scores (H, T, T), and per layer the routes with and without the correction bias."""
     W = {k: v.to(DT) for k, v in w.items()}
     E, L, eps = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["rms_norm_eps"]
     H, Hkv, D = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
@@ -155,7 +156,7 @@ def reference(w, cfg, ids):
     qi, ki = torch.arange(T)[:, None], torch.arange(T)[None, :]
     x = W["model.embed_tokens.weight"][ids]
     hs, xn_all, att_all, outs, routes = [x], [], [], [], []
-    extra = {"q_proj": [], "k_proj": [], "q": [], "k": []}
+    extra = {"q_proj": [], "k_proj": [], "q": [], "k": [], "v": [], "scores": []}
     for l in range(L):
         p = f"model.layers.{l}."
         a = p + "self_attn."
@@ -169,8 +170,10 @@ def reference(w, cfg, ids):
         q, k = rot(q), rot(k)
         extra["q_proj"].append(qp), extra["k_proj"].append(kp)
         extra["q"].append(q.transpose(0, 1).reshape(T, H * D)), extra["k"].append(k.transpose(0, 1).reshape(T, Hkv * D))
+        extra["v"].append(v.transpose(0, 1).reshape(T, Hkv * D))
         k, v = k.repeat_interleave(H // Hkv, dim=0), v.repeat_interleave(H // Hkv, dim=0)  # repeat_kv
         s = q @ k.transpose(-1, -2) * D ** -0.5
+        extra["scores"].append(torch.where(ki <= qi, s, -torch.inf))
         s = torch.where(ki <= qi, s, torch.finfo(DT).min)
         att = torch.softmax(s, dim=-1)
         o = lin((att @ v).transpose(0, 1).reshape(T, H * D), a + "o_proj")
