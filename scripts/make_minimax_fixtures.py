@@ -103,8 +103,8 @@ def fused(w, cfg):
         X = cfg["num_local_experts"]
         out[p + "gate.weight"] = w[m + "gate.weight"]
         out[p + "e_score_correction_bias"] = w[m + "e_score_correction_bias"]
-        out[p + "experts.gate_up_proj"] = torch.stack([torch.cat((w[m + f"experts.{e}.w1.weight"], w[m + f"experts.{e}.w3.weight"]), dim=0)
-                                                       for e in range(X)])
+        out[p + "experts.gate_up_proj"] = torch.stack(
+            [torch.cat((w[m + f"experts.{e}.w1.weight"], w[m + f"experts.{e}.w3.weight"]), dim=0) for e in range(X)])
         out[p + "experts.down_proj"] = torch.stack([w[m + f"experts.{e}.w2.weight"] for e in range(X)])
     return out
 
@@ -124,7 +124,8 @@ def router(W, m, cfg, x):
 def experts(W, m, cfg, x, idx, wts):
     """MiniMaxM2Experts.forward (MixtralExperts) over the merged gate_up_proj / down_proj."""
     X = cfg["num_local_experts"]
-    gate_up = torch.stack([torch.cat((W[m + f"experts.{e}.w1.weight"], W[m + f"experts.{e}.w3.weight"]), dim=0) for e in range(X)])
+    gate_up = torch.stack(
+        [torch.cat((W[m + f"experts.{e}.w1.weight"], W[m + f"experts.{e}.w3.weight"]), dim=0) for e in range(X)])
     down = torch.stack([W[m + f"experts.{e}.w2.weight"] for e in range(X)])
     out = torch.zeros_like(x)
     mask = torch.nn.functional.one_hot(idx, num_classes=X).permute(2, 1, 0)

@@ -166,6 +166,9 @@ core::tensor3<T> mlp(const family& f, std::size_t layer, const core::tensor3<T>&
 
 }  // namespace
 
+/// The minimax_m2 family's spec (registered by the build, families.inc): MiniMax-M2's layer as
+/// the file comment describes it, transformers' MiniMaxM2ForCausalLM the reference. Throws
+/// nothing; its hooks throw value_error naming the key or tensor at fault.
 const family_spec& minimax_m2_family() {
     static const family_spec spec = [] {
         family_spec s = moe_spec_on(llama_family());  // prefixes, embed_tokens, RMSNorms, pre-norm
