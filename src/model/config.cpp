@@ -67,7 +67,8 @@ void refuse_quantization(const json& j, const family_spec& spec, const std::stri
 /// An accepted "fp8" quantization_config (transformers' FineGrainedFP8Config, as DeepSeek-V3
 /// publishes it): its weight_block_size [bm, bn] into c.fp8_block. Refused by name: a block
 /// size that is not two positive integers (per-tensor FP8 among them), an activation_scheme
-/// other than "dynamic" (static input scales), a fmt other than "e4m3".
+/// other than "dynamic" (static input scales), a fmt other than "e4m3" (DeepSeek-V3's name)
+/// or "float8_e4m3fn" (MiniMax-M2's name of the same format).
 void read_fp8(const json& j, config& c, const std::string& source) {
     const json* q = first_of(j, {"quantization_config"});
     if (!q || first_of(*q, {"quant_method"})->get<std::string>() != "fp8") return;
@@ -77,11 +78,15 @@ void read_fp8(const json& j, config& c, const std::string& source) {
     if (!blocks)
         throw value_error(source, "quantization_config.weight_block_size: only block-scaled FP8 is decoded by attn " +
                                       expected_got("two positive integers, as [128, 128]", b ? b->dump() : "none"));
-    for (const auto& [k, accepted] : {std::pair<const char*, const char*>{"activation_scheme", "dynamic"}, {"fmt", "e4m3"}}) {
+    const std::pair<const char*, std::vector<std::string>> variants[] = {{"activation_scheme", {"dynamic"}},
+                                                                         {"fmt", {"e4m3", "float8_e4m3fn"}}};
+    for (const auto& [k, accepted] : variants) {
         const json* v = first_of(*q, {k});
-        if (v && *v != accepted)
-            throw value_error(source, std::string("quantization_config.") + k + ": this FP8 variant is not decoded by attn " +
-                                          expected_got(std::string("\"") + accepted + "\"", v->dump()));
+        if (!v || std::any_of(accepted.begin(), accepted.end(), [&](const std::string& a) { return *v == a; })) continue;
+        std::vector<std::string> quoted;
+        for (const std::string& a : accepted) quoted.push_back("\"" + a + "\"");
+        throw value_error(source, std::string("quantization_config.") + k + ": this FP8 variant is not decoded by attn " +
+                                      expected_got(listed(quoted, " or "), v->dump()));
     }
     c.fp8_block = {(*b)[0].get<std::size_t>(), (*b)[1].get<std::size_t>()};
 }

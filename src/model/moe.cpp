@@ -165,7 +165,7 @@ moe_result<T> sparse_moe(const core::tensor2<T>& x, const moe_weights<T>& w, con
             // DeepseekV3TopkRouter.forward: the chosen scores (without the bias), renormalised, scaled.
             double sum = 0;
             for (std::size_t j = 0; j < k; ++j) sum += rw[j] = prob[static_cast<std::size_t>(sel[j])];
-            for (auto& v : rw) v = (s.renormalize ? v / (sum + 1e-20) : v) * s.scaling;
+            for (auto& v : rw) v = (s.renormalize ? v / (sum + s.renormalize_epsilon) : v) * s.scaling;
         } else if (s.routing == moe_routing::softmax_then_topk) {
             double sum = 0;
             for (std::size_t j = 0; j < k; ++j) sum += rw[j] = ranked[sel[j]];

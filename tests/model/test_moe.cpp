@@ -232,3 +232,33 @@ TEST_CASE("sparse MoE refuses weights that do not fit and top_k outside [1, E]")
         CHECK(std::string(e.what()) == "moe: expert down (E, hidden, I) does not fit (expected (8, 16, 24), got (8, 3, 3))");
     }
 }
+
+TEST_CASE("sparse MoE sigmoid routing: renormalize_epsilon is DeepSeek's 1e-20 by default, MiniMax-M2's 0 when set") {
+    // Router logits near −50 give scores σ ≈ 1e−22, so the chosen pair sums far below 1e−20:
+    // DeepseekV3TopkRouter's sum + 1e−20 shrinks the weights to ≈ 0.026, MiniMaxM2TopKRouter's
+    // plain sum keeps them summing to 1. One token, hidden 1, four experts down(silu(x)·x) = silu(1).
+    using attn::core::tensor2;
+    using attn::core::tensor3;
+    tensor2<double> x = tensor2<double>::from_shape({1, 1});
+    x(0, 0) = 1.0;
+    moe_weights<double> w;
+    w.router = tensor2<double>::from_shape({4, 1});
+    for (std::size_t e = 0; e < 4; ++e) w.router(e, 0) = -50.0 - static_cast<double>(e);
+    w.gate = tensor3<double>::from_shape({4, 1, 1});
+    w.up = tensor3<double>::from_shape({4, 1, 1});
+    w.down = tensor3<double>::from_shape({4, 1, 1});
+    w.gate.fill(1.0), w.up.fill(1.0), w.down.fill(1.0);
+    moe_settings s;
+    s.top_k = 2;
+    s.routing = moe_routing::sigmoid_grouped;
+    s.renormalize = true;
+    const auto sig = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
+    const double silu1 = sig(1.0), chosen = sig(-50.0) + sig(-51.0);
+    const auto deepseek = attn::model::sparse_moe(x, w, s);
+    CHECK(deepseek.output(0, 0) == doctest::Approx(silu1 * chosen / (chosen + 1e-20)).epsilon(1e-12));
+    CHECK(deepseek.output(0, 0) < 0.05);
+    s.renormalize_epsilon = 0.0;
+    const auto minimax = attn::model::sparse_moe(x, w, s);
+    CHECK(minimax.output(0, 0) == doctest::Approx(silu1).epsilon(1e-12));
+    CHECK(minimax.selected == std::vector<std::int64_t>{0, 1});
+}

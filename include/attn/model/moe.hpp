@@ -26,9 +26,11 @@ enum class moe_routing {
     /// (moe_weights::router_correction_bias, zeros when empty): experts in n_group equal
     /// groups, a group's score the sum of its top 2, the topk_group best groups kept (the
     /// others' experts' ranks set to 0, not −∞), then top-k over the ranks; the weights are
-    /// the chosen scores without the bias, divided by their sum + 1e−20 when `renormalize`,
-    /// times routed_scaling_factor. Source: DeepseekV3TopkRouter (get_topk_indices, forward)
-    /// in models/deepseek_v3/modeling_deepseek_v3.py.
+    /// the chosen scores without the bias, divided by their sum + renormalize_epsilon (1e−20)
+    /// when `renormalize`, times routed_scaling_factor. Source: DeepseekV3TopkRouter
+    /// (get_topk_indices, forward) in models/deepseek_v3/modeling_deepseek_v3.py; with one
+    /// group, no scaling and renormalize_epsilon 0, MiniMaxM2TopKRouter.forward
+    /// (models/minimax_m2/modeling_minimax_m2.py).
     sigmoid_grouped,
 };
 
@@ -77,6 +79,9 @@ struct moe_settings {
     std::size_t groups = 1;           ///< sigmoid_grouped: n_group (divides E)
     std::size_t top_groups = 1;       ///< sigmoid_grouped: topk_group (≤ groups)
     double scaling = 1.0;             ///< sigmoid_grouped: routed_scaling_factor
+    /// sigmoid_grouped with `renormalize`: added to the sum of the chosen scores before the
+    /// division (DeepseekV3TopkRouter's 1e-20; MiniMaxM2TopKRouter divides by the sum alone: 0).
+    double renormalize_epsilon = 1e-20;
 };
 
 /// A sparse MoE block's result for N tokens.
