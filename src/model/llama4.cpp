@@ -126,7 +126,12 @@ void read_config(const config_reader& r, config& c) {
         throw value_error(r.source(), "attention_chunk_size: null, but layer_types has chunked_attention layers " +
                                           expected_got("a chunk size", "null"));
     own->qk_norm = r.flag("use_qk_norm", true);
-    if (r.flag("attn_temperature_tuning", true)) {
+    // attn_temperature_tuning is read as Python's truth: published Scout configs write 4.
+    const nlohmann::json* tuning = r.find("attn_temperature_tuning");
+    if (tuning && !tuning->is_boolean() && !tuning->is_number())
+        throw value_error(r.source(), "attn_temperature_tuning: not a boolean or a number " +
+                                          expected_got("true, false or a number", tuning->dump()));
+    if (!tuning || (tuning->is_boolean() ? tuning->get<bool>() : tuning->get<double>() != 0)) {
         own->temperature.beta = r.number({"attn_scale"}, 0.1);
         own->temperature.divisor = r.number({"floor_scale"}, 8192.0);
         own->temperature.offset = 1.0;  // ⌊(cache_position + 1) / floor_scale⌋

@@ -94,6 +94,18 @@ TEST_CASE("llama4: the multimodal checkpoint is read as its text model") {
     const auto meta = nlohmann::json::parse(r.out).at("meta").at("model");
     CHECK(meta.at("arch") == "llama4");
     CHECK(meta.at("model_type") == "llama4");
+
+    // Llama 4 Scout's RoPE scaling as published: llama3 with equal band factors (1 and 1),
+    // and attn_temperature_tuning written 4.
+    attn_test::scratch_dir dir;
+    const std::string cfg = dir.path + "/config.json";
+    auto j = nlohmann::ordered_json::parse(attn_test::slurp(std::string(ATTN_SOURCE_DIR) + "/" + c.checkpoint + "/config.json"));
+    j["text_config"]["rope_scaling"] = {{"factor", 16.0}, {"high_freq_factor", 1.0}, {"low_freq_factor", 1.0},
+                                        {"original_max_position_embeddings", 8192}, {"rope_type", "llama3"}};
+    j["text_config"]["attn_temperature_tuning"] = 4;
+    attn_test::spit(cfg, j.dump(2));
+    r = attn_test::run_attn("compute " + c.checkpoint + " --ids 1,2,3 --layer all --dump q --format json --config '" + cfg + "'");
+    CHECK_MESSAGE(r.code == 0, r.err);
 }
 
 TEST_CASE("llama4: a wrong convention fails against the fixture") {
@@ -126,6 +138,11 @@ TEST_CASE("llama4: a wrong convention fails against the fixture") {
         const bool q_same = attn_test::compare_arrays(member(got, "q"), member(want, "q"), 1e-6, 0).ok;
         CHECK_FALSE((weights_same && q_same));
     }
+    // attn_temperature_tuning as published Scout configs write it (4): on, as Python reads it.
+    auto four = j;
+    four["attn_temperature_tuning"] = 4;
+    attn_test::spit(cfg, four.dump(2));
+    CHECK(attn_test::compare_arrays(member(attn_test::run(m + ids, out), "q"), member(want, "q"), 1e-9, 0).ok);
     // The unchanged config agrees (the runs above can pass).
     attn_test::spit(cfg, j.dump(2));
     CHECK(attn_test::compare_arrays(member(attn_test::run(m + ids, out), "weights"), member(want, "weights"), 1e-9, 0).ok);
