@@ -36,7 +36,7 @@ double broadcast_at(const broadcast_mask<E>& bm, std::size_t b, std::size_t h, s
 
 /// The conventions of docs/design.md §1.4 and §4.2, cell by cell from m's data, with
 /// p = i + offset[b]: causal j ≤ p or j < prefix[b]; window p − left ≤ j (or j <
-/// sink_tokens) and j ≤ p + right; documents: the query's run or id; lengths j <
+/// sink_tokens) and j ≤ p + right; chunks ⌊j / C⌋ = ⌊p / C⌋; documents: the query's run or id; lengths j <
 /// lengths[b]; the key flags; each bool attn_mask; ALiBi −slope·|p − j| on a visible
 /// cell; the float masks added.
 template <class T>
@@ -48,6 +48,11 @@ cell reference_cell(const mask<T>& m, std::size_t b, std::size_t h, std::size_t 
     if (m.causal) visible = visible && (key <= p || (!m.prefix.empty() && j < m.prefix[b]));
     if (m.window_left >= 0) visible = visible && (key >= p - m.window_left || j < m.sink_tokens);
     if (m.window_right >= 0) visible = visible && key <= p + m.window_right;
+    if (m.chunk_size > 0) {  // the same chunk: ⌊j / C⌋ = ⌊p / C⌋, floored for a negative p
+        const auto C = static_cast<long long>(m.chunk_size);
+        const long long chunk = p >= 0 ? p / C : -((-p + C - 1) / C);
+        visible = visible && key / C == chunk;
+    }
     if (!m.doc_end.empty()) visible = visible && j >= m.doc_begin[b * m.Tk + i] && j < m.doc_end[b * m.Tk + i];
     if (!m.document.empty()) visible = visible && m.document[b * m.Tk + j] == m.document[b * m.Tk + i];
     if (!m.lengths.empty()) visible = visible && j < m.lengths[b];

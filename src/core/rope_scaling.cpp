@@ -112,9 +112,10 @@ problem field_problem(const rope_scaling& s) {
             if (auto p = positive_length("original_max_position_embeddings", s.original_max_position_embeddings)) return p;
             if (auto p = positive("low_freq_factor", s.low_freq_factor)) return p;
             if (auto p = positive("high_freq_factor", s.high_freq_factor)) return p;
-            if (!(s.high_freq_factor > s.low_freq_factor))
-                return bad("high_freq_factor", "is not above low_freq_factor " + general_number(s.low_freq_factor),
-                           "> " + general_number(s.low_freq_factor), general_number(s.high_freq_factor));
+            // Equal factors leave no band to smooth (Llama 4 Scout ships 1 and 1).
+            if (!(s.high_freq_factor >= s.low_freq_factor))
+                return bad("high_freq_factor", "is below low_freq_factor " + general_number(s.low_freq_factor),
+                           "≥ " + general_number(s.low_freq_factor), general_number(s.high_freq_factor));
             break;
         case rope_scaling_kind::longrope:
             if (auto p = positive("factor", s.factor)) return p;
@@ -259,8 +260,9 @@ rope_frequencies frequencies(const rope_scaling& s, std::size_t seq_len) {
                 const double wavelen = 2 * pi / inv;
                 if (wavelen > low_freq_wavelen) {
                     inv = inv / s.factor;  // low frequencies: divided by factor
-                } else if (!(wavelen < high_freq_wavelen)) {
-                    // medium: interpolated with smooth_factor
+                } else if (!(wavelen < high_freq_wavelen) && s.high_freq_factor > s.low_freq_factor) {
+                    // medium: interpolated with smooth_factor (no band when the factors are equal:
+                    // transformers' 0/0 there is at a wavelength no inv_freq hits)
                     const double smooth = (old_context_len / wavelen - s.low_freq_factor) /
                                           (s.high_freq_factor - s.low_freq_factor);
                     inv = (1 - smooth) * inv / s.factor + smooth * inv;

@@ -32,28 +32,6 @@ swiglu_expert_names experts_of(std::size_t layer) {
     return {e, "gate_proj", "up_proj", "down_proj", e};
 }
 
-/// The positions of the (B, T) tokens: position_ids (T,) or (B, T) when passed, else 0..T−1.
-std::vector<std::int64_t> positions_of(const std::vector<named_array>& passed, std::size_t B, std::size_t T) {
-    std::vector<std::int64_t> pos(B * T);
-    for (const auto& p : passed) {
-        if (p.name != "position_ids") continue;
-        const std::vector<std::int64_t> given = p.value.to_vector<std::int64_t>();
-        if (given.size() == T) {
-            for (std::size_t b = 0; b < B; ++b) std::copy(given.begin(), given.end(), pos.begin() + static_cast<std::ptrdiff_t>(b * T));
-            return pos;
-        }
-        if (given.size() != B * T)
-            throw shape_error("position_ids", "one position per token " +
-                                                  expected_got("(" + std::to_string(T) + ",) or (" + std::to_string(B) + ", " +
-                                                                   std::to_string(T) + ")",
-                                                               shape_string(p.value.shape)));
-        return given;
-    }
-    for (std::size_t b = 0; b < B; ++b)
-        for (std::size_t t = 0; t < T; ++t) pos[b * T + t] = static_cast<std::int64_t>(t);
-    return pos;
-}
-
 /// RoPE of one head's rope part r (R values) in place at token row `row` of the tables:
 /// apply_rotary_pos_emb (q·cos + rotate_half(q)·sin, cos = cat(c, c)), after
 /// apply_rotary_pos_emb_interleave's view(R/2, 2).transpose (evens, then odds) when `interleave`.
@@ -71,12 +49,6 @@ void rotate(T* r, std::size_t R, const core::rope_tables& tb, std::size_t row, b
     }
 }
 
-template <class T>
-array array_of(const core::tensor3<T>& t, bool unbatched) {
-    shape_t s{t.shape(0), t.shape(1), t.shape(2)};
-    if (unbatched) s.erase(s.begin());
-    return array::from<T>(std::move(s), t.data());
-}
 
 }  // namespace
 

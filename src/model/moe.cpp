@@ -1,6 +1,6 @@
 /// \file moe.cpp
 /// Sparse MoE blocks (include/attn/model/moe.hpp), transcribed from transformers'
-/// MixtralSparseMoeBlock, Qwen2MoeSparseMoeBlock, Qwen3MoeSparseMoeBlock and GptOssMLP.
+/// MixtralSparseMoeBlock, Qwen2MoeSparseMoeBlock, Qwen3MoeSparseMoeBlock, GptOssMLP and Llama4TextMoe.
 
 #include "attn/model/moe.hpp"
 
@@ -125,7 +125,7 @@ moe_result<T> sparse_moe(const core::tensor2<T>& x, const moe_weights<T>& w, con
     r.routing_weights = core::tensor2<T>::from_shape({N, k});
     r.selected.resize(N * k);
     std::vector<double> acc(H), h, logits(E), g(2 * I);
-    std::vector<T> ranked(E);
+    std::vector<T> ranked(E), scaled_in;
     for (std::size_t t = 0; t < N; ++t) {
         const T* xt = x.data() + t * H;
         for (std::size_t e = 0; e < E; ++e) {
@@ -166,6 +166,9 @@ moe_result<T> sparse_moe(const core::tensor2<T>& x, const moe_weights<T>& w, con
             double sum = 0;
             for (std::size_t j = 0; j < k; ++j) sum += rw[j] = prob[static_cast<std::size_t>(sel[j])];
             for (auto& v : rw) v = (s.renormalize ? v / (sum + s.renormalize_epsilon) : v) * s.scaling;
+        } else if (s.routing == moe_routing::sigmoid_scaled_input) {
+            // Llama4Router: sigmoid of the chosen logits (in T, as .float() then .to(dtype)).
+            for (std::size_t j = 0; j < k; ++j) rw[j] = static_cast<T>(sigmoid(ranked[sel[j]]));
         } else if (s.routing == moe_routing::softmax_then_topk) {
             double sum = 0;
             for (std::size_t j = 0; j < k; ++j) sum += rw[j] = ranked[sel[j]];
@@ -184,6 +187,14 @@ moe_result<T> sparse_moe(const core::tensor2<T>& x, const moe_weights<T>& w, con
             r.selected[t * k + j] = sel[j];
             r.routing_weights(t, j) = static_cast<T>(rw[j]);
             const double weight = static_cast<T>(rw[j]);
+            if (s.expert == moe_expert::swiglu && s.routing == moe_routing::sigmoid_scaled_input) {
+                // Llama4TextMoe: the expert sees x · σ, its output is added unscaled.
+                scaled_in.resize(H);
+                for (std::size_t i = 0; i < H; ++i) scaled_in[i] = static_cast<T>(xt[i] * static_cast<T>(weight));
+                swiglu_expert(scaled_in.data(), w.gate.data() + e * I * H, w.up.data() + e * I * H, w.down.data() + e * H * I, H, I,
+                              1.0, h, acc.data());
+                continue;
+            }
             if (s.expert == moe_expert::swiglu) {
                 swiglu_expert(xt, w.gate.data() + e * I * H, w.up.data() + e * I * H, w.down.data() + e * H * I, H, I, weight, h,
                               acc.data());

@@ -3,6 +3,8 @@
 // transcribed from transformers' LlamaConfig, LlamaAttention and the families built after it.
 #include "shared.hpp"
 
+#include <algorithm>
+
 #include "attn/error.hpp"
 #include "attn/text.hpp"
 
@@ -13,6 +15,27 @@ namespace {
 std::string key(std::size_t layer, const std::string& rest) { return layer_key("layers.", layer, rest); }
 
 }  // namespace
+
+std::vector<std::int64_t> positions_of(const std::vector<named_array>& passed, std::size_t B, std::size_t T) {
+    std::vector<std::int64_t> pos(B * T);
+    for (const auto& p : passed) {
+        if (p.name != "position_ids") continue;
+        const std::vector<std::int64_t> given = p.value.to_vector<std::int64_t>();
+        if (given.size() == T) {
+            for (std::size_t b = 0; b < B; ++b) std::copy(given.begin(), given.end(), pos.begin() + static_cast<std::ptrdiff_t>(b * T));
+            return pos;
+        }
+        if (given.size() != B * T)
+            throw shape_error("position_ids", "one position per token " +
+                                                  expected_got("(" + std::to_string(T) + ",) or (" + std::to_string(B) + ", " +
+                                                                   std::to_string(T) + ")",
+                                                               shape_string(p.value.shape)));
+        return given;
+    }
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t t = 0; t < T; ++t) pos[b * T + t] = static_cast<std::int64_t>(t);
+    return pos;
+}
 
 void read_sizes(const config_reader& r, config& c, const size_defaults& d) {
     c.hidden = r.size({"hidden_size"}, d.hidden);

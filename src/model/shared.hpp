@@ -7,7 +7,9 @@
 /// the checks of those projections against the checkpoint.
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -112,5 +114,18 @@ void check_whole_head_rope(const config& c, const layer_type_rope* local = nullp
 /// null type is the default RoPE. Throws what read_rope_scaling throws, its key named as
 /// config.json has it ("rope_parameters.full_attention.factor: …").
 void read_layer_type_rope(const config_reader& r, const nlohmann::json& all, const char* type, double theta, config& into);
+
+/// The positions of (B, T) tokens: position_ids (T,) or (B, T) when `passed` holds them,
+/// else 0..T−1 for every item; B·T values, C order. Throws shape_error("position_ids", "one
+/// position per token (expected (T,) or (B, T), got …)") for another count.
+std::vector<std::int64_t> positions_of(const std::vector<named_array>& passed, std::size_t B, std::size_t T);
+
+/// A (B, T, W) stream as an array, (T, W) when `unbatched`. Throws nothing but std::bad_alloc.
+template <class T>
+array array_of(const core::tensor3<T>& t, bool unbatched) {
+    shape_t s{t.shape(0), t.shape(1), t.shape(2)};
+    if (unbatched) s.erase(s.begin());
+    return array::from<T>(std::move(s), t.data());
+}
 
 }  // namespace attn::model

@@ -103,7 +103,7 @@ bool has(const std::vector<std::string>& list, const char* name) {
 
 /// The options of one layer's compute(): the run's, with the family's attention settings
 /// (include/attn/model/family.hpp layer_attention: projections' layout, heads, causal,
-/// sliding window, RoPE, score scale, softcap; sinks join the layer's inputs) wherever the run's options leave them unset; the
+/// sliding window, chunks, RoPE, score scale, softcap; sinks join the layer's inputs) wherever the run's options leave them unset; the
 /// one place a family's settings reach a run.
 pipeline_options layer_options(const pipeline_options& o, const model::layer_attention& la) {
     pipeline_options lo = o;
@@ -113,6 +113,7 @@ pipeline_options layer_options(const pipeline_options& o, const model::layer_att
     if (!o.kv_heads) lo.kv_heads = la.kv_heads;
     lo.attention.mask.causal = o.attention.mask.causal || la.causal;
     if (o.attention.mask.window_left < 0 && o.attention.mask.window_right < 0) lo.attention.mask.window_left = la.window_left;
+    if (la.chunk && !o.attention.mask.chunk_size) lo.attention.mask.chunk_size = la.chunk;
     if (la.rope && !o.attention.rope) lo.attention.rope = core::rope_style::half;
     if (la.rope && !o.attention.rope_theta_given) lo.attention.rope_theta = la.rope_theta;
     if (la.rope && !o.attention.rotary_dim) lo.attention.rotary_dim = la.rotary_dim;

@@ -82,6 +82,9 @@ TEST_CASE("a mask bug one key or one slope off is caught by the oracle, for ever
         {"band 1,1", [](mask_spec& s) { s.window_left = 1, s.window_right = 1; },
          [&](auto, auto, auto i, auto j) { return std::llabs(J(j) - I(i)) <= 1; }, nullptr,
          [](mask<double>& m) { m.window_right += 1; }},
+        {"chunks of 3 with causal", [](mask_spec& s) { s.causal = true, s.chunk_size = 3; },
+         [&](auto, auto, auto i, auto j) { return J(j) <= I(i) && J(j) / 3 == I(i) / 3; }, nullptr,
+         [](mask<double>& m) { m.chunk_size += 1; }},  // chunks one key longer
         {"prefix LM 3", [](mask_spec& s) { s.causal = true, s.prefix_len = {3}; },
          [&](auto, auto, auto i, auto j) { return J(j) <= I(i) || j < 3; }, nullptr,
          [](mask<double>& m) { m.prefix[0] += 1; }},

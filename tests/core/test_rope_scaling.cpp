@@ -346,8 +346,20 @@ TEST_CASE("RoPE scaling: invalid descriptions are refused with typed errors in t
     {
         rope_scaling s = ok;
         s.kind = rope_scaling_kind::llama3, s.factor = 8, s.original_max_position_embeddings = 8192;
-        s.low_freq_factor = 4, s.high_freq_factor = 4;
+        s.low_freq_factor = 4, s.high_freq_factor = 2;
         CHECK(refused(s, "high_freq_factor"));
+        // Equal factors (Llama 4 Scout: 1 and 1, factor 16, original 8192): two bands, the
+        // wavelengths above 8192 divided by the factor, the others kept.
+        s.low_freq_factor = 1, s.high_freq_factor = 1, s.factor = 16, s.theta = 500000, s.rotary_dim = 128;
+        CHECK_NOTHROW(attn::core::validate(s));
+        const auto f = attn::core::rope_scaled_frequencies(s, 16);
+        REQUIRE(f.inv_freq.size() == 64);
+        for (std::size_t k = 0; k < 64; ++k) {
+            const double inv = std::pow(500000.0, -static_cast<double>(2 * k) / 128.0);
+            const double want = 2 * std::acos(-1.0) / inv > 8192 ? inv / 16 : inv;
+            CHECK(f.inv_freq[k] == doctest::Approx(want).epsilon(1e-14));
+        }
+        s.factor = 8, s.theta = ok.theta, s.rotary_dim = ok.rotary_dim;
         s.low_freq_factor = 0;
         CHECK(refused(s, "low_freq_factor"));
     }

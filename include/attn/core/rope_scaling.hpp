@@ -103,7 +103,7 @@ std::optional<rope_scaling_problem> rope_scaling_problem_of(const rope_scaling& 
 /// Checks that `s` can be computed, in its own terms: theta finite > 0; rotary_dim even ≥ 2
 /// (≥ 4 for dynamic, whose exponent is R/(R−2)); the kind's factor finite > 0; its lengths
 /// > 0; yarn's betas finite > 0 and mscales finite ≥ 0; llama3's low_freq_factor > 0 and
-/// high_freq_factor > low_freq_factor (its smoothing divides by their difference); longrope's
+/// high_freq_factor ≥ low_freq_factor (equal: no band is smoothed, as Llama 4 Scout's 1 and 1); longrope's
 /// factor lists R/2 finite values > 0 each; attention_factor, when set, finite ≥ 0; and the
 /// frequencies at the shortest pass (dynamic at max_position_embeddings, longrope's both
 /// lists) finite, which a factor such as dynamic's 1e300 (base·(factor − (factor − 1)) is 0

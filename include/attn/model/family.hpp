@@ -62,6 +62,9 @@ struct layer_attention {
     std::size_t heads = 0, kv_heads = 0;
     bool causal = false;
     long long window_left = -1;   ///< --window: config sliding_window W → W − 1 (HF kv_idx > q_idx − W)
+    /// Chunked attention (Llama 4's attention_chunk_size C on its RoPE layers): key j visible
+    /// from query i iff ⌊j / C⌋ = ⌊i / C⌋ (core mask term chunk, masks/chunk.hpp); 0 = none.
+    std::size_t chunk = 0;
     bool rope = false;            ///< RoPE half (llama)
     /// A NoPE layer of a family whose other layers rotate (SmolLM3's no_rope_layers): rope
     /// is false, and the run gives its q_proj and k_proj stages as its q and k (nothing

@@ -32,6 +32,11 @@ enum class moe_routing {
     /// group, no scaling and renormalize_epsilon 0, MiniMaxM2TopKRouter.forward
     /// (models/minimax_m2/modeling_minimax_m2.py).
     sigmoid_grouped,
+    /// Llama 4: top-k of the logits, each chosen expert's weight σ(logit) scaling the
+    /// expert's *input* (expert(x·σ)), not its output; no renormalisation. Source:
+    /// Llama4Router.forward (topk, scatter into −∞, sigmoid) and Llama4TextMoe.forward
+    /// (routed_in = hidden_states · router_scores) in models/llama4/modeling_llama4.py.
+    sigmoid_scaled_input,
 };
 
 /// What one expert computes.
