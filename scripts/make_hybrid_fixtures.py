@@ -27,14 +27,17 @@ expected.npz):
   lfm2-tiny   4 layers conv, full_attention, conv, full_attention; hidden 32, 4 heads,
               2 KV heads (head_dim 8), conv_L_cache 3, intermediate_size 100 with
               block_ffn_dim_multiplier 1.5 and block_multiple_of 16 (w1: 112 rows)
+  lfm2-conv-bias-tiny  3 layers full_attention, conv, full_attention; conv_bias (in_proj,
+              conv and out_proj biases), conv_L_cache 4, block_auto_adjust_ff_dim false
+              (intermediate_size 48 as written), rope_theta 10000
 
 expected.npz (A = the attention layers, in model order):
   ids (T,), attention_layers (A,) their model numbers, hidden_states (L+1, T, E) the
   stream entering each layer and after the last (HF hidden_states, before embedding_norm),
-  x_layer3 (T, E) the stream entering layer 3, x, x_norm (A, T, E), q_proj (A, T, H·D) and
+  x_layer3 (T, E) the stream entering layer 3 (lfm2-tiny), x, x_norm (A, T, E), q_proj (A, T, H·D) and
   k_proj (A, T, Hkv·D) before the norm, q and k as they enter Q·Kᵀ (after the norm and
   RoPE), weights (A, H, T, T), output (A, T, E) after out_proj, rollout (T, T) over the
-  attention layers, and two wrong conventions for the tests to tell apart:
+  attention layers, and (lfm2-tiny) two wrong conventions for the tests to tell apart:
   wrong_conv_x (A, T, E), x had the convolution been centred (padding (K − 1)/2 each side,
   not causal), and wrong_norm_q (A, T, H·D), q had the q_layernorm come after RoPE.
 
@@ -164,7 +167,7 @@ def lfm2_reference(w, cfg, prefix, ids, causal_conv=True, norm_after_rope=False)
     return hs, {name: torch.stack(t) for name, t in per.items()}
 
 
-def write_lfm2(name, cfg, w):
+def write_lfm2(name, cfg, w, wrong=True):
     d = os.path.join(FIX, name)
     write(os.path.join(d, "model.safetensors"), safetensors_bytes(w, {"format": "pt"}))
     write_json(os.path.join(d, "config.json"), cfg)
@@ -178,10 +181,13 @@ def write_lfm2(name, cfg, w):
         r = a_hat if r is None else a_hat @ r
     e = {"ids": np.array(IDS, dtype=np.int64),
          "attention_layers": np.array([l for l, t in enumerate(cfg["layer_types"]) if t == "full_attention"], dtype=np.int64),
-         "hidden_states": torch.stack(hs).numpy(), "x_layer3": hs[3].numpy(), "rollout": r.numpy()}
+         "hidden_states": torch.stack(hs).numpy(), "rollout": r.numpy()}
+    if len(hs) > 4:
+        e["x_layer3"] = hs[3].numpy()
     e.update({n: t.numpy() for n, t in per.items()})
-    e["wrong_conv_x"] = lfm2_reference(w, cfg, "model.", IDS, causal_conv=False)[1]["x"].numpy()
-    e["wrong_norm_q"] = lfm2_reference(w, cfg, "model.", IDS, norm_after_rope=True)[1]["q"].numpy()
+    if wrong:
+        e["wrong_conv_x"] = lfm2_reference(w, cfg, "model.", IDS, causal_conv=False)[1]["x"].numpy()
+        e["wrong_norm_q"] = lfm2_reference(w, cfg, "model.", IDS, norm_after_rope=True)[1]["q"].numpy()
     write_npz(os.path.join(d, "expected.npz"), e)
 
 
@@ -196,6 +202,11 @@ def main():
             "use_cache": True, "tie_word_embeddings": True, "pad_token_id": 0, "bos_token_id": 1,
             "eos_token_id": 7, "torch_dtype": "float32"}
     write_lfm2("lfm2-tiny", lfm2, lfm2_weights(g, lfm2, "model."))
+    # conv_bias, an attention layer first, and the feed-forward width as written.
+    bias = dict(lfm2, num_hidden_layers=3, layer_types=["full_attention", "conv", "full_attention"], conv_bias=True,
+                conv_L_cache=4, block_auto_adjust_ff_dim=False, intermediate_size=48, rope_theta=10000.0)
+    del bias["block_ff_dim"]
+    write_lfm2("lfm2-conv-bias-tiny", bias, lfm2_weights(g, bias, "model."), wrong=False)
 
 
 if __name__ == "__main__":

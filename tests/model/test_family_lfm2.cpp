@@ -9,6 +9,7 @@
 // RoPE), which attn must not match.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -61,6 +62,25 @@ TEST_CASE("lfm2: every attention layer's stages match transformers, the conv lay
         const auto got = attn_test::run(model + ids + " --layer all --dump output --dtype float64 --kernel " + kernel, out);
         attn_test::check(member(got, "output"), member(e, "output"), 1e-9, "output");
     }
+}
+
+TEST_CASE("lfm2: conv_bias, an attention layer first, the feed-forward width as written, match transformers") {
+    // lfm2-conv-bias-tiny: full_attention, conv, full_attention; biases on in_proj, the conv
+    // and out_proj; conv_L_cache 4; block_auto_adjust_ff_dim false.
+    const std::string m = attn_test::checkpoint_fixtures + "lfm2-conv-bias-tiny";
+    const std::string e_path = m + "/expected.npz";
+    const auto e = attn_test::read_npz_file(std::string(ATTN_SOURCE_DIR) + "/" + e_path);
+    attn_test::scratch_dir dir;
+    for (const auto& [dtype, tol] : {std::pair<std::string, double>{"float64", 1e-9}, {"float32", 2e-4}}) {
+        CAPTURE(dtype);
+        const auto got = attn_test::run(m + " --token-ids " + e_path + ":ids --layer all --dump x,x_norm,q,k,weights,output --dtype " + dtype,
+                                        dir.path + "/out.npz");
+        for (const std::string s : {"x", "x_norm", "q", "k", "weights", "output"}) attn_test::check(member(got, s), member(e, s), tol, s.c_str());
+    }
+    const auto r = attn_test::run_attn("compute " + m + " --ids 1,2 --layer 1");
+    CHECK(r.code == 2);
+    CHECK(r.err == "attn: error: --layer: layer 1 is a conv layer, without softmax attention "
+                   "(expected one of the attention layers 0,2, or all, got 1)\n");
 }
 
 TEST_CASE("lfm2: a wrong convention gives other stages than transformers'") {
@@ -130,4 +150,14 @@ TEST_CASE("lfm2: config keys as Lfm2Config reads them, meta names the family and
     CHECK(r.err == "attn: error: " + cfg + ": layer_types[1]: not an LFM2 layer type (expected \"full_attention\" or \"conv\", "
                    "got \"sliding_attention\")\n");
     CHECK(r.out.empty());
+}
+
+TEST_CASE("lfm2: without config.json, --arch lfm2 --heads reads the layer types and sizes from the tensors") {
+    attn_test::scratch_dir dir;
+    std::filesystem::copy(std::string(ATTN_SOURCE_DIR) + "/" + model + "/model.safetensors", dir.path + "/model.safetensors");
+    // Lfm2Config's defaults (rope_theta 1e6, norm_eps 1e-5) are the fixture's; the rest is in the shapes.
+    const auto got = attn_test::run("'" + dir.path + "/model.safetensors' --arch lfm2 --heads 4" + ids +
+                                        " --layer all --dump weights,output --dtype float64", dir.path + "/out.npz");
+    attn_test::check(member(got, "weights"), member(want(), "weights"), 1e-9, "weights from the tensors' shapes");
+    attn_test::check(member(got, "output"), member(want(), "output"), 1e-9, "output from the tensors' shapes");
 }
