@@ -97,5 +97,5 @@ TEST_CASE("hybrid: --layer of a layer without softmax attention is refused namin
     j["layer_types"] = {"conv"};
     attn_test::spit(dir.path + "/conv.json", j.dump(2));
     refused(lfm2 + ids + " --config '" + dir.path + "/conv.json'", 1,
-            lfm2 + ": no layer has softmax attention, so none has stages (expected an attention layer among the 1, got none)");
+            lfm2 + "/model.safetensors: no layer has softmax attention, so none has stages (expected an attention layer among the 1, got none)");
 }

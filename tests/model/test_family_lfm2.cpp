@@ -120,7 +120,7 @@ TEST_CASE("lfm2: config keys as Lfm2Config reads them, meta names the family and
     attn_test::spit(cfg, c.dump(2));
     auto r = attn_test::run_attn("compute " + run);
     CHECK(r.code == 1);
-    CHECK(r.err == "attn: error: " + model + ": model.layers.0.feed_forward.w1.weight does not fit the config "
+    CHECK(r.err == "attn: error: " + model + "/model.safetensors: model.layers.0.feed_forward.w1.weight does not fit the config "
                    "(intermediate_size as Lfm2MLP adjusts it × hidden_size) (expected (80, 32), got (112, 32))\n");
     // Another theta is another model.
     c = j;
@@ -142,7 +142,7 @@ TEST_CASE("lfm2: config keys as Lfm2Config reads them, meta names the family and
     attn_test::spit(cfg, c.dump(2));
     r = attn_test::run_attn("compute " + run);
     CHECK(r.code == 1);
-    CHECK(r.err == "attn: error: " + model + ": no tensor model.layers.0.self_attn.q_proj.weight (the lfm2 family needs it)\n");
+    CHECK(r.err == "attn: error: " + model + "/model.safetensors: no tensor model.layers.0.self_attn.q_proj.weight (the lfm2 family needs it)\n");
     c["layer_types"] = {"conv", "sliding_attention", "conv", "full_attention"};
     attn_test::spit(cfg, c.dump(2));
     r = attn_test::run_attn("compute " + run);
