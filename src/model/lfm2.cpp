@@ -89,14 +89,15 @@ void read_layer_types(const config_reader& r, config& c) {
 
 /// Lfm2Config: vocab 65536, hidden 2560, 32 layers, 32 heads (8 KV heads when written),
 /// intermediate_size 12288 (block_ff_dim first), 128000 positions, norm_eps 1e-5,
-/// rope_theta 1e6 (or theta), rope_scaling as LlamaRotaryEmbedding reads it, conv_bias false,
-/// conv_L_cache 3, layer_types (or full_attn_idxs).
+/// rope_theta 1e6 (the original key theta first, as Lfm2Config reads it), rope_scaling as
+/// LlamaRotaryEmbedding reads it, conv_bias false, conv_L_cache 3, layer_types (or
+/// full_attn_idxs).
 void read_config(const config_reader& r, config& c) {
     read_sizes(r, c, {2560, 32, 32, 12288, 128000, 65536});
     c.intermediate = feed_forward_width(r, r.size({"block_ff_dim", "intermediate_size"}, 12288));
     c.norm_eps = r.number({"norm_eps"}, 1e-5);
     c.act = activation::silu;  // Lfm2MLP: F.silu
-    c.rope_theta = r.number({"rope_theta", "theta"}, 1000000.0);
+    c.rope_theta = r.number({"theta", "rope_theta"}, 1000000.0);  // Lfm2Config: kwargs.get("theta", rope_theta)
     c.partial_rotary_factor = r.number({"partial_rotary_factor"}, 1.0);
     refuse_partial_above_one(r, c);
     read_rope_scaling(r, c);
@@ -182,8 +183,9 @@ layer_attention attention(const family& f, std::size_t layer) {
     const config& c = f.settings();
     layer_attention a = causal_rope_attention(c, layer);
     const std::string stem = key(layer, "self_attn.");
-    for (const auto& [mine, theirs] : {std::pair{"w_q", "q_proj"}, {"w_k", "k_proj"}, {"w_v", "v_proj"}, {"w_o", "out_proj"}})
-        a.weights.push_back({mine, f.need(stem + theirs + ".weight")});
+    for (const auto& [mine, theirs] :
+         {std::pair{"w_q", "q_proj.weight"}, {"w_k", "k_proj.weight"}, {"w_v", "v_proj.weight"}, {"w_o", "out_proj.weight"}})
+        a.weights.push_back({mine, f.need(stem + theirs)});
     a.q_norm = head_norm{f.need(stem + "q_layernorm.weight"), c.norm_eps};
     a.k_norm = head_norm{f.need(stem + "k_layernorm.weight"), c.norm_eps};
     return a;

@@ -122,11 +122,14 @@ TEST_CASE("lfm2: config keys as Lfm2Config reads them, meta names the family and
     CHECK(r.code == 1);
     CHECK(r.err == "attn: error: " + model + "/model.safetensors: model.layers.0.feed_forward.w1.weight does not fit the config "
                    "(intermediate_size as Lfm2MLP adjusts it × hidden_size) (expected (80, 32), got (112, 32))\n");
-    // Another theta is another model.
+    // Another theta is another model; the original key theta is read before rope_theta.
     c = j;
     c["rope_theta"] = 10000.0;
     attn_test::spit(cfg, c.dump(2));
     CHECK_FALSE(attn_test::compare_arrays(member(attn_test::run(run, out), "weights"), member(e, "weights"), 1e-6, 0).ok);
+    c["theta"] = 1000000.0;
+    attn_test::spit(cfg, c.dump(2));
+    attn_test::check(member(attn_test::run(run, out), "weights"), member(e, "weights"), 1e-9, "weights, theta before rope_theta");
 
     r = attn_test::run_attn("compute " + model + " --ids 1,2,3 --dump weights --format json");
     REQUIRE_MESSAGE(r.code == 0, r.err);
