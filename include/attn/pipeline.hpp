@@ -156,8 +156,12 @@ struct checkpoint_options {
 /// input) and `x_norm` (after the pre-attention norm); with a list or all layers every
 /// stage has a leading layer axis, the layers ascending. meta gains "model": {arch,
 /// model_type, checkpoint, layer (N, the list, or "all"), layers (the model's count)}.
+/// A hybrid's layers without softmax attention (model::config::mixer_types, docs/design.md
+/// §6.1) run but have no stages: all layers are its attention layers, and meta.model.layer
+/// lists them.
 /// Throws value_error / format_error / io_error for the checkpoint, its config or the
-/// inputs, usage_error for options that do not fit it (--layer out of range, x with
+/// inputs (a model without an attention layer), usage_error for options that do not fit
+/// it (--layer out of range or of a layer without attention, x with
 /// --layer all, rollout with N or a list, ids and x both given, texts with ids or x).
 /// With texts, the ids and the padding mask come from the tokenizer (encode_texts), the
 /// token labels from its decoder, and meta.model gains "text": {add_special_tokens,

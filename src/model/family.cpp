@@ -39,6 +39,12 @@ family::family(config c, const weight_source& weights, std::string source)
         for (const auto& p : s.prefixes) tried += (tried.empty() ? "" : " or ") + p + s.probe;
         throw value_error(source_, "not a " + s.name + " checkpoint: no tensor " + tried);
     }
+    // A hybrid's layers without softmax attention run through the family's other_block.
+    for (std::size_t l = 0; l < cfg_.mixer_types.size(); ++l)
+        if (!cfg_.mixer_types[l].empty() && (!s.f4.other_block || !s.f8.other_block))
+            throw value_error(source_, "layer " + std::to_string(l) + " is a " + cfg_.mixer_types[l] + " layer, which the " +
+                                           s.name + " family does not run " +
+                                           expected_got("softmax-attention layers", cfg_.mixer_types[l]));
     s.check(*this);
 }
 
@@ -179,6 +185,14 @@ core::tensor3<T> family::finish_block(std::size_t layer, const core::tensor3<T>&
     o += a;
     o += x;
     return o;
+}
+
+template <class T>
+core::tensor3<T> family::other_block(std::size_t layer, const core::tensor3<T>& x, const std::vector<named_array>& passed) const {
+    if (attention_layer(cfg_, layer))
+        throw usage_error("layer " + std::to_string(layer), "has softmax attention " +
+                                                               expected_got("a layer without it", "an attention layer"));
+    return spec().functions<T>().other_block(*this, layer, x, passed);
 }
 
 config config_from_tensors(arch family, const weight_source& weights, std::size_t heads, std::size_t kv_heads,
@@ -349,6 +363,8 @@ std::vector<named_array> project_attention_inputs(const layer_attention& la, con
 #define ATTN_INSTANTIATE(T)                                                                                         \
     template core::tensor3<T> family::embed<T>(const array&) const;                                                \
     template core::tensor3<T> family::attention_norm<T>(std::size_t, const core::tensor3<T>&) const;              \
+    template core::tensor3<T> family::other_block<T>(std::size_t, const core::tensor3<T>&,                         \
+                                                     const std::vector<named_array>&) const;                       \
     template core::tensor3<T> family::finish_block<T>(std::size_t, const core::tensor3<T>&, const core::tensor3<T>&) \
         const;                                                                                                      \
     template core::tensor2<T> matrix_of<T>(const array&, const std::string&);                                      \

@@ -150,13 +150,12 @@ std::vector<named_array> scaled_rope_tables(const model::layer_attention& la, co
     return {{"rope_cos", array::from<double>(shape, t.cos.data())}, {"rope_sin", array::from<double>(shape, t.sin.data())}};
 }
 
-/// The layers a run dumps, ascending: --layer N, a list (docs/design.md §5.4), or all.
-std::vector<std::size_t> dumped_layers(const checkpoint_options& ck, std::size_t layers) {
+/// The layers a run dumps, ascending: --layer N, a list (docs/design.md §5.4), or all,
+/// which are a hybrid's softmax-attention layers (§6.1).
+std::vector<std::size_t> dumped_layers(const checkpoint_options& ck, const model::config& cfg) {
     if (ck.layer) return {*ck.layer};
     if (!ck.layers.empty()) return ck.layers;
-    std::vector<std::size_t> all(layers);
-    for (std::size_t l = 0; l < layers; ++l) all[l] = l;
-    return all;
+    return model::attention_layers(cfg);
 }
 
 /// An ascending list of layers as --layer takes it, runs as ranges: "0,5,10-12".
@@ -188,7 +187,7 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
     if (!in.ids && x.shape(2) != cfg.hidden)
         throw shape_error("x", "does not fit the model's hidden size " +
                                    expected_got("(…, " + std::to_string(cfg.hidden) + ")", shape_string(in.x->shape)));
-    const std::vector<std::size_t> wanted = dumped_layers(ck, cfg.layers);
+    const std::vector<std::size_t> wanted = dumped_layers(ck, cfg);
     const std::size_t first_dumped = wanted.front();
     const std::size_t last = wanted.back();
     const std::size_t start = in.ids ? 0 : first_dumped;  // X enters the first listed layer directly
@@ -238,6 +237,12 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
 
     std::vector<io::document> docs;
     for (std::size_t l = start; l <= last; ++l) {
+        // A layer without softmax attention (a hybrid's convolution, Mamba, linear attention)
+        // carries the stream on and has no stages; it is never the last (docs/design.md §6.1).
+        if (!model::attention_layer(cfg, l)) {
+            x = fam.other_block<T>(l, x, in.passed);
+            continue;
+        }
         const bool dumped = std::binary_search(wanted.begin(), wanted.end(), l);
         const bool propagate = l < last;
         core::tensor3<T> xn = fam.attention_norm<T>(l, x);
@@ -577,10 +582,21 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
         refuse_quantised_tensors(weights.file());
     }
     const model::family fam(cfg, weights, ck.path);
+    // A hybrid's layers without softmax attention have no stages (docs/design.md §6.1).
+    const std::vector<std::size_t> attention = model::attention_layers(cfg);
+    if (attention.empty())
+        throw value_error(ck.path, "no layer has softmax attention, so none has stages " +
+                                       expected_got("an attention layer among the " + std::to_string(cfg.layers), "none"));
     // The last layer --layer N or a list asks for (all layers end at the model's last).
-    if (const std::size_t last = dumped_layers(ck, cfg.layers).back(); last >= cfg.layers)
+    if (const std::size_t last = dumped_layers(ck, cfg).back(); last >= cfg.layers)
         throw usage_error("--layer", "beyond the model's layers " +
                                          expected_got("0 to " + std::to_string(cfg.layers - 1) + " or all", std::to_string(last)));
+    for (const std::size_t l : dumped_layers(ck, cfg))
+        if (!model::attention_layer(cfg, l))
+            throw usage_error("--layer", "layer " + std::to_string(l) + " is a " + cfg.mixer_types[l] +
+                                             " layer, without softmax attention " +
+                                             expected_got("one of the attention layers " + layer_list_text(attention) + ", or all",
+                                                          std::to_string(l)));
 
     std::vector<std::string> tokens = options.tokens.empty() ? bundle_tokens : options.tokens;
     std::vector<std::vector<std::string>> item_tokens;  // (B, T) labels of a batch of ids

@@ -69,6 +69,12 @@ struct config {
     /// rope_scaling / rope_parameters (llama family): kind none when absent or "default".
     /// theta and rotary_dim are left to the layer (rope_theta, partial_rotary_factor).
     core::rope_scaling rope_scaling;
+    /// Per layer of a hybrid model (docs/design.md §6.1 "Layers without softmax attention"):
+    /// "" for a softmax-attention layer, else the layer's type as config.json names it
+    /// ("conv", "linear_attention", "mamba", "mlp"). Such a layer runs (it carries the
+    /// residual stream: family::other_block) but has no attention stages, and --layer
+    /// counts only the others. Empty: every layer has softmax attention.
+    std::vector<std::string> mixer_types;
     /// sliding_window W (keys including the query's own), per layer: sliding[l] tells
     /// whether layer l uses it (use_sliding_window, max_window_layers, layer_types).
     std::optional<std::size_t> sliding_window;
@@ -116,6 +122,21 @@ struct config {
         return defaults;
     }
 };
+
+/// Whether layer `layer` of c has softmax attention (c.mixer_types is empty or "" there).
+/// Throws nothing.
+inline bool attention_layer(const config& c, std::size_t layer) {
+    return layer >= c.mixer_types.size() || c.mixer_types[layer].empty();
+}
+
+/// The layers of c with softmax attention, ascending: 0..layers−1 unless c is a hybrid
+/// (c.mixer_types). Throws nothing.
+inline std::vector<std::size_t> attention_layers(const config& c) {
+    std::vector<std::size_t> out;
+    for (std::size_t l = 0; l < c.layers; ++l)
+        if (attention_layer(c, l)) out.push_back(l);
+    return out;
+}
 
 /// The largest count attn accepts for any config size (layers, heads, hidden, head_dim,
 /// vocab, intermediate, positions, window): far above any published model, small enough

@@ -97,7 +97,9 @@ struct layer_attention {
 /// embedding, layer-0 and MLP shapes and the layer count against the last layer's
 /// tensors, so that no config count allocates more than the checkpoint holds.
 /// Throws value_error(source, …) for a tensor the family needs that is missing (named
-/// in full) and for a config that contradicts a tensor's shape (naming both).
+/// in full) and for a config that contradicts a tensor's shape (naming both), and for a
+/// config with layers without softmax attention (config::mixer_types) that the family
+/// cannot run (no layer_functions::other_block).
 class family {
 public:
     family(config c, const weight_source& weights, std::string source);
@@ -144,6 +146,13 @@ public:
     /// Source: GPT2Block, BertLayer, LlamaDecoderLayer, GPTNeoXLayer, Gemma2DecoderLayer, Olmo2DecoderLayer.
     template <class T>
     core::tensor3<T> finish_block(std::size_t layer, const core::tensor3<T>& x, const core::tensor3<T>& attn_out) const;
+
+    /// Block `layer` when it has no softmax attention (config::mixer_types; docs/design.md
+    /// §6.1): the family's layer_functions::other_block from its input x (B, T, hidden) to
+    /// the next layer's input. `passed` holds the run's inputs (attention_mask, …).
+    /// Throws usage_error when `layer` is a softmax-attention layer (a caller's mistake).
+    template <class T>
+    core::tensor3<T> other_block(std::size_t layer, const core::tensor3<T>& x, const std::vector<named_array>& passed) const;
 
     /// The checkpoint's name of a family tensor ("h.0.ln_1.weight" → prefix + it).
     std::string name(const std::string& local) const { return prefix_ + local; }

@@ -119,6 +119,13 @@ struct layer_functions {
     std::vector<named_array> (*attention_inputs)(const family&, std::size_t layer, const core::tensor3<T>& x_norm,
                                                  bool unbatched, const std::vector<named_array>& passed,
                                                  std::vector<named_array>* projected) = nullptr;
+    /// A layer without softmax attention (config::mixer_types names its type): the whole
+    /// block from its input x (B, T, hidden) to the next layer's input (HF
+    /// hidden_states[layer + 1]), its mixer (LFM2's short convolution, a Mamba or linear
+    /// attention mixer) and whatever follows it; `passed` holds the run's inputs
+    /// (attention_mask, position_ids). Null: the family has no such layers.
+    core::tensor3<T> (*other_block)(const family&, std::size_t layer, const core::tensor3<T>& x,
+                                    const std::vector<named_array>& passed) = nullptr;
 };
 
 /// Both compute types' layer functions from a class template Impl<T> with static
