@@ -26,6 +26,7 @@
 #include "attn/threads.hpp"
 #include "attn/tokenizer/tokenizer.hpp"
 #include "commands.hpp"
+#include "option_validators.hpp"
 
 namespace attn::cli {
 
@@ -382,7 +383,8 @@ void setup_tokenize(CLI::App& app, int& exit_status) {
         ->check(CLI::IsMember(tokenize_formats()));
     sub->add_option("-o,--output", c->output, "Write to FILE (atomically) instead of stdout");
     sub->add_option("-j,--jobs", c->threads, "Worker threads that encode and write the texts (default: all cores)")
-        ->check(CLI::PositiveNumber);
+        ->type_name("N")
+        ->check(worker_threads);
     sub->footer(
         "Examples:\n"
         "  attn tokenize \"Hello world\" --tokenizer tokenizer.json --format table\n"

@@ -483,7 +483,7 @@ std::vector<option_row> make_table() {
     // End of compute's output options.
     t.push_back({"-j,--jobs", "", "Worker threads (default: all cores)", "", {},
                  [](CLI::App& a, pipeline_cli& c, const option_row& r) {
-                     return a.add_option(r.flag, c.settings.threads, r.help)->type_name("N")->check(CLI::Range(1, 1 << 20));
+                     return a.add_option(r.flag, c.settings.threads, r.help)->type_name("N")->check(worker_threads);
                  },
                  option_scope::run});
     // attn generate's options for the settings core names (src/core/generate.cpp).

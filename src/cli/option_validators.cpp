@@ -113,6 +113,8 @@ const CLI::Validator window_side(
     },
     "");
 
+const CLI::Validator worker_threads = CLI::Range(1, 1 << 20);
+
 /// Any whole number that fits 64 bits (--pad-id).
 const CLI::Validator any_whole_number(
     [](std::string& text) {

@@ -23,6 +23,9 @@ extern const CLI::Validator window_side;
 /// Any whole number that fits 64 bits (--pad-id).
 extern const CLI::Validator any_whole_number;
 
+/// A number of worker threads, 1 to 2^20 (`-j,--jobs` of compute, plot, view and tokenize).
+extern const CLI::Validator worker_threads;
+
 /// The token ids of `--ids` from all the words given to it: "3,1,4", "3 1 4", "[3, 1, 4]".
 /// Throws usage_error("--ids", …) quoting the text as given.
 std::vector<long long> parse_ids(const std::vector<std::string>& words);

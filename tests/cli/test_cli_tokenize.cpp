@@ -246,4 +246,12 @@ TEST_CASE("attn tokenize -j 2: texts across several blocks in input order, the b
     CHECK(bad.code == 1);
     CHECK(bad.err == "attn: error: text 20: invalid UTF-8 at byte 1\n");
     CHECK(bad.out == "");
+
+    // -j takes what compute's -j takes, with its message.
+    for (const char* jobs : {"0", "-1"}) {
+        const auto r = attn_test::run_attn("tokenize ok --tokenizer '" + fixture("byte_level_bpe.tokenizer.json") + "' -j " + jobs);
+        CHECK(r.code == 2);
+        CHECK(r.err == std::string("attn: error: --jobs: not a whole number in range (expected 1 to 1048576, got ") + jobs + ")\n");
+        CHECK(r.out == "");
+    }
 }
