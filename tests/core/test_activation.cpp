@@ -1,7 +1,7 @@
 // SiLU and GELU-tanh (include/attn/core/activation.hpp) against an 80-bit long double
 // evaluation of their definitions over the range an MLP sees and beyond, and at the
-// special values PyTorch's float32 functions were run on (torch 2.x, CPU). ctest runs
-// this file again on every other kernel path (isa_suite_*).
+// special values PyTorch's float32 functions were run on (torch 2.x, CPU). The Full
+// configuration runs it again on every other kernel path (ctest isa_suite_*_full).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -10,16 +10,11 @@
 #include <vector>
 
 #include "attn/core/activation.hpp"
+#include "ulp.hpp"
+
+using attn_test::ulp_error;
 
 namespace {
-
-template <class T>
-double ulp_error(T got, long double exact) {
-    const T nearest = static_cast<T>(exact);
-    T ulp = std::nextafter(std::fabs(nearest), std::numeric_limits<T>::infinity()) - std::fabs(nearest);
-    if (std::fabs(nearest) < std::numeric_limits<T>::min()) ulp = std::numeric_limits<T>::denorm_min();
-    return static_cast<double>(std::fabs(static_cast<long double>(got) - exact) / ulp);
-}
 
 long double silu_exact(long double x) { return x / (1.0L + expl(-x)); }
 // GELU-tanh by its definition ½x(1 + tanh u); for u < −4, where 1 + tanh u cancels even in

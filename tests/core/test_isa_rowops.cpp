@@ -15,8 +15,10 @@
 
 #include "../src/core/isa.hpp"
 #include "skip.hpp"
+#include "ulp.hpp"
 
 using namespace attn::core::detail;
+using attn_test::ulp_error;
 
 namespace {
 
@@ -33,16 +35,6 @@ bool cpu_has_both_vector_paths() { return missing_features(isa::avx512).empty();
 template <class T>
 bool same_bits(T a, T b) {
     return std::memcmp(&a, &b, sizeof(T)) == 0;
-}
-
-/// |got − exact| in units of the last place of the T nearest to exact (subnormal
-/// results: units of the smallest subnormal).
-template <class T>
-double ulp_error(T got, long double exact) {
-    const T nearest = static_cast<T>(exact);
-    T ulp = std::nextafter(std::fabs(nearest), std::numeric_limits<T>::infinity()) - std::fabs(nearest);
-    if (std::fabs(nearest) < std::numeric_limits<T>::min()) ulp = std::numeric_limits<T>::denorm_min();
-    return static_cast<double>(std::fabs(static_cast<long double>(got) - exact) / ulp);
 }
 
 template <class T>
