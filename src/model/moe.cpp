@@ -187,17 +187,16 @@ moe_result<T> sparse_moe(const core::tensor2<T>& x, const moe_weights<T>& w, con
             r.selected[t * k + j] = sel[j];
             r.routing_weights(t, j) = static_cast<T>(rw[j]);
             const double weight = static_cast<T>(rw[j]);
-            if (s.expert == moe_expert::swiglu && s.routing == moe_routing::sigmoid_scaled_input) {
-                // Llama4TextMoe: the expert sees x · σ, its output is added unscaled.
-                scaled_in.resize(H);
-                for (std::size_t i = 0; i < H; ++i) scaled_in[i] = static_cast<T>(xt[i] * static_cast<T>(weight));
-                swiglu_expert(scaled_in.data(), w.gate.data() + e * I * H, w.up.data() + e * I * H, w.down.data() + e * H * I, H, I,
-                              1.0, h, acc.data());
-                continue;
-            }
             if (s.expert == moe_expert::swiglu) {
-                swiglu_expert(xt, w.gate.data() + e * I * H, w.up.data() + e * I * H, w.down.data() + e * H * I, H, I, weight, h,
-                              acc.data());
+                // Llama4TextMoe scales the expert's input by its weight (x · σ) and adds its
+                // output unscaled; the others scale the output.
+                const bool scales_input = s.routing == moe_routing::sigmoid_scaled_input;
+                if (scales_input) {
+                    scaled_in.resize(H);
+                    for (std::size_t i = 0; i < H; ++i) scaled_in[i] = static_cast<T>(xt[i] * static_cast<T>(weight));
+                }
+                swiglu_expert(scales_input ? scaled_in.data() : xt, w.gate.data() + e * I * H, w.up.data() + e * I * H,
+                              w.down.data() + e * H * I, H, I, scales_input ? 1.0 : weight, h, acc.data());
                 continue;
             }
             // GptOssExperts.forward: gate_up (in, out) with gate at even, up at odd columns

@@ -588,10 +588,11 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
         throw value_error(ck.path, "no layer has softmax attention, so none has stages " +
                                        expected_got("an attention layer among the " + std::to_string(cfg.layers), "none"));
     // The last layer --layer N or a list asks for (all layers end at the model's last).
-    if (const std::size_t last = dumped_layers(ck, cfg).back(); last >= cfg.layers)
+    const std::vector<std::size_t> asked = dumped_layers(ck, cfg);
+    if (const std::size_t last = asked.back(); last >= cfg.layers)
         throw usage_error("--layer", "beyond the model's layers " +
                                          expected_got("0 to " + std::to_string(cfg.layers - 1) + " or all", std::to_string(last)));
-    for (const std::size_t l : dumped_layers(ck, cfg))
+    for (const std::size_t l : asked)
         if (!model::attention_layer(cfg, l))
             throw usage_error("--layer", "layer " + std::to_string(l) + " is a " + cfg.mixer_types[l] +
                                              " layer, without softmax attention " +

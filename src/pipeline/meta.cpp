@@ -69,9 +69,10 @@ nlohmann::ordered_json model_meta(const model::config& cfg, const checkpoint_opt
     if (!cfg.architecture.empty()) model["read_as"] = cfg.architecture;
     model["checkpoint"] = ck.path;
     // A list (docs/design.md §5.4) says which layer index i of the leading axis is.
+    const std::vector<std::size_t> attention = model::attention_layers(cfg);
     if (ck.layer) model["layer"] = *ck.layer;
     else if (!ck.layers.empty()) model["layer"] = ck.layers;
-    else if (model::attention_layers(cfg).size() < cfg.layers) model["layer"] = model::attention_layers(cfg);  // a hybrid's (§6.1)
+    else if (attention.size() < cfg.layers) model["layer"] = attention;  // a hybrid's (§6.1)
     else model["layer"] = "all";
     model["layers"] = cfg.layers;
     model["hidden_size"] = cfg.hidden;
