@@ -95,19 +95,25 @@ void apply_rope(tensor4<T>& x, const rope_tables& tables, rope_style style) {
     for (std::size_t b = 0; b < B; ++b)
         for (std::size_t h = 0; h < H; ++h)
             for (std::size_t t = 0; t < Tn; ++t) {
-                T* v = x.data() + ((b * H + h) * Tn + t) * D;
-                const double* c = tables.cos.data() + (b * Tn + t) * half;
-                const double* s = tables.sin.data() + (b * Tn + t) * half;
-                for (std::size_t k = 0; k < half; ++k) {
-                    const std::size_t i1 = style == rope_style::half ? k : 2 * k;
-                    const std::size_t i2 = style == rope_style::half ? k + half : 2 * k + 1;
-                    const double x1 = static_cast<double>(v[i1]), x2 = static_cast<double>(v[i2]);
-                    v[i1] = static_cast<T>(c[k] * x1 - s[k] * x2);
-                    v[i2] = static_cast<T>(s[k] * x1 + c[k] * x2);
-                }
+                const std::size_t row = (b * Tn + t) * half;
+                rotate_head(x.data() + ((b * H + h) * Tn + t) * D, half, tables.cos.data() + row, tables.sin.data() + row,
+                            style);
             }
 }
 
+template <class T>
+void rotate_head(T* v, std::size_t half, const double* c, const double* s, rope_style style) {
+    for (std::size_t k = 0; k < half; ++k) {
+        const std::size_t i1 = style == rope_style::half ? k : 2 * k;
+        const std::size_t i2 = style == rope_style::half ? k + half : 2 * k + 1;
+        const double x1 = static_cast<double>(v[i1]), x2 = static_cast<double>(v[i2]);
+        v[i1] = static_cast<T>(c[k] * x1 - s[k] * x2);
+        v[i2] = static_cast<T>(s[k] * x1 + c[k] * x2);
+    }
+}
+
+template void rotate_head(float*, std::size_t, const double*, const double*, rope_style);
+template void rotate_head(double*, std::size_t, const double*, const double*, rope_style);
 template void apply_rope(tensor4<float>&, const rope_tables&, rope_style);
 template void apply_rope(tensor4<double>&, const rope_tables&, rope_style);
 

@@ -203,19 +203,6 @@ layer_attention attention(const family& f, std::size_t layer) {
     return a;
 }
 
-/// apply_rotary_emb on one head of D values in place at token row `row` of the tables:
-/// (x[2i] + i·x[2i+1])·(cos_i + i·sin_i), computed in double, rounded once to T.
-template <class T>
-void rotate_pairs(T* x, std::size_t D, const core::rope_tables& tb, std::size_t row) {
-    const double* c = tb.cos.data() + row * tb.half;
-    const double* s = tb.sin.data() + row * tb.half;
-    for (std::size_t i = 0; i < D / 2; ++i) {
-        const double re = x[2 * i], im = x[2 * i + 1];
-        x[2 * i] = static_cast<T>(re * c[i] - im * s[i]);
-        x[2 * i + 1] = static_cast<T>(re * s[i] + im * c[i]);
-    }
-}
-
 /// Llama4TextL2Norm on one head of D values in place: x·rsqrt(mean(x²) + eps), in double.
 template <class T>
 void l2_norm(T* x, std::size_t D, double eps) {
@@ -259,7 +246,9 @@ struct block {
                 for (std::size_t n = 0; n < B * S; ++n)
                     for (std::size_t h = 0; h < heads; ++h) {
                         T* head = t->data() + (n * heads + h) * D;
-                        rotate_pairs(head, D, tb, n);
+                        // apply_rotary_emb: (x[2i] + i·x[2i+1])·(cos_i + i·sin_i), the interleaved pairs.
+                        core::rotate_head(head, D / 2, tb.cos.data() + n * tb.half, tb.sin.data() + n * tb.half,
+                                          core::rope_style::interleaved);
                         if (g.qk_norm) l2_norm(head, D, c.norm_eps);
                     }
         }

@@ -47,6 +47,14 @@ rope_tables rope_from_caches(const std::vector<double>& cos_cache, const std::ve
                              const std::vector<std::size_t>& cache_shape, const std::vector<std::int64_t>* positions,
                              std::size_t B, std::size_t T, std::size_t R);
 
+/// Rotates the first 2·half dims of one head vector v in place by the angles whose cos and
+/// sin are cos[0..half) and sin[0..half), pairs as `style` says (the formula above), in
+/// double then rounded once to T: what apply_rope does to each vector, for a family whose
+/// heads are laid out otherwise (Llama 4's apply_rotary_emb is style interleaved). Throws
+/// nothing.
+template <class T>
+void rotate_head(T* v, std::size_t half, const double* cos, const double* sin, rope_style style);
+
 /// Rotates the first R = 2·tables.half dims of every head vector of x (B, H, T, D) in
 /// place, with the tables of item b and token t for x[b, h, t, :], in double then rounded
 /// once to T. Throws shape_error("rope", …) when x's B or T differ from the tables' or
