@@ -244,6 +244,16 @@ core::tensor3<T> project(const family& f, const core::tensor3<T>& x, const std::
 }
 
 template <class T>
+core::tensor3<T> gated_mlp_of(const family& f, const core::tensor3<T>& x, const std::string& stem, const char* gate,
+                              const char* up, const char* down, activation act, bool biases) {
+    const auto bias = [&](const char* p) { return biases ? stem + p + ".bias" : std::string(); };
+    core::tensor3<T> g = project(f, x, stem + gate + ".weight", bias(gate), core::weight_layout::out_in);
+    activate(g, act);
+    g *= project(f, x, stem + up + ".weight", bias(up), core::weight_layout::out_in);
+    return project(f, g, stem + down + ".weight", bias(down), core::weight_layout::out_in);
+}
+
+template <class T>
 core::tensor3<T> lookup(const family& f, const std::string& table, const array& ids) {
     const array rows = f.need_rows(table, ids);
     const std::size_t B = ids.rank() == 2 ? ids.shape[0] : 1, S = ids.shape.back();
@@ -371,6 +381,8 @@ std::vector<named_array> project_attention_inputs(const layer_attention& la, con
     template core::tensor1<T> vector_of<T>(const array&, const std::string&);                                      \
     template core::tensor3<T> project<T>(const family&, const core::tensor3<T>&, const std::string&,               \
                                          const std::string&, core::weight_layout);                                  \
+    template core::tensor3<T> gated_mlp_of<T>(const family&, const core::tensor3<T>&, const std::string&, const char*, \
+                                              const char*, const char*, activation, bool);                         \
     template core::tensor3<T> lookup<T>(const family&, const std::string&, const array&);                          \
     template core::tensor3<T> layer_norm<T>(const core::tensor3<T>&, const array&, const array&, double);          \
     template core::tensor3<T> rms_norm<T>(const core::tensor3<T>&, const array&, double);                          \

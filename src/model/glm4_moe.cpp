@@ -134,10 +134,7 @@ layer_attention attention(const family& f, std::size_t layer) {
 /// down(silu(gate x) · up x) of the projections under `stem` ("layers.3.mlp.").
 template <class T>
 core::tensor3<T> swiglu(const family& f, const std::string& stem, const core::tensor3<T>& x) {
-    core::tensor3<T> gate = project(f, x, stem + "gate_proj.weight", "", core::weight_layout::out_in);
-    activate(gate, activation::silu);
-    gate *= project(f, x, stem + "up_proj.weight", "", core::weight_layout::out_in);
-    return project(f, gate, stem + "down_proj.weight", "", core::weight_layout::out_in);
+    return gated_mlp_of(f, x, stem, "gate_proj", "up_proj", "down_proj", activation::silu);
 }
 
 template <class T>

@@ -203,10 +203,7 @@ struct block {
 
     /// Lfm2MLP: w2(silu(w1 n) · w3 n).
     static core::tensor3<T> mlp(const family& f, std::size_t layer, const core::tensor3<T>& n) {
-        core::tensor3<T> gate = project(f, n, key(layer, "feed_forward.w1.weight"), "", core::weight_layout::out_in);
-        activate(gate, activation::silu);
-        gate *= project(f, n, key(layer, "feed_forward.w3.weight"), "", core::weight_layout::out_in);
-        return project(f, gate, key(layer, "feed_forward.w2.weight"), "", core::weight_layout::out_in);
+        return gated_mlp_of(f, n, key(layer, "feed_forward."), "w1", "w3", "w2", activation::silu);
     }
 
     /// Lfm2ShortConv.slow_forward without a cache, n (B, T, E) → (B, T, E).

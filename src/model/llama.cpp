@@ -122,13 +122,7 @@ struct block {
     /// LlamaMLP: down_proj(act(gate_proj(x)) · up_proj(x)), bias=mlp_bias on gate, up and down.
     static core::tensor3<T> mlp(const family& f, std::size_t layer, const core::tensor3<T>& n) {
         const config& c = f.settings();
-        const auto bias = [&](const char* p) {
-            return c.mlp_bias ? key(layer, std::string("mlp.") + p + "_proj.bias") : std::string();
-        };
-        core::tensor3<T> gate = project(f, n, key(layer, "mlp.gate_proj.weight"), bias("gate"), core::weight_layout::out_in);
-        activate(gate, c.act);
-        gate *= project(f, n, key(layer, "mlp.up_proj.weight"), bias("up"), core::weight_layout::out_in);
-        return project(f, gate, key(layer, "mlp.down_proj.weight"), bias("down"), core::weight_layout::out_in);
+        return gated_mlp_of(f, n, key(layer, "mlp."), "gate_proj", "up_proj", "down_proj", c.act, c.mlp_bias);
     }
 };
 

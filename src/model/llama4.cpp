@@ -267,10 +267,7 @@ struct block {
         const std::string ff = key(layer, "feed_forward.");
         const auto load = [&](const std::string& local) { return matrix_of<T>(f.need(local), f.name(local)); };
         if (!c.moe.sparse[layer]) {
-            core::tensor3<T> gate = project(f, x, ff + "gate_proj.weight", "", core::weight_layout::out_in);
-            activate(gate, c.act);
-            gate *= project(f, x, ff + "up_proj.weight", "", core::weight_layout::out_in);
-            return project(f, gate, ff + "down_proj.weight", "", core::weight_layout::out_in);
+            return gated_mlp_of(f, x, ff, "gate_proj", "up_proj", "down_proj", c.act);
         }
         moe_weights<T> w;
         w.router = load(ff + "router.weight");

@@ -268,6 +268,14 @@ template <class T>
 core::tensor3<T> project(const family& f, const core::tensor3<T>& x, const std::string& weight, const std::string& bias,
                          core::weight_layout layout);
 
+/// The gated MLP of LlamaMLP and its kin: down(act(gate·x + b) · (up·x + b)) + b, the
+/// projections (out, in) loaded by local name under `stem` ("layers.3.mlp."), each with
+/// its bias `<stem><name>.bias` when `biases` (and the checkpoint has it). Throws as project.
+/// Source: LlamaMLP.forward (models/llama/modeling_llama.py).
+template <class T>
+core::tensor3<T> gated_mlp_of(const family& f, const core::tensor3<T>& x, const std::string& stem, const char* gate,
+                              const char* up, const char* down, activation act, bool biases = false);
+
 /// The named table's rows picked by ids (B, T) or (T,), as (B, T, E) of T.
 template <class T>
 core::tensor3<T> lookup(const family& f, const std::string& table, const array& ids);
