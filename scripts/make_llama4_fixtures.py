@@ -53,6 +53,7 @@ import os
 import torch
 
 from fixture_npz import write_npz
+from make_moe_fixtures import attention_weights
 from make_checkpoint_fixtures import FIX, DT, expected, rand, rms_norm, rope_inv_freq, safetensors_bytes, write, write_json
 
 IDS = [1, 3, 4, 5, 6, 7, 8, 9, 10, 11]
@@ -75,12 +76,7 @@ def weights(g, tc, prefix):
     w = {prefix + "embed_tokens.weight": rand(g, V, E, scale=1.0), prefix + "norm.weight": torch.ones(E)}
     for l, (_, _, moe) in enumerate(plan(tc)):
         p = f"{prefix}layers.{l}."
-        w[p + "input_layernorm.weight"] = 1 + rand(g, E, scale=0.1)
-        w[p + "post_attention_layernorm.weight"] = 1 + rand(g, E, scale=0.1)
-        w[p + "self_attn.q_proj.weight"] = rand(g, H * D, E)
-        w[p + "self_attn.k_proj.weight"] = rand(g, Hkv * D, E)
-        w[p + "self_attn.v_proj.weight"] = rand(g, Hkv * D, E)
-        w[p + "self_attn.o_proj.weight"] = rand(g, E, H * D)
+        attention_weights(g, tc, p, w, qkv_bias=False, o_bias=False)
         f = p + "feed_forward."
         if moe:
             w[f + "router.weight"] = rand(g, X, E, scale=1.0)

@@ -62,6 +62,7 @@ import os
 import torch
 
 from fixture_npz import write_npz
+from make_moe_fixtures import attention_weights
 from make_checkpoint_fixtures import FIX, DT, expected, rand, rms_norm, rotate_half, safetensors_bytes, write, write_json
 from make_mla_fixtures import fp8_quantize, fp8_safetensors_bytes
 
@@ -75,12 +76,7 @@ def weights(g, cfg):
     w = {"model.embed_tokens.weight": rand(g, V, E, scale=1.0), "model.norm.weight": 1 + rand(g, E, scale=0.1)}
     for l in range(L):
         p = f"model.layers.{l}."
-        w[p + "input_layernorm.weight"] = 1 + rand(g, E, scale=0.1)
-        w[p + "post_attention_layernorm.weight"] = 1 + rand(g, E, scale=0.1)
-        w[p + "self_attn.q_proj.weight"] = rand(g, H * D, E)
-        w[p + "self_attn.k_proj.weight"] = rand(g, Hkv * D, E)
-        w[p + "self_attn.v_proj.weight"] = rand(g, Hkv * D, E)
-        w[p + "self_attn.o_proj.weight"] = rand(g, E, H * D)
+        attention_weights(g, cfg, p, w, qkv_bias=False, o_bias=False)
         w[p + "self_attn.q_norm.weight"] = 1 + rand(g, H * D, scale=0.5)
         w[p + "self_attn.k_norm.weight"] = 1 + rand(g, Hkv * D, scale=0.5)
         m = p + "block_sparse_moe."
