@@ -41,13 +41,13 @@ using namespace kernels;
 namespace {
 
 template <class T>
-bool all_finite(const tensor4<T>& t) {
+bool all_finite(tensor4_view<T> t) {
     // On the exponent bits (all ones: ±∞ or NaN), an integer OR the compiler vectorises:
     // std::isfinite's compares stayed scalar, and this serial scan of q, k and v was 5% of
     // an output-only call at T=512.
     using bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
     constexpr bits exponent = static_cast<bits>(sizeof(T) == 4 ? 0x7f800000ull : 0x7ff0000000000000ull);
-    const T* x = t.data();
+    const T* x = t.data;
     bits any = 0;
     for (std::size_t i = 0; i < t.size(); ++i) {
         bits b;
@@ -57,17 +57,26 @@ bool all_finite(const tensor4<T>& t) {
     return any == 0;
 }
 
+/// An owned copy of a view, for the reference kernel (which reads tensors).
+template <class T>
+tensor4<T> copy_of(tensor4_view<T> t) {
+    tensor4<T> c = tensor4<T>::from_shape(t.shape);
+    std::copy_n(t.data, t.size(), c.data());
+    return c;
+}
+
 }  // namespace
 
 template <class T>
-attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const tensor4<T>& v, const mask<T>& m,
+attention_result<T> attention(tensor4_view<T> q, tensor4_view<T> k, tensor4_view<T> v, const mask<T>& m,
                               const attention_options& o) {
     // NaN or ±∞ in Q, K or V: the reference kernel, whose loops follow the one rule for
     // them (docs/conventions.md) — the GEMMs would multiply masked keys' values by 0 and
     // the tiles of the two paths would see different cells. One scan, O(size), decides.
-    if (!all_finite(q) || !all_finite(k) || !all_finite(v)) return attention_reference(q, k, v, m, o);
-    const std::size_t B = q.shape(0), Hq = q.shape(1), Tq = q.shape(2), Dk = q.shape(3);
-    const std::size_t Hkv = k.shape(1), Tk = k.shape(2), Dv = v.shape(3);
+    if (!all_finite(q) || !all_finite(k) || !all_finite(v))
+        return attention_reference(copy_of(q), copy_of(k), copy_of(v), m, o);
+    const std::size_t B = q.shape[0], Hq = q.shape[1], Tq = q.shape[2], Dk = q.shape[3];
+    const std::size_t Hkv = k.shape[1], Tk = k.shape[2], Dv = v.shape[3];
     const detail::row_kernels<T>& ops = detail::row_ops<T>();  // throws for a bad ATTN_ISA
     attention_result<T> r = allocate_result(q, k, v, m, o);
     const std::size_t group = Hq / Hkv;
@@ -149,9 +158,9 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
                                    h,
                                    i0,
                                    std::min(Tq, i0 + query_block) - i0,
-                                   q.data() + ((b * Hq + h) * Tq + i0) * Dk,
-                                   k.data() + (b * Hkv + h / group) * Tk * Dk,
-                                   v.data() + (b * Hkv + h / group) * Tk * Dv,
+                                   q.data + ((b * Hq + h) * Tq + i0) * Dk,
+                                   k.data + (b * Hkv + h / group) * Tk * Dk,
+                                   v.data + (b * Hkv + h / group) * Tk * Dv,
                                    r.output.data() + ((b * Hq + h) * Tq + i0) * Dv};
             if (fused) {
                 const std::size_t slot = b * Hkv + h / group - s0;
@@ -168,7 +177,7 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
 }
 
 template <class T>
-attention_result<T> attention_by_head(const tensor4<T>& q, const tensor4<T>& k, const tensor4<T>& v, const mask<T>& m,
+attention_result<T> attention_by_head(tensor4_view<T> q, tensor4_view<T> k, tensor4_view<T> v, const mask<T>& m,
                                       const attention_options& options, bool reference,
                                       const std::function<void(std::size_t head, const tensor4<T>& weights)>& each_head) {
     if (options.keep_qk || options.keep_scaled || options.keep_scores)
@@ -177,8 +186,8 @@ attention_result<T> attention_by_head(const tensor4<T>& q, const tensor4<T>& k, 
     attention_options whole = options;
     whole.keep_weights = false;
     attention_result<T> r = allocate_result(q, k, v, m, whole);  // checks the shapes; the output and lse
-    const std::size_t B = q.shape(0), Hq = q.shape(1), Tq = q.shape(2), Dk = q.shape(3);
-    const std::size_t Hkv = k.shape(1), Tk = k.shape(2), Dv = v.shape(3), group = Hq / Hkv;
+    const std::size_t B = q.shape[0], Hq = q.shape[1], Tq = q.shape[2], Dk = q.shape[3];
+    const std::size_t Hkv = k.shape[1], Tk = k.shape[2], Dv = v.shape[3], group = Hq / Hkv;
     // As attention(): one NaN or ±∞ anywhere sends the whole call to the reference kernel.
     const bool use_reference = reference || !all_finite(q) || !all_finite(k) || !all_finite(v);
     attention_options one = options;
@@ -188,10 +197,10 @@ attention_result<T> attention_by_head(const tensor4<T>& q, const tensor4<T>& k, 
     tensor4<T> vh = tensor4<T>::from_shape({B, 1, Tk, Dv});
     for (std::size_t h = 0; h < Hq; ++h) {
         for (std::size_t b = 0; b < B; ++b) {
-            std::copy_n(&q(b, h, 0, 0), Tq * Dk, &qh(b, 0, 0, 0));
+            std::copy_n(q.data + (b * Hq + h) * Tq * Dk, Tq * Dk, &qh(b, 0, 0, 0));
             if (h % group == 0) {  // the kv head of query heads h … h + group − 1 (GQA)
-                std::copy_n(&k(b, h / group, 0, 0), Tk * Dk, &kh(b, 0, 0, 0));
-                std::copy_n(&v(b, h / group, 0, 0), Tk * Dv, &vh(b, 0, 0, 0));
+                std::copy_n(k.data + (b * Hkv + h / group) * Tk * Dk, Tk * Dk, &kh(b, 0, 0, 0));
+                std::copy_n(v.data + (b * Hkv + h / group) * Tk * Dv, Tk * Dv, &vh(b, 0, 0, 0));
             }
         }
         const mask<T> mh = head_slice(m, h, h + 1);
@@ -206,16 +215,16 @@ attention_result<T> attention_by_head(const tensor4<T>& q, const tensor4<T>& k, 
     return r;
 }
 
-template attention_result<float> attention(const tensor4<float>&, const tensor4<float>&, const tensor4<float>&,
+template attention_result<float> attention(tensor4_view<float>, tensor4_view<float>, tensor4_view<float>,
                                            const mask<float>&, const attention_options&);
-template attention_result<double> attention(const tensor4<double>&, const tensor4<double>&,
-                                            const tensor4<double>&, const mask<double>&, const attention_options&);
+template attention_result<double> attention(tensor4_view<double>, tensor4_view<double>, tensor4_view<double>,
+                                            const mask<double>&, const attention_options&);
 
-template attention_result<float> attention_by_head(const tensor4<float>&, const tensor4<float>&, const tensor4<float>&,
+template attention_result<float> attention_by_head(tensor4_view<float>, tensor4_view<float>, tensor4_view<float>,
                                                    const mask<float>&, const attention_options&, bool,
                                                    const std::function<void(std::size_t, const tensor4<float>&)>&);
-template attention_result<double> attention_by_head(const tensor4<double>&, const tensor4<double>&,
-                                                    const tensor4<double>&, const mask<double>&, const attention_options&,
-                                                    bool, const std::function<void(std::size_t, const tensor4<double>&)>&);
+template attention_result<double> attention_by_head(tensor4_view<double>, tensor4_view<double>, tensor4_view<double>,
+                                                    const mask<double>&, const attention_options&, bool,
+                                                    const std::function<void(std::size_t, const tensor4<double>&)>&);
 
 }  // namespace attn::core

@@ -52,26 +52,31 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
         throw usage_error("--dump", "x_norm is a checkpoint's stage " + expected_got("a checkpoint with --layer", "no checkpoint"));
     if (wants(stage::x) && !p.x && !p.x4)
         throw usage_error("--dump", "x needs an X input " + expected_got("x, or an embedding with token ids", "q, k, v"));
-    in.release({"q", "k", "v", "x", "x_kv"});
-    const std::size_t B = p.q.shape(0), Hq = p.q.shape(1), Tq = p.q.shape(2), Dk = p.q.shape(3);
-    if (p.k.shape(0) != B)
-        throw shape_error("k", "batch size differs from q's " + expected_got(num(B), num(p.k.shape(0))));
-    if (p.k.shape(3) != Dk)
-        throw shape_error("k", "head width differs from q's (Dk) " + expected_got(num(Dk), num(p.k.shape(3))));
+    // Inputs read in place are the caller's memory: kept until the kernel has run.
+    if (!p.in_place) in.release({"q", "k", "v", "x", "x_kv"});
+    const auto dims = [&](const tensor4<T>& t, std::size_t i) {
+        return p.in_place ? (*p.in_place)[i].shape : std::array<std::size_t, 4>{t.shape(0), t.shape(1), t.shape(2), t.shape(3)};
+    };
+    const std::array<std::size_t, 4> qs = dims(p.q, 0), ks = dims(p.k, 1), vs = dims(p.v, 2);
+    const std::size_t B = qs[0], Hq = qs[1], Tq = qs[2], Dk = qs[3];
+    if (ks[0] != B)
+        throw shape_error("k", "batch size differs from q's " + expected_got(num(B), num(ks[0])));
+    if (ks[3] != Dk)
+        throw shape_error("k", "head width differs from q's (Dk) " + expected_got(num(Dk), num(ks[3])));
     const array* given_k = in.find("k");
     const array* given_v = in.find("v");
-    if (given_k && given_v && p.rank < 4 && (p.v.shape(0) != B || p.v.shape(2) != p.k.shape(2))) {
+    if (given_k && given_v && p.rank < 4 && (vs[0] != B || vs[2] != ks[2])) {
         // Quoted in the user's layout: (Tk, ·) or (B, Tk, ·), not the internal (B, H, T, D).
-        const std::string want = p.rank == 2 ? "(" + num(p.k.shape(2)) + ", …)"
-                                             : "(" + num(B) + ", " + num(p.k.shape(2)) + ", …)";
+        const std::string want = p.rank == 2 ? "(" + num(ks[2]) + ", …)"
+                                             : "(" + num(B) + ", " + num(ks[2]) + ", …)";
         throw shape_error("v", "batch or length differs from k's " + shape_string(given_k->shape) + " " +
                                    expected_got(want, shape_string(given_v->shape)));
     }
-    if (p.v.shape(0) != B || p.v.shape(1) != p.k.shape(1) || p.v.shape(2) != p.k.shape(2))
+    if (vs[0] != B || vs[1] != ks[1] || vs[2] != ks[2])
         throw shape_error("v", "does not match k's batch, heads and length " +
-                                   expected_got("(" + num(B) + ", " + num(p.k.shape(1)) + ", " + num(p.k.shape(2)) + ", Dv)",
-                                                shape_string({p.v.shape(0), p.v.shape(1), p.v.shape(2), p.v.shape(3)})));
-    const std::size_t Hkv = p.k.shape(1);
+                                   expected_got("(" + num(B) + ", " + num(ks[1]) + ", " + num(ks[2]) + ", Dv)",
+                                                shape_string({vs[0], vs[1], vs[2], vs[3]})));
+    const std::size_t Hkv = ks[1];
     if (Hq % Hkv != 0) {
         // Read by rank, FlashAttention's (B, T, H, D) puts T where the heads go.
         const array* given_q = in.find("q");
@@ -132,7 +137,11 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
         key = std::move(p.k);  // no cache: the new keys are all the keys
         value = std::move(p.v);
     }
-    const std::size_t Tk = key.shape(2);
+    // What the kernel reads: the inputs in place, else the tensors made of them.
+    const tensor4_view<T> q_view = p.in_place ? (*p.in_place)[0] : tensor4_view<T>(p.q);
+    const tensor4_view<T> k_view = p.in_place ? (*p.in_place)[1] : tensor4_view<T>(key);
+    const tensor4_view<T> v_view = p.in_place ? (*p.in_place)[2] : tensor4_view<T>(value);
+    const std::size_t Tk = k_view.shape[2];
 
     // Every Tq×Tk stage is planned before anything of that size is allocated (the mask
     // included): --max-bytes bounds what a run computes, not only what it reads.
@@ -204,10 +213,11 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
     };
     const bool reference = o.kernel == kernel_kind::reference;
     const auto result = std::make_shared<attention_result<T>>(
-        by_head     ? attention_by_head<T>(p.q, key, value, m, ao, reference, each_head)
+        by_head     ? attention_by_head<T>(q_view, k_view, v_view, m, ao, reference, each_head)
         : reference ? attention_reference(p.q, key, value, m, ao)
-                    : attention(p.q, key, value, m, ao));
+                    : attention<T>(q_view, k_view, v_view, m, ao));
     const attention_result<T>& r = *result;
+    if (p.in_place) in.release({"q", "k", "v", "x", "x_kv"});
 
     io::document doc;
     doc.tokens_kv = o.tokens_kv;

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <utility>
 
 #include "attn/core/posenc.hpp"
 #include "attn/core/projection.hpp"
@@ -70,9 +72,50 @@ rope_tables rope_tables_for(const input_set& in, const pipeline_options& o, std:
                             cos->rank() == 2 ? &positions : nullptr, B, T, R);
 }
 
+bool reads_inputs_in_place(const input_set& in, const pipeline_options& o) {
+    if (o.attention.rope || o.q_temperature.beta != 0 || o.kernel == kernel_kind::reference || o.posenc) return false;
+    if (in.find("past_key") || in.find("past_value")) return false;
+    for (const char* s : {"q", "k", "v", "present_key", "present_value", "stats", "x"})
+        if (std::find(o.dump.begin(), o.dump.end(), s) != o.dump.end()) return false;
+    return true;
+}
+
+namespace {
+
+/// `a` as the kernel's (B, H, T, D) view of its own bytes, when it is in the compute dtype
+/// and aligned for it; nullopt otherwise (it is then converted, as before).
+template <class T>
+std::optional<tensor4_view<T>> in_place_view(const array& a, std::array<std::size_t, 4> shape) {
+    const std::byte* bytes = std::as_const(a.data).data();
+    if (a.type != dtype_of<T>() || reinterpret_cast<std::uintptr_t>(bytes) % alignof(T) != 0) return std::nullopt;
+    return tensor4_view<T>(reinterpret_cast<const T*>(bytes), shape);
+}
+
+/// in_place_view of q, k and v, all three or none.
+template <class T>
+std::optional<std::array<tensor4_view<T>, 3>> in_place_views(const std::array<const array*, 3>& arrays,
+                                                            const std::array<std::array<std::size_t, 4>, 3>& shapes) {
+    std::array<tensor4_view<T>, 3> views;
+    for (std::size_t i = 0; i < 3; ++i) {
+        const auto v = in_place_view<T>(*arrays[i], shapes[i]);
+        if (!v) return std::nullopt;
+        views[i] = *v;
+    }
+    return views;
+}
+
+/// (B, H, T, D) of a rank-4 array, or (B, 1, T, D) of one head's (T, D) or (B, T, D).
+std::array<std::size_t, 4> as_heads_shape(const array& a) {
+    if (a.rank() == 4) return {a.shape[0], a.shape[1], a.shape[2], a.shape[3]};
+    return {a.rank() == 3 ? a.shape[0] : 1, 1, a.shape[a.rank() - 2], a.shape[a.rank() - 1]};
+}
+
+}  // namespace
+
 template <class T>
 prepared<T> prepare_qkv(input_set& in, const pipeline_options& o) {
     prepared<T> p;
+    const bool may_read_in_place = reads_inputs_in_place(in, o);
     const bool keep_x = std::find(o.dump.begin(), o.dump.end(), "x") != o.dump.end();
     const array* qa = in.find("q");
     const array* xa = in.find("x");
@@ -92,6 +135,17 @@ prepared<T> prepare_qkv(input_set& in, const pipeline_options& o) {
         p.rank = qa->rank();
         if (p.rank < 2 || p.rank > 4)
             throw shape_error("q", "wrong rank " + expected_got("(T, D), (B, T, D) or (B, H, T, D)", shape_string(qa->shape)));
+        const std::size_t hq = o.heads ? o.heads : 1, hkv = o.kv_heads ? o.kv_heads : hq;
+        if (may_read_in_place && (p.rank == 4 || (hq == 1 && hkv == 1))) {
+            p.in_place = in_place_views<T>({qa, ka, va}, {as_heads_shape(*qa), as_heads_shape(*ka), as_heads_shape(*va)});
+            if (p.in_place && p.rank == 4) {
+                if (o.heads && o.heads != qa->shape[1])
+                    throw usage_error("--heads", "differs from q's head axis " + expected_got(num(qa->shape[1]), num(o.heads)));
+                if (o.kv_heads && o.kv_heads != ka->shape[1])
+                    throw usage_error("--kv-heads", "differs from k's head axis " + expected_got(num(ka->shape[1]), num(o.kv_heads)));
+            }
+            if (p.in_place) return p;
+        }
         if (p.rank == 4) {
             // Each input's data is freed once converted (docs/design.md §5.4): the arrays
             // and the tensors are never all held at once.
@@ -107,7 +161,6 @@ prepared<T> prepare_qkv(input_set& in, const pipeline_options& o) {
                 throw usage_error("--kv-heads", "differs from k's head axis " + expected_got(num(p.k.shape(1)), num(o.kv_heads)));
             return p;
         }
-        const std::size_t hq = o.heads ? o.heads : 1, hkv = o.kv_heads ? o.kv_heads : hq;
         const char* kv_option = o.kv_heads ? "--kv-heads" : "--heads";
         p.q = as_heads<T>(*qa, hq, "--heads", "q");
         in.release({"q"});
@@ -129,11 +182,16 @@ prepared<T> prepare_qkv(input_set& in, const pipeline_options& o) {
         throw shape_error("x", "wrong rank " + expected_got("(T, D), (B, T, D) or (B, H, T, D)", shape_string(xa->shape)));
     if (p.rank == 4 && lone) {
         // A lone 4-D array is self-attention over (B, H, T, D): Q = K = V = X.
+        if (o.heads && o.heads != xa->shape[1])
+            throw usage_error("--heads", "differs from x's head axis " + expected_got(num(xa->shape[1]), num(o.heads)));
+        if (may_read_in_place) {
+            const std::array<std::size_t, 4> shape = as_heads_shape(*xa);
+            p.in_place = in_place_views<T>({xa, xa, xa}, {shape, shape, shape});
+            if (p.in_place) return p;
+        }
         p.q = as_rank4<T>(*xa, "x");
         p.k = p.v = p.q;
         if (keep_x) p.x4 = p.q;
-        if (o.heads && o.heads != p.q.shape(1))
-            throw usage_error("--heads", "differs from x's head axis " + expected_got(num(p.q.shape(1)), num(o.heads)));
         return p;
     }
     tensor3<T> x = as_batched<T>(*xa, "x");

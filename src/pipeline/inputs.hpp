@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "attn/core/attention.hpp"
 #include "attn/core/heads.hpp"
 #include "attn/error.hpp"
 #include "attn/text.hpp"
@@ -105,7 +106,18 @@ struct prepared {
     /// only when the `x` stage is dumped: (B, T, E), or (B, H, T, D) for a lone 4-D X.
     std::optional<tensor3<T>> x;
     std::optional<tensor4<T>> x4;
+    /// q, k, v read in place (docs/design.md §6.4): when the inputs are already what the
+    /// kernel reads — C-order (B, H, T, D) (or one head's (B, T, D), the same bytes) in the
+    /// compute dtype — and the run neither changes nor dumps them, these view the inputs
+    /// themselves, q, k and v above stay empty, and the inputs must be kept until the call.
+    std::optional<std::array<tensor4_view<T>, 3>> in_place;
 };
+
+/// Whether a run may read q, k and v in place (prepared::in_place): nothing rotates,
+/// scales or prepends to them (no --rope, query temperature or KV cache), the reference
+/// kernel (which reads tensors) is not asked for, and no stage shows them (q, k, v,
+/// present_key, present_value, stats, x).
+bool reads_inputs_in_place(const input_set& in, const pipeline_options& o);
 
 /// split_heads with the option to blame: `--heads 3` on a last axis of 8 is the option
 /// not fitting the input (a usage error, docs/compute.md "Exit codes"), named in the user's terms.

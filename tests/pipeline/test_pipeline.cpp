@@ -618,3 +618,53 @@ TEST_CASE("RoPE in compute: q and k rotated as HF's rotate_half / GPT-J's pairs,
                          "--dump: q_proj and k_proj are Q and K before RoPE (expected --rope, got no --rope)",
                          attn::usage_error);
 }
+
+TEST_CASE("q, k, v read in place give the stages of converted inputs, bit for bit") {
+    // Inputs already in the kernel's layout and dtype are read where they are
+    // (docs/design.md §6.4, pipeline/inputs.hpp prepared::in_place) unless a stage shows
+    // them; dumping q as well converts them. Both runs must agree to the bit, on every
+    // path that reads them: rank 4 with GQA, one head of rank 3, a lone 4-D X, head_stats
+    // (one head at a time), NaN (the reference kernel), and a float16 input (converted).
+    const auto qv = ref::random_normal(2 * 4 * 6 * 8, 31), kv = ref::random_normal(2 * 2 * 6 * 8, 32),
+               vv = ref::random_normal(2 * 2 * 6 * 8, 33);
+    const auto run = [](std::vector<named_array> in, std::vector<std::string> dump, bool show_q) {
+        pipeline_options o;
+        o.attention.mask.causal = true;
+        o.dump = std::move(dump);
+        if (show_q) o.dump.push_back("q");
+        return compute(std::move(in), {}, o);
+    };
+    const auto same = [&](const std::vector<named_array>& in, const std::vector<std::string>& dump, const char* what) {
+        CAPTURE(what);
+        const auto direct = run(in, dump, false), converted = run(in, dump, true);
+        for (const auto& s : dump) {
+            CAPTURE(s);
+            if (s == "head_stats") {
+                for (const char* part : {"head_stats.entropy", "head_stats.max_weight"})
+                    CHECK(stage(direct, part).data == stage(converted, part).data);
+                continue;
+            }
+            CHECK(stage(direct, s).data == stage(converted, s).data);
+        }
+    };
+    for (const bool single : {false, true}) {
+        CAPTURE(single);
+        const auto f = [&](shape_t s, const std::vector<double>& v) { return single ? f32(std::move(s), v) : f64(std::move(s), v); };
+        same({{"q", f({2, 4, 6, 8}, qv)}, {"k", f({2, 2, 6, 8}, kv)}, {"v", f({2, 2, 6, 8}, vv)}}, {"weights", "output", "lse"},
+             "rank 4, GQA");
+        same({{"q", f({2, 6, 8}, {qv.begin(), qv.begin() + 96})},
+              {"k", f({2, 6, 8}, {kv.begin(), kv.begin() + 96})},
+              {"v", f({2, 6, 8}, {vv.begin(), vv.begin() + 96})}},
+             {"output"}, "rank 3, one head");
+        same({{"x", f({2, 4, 6, 8}, qv)}}, {"scores", "output"}, "a lone 4-D X");
+        same({{"q", f({2, 4, 6, 8}, qv)}, {"k", f({2, 2, 6, 8}, kv)}, {"v", f({2, 2, 6, 8}, vv)}}, {"head_stats", "output"},
+             "head_stats, one head at a time");
+        auto nan_q = qv;
+        nan_q[5] = std::numeric_limits<double>::quiet_NaN();
+        same({{"q", f({2, 4, 6, 8}, nan_q)}, {"k", f({2, 2, 6, 8}, kv)}, {"v", f({2, 2, 6, 8}, vv)}}, {"weights", "output"},
+             "NaN: the reference kernel");
+    }
+    std::vector<std::uint16_t> half(2 * 4 * 6 * 8, 0x3c00);  // 1.0 in float16: converted to float32
+    same({{"q", typed(attn::dtype::f2, {2, 4, 6, 8}, half)}, {"k", f32({2, 4, 6, 8}, qv)}, {"v", f32({2, 4, 6, 8}, qv)}},
+         {"output"}, "a float16 q");
+}

@@ -4,6 +4,7 @@
 /// Source: Vaswani et al. 2017, "Attention Is All You Need", eq. (1); stage semantics
 /// follow the ONNX Attention operator (opset 23/24) and torch SDPA.
 
+#include <array>
 #include <cstddef>
 #include <functional>
 #include <vector>
@@ -28,6 +29,21 @@ struct attention_options {
     std::vector<double> sinks;
 };
 
+/// What the kernels read of q, k and v: the memory of a C-order (B, H, T, D) tensor and its
+/// shape, so that a caller's own arrays (a NumPy buffer, a file's bytes) are computed on in
+/// place, without a copy (docs/design.md §6.4). Converts from tensor4<T>; views, never owns:
+/// the memory must outlive the call.
+template <class T>
+struct tensor4_view {
+    const T* data = nullptr;
+    std::array<std::size_t, 4> shape{};
+
+    tensor4_view() = default;
+    tensor4_view(const T* values, std::array<std::size_t, 4> dims) : data(values), shape(dims) {}
+    tensor4_view(const tensor4<T>& t) : data(t.data()), shape{t.shape(0), t.shape(1), t.shape(2), t.shape(3)} {}
+    std::size_t size() const { return shape[0] * shape[1] * shape[2] * shape[3]; }
+};
+
 /// Stages of one call. Tq×Tk stages are (B, Hq, Tq, Tk) when kept, else empty.
 template <class T>
 struct attention_result {
@@ -44,9 +60,17 @@ struct attention_result {
 /// (GQA/MQA, ONNX Attention). The mask must be sized (B, Hq, Tq, Tk).
 /// Throws shape_error when the shapes disagree. Runs on `threads` OpenMP workers over
 /// batch × head × query blocks with single-threaded BLAS inside.
+/// The views' overload reads q, k and v where they are (their NaN/±∞ fallback to the
+/// reference kernel copies them first).
+template <class T>
+attention_result<T> attention(tensor4_view<T> q, tensor4_view<T> k, tensor4_view<T> v, const mask<T>& m,
+                              const attention_options& options);
+
 template <class T>
 attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const tensor4<T>& v, const mask<T>& m,
-                              const attention_options& options);
+                              const attention_options& options) {
+    return attention<T>(tensor4_view<T>(q), tensor4_view<T>(k), tensor4_view<T>(v), m, options);
+}
 
 /// attention() — or attention_reference() when `reference` — one query head at a time,
 /// for callers that read each head's weights once and keep none (head statistics,
@@ -60,8 +84,15 @@ attention_result<T> attention(const tensor4<T>& q, const tensor4<T>& k, const te
 /// Throws usage_error("attention", …) when `options` keeps qk, scaled or scores,
 /// shape_error as attention() does, and whatever each_head throws.
 template <class T>
-attention_result<T> attention_by_head(const tensor4<T>& q, const tensor4<T>& k, const tensor4<T>& v, const mask<T>& m,
+attention_result<T> attention_by_head(tensor4_view<T> q, tensor4_view<T> k, tensor4_view<T> v, const mask<T>& m,
                                       const attention_options& options, bool reference,
                                       const std::function<void(std::size_t head, const tensor4<T>& weights)>& each_head);
+
+template <class T>
+attention_result<T> attention_by_head(const tensor4<T>& q, const tensor4<T>& k, const tensor4<T>& v, const mask<T>& m,
+                                      const attention_options& options, bool reference,
+                                      const std::function<void(std::size_t head, const tensor4<T>& weights)>& each_head) {
+    return attention_by_head<T>(tensor4_view<T>(q), tensor4_view<T>(k), tensor4_view<T>(v), m, options, reference, each_head);
+}
 
 }  // namespace attn::core

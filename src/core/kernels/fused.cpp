@@ -49,9 +49,9 @@ void pack_key_panel(const T* k, std::size_t Dk, std::size_t j0, std::size_t Tk, 
 /// packed_kv of the kv slots [s0, s1) (slot s = b·Hkv + kv head of k (B, Hkv, Tk, Dk) and
 /// v (B, Hkv, Tk, Dv)); slot s0 is the result's slot 0. Throws std::bad_alloc.
 template <class T>
-packed_kv<T> pack_kv(const tensor4<T>& k, const tensor4<T>& v, std::size_t s0, std::size_t s1, int threads) {
+packed_kv<T> pack_kv(tensor4_view<T> k, tensor4_view<T> v, std::size_t s0, std::size_t s1, int threads) {
     constexpr std::size_t P = detail::fused_panel;
-    const std::size_t slots = s1 - s0, Tk = k.shape(2), Dk = k.shape(3), Dv = v.shape(3);
+    const std::size_t slots = s1 - s0, Tk = k.shape[2], Dk = k.shape[3], Dv = v.shape[3];
     packed_kv<T> p = packed_kv<T>::layout(Tk, Dk, Dv);
     p.k.resize(slots * p.keys * Dk);
     p.v.resize(slots * p.keys * p.dvp);
@@ -60,11 +60,11 @@ packed_kv<T> pack_kv(const tensor4<T>& k, const tensor4<T>& v, std::size_t s0, s
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (long long job = 0; job < jobs; ++job) {
         const std::size_t s = static_cast<std::size_t>(job) / panels, panel = static_cast<std::size_t>(job) % panels;
-        pack_key_panel(k.data() + (s0 + s) * Tk * Dk, Dk, panel * P, Tk, p.k.data() + (s * panels + panel) * Dk * P);
+        pack_key_panel(k.data + (s0 + s) * Tk * Dk, Dk, panel * P, Tk, p.k.data() + (s * panels + panel) * Dk * P);
         T* vs = p.v.data() + s * p.keys * p.dvp;
         for (std::size_t j = panel * P; j < panel * P + P; ++j) {
             T* dst = vs + j * P;
-            const T* src = v.data() + ((s0 + s) * Tk + j) * Dv;
+            const T* src = v.data + ((s0 + s) * Tk + j) * Dv;
             const std::size_t have = j < Tk ? Dv : 0;  // keys past Tk: zero rows
             if (have == p.dvp)  // whole blocks of 16: fixed-size copies
                 for (std::size_t c = 0; c < p.dvp; c += P, dst += vcs) std::memcpy(dst, src + c, P * sizeof(T));
@@ -326,8 +326,8 @@ void fused_block(const detail::row_kernels<T>& ops, const block_job<T>& job, con
 }
 
 
-template packed_kv<float> pack_kv(const tensor4<float>& k, const tensor4<float>& v, std::size_t s0, std::size_t s1, int threads);
-template packed_kv<double> pack_kv(const tensor4<double>& k, const tensor4<double>& v, std::size_t s0, std::size_t s1, int threads);
+template packed_kv<float> pack_kv(tensor4_view<float> k, tensor4_view<float> v, std::size_t s0, std::size_t s1, int threads);
+template packed_kv<double> pack_kv(tensor4_view<double> k, tensor4_view<double> v, std::size_t s0, std::size_t s1, int threads);
 template void fused_block(const detail::row_kernels<float>& ops, const block_job<float>& job, const dims& d, const mask<float>& m,
                  const attention_options& o, attention_result<float>& r, const float* kp, const float* vp, std::size_t vcs,
                  bool inf_fill, bool base2);

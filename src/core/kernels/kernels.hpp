@@ -138,7 +138,7 @@ struct packed_kv {
 /// packed_kv of the kv slots [s0, s1) (slot s = b·Hkv + kv head of k (B, Hkv, Tk, Dk) and
 /// v (B, Hkv, Tk, Dv)); slot s0 is the result's slot 0. Throws std::bad_alloc.
 template <class T>
-packed_kv<T> pack_kv(const tensor4<T>& k, const tensor4<T>& v, std::size_t s0, std::size_t s1, int threads);
+packed_kv<T> pack_kv(tensor4_view<T> k, tensor4_view<T> v, std::size_t s0, std::size_t s1, int threads);
 
 /// Rows of a chunk whose two exp buffers (rows × Tk each) fit in fused_weight_bytes: a
 /// multiple of fused_rows from 6 to fused_weight_rows.
