@@ -54,7 +54,8 @@ import numpy as np
 import torch
 
 from fixture_npz import write_npz
-from make_checkpoint_fixtures import FIX, DT, rand, rms_norm, rotate_half, safetensors_bytes, write, write_json
+from make_checkpoint_fixtures import (DATA, FIX, DT, llama_tokenizer, rand, rms_norm, rotate_half, safetensors_bytes,
+                                      with_vocab, write, write_json)
 
 IDS = [1, 3, 4, 5, 6, 7, 8, 9]
 
@@ -201,7 +202,16 @@ def main():
             "layer_types": ["conv", "full_attention", "conv", "full_attention"], "initializer_range": 0.02,
             "use_cache": True, "tie_word_embeddings": True, "pad_token_id": 0, "bos_token_id": 1,
             "eos_token_id": 7, "torch_dtype": "float32"}
-    write_lfm2("lfm2-tiny", lfm2, lfm2_weights(g, lfm2, "model."))
+    w = lfm2_weights(g, lfm2, "model.")
+    write_lfm2("lfm2-tiny", lfm2, w)
+    # data/lfm2-tiny, the manual's hybrid (docs/checkpoints.md): lfm2-tiny with 512 embedding
+    # rows (the first 64 the fixture's) and Llama 3's tokenizer.json cut to them, so that it
+    # runs from text. LFM2's own tokenizer is not among the shipped real ones.
+    shipped, shipped_cfg = with_vocab(w, lfm2, "model.embed_tokens.weight", 512, 104)
+    d = os.path.join(DATA, "lfm2-tiny")
+    write(os.path.join(d, "model.safetensors"), safetensors_bytes(shipped, {"format": "pt"}))
+    write_json(os.path.join(d, "config.json"), shipped_cfg)
+    write_json(os.path.join(d, "tokenizer.json"), llama_tokenizer(512))
     # conv_bias, an attention layer first, and the feed-forward width as written.
     bias = dict(lfm2, num_hidden_layers=3, layer_types=["full_attention", "conv", "full_attention"], conv_bias=True,
                 conv_L_cache=4, block_auto_adjust_ff_dim=False, intermediate_size=48, rope_theta=10000.0)

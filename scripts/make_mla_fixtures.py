@@ -86,8 +86,8 @@ import torch
 import torch.nn.functional as F
 
 from fixture_npz import write_npz
-from make_checkpoint_fixtures import (DT, FIX, expected, rand, rms_norm, rope_inv_freq, rotate_half, safetensors_bytes,
-                                      safetensors_header, write, write_json)
+from make_checkpoint_fixtures import (DATA, DT, FIX, expected, llama_tokenizer, rand, rms_norm, rope_inv_freq, rotate_half,
+                                      safetensors_bytes, safetensors_header, with_vocab, write, write_json)
 
 IDS = [1, 3, 4, 5, 6, 7, 8, 9]
 LATENT_EPS = 1e-6  # DeepseekV3RMSNorm's default, which q_a_layernorm and kv_a_layernorm keep
@@ -381,6 +381,14 @@ def main():
               routed_scaling_factor=2.5, scoring_func="sigmoid", topk_method="noaux_tc")
     w = weights(g, ds)
     write_case("deepseek-v3-tiny", ds, w, True)
+    # data/deepseek-v3-tiny, the manual's MLA model (docs/checkpoints.md): deepseek-v3-tiny
+    # with 512 embedding rows (the first 64 the fixture's) and Llama 3's tokenizer.json cut
+    # to them, so that it runs from text (DeepSeek-V3's own tokenizer is not shipped here).
+    shipped, shipped_cfg = with_vocab(w, ds, "model.embed_tokens.weight", 512, 105)
+    d = os.path.join(DATA, "deepseek-v3-tiny")
+    write(os.path.join(d, "model.safetensors"), safetensors_bytes(shipped, {"format": "pt"}))
+    write_json(os.path.join(d, "config.json"), {k: v for k, v in shipped_cfg.items() if not k.startswith("_")})
+    write_json(os.path.join(d, "tokenizer.json"), llama_tokenizer(512))
 
     # The same model as published: FP8 block-scaled (8 × 8 blocks here, partial ones at the
     # edges of kv_a_proj_with_mqa (20 rows) and kv_b_proj (12 columns)), BF16 elsewhere.
