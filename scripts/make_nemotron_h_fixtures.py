@@ -48,6 +48,12 @@ written as Python's json writes it; model.safetensors with the Hub's names under
               4 (intermediate 16), n_groups 2, ssm_state_size 6, conv_kernel 4,
               chunk_size 4 (T = 10: three chunks, the last padded), time_step_min 0.05
               with dt_bias low enough that the clamp binds, MLP intermediate_size 48.
+  nemotron_h-bias-tiny  4 layers "*M-*" written as layers_block_type; attention_bias,
+              use_bias (in_proj, out_proj) and mlp_bias, use_conv_bias false, n_groups 1,
+              conv_kernel 3 and use_conv_bias under NemotronHConfig's legacy names
+              (mamba_n_groups, mamba_d_conv, mamba_conv_bias, read before the others,
+              which are written with other values), time_step_limit [0.0, 1.5]; its
+              expected.npz holds ids, x_layer3 and the attention layers' stages.
 
 expected.npz (A = the attention layers, in model order):
   ids (T,), attention_layers (A,), hidden_states (L+1, T, E) the stream entering each layer
@@ -106,21 +112,31 @@ def weights(g, cfg, prefix):
         if letter == "M":
             w[m + "in_proj.weight"] = rand(g, I + conv_dim + Hm, E)
             w[m + "conv1d.weight"] = rand(g, conv_dim, 1, K, scale=0.5)
-            w[m + "conv1d.bias"] = rand(g, conv_dim, scale=0.2)
+            if cfg["use_conv_bias"]:
+                w[m + "conv1d.bias"] = rand(g, conv_dim, scale=0.2)
             # dt_bias low enough that softplus(dt + dt_bias) falls below time_step_min at places.
             w[m + "dt_bias"] = rand(g, Hm, scale=1.0) - 2.5
             w[m + "A_log"] = torch.log(torch.arange(1, Hm + 1, dtype=torch.float32)) + rand(g, Hm, scale=0.2)
             w[m + "D"] = 1 + rand(g, Hm, scale=0.3)
             w[m + "norm.weight"] = 1 + rand(g, I, scale=0.2)
             w[m + "out_proj.weight"] = rand(g, E, I)
+            if cfg["use_bias"]:
+                w[m + "in_proj.bias"] = rand(g, I + conv_dim + Hm)
+                w[m + "out_proj.bias"] = rand(g, E)
         elif letter == "*":
             w[m + "q_proj.weight"] = rand(g, H * D, E)
             w[m + "k_proj.weight"] = rand(g, Hkv * D, E)
             w[m + "v_proj.weight"] = rand(g, Hkv * D, E)
             w[m + "o_proj.weight"] = rand(g, E, H * D)
+            if cfg["attention_bias"]:
+                for name, rows in (("q_proj", H * D), ("k_proj", Hkv * D), ("v_proj", Hkv * D), ("o_proj", E)):
+                    w[m + name + ".bias"] = rand(g, rows)
         else:
             w[m + "up_proj.weight"] = rand(g, cfg["intermediate_size"], E)
             w[m + "down_proj.weight"] = rand(g, E, cfg["intermediate_size"])
+            if cfg["mlp_bias"]:
+                w[m + "up_proj.bias"] = rand(g, cfg["intermediate_size"])
+                w[m + "down_proj.bias"] = rand(g, E)
     return w
 
 
@@ -288,6 +304,23 @@ def main():
     e["batch_mask"] = mask.numpy()
     for name in ("x", "weights", "output"):
         e["batch_" + name] = bper[name].numpy()
+    write_npz(os.path.join(d, "expected.npz"), e)
+
+    # Every bias (attention_bias, use_bias, mlp_bias), no conv bias, one group, an attention
+    # layer first; config.json with layers_block_type (transformers v5's names) for the
+    # pattern and NemotronHConfig's legacy mamba_* names, which it reads first.
+    bias = dict(cfg, hybrid_override_pattern="*M-*", num_hidden_layers=4, attention_bias=True, use_bias=True,
+                mlp_bias=True, use_conv_bias=False, n_groups=1, conv_kernel=3, time_step_limit=[0.0, 1.5])
+    w = weights(g, bias, "backbone.")
+    written = {k: v for k, v in bias.items() if k not in ("hybrid_override_pattern", "n_groups", "conv_kernel", "use_conv_bias")}
+    written.update(layers_block_type=["full_attention", "linear_attention", "mlp", "full_attention"], mamba_n_groups=1,
+                   n_groups=8, mamba_d_conv=3, conv_kernel=4, mamba_conv_bias=False, use_conv_bias=True)
+    d = os.path.join(FIX, "nemotron_h-bias-tiny")
+    write(os.path.join(d, "model.safetensors"), safetensors_bytes(w, {"format": "pt"}))
+    write_json(os.path.join(d, "config.json"), written)
+    hs, per = reference(w, bias, "backbone.", [IDS])
+    e = {"ids": np.array(IDS, dtype=np.int64), "x_layer3": hs[3][0].numpy()}
+    e.update({n: t[:, 0].numpy() for n, t in per.items()})
     write_npz(os.path.join(d, "expected.npz"), e)
 
 

@@ -194,3 +194,26 @@ TEST_CASE("nemotron_h: without config.json, a Mamba2 layer's n_groups and ssm_st
                    "and ssm_state_size, got Mamba2 layer 0)\n");
     CHECK(r.out.empty());
 }
+
+TEST_CASE("nemotron_h: every bias, no conv bias, one group, layers_block_type and the legacy mamba_* names match transformers") {
+    // nemotron_h-bias-tiny: "*M-*" written as layers_block_type; attention_bias, use_bias and
+    // mlp_bias; mamba_n_groups 1, mamba_d_conv 3 and mamba_conv_bias false read before
+    // n_groups 8, conv_kernel 4 and use_conv_bias true, as NemotronHConfig reads them.
+    const std::string m = attn_test::checkpoint_fixtures + "nemotron_h-bias-tiny";
+    const std::string e_path = m + "/expected.npz";
+    const auto e = attn_test::read_npz_file(std::string(ATTN_SOURCE_DIR) + "/" + e_path);
+    attn_test::scratch_dir dir;
+    for (const auto& [dtype, tol] : {std::pair<std::string, double>{"float64", 1e-9}, {"float32", 2e-4}}) {
+        CAPTURE(dtype);
+        const auto got = attn_test::run(m + " --token-ids " + e_path + ":ids --layer all --dump x,x_norm,q,k,weights,output --dtype " + dtype,
+                                        dir.path + "/out.npz");
+        for (const std::string s : {"x", "x_norm", "weights", "output"}) attn_test::check(member(got, s), member(e, s), tol, s.c_str());
+        attn_test::check(member(got, "q"), member(e, "q_proj"), tol, "q");
+        attn_test::check(member(got, "k"), member(e, "k_proj"), tol, "k");
+        attn_test::check(at(member(got, "x"), 1), member(e, "x_layer3"), tol, "x entering layer 3");
+    }
+    const auto r = attn_test::run_attn("compute " + m + " --ids 1,2 --layer 2");
+    CHECK(r.code == 2);
+    CHECK(r.err == "attn: error: --layer: layer 2 is a mlp layer, without softmax attention "
+                   "(expected one of the attention layers 0,3, or all, got 2)\n");
+}
