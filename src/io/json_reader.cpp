@@ -295,6 +295,10 @@ std::string read_side_json(const std::string& path, side_json kind) {
                                                   : "tokenizer.json";
     const std::size_t limit = side_json_limit(kind);
     std::string text = read_file_at_most(path, limit, std::string(name) + " too large");
+    // config.json as Python's json writes it (docs/design.md §6.1): bare Infinity, -Infinity
+    // and NaN (Nemotron-H's time_step_limit [0.0, Infinity]) read as those strings.
+    if (kind == side_json::config)
+        if (std::optional<std::string> quoted = quote_bare_nonfinite(text)) text = std::move(*quoted);
     check_json_depth(text, path);
     const std::size_t estimate = json_dom_estimate(text), budget = 4 * limit;
     if (estimate > budget)

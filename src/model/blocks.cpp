@@ -21,6 +21,7 @@ double activation_value(double v, activation a) {
         }
         case activation::gelu: return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
         case activation::relu: return v > 0 ? v : 0.0;
+        case activation::relu2: return v > 0 ? v * v : 0.0;
     }
     return v;
 }

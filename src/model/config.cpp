@@ -33,8 +33,9 @@ activation parse_activation(const std::string& name, const char* key, const std:
     if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast") return activation::gelu_tanh;
     if (name == "silu" || name == "swish") return activation::silu;
     if (name == "relu") return activation::relu;
+    if (name == "relu2") return activation::relu2;
     throw value_error(source, std::string(key) + ": activation \"" + name + "\" is not one attn implements " +
-                                  expected_got("gelu, gelu_new, gelu_pytorch_tanh, gelu_fast, silu, swish or relu", name));
+                                  expected_got("gelu, gelu_new, gelu_pytorch_tanh, gelu_fast, silu, swish, relu or relu2", name));
 }
 
 /// The first of `keys` config.json contains (null included), else the first.

@@ -178,6 +178,7 @@ core::tensor3<T> family::finish_block(std::size_t layer, const core::tensor3<T>&
             o += h;
             return o;
         }
+        case block_structure::mixer_only: return x + a;  // NemotronHBlock: residual + mixer(norm(x))
         case block_structure::parallel: break;
     }
     // GPTNeoXLayer: mlp_output + attn_output + hidden_states, the MLP reading the block input.
@@ -306,7 +307,8 @@ core::tensor3<T> rms_norm(const core::tensor3<T>& x, const array& w, double eps)
 template <class T>
 void activate(core::tensor3<T>& x, activation a) {
     T* p = x.data();
-    // SiLU and GELU-tanh vectorised, in T (core/activation.hpp); GELU (erf) and ReLU per element.
+    // SiLU and GELU-tanh vectorised, in T (core/activation.hpp); GELU (erf), ReLU and ReLU² per
+    // element (ReLU² in double, rounded to T once: torch.square of relu(x) rounds once too).
     if (a == activation::silu) return core::silu(p, x.size());
     if (a == activation::gelu_tanh) return core::gelu_tanh(p, x.size());
     for (std::size_t i = 0, n = x.size(); i < n; ++i) p[i] = static_cast<T>(activation_value(p[i], a));

@@ -33,6 +33,12 @@ namespace attn {
 
 namespace {
 
+/// "a conv", "a mamba", "an mlp", "a linear_attention": a layer type as the refusal names it.
+std::string with_article(const std::string& type) {
+    const bool an = type == "mlp" || (!type.empty() && std::string("aeiou").find(type[0]) != std::string::npos);
+    return (an ? "an " : "a ") + type;
+}
+
 /// model::weight_source over an opened safetensors checkpoint.
 class checkpoint_weights : public model::weight_source {
 public:
@@ -594,7 +600,7 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
                                          expected_got("0 to " + std::to_string(cfg.layers - 1) + " or all", std::to_string(last)));
     for (const std::size_t l : asked)
         if (!model::attention_layer(cfg, l))
-            throw usage_error("--layer", "layer " + std::to_string(l) + " is a " + cfg.mixer_types[l] +
+            throw usage_error("--layer", "layer " + std::to_string(l) + " is " + with_article(cfg.mixer_types[l]) +
                                              " layer, without softmax attention " +
                                              expected_got("one of the attention layers " + layer_list_text(attention) + ", or all",
                                                           std::to_string(l)));

@@ -4,9 +4,12 @@
 
 #include <cmath>
 
+#include <nlohmann/json.hpp>
+
 #include "attn/error.hpp"
 #include "attn/io/json.hpp"
 #include "io_fixtures.hpp"
+#include "scratch_dir.hpp"
 
 using attn::dtype;
 using attn::format_error;
@@ -198,4 +201,18 @@ TEST_CASE("json reader: nesting is bounded at max_json_depth, objects and lists 
                          "in.json: JSON nested too deep (expected at most 256 levels, got more at byte 1276)",
                          format_error);
     CHECK(deeper.find('[', 1) == 1276);  // the innermost list's bracket, the 257th level
+}
+
+TEST_CASE("json reader: config.json with Python's bare Infinity and NaN reads them as strings") {
+    // Nemotron-H's time_step_limit [0.0, Infinity], as json.dumps writes float("inf").
+    attn_test::scratch_dir dir;
+    const std::string path = dir.path + "/config.json";
+    attn_test::spit(path, "{\"time_step_limit\": [0.0, Infinity], \"low\": -Infinity, \"x\": NaN, \"s\": \"Infinity NaN\"}");
+    const nlohmann::json j = nlohmann::json::parse(attn::io::read_side_json(path, attn::io::side_json::config));
+    CHECK(j.at("time_step_limit") == nlohmann::json{0.0, "Infinity"});
+    CHECK(j.at("low") == "-Infinity");
+    CHECK(j.at("x") == "NaN");
+    CHECK(j.at("s") == "Infinity NaN");  // within a string: as written
+    // A safetensors index or tokenizer.json keeps JSON's rule.
+    CHECK_THROWS_AS(attn::io::read_side_json(path, attn::io::side_json::tokenizer), format_error);
 }

@@ -78,7 +78,10 @@ std::size_t side_json_limit(side_json kind);
 /// more than 4 × side_json_limit is refused (limit_error); and the text is parsed once
 /// without building anything, so that a syntax error or a number out of range
 /// ("1e999") is a one-line format_error naming the file (an index is left to its
-/// reader's SAX parse, which is bounded the same way). Returns the text.
+/// reader's SAX parse, which is bounded the same way). config.json is read as Python's
+/// json writes it: its bare NaN, Infinity and -Infinity (outside strings) are returned
+/// quoted (quote_bare_nonfinite), so that a family reads them as those strings (Nemotron-H's
+/// time_step_limit [0.0, Infinity]). Returns the text.
 std::string read_side_json(const std::string& path, side_json kind);
 
 /// Writes `doc` as one JSON object: "input" if set (batch runs), "meta", then "tokens"

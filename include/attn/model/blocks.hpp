@@ -24,9 +24,10 @@ core::tensor3<T> gemma_rms_norm(const core::tensor3<T>& x, const array& w, doubl
 
 /// act(v) for one value, in double: silu v·σ(v) (Llama, Mistral, Qwen, Phi-3), gelu_tanh
 /// 0.5v(1 + tanh(√(2/π)(v + 0.044715v³))) (Gemma's gelu_pytorch_tanh, GPT-2's gelu_new),
-/// gelu v·Φ(v) (BERT, GPT-NeoX), relu max(v, 0). Every MLP of model/ applies this one
-/// function. Throws nothing. Source: transformers.activations (SiLU, PytorchGELUTanh,
-/// NewGELUActivation, GELUActivation, ReLU).
+/// gelu v·Φ(v) (BERT, GPT-NeoX), relu max(v, 0), relu2 max(v, 0)² (Nemotron-H). Every MLP
+/// of model/ applies this one function. Throws nothing. Source: transformers.activations
+/// (SiLU, PytorchGELUTanh, NewGELUActivation, GELUActivation, ReLU, ReLUSquaredActivation:
+/// torch.square(relu(v))).
 double activation_value(double v, activation a);
 
 /// down(act(gate·x) · (up·x)) for x (B, T, H): gate and up (I, H), down (H, I), no

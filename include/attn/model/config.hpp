@@ -37,8 +37,9 @@ private:
 const std::string& arch_name(const arch& a);
 
 /// The MLP's activation (HF ACT2FN names): gelu (exact, erf), gelu_new / gelu_pytorch_tanh
-/// / gelu_fast (tanh approximation), silu / swish, relu.
-enum class activation { gelu, gelu_tanh, silu, relu };
+/// / gelu_fast (tanh approximation), silu / swish, relu, relu2 (ReLUSquaredActivation:
+/// relu(v)², Nemotron-H's MLPs).
+enum class activation { gelu, gelu_tanh, silu, relu, relu2 };
 
 /// The base of a family's own config fields (config::own): a family file declares
 /// `struct <family>_fields : family_fields { … };` beside its read_config, so that a key

@@ -142,8 +142,9 @@ public:
     /// down_proj(silu(gate_proj(n))·up_proj(n))); post_norm h = N1(a + x);
     /// N2(mlp(h) + h) (bert); parallel mlp(N2(x)) + a + x (GPT-NeoX use_parallel_residual);
     /// sandwich h = x + N3(a); h + N4(mlp(N2(h))) (Gemma 2/3); sublayer_norm h = x + N3(a);
-    /// h + N4(mlp(h)) (OLMo 2).
-    /// Source: GPT2Block, BertLayer, LlamaDecoderLayer, GPTNeoXLayer, Gemma2DecoderLayer, Olmo2DecoderLayer.
+    /// h + N4(mlp(h)) (OLMo 2); mixer_only x + a, no MLP (Nemotron-H's attention blocks).
+    /// Source: GPT2Block, BertLayer, LlamaDecoderLayer, GPTNeoXLayer, Gemma2DecoderLayer, Olmo2DecoderLayer,
+    /// NemotronHBlock.
     template <class T>
     core::tensor3<T> finish_block(std::size_t layer, const core::tensor3<T>& x, const core::tensor3<T>& attn_out) const;
 
@@ -202,8 +203,8 @@ template <class T>
 core::tensor3<T> rms_norm(const core::tensor3<T>& x, const array& w, double eps);
 
 /// The activation in place: gelu x·Φ(x) (erf); gelu_tanh 0.5x(1 + tanh(√(2/π)(x + 0.044715x³)));
-/// silu x·σ(x); relu max(x, 0). Source: transformers.activations (GELUActivation,
-/// NewGELUActivation, SiLU).
+/// silu x·σ(x); relu max(x, 0); relu2 max(x, 0)². Source: transformers.activations
+/// (GELUActivation, NewGELUActivation, SiLU, ReLUSquaredActivation).
 template <class T>
 void activate(core::tensor3<T>& x, activation a);
 

@@ -33,7 +33,9 @@ namespace attn::model {
 /// parallel      x_norm = N1(x); out = mlp(N2(x)) + a + x                 (GPTNeoXLayer use_parallel_residual, GPTJBlock)
 /// sandwich      x_norm = N1(x); h = x + N3(a); out = h + N4(mlp(N2(h)))  (Gemma2DecoderLayer, Gemma3DecoderLayer)
 /// sublayer_norm x_norm = x; h = x + N3(a); out = h + N4(mlp(h))          (Olmo2DecoderLayer: norms on the sublayers' outputs)
-enum class block_structure { pre_norm, post_norm, parallel, sandwich, sublayer_norm };
+/// mixer_only    x_norm = N1(x); out = x + a, no MLP in the block          (NemotronHBlock: one mixer per block;
+///               the hybrids whose attention, Mamba and MLP layers are separate blocks)
+enum class block_structure { pre_norm, post_norm, parallel, sandwich, sublayer_norm, mixer_only };
 
 /// Which of a block's norms: before (or, post-norm, after) the attention, the MLP's, and
 /// (sandwich, sublayer_norm) those on the attention's and the MLP's outputs.

@@ -1,0 +1,328 @@
+#!/usr/bin/python3
+"""A tiny random Nemotron-H checkpoint (model_type "nemotron_h", NemotronHForCausalLM), a
+hybrid of Mamba2 mixers, attention and MLP layers (docs/design.md §6.1), and what an
+independent implementation computes from it, written here in PyTorch from Hugging Face
+transformers' models/nemotron_h/modeling_nemotron_h.py (eager attention, the Mamba2
+mixer's torch_forward without a cache, i.e. the chunked "SSD naive" scan), in float64,
+sharing nothing with attn.
+
+  NemotronHBlock: x + mixer(norm(x)), one mixer per block, NemotronHRMSNorm
+  x·rsqrt(mean(x²) + layer_norm_epsilon)·w; the mixer by hybrid_override_pattern's letter
+  (NemotronHConfig._pattern_to_list): "M" Mamba2, "*" attention, "-" MLP ("E", MoE, is
+  not in this fixture: attn refuses it).
+    M  NemotronHMamba2Mixer.torch_forward: in_proj(n) split [intermediate | conv_dim |
+       num_heads] = gate z, xBC, dt (intermediate = mamba_num_heads·mamba_head_dim,
+       conv_dim = intermediate + 2·n_groups·ssm_state_size); xBC through the depthwise
+       nn.Conv1d (conv_kernel taps, padding conv_kernel − 1, first T outputs, bias
+       use_conv_bias) and mamba_hidden_act; split x | B | C (n_groups groups of
+       ssm_state_size, repeat_interleave to the heads); dt = softplus(dt + dt_bias)
+       clamped to time_step_limit (see below); A = −exp(A_log); the chunked scan
+       (chunk_size) with the D·x skip; Zamba2RMSNormGated: (y·silu(z)) normalised per group of intermediate /
+       n_groups values, ·w (norm_before_gate false); out_proj. use_bias on in/out_proj.
+    *  NemotronHAttention: q/k/v_proj (attention_bias), no RoPE, GQA (repeat_kv), scaling
+       head_dim^−½, causal, o_proj.
+    -  NemotronHMLP: down_proj(relu2(up_proj(n))), relu2 = relu(v)², mlp_bias.
+  norm_f (the final norm) comes after the last layer; no stage reaches it.
+
+Two places where this script departs from torch_forward as transformers has it (both
+inherited from Zamba2MambaMixer, both reported upstream), following instead what
+cuda_kernels_forward (mamba_chunk_scan_combined), the Hub checkpoints' own
+modeling_nemotron_h.py and the Mamba2 model compute:
+  - the inter-chunk state passing: torch_forward sums decay_chunk · states over the
+    target chunk (`.sum(dim=2)` after states.permute(0, 2, 1, 3, 4)), so no state crosses
+    a chunk boundary; here the sum runs over the source chunk (Mamba2's corrected form,
+    transformers issue 47246), which equals the sequential recurrence
+    S_t = exp(dt_t·A)·S_{t−1} + dt_t·x_t⊗B_t, y_t = S_t·C_t + D·x_t;
+  - the dt clamp: torch_forward floors dt at time_step_min; here dt is clamped to
+    time_step_limit (the kernels' dt_limit), [0, ∞) in the Hub's configs.
+expected.npz keeps what torch_forward's two conventions give (wrong_chunk_x,
+wrong_clamp_x) so that the tests show attn computes neither.
+
+Case (tests/fixtures/checkpoints/nemotron-h-tiny/: config.json with NemotronHConfig's key
+names as the Hub's Nemotron-H checkpoints write them, time_step_limit [0.0, Infinity]
+written as Python's json writes it; model.safetensors with the Hub's names under
+"backbone.", expected.npz):
+
+  nemotron-h-tiny  5 layers "M-*M*" (mamba, mlp, attention, mamba, attention); hidden 32,
+              4 heads over 2 KV heads of head_dim 12 (not hidden / heads), mamba 4 heads of
+              4 (intermediate 16), n_groups 2, ssm_state_size 6, conv_kernel 4,
+              chunk_size 4 (T = 10: three chunks, the last padded), time_step_min 0.05
+              with dt_bias low enough that the clamp binds, MLP intermediate_size 48.
+  nemotron-h-bias-tiny  4 layers "*M-*" written as layers_block_type; attention_bias,
+              use_bias (in_proj, out_proj) and mlp_bias, use_conv_bias false, n_groups 1,
+              conv_kernel 3 and use_conv_bias under NemotronHConfig's legacy names
+              (mamba_n_groups, mamba_d_conv, mamba_conv_bias, read before the others,
+              which are written with other values), time_step_limit [0.0, 1.5]; its
+              expected.npz holds ids, x_layer3 and the attention layers' stages.
+
+expected.npz (A = the attention layers, in model order):
+  ids (T,), attention_layers (A,), hidden_states (L+1, T, E) the stream entering each layer
+  and after the last (before norm_f), x_layer2 (T, E) and x_layer4 the stream entering
+  layers 2 and 4, x, x_norm (A, T, E), q_proj (A, T, H·D), k_proj (A, T, Hkv·D) (q and k:
+  the same, no RoPE), weights (A, H, T, T), output (A, T, E) after o_proj, rollout (T, T),
+  and what three wrong conventions give, for the tests to tell apart:
+  wrong_relu_x (A, T, E), x had the MLP used relu rather than relu²;
+  wrong_softplus_x, x had dt skipped softplus (dt + dt_bias, clamped);
+  wrong_clamp_x, x had dt been floored at time_step_min (torch_forward's clamp) rather than
+  clamped to time_step_limit; wrong_chunk_x, x had the states crossed chunk boundaries as
+  torch_forward's `.sum(dim=2)` has them; limit_x, x with time_step_limit [0.02, 0.3]
+  (both bounds binding somewhere).
+  batch_ids (2, T), batch_mask (2, T) a right-padded batch (item 1's last 3 tokens padding,
+  so that no query row is fully masked), batch_x, batch_weights, batch_output (A, 2, …): the
+  stages with that attention_mask, the Mamba2 mixers zeroing the padded positions' input
+  and conv output (torch_forward's input_states · mask and hidden_states · mask), the
+  attention masking the padded keys.
+
+Run with Debian's Python (python3-torch, python3-numpy):
+
+    /usr/bin/python3 scripts/make_nemotron_h_fixtures.py
+
+The output is deterministic: rerunning this script must leave `git status` clean.
+"""
+
+import math
+import os
+
+import numpy as np
+import torch
+
+from fixture_npz import write_npz
+from make_checkpoint_fixtures import FIX, DT, rand, rms_norm, safetensors_bytes, write, write_json
+
+IDS = [1, 3, 4, 5, 6, 7, 8, 9, 10, 2]
+LETTERS = {"M": "mamba", "*": "attention", "-": "mlp"}
+
+
+def dims(cfg):
+    I = cfg["mamba_num_heads"] * cfg["mamba_head_dim"]
+    conv_dim = I + 2 * cfg["n_groups"] * cfg["ssm_state_size"]
+    return I, conv_dim
+
+
+def weights(g, cfg, prefix):
+    E, V = cfg["hidden_size"], cfg["vocab_size"]
+    H, Hkv, D = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
+    Hm, K = cfg["mamba_num_heads"], cfg["conv_kernel"]
+    I, conv_dim = dims(cfg)
+    w = {prefix + "embeddings.weight": rand(g, V, E, scale=1.0), prefix + "norm_f.weight": 1 + rand(g, E, scale=0.1)}
+    for l, letter in enumerate(cfg["hybrid_override_pattern"]):
+        p = f"{prefix}layers.{l}."
+        w[p + "norm.weight"] = 1 + rand(g, E, scale=0.1)
+        m = p + "mixer."
+        if letter == "M":
+            w[m + "in_proj.weight"] = rand(g, I + conv_dim + Hm, E)
+            w[m + "conv1d.weight"] = rand(g, conv_dim, 1, K, scale=0.5)
+            if cfg["use_conv_bias"]:
+                w[m + "conv1d.bias"] = rand(g, conv_dim, scale=0.2)
+            # dt_bias low enough that softplus(dt + dt_bias) falls below time_step_min at places.
+            w[m + "dt_bias"] = rand(g, Hm, scale=1.0) - 2.5
+            w[m + "A_log"] = torch.log(torch.arange(1, Hm + 1, dtype=torch.float32)) + rand(g, Hm, scale=0.2)
+            w[m + "D"] = 1 + rand(g, Hm, scale=0.3)
+            w[m + "norm.weight"] = 1 + rand(g, I, scale=0.2)
+            w[m + "out_proj.weight"] = rand(g, E, I)
+            if cfg["use_bias"]:
+                w[m + "in_proj.bias"] = rand(g, I + conv_dim + Hm)
+                w[m + "out_proj.bias"] = rand(g, E)
+        elif letter == "*":
+            w[m + "q_proj.weight"] = rand(g, H * D, E)
+            w[m + "k_proj.weight"] = rand(g, Hkv * D, E)
+            w[m + "v_proj.weight"] = rand(g, Hkv * D, E)
+            w[m + "o_proj.weight"] = rand(g, E, H * D)
+            if cfg["attention_bias"]:
+                for name, rows in (("q_proj", H * D), ("k_proj", Hkv * D), ("v_proj", Hkv * D), ("o_proj", E)):
+                    w[m + name + ".bias"] = rand(g, rows)
+        else:
+            w[m + "up_proj.weight"] = rand(g, cfg["intermediate_size"], E)
+            w[m + "down_proj.weight"] = rand(g, E, cfg["intermediate_size"])
+            if cfg["mlp_bias"]:
+                w[m + "up_proj.bias"] = rand(g, cfg["intermediate_size"])
+                w[m + "down_proj.bias"] = rand(g, E)
+    return w
+
+
+def segment_sum(x):
+    """modeling_nemotron_h.segment_sum: out[..., i, j] = Σ_{k=j+1..i} x[..., k] (i ≥ j), else −∞."""
+    c = x.size(-1)
+    x = x[..., None].expand(*x.size(), c)
+    x = x.masked_fill(~torch.tril(torch.ones(c, c, dtype=torch.bool), diagonal=-1), 0)
+    s = torch.cumsum(x, dim=-2)
+    return s.masked_fill(~torch.tril(torch.ones(c, c, dtype=torch.bool), diagonal=0), -torch.inf)
+
+
+def pad_seq(t, pad):
+    shape = (0, 0, 0, 0, 0, pad, 0, 0) if t.dim() == 4 else (0, 0, 0, pad, 0, 0)
+    return torch.nn.functional.pad(t, shape, mode="constant", value=0)
+
+
+def chunks(t, pad, c):
+    t = pad_seq(t, pad)
+    return t.reshape(t.shape[0], -1, c, *t.shape[2:])
+
+
+def mamba2(W, m, cfg, n, mask, softplus=True, clamp_min=False, chunk_bug=False):
+    """NemotronHMamba2Mixer.torch_forward without a cache on n (B, T, E); mask (B, T) or None
+    (all ones: transformers' _update_mamba_mask passes None). clamp_min and chunk_bug: the
+    two conventions of transformers' torch_forward this script does not follow (above)."""
+    Bsz, T, _ = n.shape
+    Hm, P, G, N = cfg["mamba_num_heads"], cfg["mamba_head_dim"], cfg["n_groups"], cfg["ssm_state_size"]
+    K, c = cfg["conv_kernel"], cfg["chunk_size"]
+    I, conv_dim = dims(cfg)
+    lin = lambda x, name: torch.nn.functional.linear(x, W[name + ".weight"], W.get(name + ".bias"))
+    if mask is not None:
+        n = n * mask[:, :, None]
+    proj = lin(n, m + "in_proj")
+    gate, xbc, dt = proj.split([I, conv_dim, Hm], dim=-1)
+    xbc = torch.nn.functional.conv1d(xbc.transpose(1, 2), W[m + "conv1d.weight"], W.get(m + "conv1d.bias"),
+                                     padding=K - 1, groups=conv_dim)[..., :T].transpose(1, 2)
+    xbc = torch.nn.functional.silu(xbc)  # mamba_hidden_act "silu"
+    if mask is not None:
+        xbc = xbc * mask[:, :, None]
+    x, B, C = torch.split(xbc, [I, G * N, G * N], dim=-1)
+    A = -torch.exp(W[m + "A_log"])
+    dt = dt + W[m + "dt_bias"]
+    if softplus:
+        dt = torch.nn.functional.softplus(dt)
+    if clamp_min:
+        dt = torch.clamp(dt, cfg["time_step_min"])
+    else:
+        dt = torch.clamp(dt, cfg["time_step_limit"][0], cfg["time_step_limit"][1])
+    x = x.reshape(Bsz, T, -1, P)
+    B = B.reshape(Bsz, T, -1, N).repeat_interleave(Hm // G, dim=2)
+    C = C.reshape(Bsz, T, -1, N).repeat_interleave(Hm // G, dim=2)
+    pad = (c - T % c) % c
+    D_res = W[m + "D"][..., None] * pad_seq(x, pad)
+    x = x * dt[..., None]
+    A = A * dt
+    x, A, B, C = [chunks(t, pad, c) for t in (x, A, B, C)]
+    A = A.permute(0, 3, 1, 2)
+    A_cumsum = torch.cumsum(A, dim=-1)
+    L = torch.exp(segment_sum(A))
+    Gm = (C[:, :, :, None, :, :] * B[:, :, None, :, :, :]).sum(dim=-1)
+    M = (Gm[..., None] * L.permute(0, 2, 3, 4, 1)[..., None]).sum(dim=-1)
+    Y_diag = (M[..., None] * x[:, :, None]).sum(3)
+    decay_states = torch.exp(A_cumsum[:, :, :, -1:] - A_cumsum)
+    B_decay = B * decay_states.permute(0, 2, 3, 1)[..., None]
+    states = (B_decay.permute(0, 1, 3, 2, 4)[..., None] * x.permute(0, 1, 3, 2, 4)[..., None, :]).sum(dim=3).permute(0, 1, 2, 4, 3)
+    states = torch.cat([torch.zeros_like(states[:, :1]), states], dim=1)
+    decay_chunk = torch.exp(segment_sum(torch.nn.functional.pad(A_cumsum[:, :, :, -1], (1, 0))))
+    # Summed over the source chunk (axis 3; torch_forward sums over axis 2, the target: see above).
+    new_states = (decay_chunk[..., None, None] * states.permute(0, 2, 1, 3, 4)[:, :, None, ...]).sum(dim=2 if chunk_bug else 3).permute(0, 2, 1, 3, 4)
+    states = new_states[:, :-1]
+    Y_off = (C[..., None, :] * states[:, :, None, ...]).sum(-1) * torch.exp(A_cumsum).permute(0, 2, 3, 1)[..., None]
+    y = (Y_diag + Y_off).reshape(Bsz, -1, Hm, P) + D_res
+    y = y[:, :T].reshape(Bsz, T, -1)
+    # Zamba2RMSNormGated(intermediate, group_size = intermediate / n_groups): gate first.
+    h = y * torch.nn.functional.silu(gate)
+    hg = h.view(Bsz, T, G, I // G)
+    hg = hg * torch.rsqrt(hg.pow(2).mean(-1, keepdim=True) + cfg["layer_norm_epsilon"])
+    h = W[m + "norm.weight"] * hg.view(Bsz, T, I)
+    return lin(h, m + "out_proj")
+
+
+def reference(w, cfg, prefix, ids, mask=None, relu2=True, softplus=True, clamp_min=False, chunk_bug=False):
+    """ids (B, T), mask (B, T) or None: the stream entering each layer and after the last,
+    and per attention layer x, x_norm, q_proj, k_proj, weights and output (after o_proj)."""
+    W = {k: v.to(DT) for k, v in w.items()}
+    eps = cfg["layer_norm_epsilon"]
+    H, Hkv, D = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
+    ids = torch.tensor(ids)
+    Bsz, T = ids.shape
+    lin = lambda x, name: torch.nn.functional.linear(x, W[name + ".weight"], W.get(name + ".bias"))
+    act = (lambda v: torch.square(torch.relu(v))) if relu2 else torch.relu
+    # create_causal_mask with a padding mask: key j visible from query i iff j ≤ i and mask[j].
+    allowed = (torch.arange(T)[None, :] <= torch.arange(T)[:, None])[None].expand(Bsz, T, T)
+    if mask is not None:
+        allowed = allowed & mask.bool()[:, None, :]
+    mamba_mask = None if mask is None or bool(torch.all(mask == 1)) else mask.to(DT)
+    x = W[prefix + "embeddings.weight"][ids]
+    hs = [x]
+    per = {n: [] for n in ("x", "x_norm", "q_proj", "k_proj", "weights", "output")}
+    for l, letter in enumerate(cfg["hybrid_override_pattern"]):
+        p = f"{prefix}layers.{l}."
+        m = p + "mixer."
+        n = rms_norm(x, W[p + "norm.weight"], eps)
+        if letter == "M":
+            o = mamba2(W, m, cfg, n, mamba_mask, softplus, clamp_min, chunk_bug)
+        elif letter == "*":
+            qp, kp, v = lin(n, m + "q_proj"), lin(n, m + "k_proj"), lin(n, m + "v_proj")
+            q = qp.view(Bsz, T, H, D).transpose(1, 2)
+            k = kp.view(Bsz, T, Hkv, D).transpose(1, 2).repeat_interleave(H // Hkv, dim=1)
+            vv = v.view(Bsz, T, Hkv, D).transpose(1, 2).repeat_interleave(H // Hkv, dim=1)
+            s = q @ k.transpose(-1, -2) * D ** -0.5
+            s = torch.where(allowed[:, None], s, torch.finfo(DT).min)
+            att = torch.softmax(s, dim=-1)
+            o = lin((att @ vv).transpose(1, 2).reshape(Bsz, T, H * D), m + "o_proj")
+            for name, t in (("x", x), ("x_norm", n), ("q_proj", qp), ("k_proj", kp), ("weights", att), ("output", o)):
+                per[name].append(t)
+        else:
+            o = lin(act(lin(n, m + "up_proj")), m + "down_proj")
+        x = x + o
+        hs.append(x)
+    return hs, {name: torch.stack(t) for name, t in per.items()}
+
+
+def main():
+    g = torch.Generator().manual_seed(2028)
+    cfg = {"architectures": ["NemotronHForCausalLM"], "model_type": "nemotron_h", "vocab_size": 64, "hidden_size": 32,
+           "hybrid_override_pattern": "M-*M*", "num_hidden_layers": 5, "num_attention_heads": 4,
+           "num_key_value_heads": 2, "head_dim": 12, "attention_bias": False, "attention_dropout": 0.0,
+           "max_position_embeddings": 4096, "intermediate_size": 48, "mlp_hidden_act": "relu2", "mlp_bias": False,
+           "mamba_num_heads": 4, "mamba_head_dim": 4, "n_groups": 2, "ssm_state_size": 6, "conv_kernel": 4,
+           "expand": 2, "mamba_hidden_act": "silu", "use_conv_bias": True, "use_bias": False, "chunk_size": 4,
+           "time_step_min": 0.05, "time_step_max": 0.1, "time_step_floor": 0.0001,
+           "time_step_limit": [0.0, float("inf")], "layer_norm_epsilon": 1e-05, "residual_in_fp32": False,
+           "rescale_prenorm_residual": True, "use_mamba_kernels": True, "initializer_range": 0.02,
+           "tie_word_embeddings": False, "use_cache": True, "num_logits_to_keep": 1, "pad_token_id": 0,
+           "bos_token_id": 1, "eos_token_id": 2, "torch_dtype": "float32"}
+    w = weights(g, cfg, "backbone.")
+    d = os.path.join(FIX, "nemotron-h-tiny")
+    write(os.path.join(d, "model.safetensors"), safetensors_bytes(w, {"format": "pt"}))
+    write_json(os.path.join(d, "config.json"), cfg)  # json.dumps writes inf as Infinity
+
+    hs, per = reference(w, cfg, "backbone.", [IDS])
+    per = {k: t[:, 0] for k, t in per.items()}  # one sequence: (A, T, …)
+    r = None
+    for a in per["weights"]:
+        a_hat = 0.5 * a.mean(dim=0) + 0.5 * torch.eye(a.shape[-1], dtype=a.dtype)
+        a_hat = a_hat / a_hat.sum(dim=-1, keepdim=True)
+        r = a_hat if r is None else a_hat @ r
+    attention = [l for l, ch in enumerate(cfg["hybrid_override_pattern"]) if ch == "*"]
+    e = {"ids": np.array(IDS, dtype=np.int64), "attention_layers": np.array(attention, dtype=np.int64),
+         "hidden_states": torch.stack(hs)[:, 0].numpy(), "rollout": r.numpy(),
+         "x_layer2": hs[2][0].numpy(), "x_layer4": hs[4][0].numpy()}
+    e.update({n: t.numpy() for n, t in per.items()})
+    e["wrong_relu_x"] = reference(w, cfg, "backbone.", [IDS], relu2=False)[1]["x"][:, 0].numpy()
+    e["wrong_softplus_x"] = reference(w, cfg, "backbone.", [IDS], softplus=False)[1]["x"][:, 0].numpy()
+    e["wrong_clamp_x"] = reference(w, cfg, "backbone.", [IDS], clamp_min=True)[1]["x"][:, 0].numpy()
+    e["wrong_chunk_x"] = reference(w, cfg, "backbone.", [IDS], chunk_bug=True)[1]["x"][:, 0].numpy()
+    e["limit_x"] = reference(w, dict(cfg, time_step_limit=[0.02, 0.3]), "backbone.", [IDS])[1]["x"][:, 0].numpy()
+    # A right-padded batch: item 1's last three tokens are padding (pad_token_id 0).
+    batch = [IDS, IDS[:7] + [0, 0, 0]]
+    mask = torch.tensor([[1] * 10, [1] * 7 + [0] * 3], dtype=torch.int64)
+    _, bper = reference(w, cfg, "backbone.", batch, mask=mask)
+    e["batch_ids"] = np.array(batch, dtype=np.int64)
+    e["batch_mask"] = mask.numpy()
+    for name in ("x", "weights", "output"):
+        e["batch_" + name] = bper[name].numpy()
+    write_npz(os.path.join(d, "expected.npz"), e)
+
+    # Every bias (attention_bias, use_bias, mlp_bias), no conv bias, one group, an attention
+    # layer first; config.json with layers_block_type (transformers v5's names) for the
+    # pattern and NemotronHConfig's legacy mamba_* names, which it reads first.
+    bias = dict(cfg, hybrid_override_pattern="*M-*", num_hidden_layers=4, attention_bias=True, use_bias=True,
+                mlp_bias=True, use_conv_bias=False, n_groups=1, conv_kernel=3, time_step_limit=[0.0, 1.5])
+    w = weights(g, bias, "backbone.")
+    written = {k: v for k, v in bias.items() if k not in ("hybrid_override_pattern", "n_groups", "conv_kernel", "use_conv_bias")}
+    written.update(layers_block_type=["full_attention", "linear_attention", "mlp", "full_attention"], mamba_n_groups=1,
+                   n_groups=8, mamba_d_conv=3, conv_kernel=4, mamba_conv_bias=False, use_conv_bias=True)
+    d = os.path.join(FIX, "nemotron-h-bias-tiny")
+    write(os.path.join(d, "model.safetensors"), safetensors_bytes(w, {"format": "pt"}))
+    write_json(os.path.join(d, "config.json"), written)
+    hs, per = reference(w, bias, "backbone.", [IDS])
+    e = {"ids": np.array(IDS, dtype=np.int64), "x_layer3": hs[3][0].numpy()}
+    e.update({n: t[:, 0].numpy() for n, t in per.items()})
+    write_npz(os.path.join(d, "expected.npz"), e)
+
+
+if __name__ == "__main__":
+    main()

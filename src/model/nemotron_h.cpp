@@ -1,0 +1,457 @@
+// Nemotron-H (transformers models/nemotron_h/modeling_nemotron_h.py: NemotronHModel,
+// NemotronHBlock, NemotronHMamba2Mixer, NemotronHAttention, NemotronHMLP, NemotronHRMSNorm,
+// Zamba2RMSNormGated; NemotronHConfig), a hybrid (docs/design.md §6.1 "Layers without softmax
+// attention") whose every block is one mixer: out = x + mixer(norm(x)), NemotronHRMSNorm
+// x·rsqrt(mean(x²) + layer_norm_epsilon)·w (block_structure::mixer_only), the mixer by
+// hybrid_override_pattern's letter (NemotronHConfig._pattern_to_list; layers_block_type when
+// written instead):
+//   "*" attention  NemotronHAttention: q/k/v/o_proj (biases when attention_bias), no RoPE
+//                  (NoPE: the q and k stages are q_proj and k_proj), GQA, causal, scale
+//                  head_dim^−½ with head_dim as the config gives it (default 128).
+//   "M" mamba      NemotronHMamba2Mixer without a cache: in_proj(n) = z | xBC | dt
+//                  (intermediate = mamba_num_heads·mamba_head_dim, conv_dim = intermediate +
+//                  2·n_groups·ssm_state_size, mamba_num_heads); xBC through the depthwise
+//                  causal conv1d (conv_kernel taps, first T outputs) and mamba_hidden_act;
+//                  x | B | C; dt = softplus(dt + dt_bias) clamped to time_step_limit;
+//                  A = −exp(A_log); the selective scan S_t = exp(dt_t·A)·S_{t−1} +
+//                  dt_t·x_t⊗B_t, y_t = S_t·C_t + D·x_t per head, B and C of head h from
+//                  group h / (heads / n_groups); y·silu(z) RMS-normalised per group of
+//                  intermediate / n_groups values, ·norm.weight (Zamba2RMSNormGated,
+//                  norm_before_gate false); out_proj. No attention stages.
+//   "-" mlp        NemotronHMLP: down_proj(act(up_proj(n))), mlp_hidden_act relu2 = relu(v)²,
+//                  non-gated, biases when mlp_bias. No attention stages.
+// "E" (NemotronHMoE) is refused by name. norm_f comes after the last layer (attn's stages end
+// before it).
+//
+// Where transformers' torch_forward (the slow path, inherited from Zamba2MambaMixer) differs
+// from what its own kernels path, the Hub checkpoints' modeling_nemotron_h.py and Mamba2
+// compute, attn follows the latter (the docs' nemotron_h section says why): the scan is the
+// sequential recurrence above, which the chunked SSD form equals once its inter-chunk sum runs
+// over the source chunk (torch_forward's `.sum(dim=2)` runs over the target, so no state crosses
+// a chunk boundary: transformers issue 47246), and dt is clamped to time_step_limit (the kernels'
+// dt_limit; torch_forward floors it at time_step_min instead). The scan runs in double whatever
+// the compute type; chunk_size changes nothing.
+//
+// Padding as torch_forward has it: with an attention_mask (B, T) that is not all ones, a Mamba2
+// mixer multiplies its input by it before in_proj and the conv's activated output after it
+// (NemotronHModel._update_mamba_mask hands it the 2-D mask, or None when every entry is 1); the
+// attention layers mask the padded keys; the MLP layers see no mask.
+#include <cmath>
+#include <algorithm>
+#include <initializer_list>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attn/error.hpp"
+#include "attn/model/blocks.hpp"
+#include "attn/model/registry.hpp"
+#include "attn/text.hpp"
+#include "shared.hpp"
+
+namespace attn::model {
+
+namespace {
+
+std::string key(std::size_t layer, const std::string& rest) { return layer_key("layers.", layer, rest); }
+std::string mixer(std::size_t layer, const std::string& rest) { return key(layer, "mixer." + rest); }
+
+/// NemotronHConfig's keys only this family reads.
+struct nemotron_h_fields : family_fields {
+    std::size_t mamba_heads = 128;     ///< mamba_num_heads
+    std::size_t mamba_head_dim = 64;   ///< mamba_head_dim
+    std::size_t groups = 8;            ///< n_groups (mamba_n_groups first)
+    std::size_t state = 128;           ///< ssm_state_size
+    std::size_t conv_taps = 4;         ///< conv_kernel (mamba_d_conv first)
+    bool conv_bias = true;             ///< use_conv_bias (mamba_conv_bias first)
+    bool proj_bias = false;            ///< use_bias: in_proj and out_proj biases
+    activation mamba_act = activation::silu;  ///< mamba_hidden_act, after the conv
+    double dt_low = 0.0, dt_high = std::numeric_limits<double>::infinity();  ///< time_step_limit
+    bool attention_bias = false;       ///< attention_bias: q/k/v/o_proj biases
+
+    std::size_t inner() const { return mamba_heads * mamba_head_dim; }
+    std::size_t conv_dim() const { return inner() + 2 * groups * state; }
+};
+
+/// What a Mamba layer's tensors are: the in_proj rows as a sum, for messages.
+const char* const in_proj_rows = "2·mamba_num_heads·mamba_head_dim + 2·n_groups·ssm_state_size + mamba_num_heads × hidden_size";
+
+/// One bound of time_step_limit: a number, or Python's Infinity / -Infinity as config.json
+/// writes them (read as the strings "Infinity", "-Infinity").
+double limit_bound(const config_reader& r, const nlohmann::json& v, const char* which) {
+    if (v.is_number()) return v.get<double>();
+    if (v == "Infinity") return std::numeric_limits<double>::infinity();
+    if (v == "-Infinity") return -std::numeric_limits<double>::infinity();
+    throw value_error(r.source(), std::string("time_step_limit: its ") + which + " bound is not a number " +
+                                      expected_got("[low, high], numbers or Infinity", v.dump().substr(0, 40)));
+}
+
+/// time_step_limit (mamba_dt_limit first, as NemotronHConfig.__post_init__ reads it): [low,
+/// high], low ≤ high; null: no clamp.
+void read_time_step_limit(const config_reader& r, nemotron_h_fields& g) {
+    const char* name = r.contains("mamba_dt_limit") ? "mamba_dt_limit" : "time_step_limit";
+    const nlohmann::json* v = r.find(name);
+    if (!v) {
+        g.dt_low = -std::numeric_limits<double>::infinity();  // null: the kernels get no dt_limit
+        if (!r.contains(name)) g.dt_low = 0.0;                // absent: NemotronHConfig's (0.0, inf)
+        return;
+    }
+    if (!v->is_array() || v->size() != 2)
+        throw value_error(r.source(), std::string(name) + ": not a pair of bounds " +
+                                          expected_got("[low, high]", v->dump().substr(0, 80)));
+    g.dt_low = limit_bound(r, (*v)[0], "low");
+    g.dt_high = limit_bound(r, (*v)[1], "high");
+    if (!(g.dt_low <= g.dt_high))
+        throw value_error(r.source(), std::string(name) + ": its low bound is above its high one " +
+                                          expected_got("low ≤ high", v->dump().substr(0, 80)));
+}
+
+/// Per layer: "" (attention), "mamba" or "mlp", from layers_block_type when written (its
+/// legacy names "mamba" / "attention" or transformers v5's "linear_attention" /
+/// "full_attention", as remap_legacy_layer_types maps them), else hybrid_override_pattern
+/// ("M", "*", "-"); "E" / "moe" is refused. Then num_hidden_layers, when written, must count
+/// them (NemotronHConfig derives the count from the pattern and only warns).
+void read_layer_types(const config_reader& r, config& c) {
+    std::vector<std::string> types;
+    if (const nlohmann::json* list = r.find("layers_block_type")) {
+        if (!list->is_array())
+            throw value_error(r.source(), "layers_block_type: not a list of layer types " +
+                                              expected_got("[\"mamba\", \"attention\", …]", list->dump().substr(0, 80)));
+        for (std::size_t l = 0; l < list->size(); ++l) {
+            const nlohmann::json& e = (*list)[l];
+            const std::string at = "layers_block_type[" + std::to_string(l) + "]: ";
+            if (e == "moe")
+                throw value_error(r.source(), at + "a MoE layer is not implemented by attn " +
+                                                  expected_got("\"mamba\", \"attention\" or \"mlp\"", e.dump()));
+            if (e == "mamba" || e == "linear_attention") types.push_back("mamba");
+            else if (e == "attention" || e == "full_attention") types.push_back("");
+            else if (e == "mlp") types.push_back("mlp");
+            else
+                throw value_error(r.source(), at + "not a Nemotron-H layer type " +
+                                                  expected_got("\"mamba\", \"attention\" or \"mlp\"", e.dump().substr(0, 40)));
+        }
+    } else {
+        const nlohmann::json* p = r.find("hybrid_override_pattern");
+        if (!p || !p->is_string())
+            throw value_error(r.source(), "hybrid_override_pattern: not the layers' pattern " +
+                                              expected_got("a string of M, * and - (as \"M-M*-\"), or layers_block_type",
+                                                           p ? p->dump().substr(0, 40) : "none"));
+        const std::string s = p->get<std::string>();
+        for (std::size_t l = 0; l < s.size(); ++l) {
+            const std::string at = "hybrid_override_pattern[" + std::to_string(l) + "]: ";
+            const char ch = s[l];
+            if (ch == 'M') types.push_back("mamba");
+            else if (ch == '*') types.push_back("");
+            else if (ch == '-') types.push_back("mlp");
+            else if (ch == 'E')
+                throw value_error(r.source(), at + "E (a MoE layer) is not implemented by attn " +
+                                                  expected_got("M (Mamba2), * (attention) or - (MLP)", "E"));
+            else
+                throw value_error(r.source(), at + "not a Nemotron-H layer letter " +
+                                                  expected_got("M (Mamba2), * (attention) or - (MLP)",
+                                                               "\"" + s.substr(l, 1) + "\""));
+        }
+    }
+    const char* source_key = r.find("layers_block_type") ? "layers_block_type" : "hybrid_override_pattern";
+    if (types.empty() || types.size() > max_config_count)
+        throw value_error(r.source(), std::string(source_key) + ": no layers " +
+                                          expected_got("1 to " + std::to_string(max_config_count) + " layers", std::to_string(types.size())));
+    if (r.find("num_hidden_layers") && r.size({"num_hidden_layers"}, 0) != types.size())
+        throw value_error(r.source(), std::string(source_key) + ": not one layer per num_hidden_layers " +
+                                          expected_got(std::to_string(r.size({"num_hidden_layers"}, 0)) + " layers",
+                                                       std::to_string(types.size())));
+    c.layers = types.size();
+    c.mixer_types = std::move(types);
+}
+
+/// A boolean under the first of `keys` written (NemotronHConfig's legacy mamba_* names first).
+bool flag_of(const config_reader& r, std::initializer_list<const char*> keys, bool fallback) {
+    for (const char* k : keys)
+        if (r.contains(k)) return r.flag(k, fallback);
+    return fallback;
+}
+
+/// NemotronHConfig: vocab 131072, hidden 4096, 32 heads over 8 KV heads of head_dim 128,
+/// intermediate_size 21504 (the MLP layers), 4096 positions, layer_norm_epsilon 1e-5,
+/// mlp_hidden_act relu2, mlp_bias false, attention_bias false; the Mamba2 mixers' mamba_num_heads
+/// 128 × mamba_head_dim 64, n_groups 8, ssm_state_size 128, conv_kernel 4, use_conv_bias true,
+/// use_bias false, mamba_hidden_act silu, time_step_limit (0, inf); the layers from
+/// layers_block_type or hybrid_override_pattern.
+void read_config(const config_reader& r, config& c) {
+    read_sizes(r, c, {4096, 1, 32, 21504, 4096, 131072});
+    read_layer_types(r, c);
+    c.kv_heads = r.size({"num_key_value_heads"}, 8);
+    c.norm_eps = r.number({"layer_norm_epsilon"}, 1e-5);
+    c.act = r.act("mlp_hidden_act", "relu2");
+    c.mlp_bias = r.flag("mlp_bias", false);
+    c.sliding.assign(c.layers, false);
+    auto g = std::make_shared<nemotron_h_fields>();
+    g->attention_bias = r.flag("attention_bias", false);
+    c.qkv_bias = c.o_bias = g->attention_bias;
+    g->mamba_heads = r.size({"mamba_num_heads"}, 128);
+    g->mamba_head_dim = r.size({"mamba_head_dim"}, 64);
+    g->groups = r.size({"mamba_n_groups", "n_groups"}, 8);
+    g->state = r.size({"ssm_state_size"}, 128);
+    g->conv_taps = r.size({"mamba_d_conv", "conv_kernel"}, 4);
+    g->conv_bias = flag_of(r, {"mamba_conv_bias", "use_conv_bias"}, true);
+    g->proj_bias = r.flag("use_bias", false);
+    g->mamba_act = r.act("mamba_hidden_act", "silu");
+    read_time_step_limit(r, *g);
+    if (g->mamba_heads % g->groups != 0)
+        throw value_error(r.source(), "n_groups: does not divide mamba_num_heads " +
+                                          expected_got("a divisor of " + std::to_string(g->mamba_heads), std::to_string(g->groups)));
+    c.own = std::move(g);
+}
+
+/// The embedding's local name: transformers' "embeddings.weight", or the "embedding.weight"
+/// its conversion mapping renames to it.
+std::string embedding_name(const family& f) {
+    return f.maybe("embedding.weight") && !f.maybe("embeddings.weight") ? "embedding.weight" : "embeddings.weight";
+}
+
+/// The config.json a Nemotron-H checkpoint stands for, as far as its shapes tell: sizes from
+/// the embedding, each layer's letter by its mixer's tensors (q_proj *, in_proj M, up_proj -,
+/// anything else E), head_dim and num_key_value_heads from the first attention layer, the
+/// MLP width from up_proj, the biases from the tensors present. A Mamba2 layer's n_groups and
+/// ssm_state_size are not in its shapes (its conv1d holds 2·n_groups·ssm_state_size channels
+/// beyond the heads'), so a checkpoint with one needs config.json.
+nlohmann::json from_tensors(const tensor_shapes& t) {
+    const std::string emb = t.has("embeddings.weight") || !t.has("embedding.weight") ? "embeddings.weight" : "embedding.weight";
+    const shape_t& e = t.need(emb, "vocab_size");
+    nlohmann::json j = {{"model_type", "nemotron_h"}, {"vocab_size", e[0]}, {"hidden_size", e[1]}, {"num_attention_heads", t.heads}};
+    const std::size_t L = t.count_layers("layers.", "norm.weight");
+    std::string pattern;
+    for (std::size_t l = 0; l < L; ++l) {
+        if (t.has(mixer(l, "q_proj.weight"))) pattern += '*';
+        else if (t.has(mixer(l, "in_proj.weight"))) pattern += 'M';
+        else if (t.has(mixer(l, "up_proj.weight"))) pattern += '-';
+        else pattern += 'E';
+    }
+    j["hybrid_override_pattern"] = pattern;
+    j["num_hidden_layers"] = L;
+    for (std::size_t l = 0; l < L; ++l) {
+        if (pattern[l] == 'M')
+            throw value_error(t.source, "n_groups: not in the tensors' shapes " +
+                                            expected_got("--config FILE giving n_groups and ssm_state_size", "Mamba2 layer " + std::to_string(l)));
+        if (pattern[l] == '*' && !j.contains("head_dim")) {
+            const std::size_t d = t.head_dim_of(mixer(l, "q_proj.weight"), 0);
+            j["head_dim"] = d;
+            j["num_key_value_heads"] = t.kv_heads ? t.kv_heads : t.need(mixer(l, "k_proj.weight"), "num_key_value_heads")[0] / d;
+            j["attention_bias"] = t.has(mixer(l, "q_proj.bias"));
+        }
+        if (pattern[l] == '-' && !j.contains("intermediate_size")) {
+            j["intermediate_size"] = t.need(mixer(l, "up_proj.weight"), "intermediate_size")[0];
+            j["mlp_bias"] = t.has(mixer(l, "up_proj.bias"));
+        }
+    }
+    return j;
+}
+
+/// A bias the config says the model has not: transformers would build the Linear without one
+/// and compute another model.
+void refuse_bias(const family& f, const std::string& local, const char* flag) {
+    if (f.maybe(local))
+        throw value_error(f.name(local), std::string("in the checkpoint, but ") + flag + " is false " +
+                                             expected_got(std::string("no bias tensor, or ") + flag + " true", "a bias"));
+}
+
+void check(const family& f) {
+    const config& c = f.settings();
+    const nemotron_h_fields& g = c.fields<nemotron_h_fields>();
+    const std::size_t E = c.hidden, D = c.head_dim, I = g.inner(), Cd = g.conv_dim(), Hm = g.mamba_heads;
+    f.expect_shape(embedding_name(f), {c.vocab, E}, "vocab_size × hidden_size");
+    for (std::size_t l = 0; l < c.layers; ++l) {
+        f.expect_shape(key(l, "norm.weight"), {E}, "hidden_size");
+        if (attention_layer(c, l)) {
+            f.expect_shape(mixer(l, "q_proj.weight"), {c.heads * D, E}, "num_attention_heads·head_dim × hidden_size");
+            f.expect_shape(mixer(l, "k_proj.weight"), {c.kv_heads * D, E}, "num_key_value_heads·head_dim × hidden_size");
+            f.expect_shape(mixer(l, "v_proj.weight"), {c.kv_heads * D, E}, "num_key_value_heads·head_dim × hidden_size");
+            f.expect_shape(mixer(l, "o_proj.weight"), {E, c.heads * D}, "hidden_size × num_attention_heads·head_dim");
+            if (!g.attention_bias) refuse_bias(f, mixer(l, "q_proj.bias"), "attention_bias");
+        } else if (c.mixer_types[l] == "mamba") {
+            f.expect_shape(mixer(l, "in_proj.weight"), {I + Cd + Hm, E}, in_proj_rows);
+            f.expect_shape(mixer(l, "conv1d.weight"), {Cd, 1, g.conv_taps},
+                           "mamba_num_heads·mamba_head_dim + 2·n_groups·ssm_state_size × 1 × conv_kernel");
+            if (g.conv_bias) f.expect_shape(mixer(l, "conv1d.bias"), {Cd}, "use_conv_bias: the conv1d's channels");
+            else refuse_bias(f, mixer(l, "conv1d.bias"), "use_conv_bias");
+            for (const char* p : {"dt_bias", "A_log", "D"}) f.expect_shape(mixer(l, p), {Hm}, "mamba_num_heads");
+            f.expect_shape(mixer(l, "norm.weight"), {I}, "mamba_num_heads·mamba_head_dim");
+            f.expect_shape(mixer(l, "out_proj.weight"), {E, I}, "hidden_size × mamba_num_heads·mamba_head_dim");
+            if (g.proj_bias) f.expect_shape(mixer(l, "in_proj.bias"), {I + Cd + Hm}, "use_bias: in_proj's rows");
+            else refuse_bias(f, mixer(l, "in_proj.bias"), "use_bias");
+        } else {
+            f.expect_shape(mixer(l, "up_proj.weight"), {c.intermediate, E}, "intermediate_size × hidden_size");
+            f.expect_shape(mixer(l, "down_proj.weight"), {E, c.intermediate}, "hidden_size × intermediate_size");
+            if (!c.mlp_bias) refuse_bias(f, mixer(l, "up_proj.bias"), "mlp_bias");
+        }
+    }
+}
+
+/// NemotronHAttention: q/k/v/o_proj (biases when attention_bias), causal, GQA, no RoPE.
+layer_attention attention(const family& f, std::size_t layer) {
+    const config& c = f.settings();
+    layer_attention a = causal_rope_attention(c, layer);
+    a.rope = false;
+    a.nope = true;  // nothing comes between q_proj / k_proj and Q·Kᵀ
+    a.rope_scaling = core::rope_scaling{};
+    add_qkvo_weights(f, key(layer, "mixer."), c.qkv_bias, c.o_bias, a);
+    return a;
+}
+
+/// The run's attention_mask as one value per (batch item, token), or empty when there is none
+/// or every entry is 1 (NemotronHModel._update_mamba_mask: no mask then). Throws shape_error
+/// when it is not (B, T) (or (T,) for one sequence).
+std::vector<double> mamba_mask(const std::vector<named_array>& passed, std::size_t B, std::size_t T) {
+    for (const named_array& p : passed) {
+        if (p.name != "attention_mask") continue;
+        const shape_t want2{B, T}, want1{T};
+        if (p.value.shape != want2 && !(B == 1 && p.value.shape == want1))
+            throw shape_error("attention_mask", "not one entry per token for the Mamba2 layers " +
+                                                    expected_got(shape_string(want2), shape_string(p.value.shape)));
+        std::vector<double> m = p.value.to_vector<double>();
+        for (double v : m)
+            if (v != 1.0) return m;
+        return {};
+    }
+    return {};
+}
+
+double softplus(double v) { return v > 20.0 ? v : std::log1p(std::exp(v)); }  // torch's threshold 20
+
+template <class T>
+struct block {
+    static core::tensor3<T> embed(const family& f, const array& ids) { return lookup<T>(f, embedding_name(f), ids); }
+
+    /// The block's one norm (NemotronHBlock.norm), before its mixer.
+    static core::tensor3<T> norm(const family& f, std::size_t layer, norm_site, const core::tensor3<T>& x) {
+        return rms_norm(x, f.need(key(layer, "norm.weight")), f.settings().norm_eps);
+    }
+
+    /// NemotronHMLP: down_proj(act(up_proj(n))), non-gated (mlp_hidden_act, relu2 by default).
+    static core::tensor3<T> mlp(const family& f, std::size_t layer, const core::tensor3<T>& n) {
+        const config& c = f.settings();
+        const std::string up = mixer(layer, "up_proj."), down = mixer(layer, "down_proj.");
+        core::tensor3<T> h = project(f, n, up + "weight", c.mlp_bias ? up + "bias" : "", core::weight_layout::out_in);
+        activate(h, c.act);
+        return project(f, h, down + "weight", c.mlp_bias ? down + "bias" : "", core::weight_layout::out_in);
+    }
+
+    /// NemotronHMamba2Mixer without a cache, n (B, T, E) → (B, T, E); see the file comment.
+    static core::tensor3<T> mamba(const family& f, std::size_t layer, core::tensor3<T> n, const std::vector<named_array>& passed) {
+        const config& c = f.settings();
+        const nemotron_h_fields& g = c.fields<nemotron_h_fields>();
+        const std::size_t B = n.shape(0), Tn = n.shape(1), I = g.inner(), Cd = g.conv_dim(), Hm = g.mamba_heads;
+        const std::size_t P = g.mamba_head_dim, G = g.groups, N = g.state, K = g.conv_taps, W = I + Cd + Hm;
+        const std::vector<double> mask = mamba_mask(passed, B, Tn);
+        if (!mask.empty())  // input_states * attention_mask[:, :, None]
+            for (std::size_t i = 0; i < B * Tn; ++i)
+                for (std::size_t e = 0; e < c.hidden; ++e)
+                    n.data()[i * c.hidden + e] = static_cast<T>(static_cast<double>(n.data()[i * c.hidden + e]) * mask[i]);
+        const std::string in = mixer(layer, "in_proj."), out = mixer(layer, "out_proj.");
+        const core::tensor3<T> proj = project(f, n, in + "weight", g.proj_bias ? in + "bias" : "", core::weight_layout::out_in);
+        const std::vector<double> w = f.need(mixer(layer, "conv1d.weight")).to_vector<double>();  // (Cd, 1, K)
+        std::vector<double> cb(Cd, 0.0);
+        if (g.conv_bias) cb = f.need(mixer(layer, "conv1d.bias")).to_vector<double>();
+        const std::vector<double> dt_bias = f.need(mixer(layer, "dt_bias")).to_vector<double>();
+        const std::vector<double> a_log = f.need(mixer(layer, "A_log")).to_vector<double>();
+        const std::vector<double> d_skip = f.need(mixer(layer, "D")).to_vector<double>();
+        const std::vector<double> nw = f.need(mixer(layer, "norm.weight")).to_vector<double>();
+        const auto at = [&](std::size_t bi, std::size_t t, std::size_t j) {
+            return static_cast<double>(proj.data()[(bi * Tn + t) * W + j]);
+        };
+        // xBC: conv1d(xBC)[..., :T] with padding K − 1 (tap j of output t reads input t − K + 1 + j),
+        // then the activation, then (padding) the mask; rounded to T as torch's tensor is.
+        std::vector<double> xbc(B * Tn * Cd);
+        for (std::size_t bi = 0; bi < B; ++bi)
+            for (std::size_t t = 0; t < Tn; ++t)
+                for (std::size_t ch = 0; ch < Cd; ++ch) {
+                    double s = cb[ch];
+                    for (std::size_t j = 0; j < K; ++j)
+                        if (t + j + 1 >= K) s += w[ch * K + j] * at(bi, t + j + 1 - K, I + ch);
+                    double v = static_cast<double>(static_cast<T>(activation_value(static_cast<double>(static_cast<T>(s)), g.mamba_act)));
+                    if (!mask.empty()) v *= mask[bi * Tn + t];
+                    xbc[(bi * Tn + t) * Cd + ch] = v;
+                }
+        // The scan per batch item and head, in double: dt, the decay exp(dt·A), the state (P, N).
+        std::vector<double> y(B * Tn * I);
+        std::vector<double> S(P * N);
+        const std::size_t per_group = Hm / G;
+        for (std::size_t bi = 0; bi < B; ++bi)
+            for (std::size_t h = 0; h < Hm; ++h) {
+                const double A = -std::exp(a_log[h]);
+                const std::size_t grp = h / per_group;
+                std::fill(S.begin(), S.end(), 0.0);
+                for (std::size_t t = 0; t < Tn; ++t) {
+                    double dt = softplus(at(bi, t, I + Cd + h) + dt_bias[h]);
+                    dt = std::min(std::max(dt, g.dt_low), g.dt_high);  // torch.clamp(dt, *time_step_limit)
+                    const double decay = std::exp(dt * A);
+                    const double* row = xbc.data() + (bi * Tn + t) * Cd;
+                    const double* x = row + h * P;
+                    const double* Bv = row + I + grp * N;
+                    const double* Cv = row + I + G * N + grp * N;
+                    for (std::size_t p = 0; p < P; ++p) {
+                        double acc = 0.0;
+                        for (std::size_t s = 0; s < N; ++s) {
+                            double& st = S[p * N + s];
+                            st = decay * st + dt * x[p] * Bv[s];
+                            acc += st * Cv[s];
+                        }
+                        y[(bi * Tn + t) * I + h * P + p] = acc + d_skip[h] * x[p];
+                    }
+                }
+            }
+        // Zamba2RMSNormGated: (y · silu(z)) normalised per group of I / G values, times the weight.
+        const std::size_t gs = I / G;
+        core::tensor3<T> gated = core::tensor3<T>::from_shape({B, Tn, I});
+        std::vector<double> v(gs);
+        for (std::size_t i = 0; i < B * Tn; ++i)
+            for (std::size_t q = 0; q < G; ++q) {
+                double ms = 0.0;
+                for (std::size_t e = 0; e < gs; ++e) {
+                    const std::size_t col = q * gs + e;
+                    const double z = at(i / Tn, i % Tn, col);
+                    v[e] = y[i * I + col] * (z / (1.0 + std::exp(-z)));
+                    ms += v[e] * v[e];
+                }
+                const double inv = 1.0 / std::sqrt(ms / static_cast<double>(gs) + c.norm_eps);
+                for (std::size_t e = 0; e < gs; ++e) gated.data()[i * I + q * gs + e] = static_cast<T>(nw[q * gs + e] * (v[e] * inv));
+            }
+        return project(f, gated, out + "weight", g.proj_bias ? out + "bias" : "", core::weight_layout::out_in);
+    }
+
+    /// A Mamba2 or MLP block, NemotronHBlock.forward: x + mixer(norm(x)).
+    static core::tensor3<T> other_block(const family& f, std::size_t layer, const core::tensor3<T>& x,
+                                        const std::vector<named_array>& passed) {
+        core::tensor3<T> n = norm(f, layer, norm_site::attention, x);
+        core::tensor3<T> o = f.settings().mixer_types[layer] == "mamba" ? mamba(f, layer, std::move(n), passed) : mlp(f, layer, n);
+        o += x;
+        return o;
+    }
+};
+
+}  // namespace
+
+const family_spec& nemotron_h_family() {
+    static const family_spec spec = [] {
+        family_spec s;
+        s.name = "nemotron_h";
+        s.order = 61;  // the hybrids after the MLA families (50-51), after lfm2
+        s.model_types = {"nemotron_h"};
+        s.architectures = {"NemotronHForCausalLM"};
+        s.prefixes = {"backbone.", "model.", ""};  // the Hub's names, and transformers' after its renaming
+        s.probe = "embeddings.weight";
+        s.embedding_tensors = {"embeddings.weight", "embedding.weight"};
+        s.dtype_probe = "layers.0.norm.weight";  // layer 0 may be any mixer
+        s.reads_head_dim = true;                  // NemotronHAttention: config.head_dim
+        s.default_head_dim = 128;                 // NemotronHConfig.head_dim
+        s.structure = block_structure::mixer_only;
+        set_family_hooks<block>(s, read_config, from_tensors, check, attention);
+        s.f4.other_block = &block<float>::other_block;
+        s.f8.other_block = &block<double>::other_block;
+        return s;
+    }();
+    return spec;
+}
+
+}  // namespace attn::model
