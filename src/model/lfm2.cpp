@@ -257,8 +257,6 @@ const family_spec& lfm2_family() {
         s.reads_head_dim = true;  // Lfm2Attention: getattr(config, "head_dim", hidden // heads)
         s.structure = block_structure::pre_norm;
         set_family_hooks<block>(s, read_config, from_tensors, check, attention);
-        s.f4.other_block = &block<float>::other_block;
-        s.f8.other_block = &block<double>::other_block;
         return s;
     }();
     return spec;

@@ -447,8 +447,6 @@ const family_spec& nemotron_h_family() {
         s.default_head_dim = 128;                 // NemotronHConfig.head_dim
         s.structure = block_structure::mixer_only;
         set_family_hooks<block>(s, read_config, from_tensors, check, attention);
-        s.f4.other_block = &block<float>::other_block;
-        s.f8.other_block = &block<double>::other_block;
         return s;
     }();
     return spec;

@@ -130,12 +130,30 @@ struct layer_functions {
                                     const std::vector<named_array>& passed) = nullptr;
 };
 
+/// Impl<T>::other_block when the class has one (a hybrid's layers without softmax
+/// attention), else null.
+template <template <class> class Impl, class T, class = void>
+struct other_block_of {
+    static constexpr decltype(layer_functions<T>::other_block) get() { return nullptr; }
+};
+
+template <template <class> class Impl, class T>
+struct other_block_of<Impl, T, std::void_t<decltype(&Impl<T>::other_block)>> {
+    static constexpr decltype(layer_functions<T>::other_block) get() { return &Impl<T>::other_block; }
+};
+
 /// Both compute types' layer functions from a class template Impl<T> with static
-/// embed, norm and mlp.
+/// embed, norm and mlp, and other_block when it has one.
 template <template <class> class Impl>
 struct layer_functions_of {
-    static layer_functions<float> f4() { return {&Impl<float>::embed, &Impl<float>::norm, &Impl<float>::mlp}; }
-    static layer_functions<double> f8() { return {&Impl<double>::embed, &Impl<double>::norm, &Impl<double>::mlp}; }
+    template <class T>
+    static layer_functions<T> of() {
+        layer_functions<T> f{&Impl<T>::embed, &Impl<T>::norm, &Impl<T>::mlp};
+        f.other_block = other_block_of<Impl, T>::get();
+        return f;
+    }
+    static layer_functions<float> f4() { return of<float>(); }
+    static layer_functions<double> f8() { return of<double>(); }
 };
 
 /// One registered family. A family file src/model/<name>.cpp defines
