@@ -223,6 +223,18 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
 
     const std::size_t rank = p.rank;
     const array* wo = in.find("w_o");
+    // An output gate (layer_attention::query_gate): σ(gate) times the merged heads before
+    // w_o, gate (B, Tq, Hq·Dv) or (Tq, Hq·Dv) as the output before w_o.
+    std::optional<tensor3<T>> gate;
+    if (const array* ga = in.find("output_gate")) {
+        const std::size_t Dv = value.shape(3);
+        if (ga->rank() != (rank == 2 ? 2u : 3u) || ga->shape[ga->rank() - 2] != Tq || ga->shape.back() != Hq * Dv ||
+            (ga->rank() == 3 && ga->shape[0] != B))
+            throw shape_error("output_gate", "one gate per output value before w_o " +
+                                                 expected_got(shape_string(rank == 2 ? shape_t{Tq, Hq * Dv} : shape_t{B, Tq, Hq * Dv}),
+                                                              shape_string(ga->shape)));
+        gate = as_batched<T>(*ga, "output_gate");
+    }
     for (const stage st : stages) {
         const std::string& s = stage_name(st);
         if (st == stage::stats) {
@@ -259,7 +271,19 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
             a = stage_array(*l4, o.average_heads ? std::min<std::size_t>(rank, 3) : rank, l4);
             a.shape.pop_back();
         } else if (st == stage::output) {
-            if (wo) {
+            if (gate) {
+                // Qwen3NextAttention: attn_output.reshape(…, H·Dv) · sigmoid(gate), then o_proj.
+                tensor3<T> merged = merge_heads(r.output);
+                const T* g = gate->data();
+                for (std::size_t i = 0, n = merged.size(); i < n; ++i)
+                    merged.data()[i] = static_cast<T>(static_cast<double>(merged.data()[i]) /
+                                                      (1.0 + std::exp(-static_cast<double>(g[i]))));
+                tensor3<T> y = wo ? linear(merged, as_matrix<T>(*wo, "w_o"), as_vector<T>(in.find("b_o"), "b_o"), o.layout, "w_o")
+                                  : std::move(merged);
+                shape_t shape{y.shape(0), y.shape(1), y.shape(2)};
+                if (rank == 2) shape.erase(shape.begin());
+                a = adopt(std::move(shape), std::move(y));
+            } else if (wo) {
                 const tensor3<T> merged = merge_heads(r.output);
                 tensor3<T> y = linear(merged, as_matrix<T>(*wo, "w_o"), as_vector<T>(in.find("b_o"), "b_o"), o.layout, "w_o");
                 shape_t shape{y.shape(0), y.shape(1), y.shape(2)};
