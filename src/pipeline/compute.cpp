@@ -272,17 +272,27 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
             a.shape.pop_back();
         } else if (st == stage::output) {
             if (gate) {
-                // Qwen3NextAttention: attn_output.reshape(…, H·Dv) · sigmoid(gate), then o_proj.
-                tensor3<T> merged = merge_heads(r.output);
-                const T* g = gate->data();
-                for (std::size_t i = 0, n = merged.size(); i < n; ++i)
-                    merged.data()[i] = static_cast<T>(static_cast<double>(merged.data()[i]) /
-                                                      (1.0 + std::exp(-static_cast<double>(g[i]))));
-                tensor3<T> y = wo ? linear(merged, as_matrix<T>(*wo, "w_o"), as_vector<T>(in.find("b_o"), "b_o"), o.layout, "w_o")
-                                  : std::move(merged);
-                shape_t shape{y.shape(0), y.shape(1), y.shape(2)};
-                if (rank == 2) shape.erase(shape.begin());
-                a = adopt(std::move(shape), std::move(y));
+                // Qwen3NextAttention: attn_output.reshape(…, H·Dv) · sigmoid(gate), then o_proj;
+                // without w_o, the gated heads in the input's layout.
+                auto gated = std::make_shared<tensor4<T>>(r.output);
+                const std::size_t Dv = gated->shape(3);
+                for (std::size_t b = 0; b < B; ++b)
+                    for (std::size_t h = 0; h < Hq; ++h)
+                        for (std::size_t t = 0; t < Tq; ++t)
+                            for (std::size_t d = 0; d < Dv; ++d) {
+                                T& v = (*gated)(b, h, t, d);
+                                const double g = static_cast<double>((*gate)(b, t, h * Dv + d));
+                                v = static_cast<T>(static_cast<double>(v) / (1.0 + std::exp(-g)));
+                            }
+                if (wo) {
+                    tensor3<T> y = linear(merge_heads(*gated), as_matrix<T>(*wo, "w_o"), as_vector<T>(in.find("b_o"), "b_o"),
+                                          o.layout, "w_o");
+                    shape_t shape{y.shape(0), y.shape(1), y.shape(2)};
+                    if (rank == 2) shape.erase(shape.begin());
+                    a = adopt(std::move(shape), std::move(y));
+                } else {
+                    a = in_input_layout(*gated, rank, gated);
+                }
             } else if (wo) {
                 const tensor3<T> merged = merge_heads(r.output);
                 tensor3<T> y = linear(merged, as_matrix<T>(*wo, "w_o"), as_vector<T>(in.find("b_o"), "b_o"), o.layout, "w_o");

@@ -590,6 +590,12 @@ TEST_CASE("output_gate: the merged heads times sigmoid(gate) before w_o (Qwen3Ne
     const auto doc = compute(inputs(false, {B, T, Hq * D}), {}, o);
     CHECK(stage(doc, "output").shape == shape_t{B, T, Hq * D});
     check_close(values(stage(doc, "output")), gated, 1e-12, "output without w_o");
+    // (B, H, T, D) inputs: the gated heads in that layout.
+    const auto heads = compute({{"q", f64({B, Hq, T, D}, to_heads(q, B, T, Hq, D))}, {"k", f64({B, Hkv, T, D}, to_heads(k, B, T, Hkv, D))},
+                                {"v", f64({B, Hkv, T, D}, to_heads(v, B, T, Hkv, D))}, {"output_gate", f64({B, T, Hq * D}, g)}},
+                               {}, o);
+    CHECK(stage(heads, "output").shape == shape_t{B, Hq, T, D});
+    check_close(values(stage(heads, "output")), to_heads(gated, B, T, Hq, D), 1e-12, "output of (B, H, T, D) inputs");
     CHECK_THROWS_WITH_AS(compute(inputs(true, {B * T, Hq * D}), {}, o),
                          "output_gate: one gate per output value before w_o (expected (2, 3, 6), got (6, 6))", attn::shape_error);
 }
