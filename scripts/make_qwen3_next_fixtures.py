@@ -30,13 +30,15 @@ Face transformers' models/qwen3_next/modeling_qwen3_next.py and configuration_qw
                          on the layers with (i + 1) % decoder_sparse_step == 0 not in
                          mlp_only_layers; Qwen3NextMLP(intermediate_size) elsewhere.
 
-Case tests/fixtures/checkpoints/qwen3-next-tiny/ (config.json with the keys of the Hub's
+Cases tests/fixtures/checkpoints/qwen3-next-tiny/ (config.json with the keys of the Hub's
 Qwen3-Next-80B-A3B config.json, model.safetensors with HF's names under "model."): 4 layers
 linear_attention, full_attention, linear_attention, full_attention (full_attention_interval
 2); hidden 32, 4 heads over 2 KV heads of head_dim 16 (not hidden / heads), rotary 4 of 16
 dims; linear attention with 2 key heads of 8 and 4 value heads of 6 (each key head serves
 two value heads), kernel 4; 4 experts top-2 (norm_topk_prob) with a shared expert on layers
-0, 1, 3, the dense MLP on layer 2 (mlp_only_layers).
+0, 1, 3, the dense MLP on layer 2 (mlp_only_layers). qwen3-next-tiny-fused: the same
+weights with the experts fused as transformers v5 holds them (gate_up_proj, down_proj),
+checked against qwen3-next-tiny's expected.npz. qwen3-5-tiny: see qwen3_5() below.
 
 expected.npz (A = the attention layers 1 and 3): ids (T,), attention_layers (A,),
 hidden_states (L+1, T, E) the stream entering each layer and after the last (before the
@@ -347,6 +349,24 @@ def main():
     short = reference(w, cfg, IDS[2:])[1]
     e["short_weights"], e["short_output"] = short["weights"].numpy(), short["output"].numpy()
     write_npz(os.path.join(d, "expected.npz"), e)
+    # The same weights as transformers v5 holds them (conversion_mapping: "qwen3_next" is
+    # qwen2_moe's, MergeModulelist then Concatenate(dim=1)): mlp.experts.gate_up_proj
+    # (E, 2I, E) = cat(gate, up) per expert, mlp.experts.down_proj (E, E, I); no expected.npz
+    # of its own (qwen3-next-tiny's).
+    fused = {}
+    for name, t in w.items():
+        if ".mlp.experts." not in name:
+            fused[name] = t
+    for l, sp in enumerate(sparse_layers(cfg)):
+        if sp:
+            p = f"model.layers.{l}.mlp.experts."
+            X = cfg["num_experts"]
+            fused[p + "gate_up_proj"] = torch.stack([torch.cat((w[p + f"{x}.gate_proj.weight"], w[p + f"{x}.up_proj.weight"]))
+                                                     for x in range(X)])
+            fused[p + "down_proj"] = torch.stack([w[p + f"{x}.down_proj.weight"] for x in range(X)])
+    d = os.path.join(FIX, "qwen3-next-tiny-fused")
+    write(os.path.join(d, "model.safetensors"), safetensors_bytes(fused, {"format": "pt"}))
+    write_json(os.path.join(d, "config.json"), cfg)
     qwen3_5(g)
 
 

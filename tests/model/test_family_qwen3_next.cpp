@@ -85,6 +85,16 @@ TEST_CASE("qwen3_next: every attention layer's stages match transformers, the li
     }
 }
 
+TEST_CASE("qwen3_next: the experts fused as transformers v5 holds them give the same stages") {
+    // qwen3-next-tiny-fused: mlp.experts.gate_up_proj (E, 2I, hidden) and down_proj (E, hidden, I).
+    attn_test::scratch_dir dir;
+    const auto got = attn_test::run(attn_test::checkpoint_fixtures + "qwen3-next-tiny-fused" + ids +
+                                        " --layer all --dump x,weights,output --dtype float64",
+                                    dir.path + "/out.npz");
+    const auto e = want();
+    for (const std::string s : {"x", "weights", "output"}) attn_test::check(member(got, s), member(e, s), 1e-9, s.c_str());
+}
+
 TEST_CASE("qwen3_next: a padding mask reaches the Gated DeltaNet as apply_mask_to_padding_states applies it") {
     // Row 1 of padded_ids is ids[2:] after two padding tokens: its real tokens must give what
     // ids[2:] alone gives, which they do only when the padded tokens' input to the linear
