@@ -255,9 +255,17 @@ TEST_CASE("qwen3_5: the text model's attention stages match transformers, throug
     REQUIRE_MESSAGE(r.code == 0, r.err);
     CHECK(nlohmann::json::parse(r.out).at("meta").at("model").at("arch") == "qwen3_5");
 
-    // Refusals: another activation of the convolution, and no config.json.
+    // Qwen3_5ForCausalLM's config.json: the text config alone, model_type qwen3_5_text.
     const std::string cfg = dir.path + "/config.json";
     auto c = nlohmann::json::parse(attn_test::slurp(std::string(ATTN_SOURCE_DIR) + "/" + m + "/config.json"));
+    attn_test::spit(cfg, c["text_config"].dump(2));
+    const auto text = attn_test::run(m + " --token-ids " + e_path + ":ids --layer all --dump weights,output --dtype float64 --config '" +
+                                         cfg + "'",
+                                     dir.path + "/out.npz");
+    attn_test::check(member(text, "weights"), member(e, "weights"), 1e-9, "weights, qwen3_5_text");
+    attn_test::check(member(text, "output"), member(e, "output"), 1e-9, "output, qwen3_5_text");
+
+    // Refusals: another activation of the convolution, and no config.json.
     c["text_config"]["hidden_act"] = "gelu";
     attn_test::spit(cfg, c.dump(2));
     r = attn_test::run_attn("compute " + m + " --ids 1,2 --config '" + cfg + "'");
