@@ -351,6 +351,7 @@ std::vector<named_array> project_attention_inputs(const layer_attention& la, con
         return nullptr;
     };
     std::vector<named_array> out;
+    std::optional<named_array> output_gate;  // query_gate: after v
     const char* parts[3][3] = {{"q", "w_q", "b_q"}, {"k", "w_k", "b_k"}, {"v", "w_v", "b_v"}};
     for (const auto& part : parts) {
         const array* w = find(part[1]);
@@ -358,7 +359,7 @@ std::vector<named_array> project_attention_inputs(const layer_attention& la, con
         std::optional<core::tensor1<T>> b;
         if (const array* ba = find(part[2])) b = vector_of<T>(*ba, part[2]);
         core::tensor3<T> y = core::linear(x, matrix_of<T>(*w, part[1]), b, la.layout, part[1]);
-        std::optional<core::tensor3<T>> gate;
+        std::optional<core::tensor3<T>> gate;  // the gate halves, (B, T, H·D)
         if (la.query_gate && part[0][0] == 'q') {
             // Qwen3NextAttention: q_proj(x).view(…, H, 2·D).chunk(2, dim=-1): per head the
             // query's D values, then the gate's.
@@ -382,9 +383,10 @@ std::vector<named_array> project_attention_inputs(const layer_attention& la, con
         if (unbatched) s.erase(s.begin());
         if (projected && part[0][0] != 'v') projected->push_back({std::string(part[0]) + "_proj", array::from<T>(s, y.data())});
         if (n) apply_head_norm(y, part[0][0] == 'q' ? la.heads : la.kv_heads, *n, std::string(part[0]) + "_norm");
-        out.push_back({part[0], array::from<T>(s, y.data())});
-        if (gate) out.push_back({"output_gate", array::from<T>(std::move(s), gate->data())});
+        if (gate) output_gate = named_array{"output_gate", array::from<T>(s, gate->data())};
+        out.push_back({part[0], array::from<T>(std::move(s), y.data())});
     }
+    if (output_gate) out.push_back(std::move(*output_gate));
     for (const auto& w : la.weights)
         if (w.name == "w_o" || w.name == "b_o") out.push_back(w);
     return out;

@@ -16,6 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attn/error.hpp"
+#include "attn/model/family.hpp"
 #include "checkpoint_cases.hpp"
 
 using attn_test::at;
@@ -53,6 +55,41 @@ attn::array item_of(const attn::array& a, std::size_t b, std::size_t from) {
 }
 
 }  // namespace
+
+TEST_CASE("query_gate: project_attention_inputs splits each head's query and gate, the gate to output_gate") {
+    // H = 2 heads of D = 2 over E = 2 inputs: w_q's rows per head [query D | gate D], so rows
+    // 0-1 and 4-5 are the queries, 2-3 and 6-7 the gates; x = (1, 10) picks row r as
+    // w[r][0] + 10·w[r][1] = r + 10·(r + 1).
+    using attn::array;
+    std::vector<double> wq(16), wkv{1, 0, 0, 1};
+    for (std::size_t r = 0; r < 8; ++r) wq[2 * r] = static_cast<double>(r), wq[2 * r + 1] = static_cast<double>(r + 1);
+    attn::model::layer_attention la;
+    la.heads = 2;
+    la.kv_heads = 1;
+    la.query_gate = true;
+    la.weights = {{"w_q", array::from<double>({8, 2}, wq.data())}, {"w_k", array::from<double>({2, 2}, wkv.data())},
+                  {"w_v", array::from<double>({2, 2}, wkv.data())}};
+    auto x = attn::core::tensor3<double>::from_shape({1, 1, 2});
+    x(0, 0, 0) = 1;
+    x(0, 0, 1) = 10;
+    std::vector<attn::named_array> projected;
+    const auto in = attn::model::project_attention_inputs(la, x, true, &projected);
+    REQUIRE(in.size() == 4);
+    const auto row = [](double r) { return r + 10 * (r + 1); };
+    CHECK(in[0].name == "q");
+    CHECK(in[0].value.to_vector<double>() == std::vector<double>{row(0), row(1), row(4), row(5)});
+    CHECK(in[3].name == "output_gate");
+    CHECK(in[3].value.shape == attn::shape_t{1, 4});
+    CHECK(in[3].value.to_vector<double>() == std::vector<double>{row(2), row(3), row(6), row(7)});
+    REQUIRE(projected.size() == 2);
+    CHECK(projected[0].name == "q_proj");
+    CHECK(projected[0].value.to_vector<double>() == std::vector<double>{row(0), row(1), row(4), row(5)});
+    // A width that is no whole number of [query | gate] heads.
+    la.weights[0].value = array::from<double>({6, 2}, wq.data());
+    CHECK_THROWS_WITH_AS(attn::model::project_attention_inputs(la, x, true),
+                         "w_q: a gated query projection holds a query and a gate per head (expected 2·2·D outputs, got 6)",
+                         attn::shape_error);
+}
 
 TEST_CASE("qwen3_next: every attention layer's stages match transformers, the linear-attention layers carry the stream") {
     attn_test::scratch_dir dir;

@@ -236,8 +236,9 @@ void apply_head_norm(core::tensor3<T>& x, std::size_t heads, const head_norm& n,
 /// receives x·W_q + b_q and x·W_k + b_k before the norm, in the same layout, named
 /// q_proj and k_proj (the stages of docs/design.md §5.2). With la.query_gate, x·W_q + b_q
 /// (B, T, H·2D) is split per head into its query halves (q_proj, then q) and its gate
-/// halves, appended after v as `output_gate` (B, T, H·D); shape_error("w_q", …) when its
-/// width is not twice H·D of the k/v head width.
+/// halves, appended after v as `output_gate` (B, T, H·D); shape_error("w_q", "a gated query
+/// projection holds a query and a gate per head (expected 2·4·D outputs, got 30)") when its
+/// width is not a multiple of 2·H.
 /// Throws value_error when a projection weight is missing, shape_error as linear().
 template <class T>
 std::vector<named_array> project_attention_inputs(const layer_attention& la, const core::tensor3<T>& x, bool unbatched,
