@@ -224,7 +224,9 @@ config parse_config(const std::string& json_text, const std::string& source, std
     read_fp8(j, c, source);
     spec.read_config(rb, c);
     for (const refused_key& k : spec.refused) rb.refuse_unless(k.key, k.accepted, k.why);
-    c.kv_heads = rb.size({"num_key_value_heads"}, c.heads);
+    // A family whose config class defaults num_key_value_heads (Qwen3NextConfig's 2) sets it
+    // in read_config; else the heads (MHA).
+    c.kv_heads = rb.size({"num_key_value_heads"}, c.kv_heads ? c.kv_heads : c.heads);
     const std::string& heads_key = key_written(body, spec.heads_keys);
     const std::string& hidden_key = key_written(body, spec.hidden_keys);
     const bool given_head_dim = spec.reads_head_dim && first_of(body, {"head_dim"});

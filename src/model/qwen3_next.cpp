@@ -77,7 +77,7 @@ void read_layer_types(const config_reader& r, config& c) {
         if ((l + 1) % interval != 0) c.mixer_types[l] = "linear_attention";
 }
 
-/// Qwen3NextConfig: vocab 151936, hidden 2048, 48 layers, 16 heads, intermediate_size 5632,
+/// Qwen3NextConfig: vocab 151936, hidden 2048, 48 layers, 16 heads over 2 KV heads, intermediate_size 5632,
 /// 32768 positions, rms_norm_eps 1e-6, hidden_act silu (the experts are SiLU-gated),
 /// rope_theta 10000 and partial_rotary_factor 0.25 (top level or rope_parameters),
 /// rope_scaling as LlamaRotaryEmbedding reads it, attention_bias on q, k, v and o (false),
@@ -114,6 +114,7 @@ std::shared_ptr<qwen3_next_fields> read_linear_attention(const config_reader& r)
 
 void read_config(const config_reader& r, config& c) {
     read_sizes(r, c, {2048, 48, 16, 5632, 32768, 151936});
+    c.kv_heads = 2;  // Qwen3NextConfig.num_key_value_heads, when config.json writes none
     read_shared(r, c);
     refuse_unless_silu_experts(r, c);
     c.moe.experts = r.find("num_experts") ? r.size({"num_experts"}, 0, true) : 512;
@@ -127,11 +128,12 @@ void read_config(const config_reader& r, config& c) {
 }
 
 /// Qwen3_5TextConfig (under text_config in Qwen3_5Config): Qwen3NextConfig's keys with its
-/// own defaults (vocab 248320, hidden 4096, 32 layers, intermediate_size 12288) and no MoE:
+/// own defaults (vocab 248320, hidden 4096, 32 layers, 4 KV heads, intermediate_size 12288) and no MoE:
 /// every layer's MLP is Qwen3_5MLP(intermediate_size). Its convolution is activated by
 /// hidden_act (causal_conv1d_fn's activation), which attn computes as SiLU only.
 void read_config_3_5(const config_reader& r, config& c) {
     read_sizes(r, c, {4096, 32, 16, 12288, 32768, 248320});
+    c.kv_heads = 4;  // Qwen3_5TextConfig.num_key_value_heads
     read_shared(r, c);
     if (c.act != activation::silu)
         throw value_error(r.source(), "hidden_act: not implemented by attn for the Gated DeltaNet's convolution, which is "

@@ -202,6 +202,10 @@ TEST_CASE("qwen3_next: config keys as Qwen3NextConfig reads them, and its refusa
     same(c, "layer_types");
     c["layer_types"] = {"mamba", "attention", "linear_attention", "full_attention"};
     same(c, "legacy layer_types");
+    // num_key_value_heads defaults to Qwen3NextConfig's 2, the fixture's.
+    c = j;
+    c.erase("num_key_value_heads");
+    same(c, "num_key_value_heads default");
     // partial_rotary_factor defaults to 0.25; transformers v5's rope_parameters carry it too.
     c = j;
     c.erase("partial_rotary_factor");
@@ -301,6 +305,15 @@ TEST_CASE("qwen3_5: the text model's attention stages match transformers, throug
                                      dir.path + "/out.npz");
     attn_test::check(member(text, "weights"), member(e, "weights"), 1e-9, "weights, qwen3_5_text");
     attn_test::check(member(text, "output"), member(e, "output"), 1e-9, "output, qwen3_5_text");
+
+    // num_key_value_heads defaults to Qwen3_5TextConfig's 4, more than the fixture's 2 heads.
+    auto bare_kv = c;
+    bare_kv["text_config"].erase("num_key_value_heads");
+    attn_test::spit(cfg, bare_kv.dump(2));
+    r = attn_test::run_attn("compute " + m + " --ids 1,2 --config '" + cfg + "'");
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: " + cfg + ": num_attention_heads is not a multiple of num_key_value_heads "
+                   "(expected a divisor of 2, got 4)\n");
 
     // Refusals: another activation of the convolution, and no config.json.
     c["text_config"]["hidden_act"] = "gelu";
