@@ -77,14 +77,10 @@ void read_layer_types(const config_reader& r, config& c) {
         if ((l + 1) % interval != 0) c.mixer_types[l] = "linear_attention";
 }
 
-/// Qwen3NextConfig: vocab 151936, hidden 2048, 48 layers, 16 heads over 2 KV heads, intermediate_size 5632,
-/// 32768 positions, rms_norm_eps 1e-6, hidden_act silu (the experts are SiLU-gated),
-/// rope_theta 10000 and partial_rotary_factor 0.25 (top level or rope_parameters),
-/// rope_scaling as LlamaRotaryEmbedding reads it, attention_bias on q, k, v and o (false),
-/// layer_types, the Gated DeltaNet sizes, and the MoE keys: num_experts 512,
-/// num_experts_per_tok 10, moe_intermediate_size 512, shared_expert_intermediate_size 512,
-/// norm_topk_prob true, decoder_sparse_step 1, mlp_only_layers [] (an index outside the
-/// layers ignored, as `layer_idx not in mlp_only_layers` ignores it).
+/// The keys Qwen3NextConfig and Qwen3_5TextConfig share, after the sizes: rms_norm_eps 1e-6,
+/// hidden_act (silu), rope_theta 10000 and partial_rotary_factor 0.25 (top level or
+/// rope_parameters), rope_scaling as LlamaRotaryEmbedding reads it, attention_bias on q, k,
+/// v and o (false), layer_types.
 void read_shared(const config_reader& r, config& c) {
     c.norm_eps = r.number({"rms_norm_eps"}, 1e-6);
     c.act = r.act("hidden_act", "silu");
@@ -112,6 +108,12 @@ std::shared_ptr<qwen3_next_fields> read_linear_attention(const config_reader& r)
     return g;
 }
 
+/// Qwen3NextConfig: vocab 151936, hidden 2048, 48 layers, 16 heads over 2 KV heads,
+/// intermediate_size 5632, 32768 positions, the shared keys (read_shared), hidden_act silu
+/// (the experts are SiLU-gated), the Gated DeltaNet sizes, and the MoE keys: num_experts
+/// 512, num_experts_per_tok 10, moe_intermediate_size 512, shared_expert_intermediate_size
+/// 512, norm_topk_prob true, decoder_sparse_step 1, mlp_only_layers [] (an index outside the
+/// layers ignored, as `layer_idx not in mlp_only_layers` ignores it).
 void read_config(const config_reader& r, config& c) {
     read_sizes(r, c, {2048, 48, 16, 5632, 32768, 151936});
     c.kv_heads = 2;  // Qwen3NextConfig.num_key_value_heads, when config.json writes none
