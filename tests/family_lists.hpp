@@ -2,6 +2,7 @@
 // The lists of families a message names, read from the registry (model::families()), so
 // that a new family file needs no edit of the tests that check those messages.
 #include <string>
+#include <vector>
 
 #include "attn/model/registry.hpp"
 
@@ -9,16 +10,19 @@ namespace attn_test {
 
 /// What an unknown model_type's refusal lists: every registered model_type, in the
 /// registry's order ("gpt2, bert, llama, mistral, …, gpt_neox or phi3"), then
-/// "or give --arch " and the --arch names joined by '|'.
+/// "or give --arch one of " and the --arch names, listed the same way.
 inline std::string known_families_expected() {
-    std::string types, archs;
-    std::size_t n = 0, total = 0;
-    for (const attn::model::family_spec* f : attn::model::families()) total += f->model_types.size();
+    std::vector<std::string> types, archs;
     for (const attn::model::family_spec* f : attn::model::families()) {
-        for (const std::string& t : f->model_types) types += (n++ == 0 ? "" : n == total ? " or " : ", ") + t;
-        archs += (archs.empty() ? "" : "|") + f->name;
+        types.insert(types.end(), f->model_types.begin(), f->model_types.end());
+        archs.push_back(f->name);
     }
-    return types + ", or give --arch " + archs;
+    const auto list = [](const std::vector<std::string>& v) {
+        std::string s;
+        for (std::size_t i = 0; i < v.size(); ++i) s += (i == 0 ? "" : i + 1 == v.size() ? " or " : ", ") + v[i];
+        return s;
+    };
+    return list(types) + ", or give --arch one of " + list(archs);
 }
 
 }  // namespace attn_test

@@ -209,10 +209,9 @@ config parse_config(const std::string& json_text, const std::string& source, std
     } else {
         std::vector<std::string> types;
         for (const family_spec* f : families()) types.insert(types.end(), f->model_types.begin(), f->model_types.end());
-        std::string names;
-        for (const std::string& n : family_names()) names += (names.empty() ? "" : "|") + n;
+        // Listed word by word: a '|'-joined list is one word, which messages cut at 200 bytes.
         throw value_error(source, "model_type \"" + c.model_type + "\" is not a family attn knows (expected " +
-                                      listed(types, " or ") + ", or give --arch " + names + ")");
+                                      listed(types, " or ") + ", or give --arch one of " + listed(family_names(), " or ") + ")");
     }
     const family_spec& spec = c.family->spec();
     // A composite model's text config (Gemma 3's text_config) holds every key read below.
@@ -225,7 +224,9 @@ config parse_config(const std::string& json_text, const std::string& source, std
     read_fp8(j, c, source);
     spec.read_config(rb, c);
     for (const refused_key& k : spec.refused) rb.refuse_unless(k.key, k.accepted, k.why);
-    c.kv_heads = rb.size({"num_key_value_heads"}, c.heads);
+    // A family whose config class defaults num_key_value_heads (Qwen3NextConfig's 2) sets it
+    // in read_config; else the heads (MHA).
+    c.kv_heads = rb.size({"num_key_value_heads"}, c.kv_heads ? c.kv_heads : c.heads);
     const std::string& heads_key = key_written(body, spec.heads_keys);
     const std::string& hidden_key = key_written(body, spec.hidden_keys);
     const bool given_head_dim = spec.reads_head_dim && first_of(body, {"head_dim"});

@@ -353,6 +353,7 @@ std::vector<named_array> project_attention_inputs(const layer_attention& la, con
         return nullptr;
     };
     std::vector<named_array> out;
+    std::optional<named_array> output_gate;  // query_gate: after v
     const char* parts[3][3] = {{"q", "w_q", "b_q"}, {"k", "w_k", "b_k"}, {"v", "w_v", "b_v"}};
     for (const auto& part : parts) {
         const array* w = find(part[1]);
@@ -360,13 +361,34 @@ std::vector<named_array> project_attention_inputs(const layer_attention& la, con
         std::optional<core::tensor1<T>> b;
         if (const array* ba = find(part[2])) b = vector_of<T>(*ba, part[2]);
         core::tensor3<T> y = core::linear(x, matrix_of<T>(*w, part[1]), b, la.layout, part[1]);
+        std::optional<core::tensor3<T>> gate;  // the gate halves, (B, T, H·D)
+        if (la.query_gate && part[0][0] == 'q') {
+            // Qwen3NextAttention: q_proj(x).view(…, H, 2·D).chunk(2, dim=-1): per head the
+            // query's D values, then the gate's.
+            const std::size_t H = la.heads, W = y.shape(2);
+            if (H == 0 || W % (2 * H) != 0)
+                throw shape_error("w_q", "a gated query projection holds a query and a gate per head " +
+                                             expected_got("2·" + std::to_string(H) + "·D outputs", std::to_string(W)));
+            const std::size_t D = W / (2 * H), rows = y.size() / W;
+            auto query = core::tensor3<T>::from_shape({y.shape(0), y.shape(1), H * D});
+            gate = core::tensor3<T>::from_shape({y.shape(0), y.shape(1), H * D});
+            for (std::size_t r = 0; r < rows; ++r)
+                for (std::size_t h = 0; h < H; ++h) {
+                    const T* src = y.data() + r * W + h * 2 * D;
+                    std::copy(src, src + D, query.data() + (r * H + h) * D);
+                    std::copy(src + D, src + 2 * D, gate->data() + (r * H + h) * D);
+                }
+            y = std::move(query);
+        }
         const std::optional<head_norm>& n = part[0][0] == 'q' ? la.q_norm : part[0][0] == 'k' ? la.k_norm : std::nullopt;
         shape_t s{y.shape(0), y.shape(1), y.shape(2)};
         if (unbatched) s.erase(s.begin());
         if (projected && part[0][0] != 'v') projected->push_back({std::string(part[0]) + "_proj", array::from<T>(s, y.data())});
         if (n) apply_head_norm(y, part[0][0] == 'q' ? la.heads : la.kv_heads, *n, std::string(part[0]) + "_norm");
+        if (gate) output_gate = named_array{"output_gate", array::from<T>(s, gate->data())};
         out.push_back({part[0], array::from<T>(std::move(s), y.data())});
     }
+    if (output_gate) out.push_back(std::move(*output_gate));
     for (const auto& w : la.weights)
         if (w.name == "w_o" || w.name == "b_o") out.push_back(w);
     return out;

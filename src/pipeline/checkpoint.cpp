@@ -261,9 +261,9 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
             // The family makes q, k (RoPE applied) and v itself (Multi-head Latent Attention).
             const bool kept = has(o.dump, stage_name(stage::q_proj).c_str()) || has(o.dump, stage_name(stage::k_proj).c_str());
             inputs = make_inputs(fam, l, xn, unbatched, in.passed, kept ? &projected : nullptr);
-        } else if (la.q_norm || la.k_norm) {
-            // A q/k norm before RoPE (Qwen3, OLMo 2): the family projects and normalises q
-            // and k, compute() rotates them.
+        } else if (la.q_norm || la.k_norm || la.query_gate) {
+            // A q/k norm before RoPE (Qwen3, OLMo 2), or a gated query projection (Qwen3-Next):
+            // the family projects and normalises q and k, compute() rotates them.
             const bool kept = has(o.dump, stage_name(stage::q_proj).c_str()) || has(o.dump, stage_name(stage::k_proj).c_str());
             inputs = model::project_attention_inputs(la, xn, unbatched, kept ? &projected : nullptr);
         } else {

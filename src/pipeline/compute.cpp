@@ -233,6 +233,18 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
 
     const std::size_t rank = p.rank;
     const array* wo = in.find("w_o");
+    // An output gate (layer_attention::query_gate): σ(gate) times the merged heads before
+    // w_o, gate (B, Tq, Hq·Dv) or (Tq, Hq·Dv) as the output before w_o.
+    std::optional<tensor3<T>> gate;
+    if (const array* ga = in.find("output_gate")) {
+        const std::size_t Dv = v_view.shape[3];
+        if (ga->rank() != (rank == 2 ? 2u : 3u) || ga->shape[ga->rank() - 2] != Tq || ga->shape.back() != Hq * Dv ||
+            (ga->rank() == 3 && ga->shape[0] != B))
+            throw shape_error("output_gate", "one gate per output value before w_o " +
+                                                 expected_got(shape_string(rank == 2 ? shape_t{Tq, Hq * Dv} : shape_t{B, Tq, Hq * Dv}),
+                                                              shape_string(ga->shape)));
+        gate = as_batched<T>(*ga, "output_gate");
+    }
     for (const stage st : stages) {
         const std::string& s = stage_name(st);
         if (st == stage::stats) {
@@ -269,14 +281,32 @@ io::document run(input_set& in, const std::vector<std::string>& bundle_tokens, c
             a = stage_array(*l4, o.average_heads ? std::min<std::size_t>(rank, 3) : rank, l4);
             a.shape.pop_back();
         } else if (st == stage::output) {
+            // Qwen3NextAttention: attn_output.reshape(…, H·Dv) · sigmoid(gate), then o_proj;
+            // without w_o, the (gated) heads in the input's layout.
+            std::shared_ptr<tensor4<T>> gated;
+            if (gate) {
+                gated = std::make_shared<tensor4<T>>(r.output);
+                const std::size_t Dv = gated->shape(3);
+                for (std::size_t b = 0; b < B; ++b)
+                    for (std::size_t h = 0; h < Hq; ++h)
+                        for (std::size_t t = 0; t < Tq; ++t)
+                            for (std::size_t d = 0; d < Dv; ++d) {
+                                T& v = (*gated)(b, h, t, d);
+                                const double g = static_cast<double>((*gate)(b, t, h * Dv + d));
+                                v = static_cast<T>(static_cast<double>(v) / (1.0 + std::exp(-g)));
+                            }
+            }
+            const tensor4<T>& heads = gated ? *gated : r.output;
             if (wo) {
-                const tensor3<T> merged = merge_heads(r.output);
+                const tensor3<T> merged = merge_heads(heads);
                 tensor3<T> y = linear(merged, as_matrix<T>(*wo, "w_o"), as_vector<T>(in.find("b_o"), "b_o"), o.layout, "w_o");
                 shape_t shape{y.shape(0), y.shape(1), y.shape(2)};
                 if (rank == 2) shape.erase(shape.begin());
                 a = adopt(std::move(shape), std::move(y));
+            } else if (gated) {
+                a = in_input_layout(heads, rank, gated);
             } else {
-                a = in_input_layout(r.output, rank, result);
+                a = in_input_layout(heads, rank, result);
             }
         } else {
             const tensor4<T>& t = st == stage::qk       ? r.qk

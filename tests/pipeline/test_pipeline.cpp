@@ -557,6 +557,49 @@ TEST_CASE("attention sinks: the oracle with one more key whose score is the sink
                          attn::shape_error);
 }
 
+TEST_CASE("output_gate: the merged heads times sigmoid(gate) before w_o (Qwen3NextAttention)") {
+    // attn_output.reshape(B, T, H·Dv) · sigmoid(gate), then o_proj: written here from that
+    // formula over the reference attention, not from compute's code.
+    const std::size_t B = 2, T = 3, Hq = 2, Hkv = 1, D = 3, E = 4;
+    const auto q = ref::random_normal(B * T * Hq * D, 81);
+    const auto k = ref::random_normal(B * T * Hkv * D, 82);
+    const auto v = ref::random_normal(B * T * Hkv * D, 83);
+    const auto g = ref::random_normal(B * T * Hq * D, 84);
+    const auto wo = ref::random_normal(E * Hq * D, 85);
+    const ref::dims d{B, Hq, Hkv, T, T, D, D};
+    const auto want = ref::attention(to_heads(q, B, T, Hq, D), to_heads(k, B, T, Hkv, D), to_heads(v, B, T, Hkv, D), d,
+                                     1 / std::sqrt(3.0), 0, [](auto, auto, auto i, auto j) { return j <= i; }, nullptr);
+    std::vector<double> gated = from_heads(want.output, B, T, Hq, D);
+    for (std::size_t i = 0; i < gated.size(); ++i) gated[i] *= 1.0 / (1.0 + std::exp(-g[i]));
+    std::vector<double> projected(B * T * E, 0.0);
+    for (std::size_t r = 0; r < B * T; ++r)
+        for (std::size_t e = 0; e < E; ++e)
+            for (std::size_t c = 0; c < Hq * D; ++c) projected[r * E + e] += gated[r * Hq * D + c] * wo[e * Hq * D + c];
+    pipeline_options o;
+    o.heads = Hq;
+    o.kv_heads = Hkv;
+    o.attention.mask.causal = true;
+    o.dump = {"output"};
+    const auto inputs = [&](bool with_wo, shape_t gate_shape) {
+        std::vector<named_array> in{{"q", f64({B, T, Hq * D}, q)}, {"k", f64({B, T, Hkv * D}, k)}, {"v", f64({B, T, Hkv * D}, v)},
+                                    {"output_gate", f64(std::move(gate_shape), g)}};
+        if (with_wo) in.push_back({"w_o", f64({E, Hq * D}, wo)});
+        return in;
+    };
+    check_close(values(stage(compute(inputs(true, {B, T, Hq * D}), {}, o), "output")), projected, 1e-12, "output after w_o");
+    const auto doc = compute(inputs(false, {B, T, Hq * D}), {}, o);
+    CHECK(stage(doc, "output").shape == shape_t{B, T, Hq * D});
+    check_close(values(stage(doc, "output")), gated, 1e-12, "output without w_o");
+    // (B, H, T, D) inputs: the gated heads in that layout.
+    const auto heads = compute({{"q", f64({B, Hq, T, D}, to_heads(q, B, T, Hq, D))}, {"k", f64({B, Hkv, T, D}, to_heads(k, B, T, Hkv, D))},
+                                {"v", f64({B, Hkv, T, D}, to_heads(v, B, T, Hkv, D))}, {"output_gate", f64({B, T, Hq * D}, g)}},
+                               {}, o);
+    CHECK(stage(heads, "output").shape == shape_t{B, Hq, T, D});
+    check_close(values(stage(heads, "output")), to_heads(gated, B, T, Hq, D), 1e-12, "output of (B, H, T, D) inputs");
+    CHECK_THROWS_WITH_AS(compute(inputs(true, {B * T, Hq * D}), {}, o),
+                         "output_gate: one gate per output value before w_o (expected (2, 3, 6), got (6, 6))", attn::shape_error);
+}
+
 TEST_CASE("RoPE in compute: q and k rotated as HF's rotate_half / GPT-J's pairs, positions after the cache, GQA") {
     // HF Llama: q_embed = q·cos + rotate_half(q)·sin, rotate_half(x) = cat(−x[R/2:], x[:R/2])
     // over the first R dims, cos/sin of pos·θ^(−2k/R) repeated for both halves; GPT-J pairs

@@ -58,7 +58,9 @@ struct config {
     std::size_t hidden = 0;          ///< hidden_size / n_embd
     std::size_t layers = 0;          ///< num_hidden_layers / n_layer
     std::size_t heads = 0;           ///< num_attention_heads / n_head
-    std::size_t kv_heads = 0;        ///< num_key_value_heads (= heads when absent)
+    /// num_key_value_heads; when absent, the default the family's read_config set here
+    /// (Qwen3NextConfig 2, Qwen3_5TextConfig 4), else the heads.
+    std::size_t kv_heads = 0;
     std::size_t head_dim = 0;        ///< head_dim (= hidden / heads when absent)
     std::size_t vocab = 0;           ///< vocab_size (0: not given; the embedding's rows)
     std::size_t intermediate = 0;    ///< intermediate_size / n_inner (0: 4·hidden for gpt2)

@@ -90,6 +90,13 @@ struct layer_attention {
     /// q/k norms before RoPE (none in gpt2, bert, llama): when set, the pipeline projects
     /// q and k itself (project_attention_inputs) and hands compute q, k, v.
     std::optional<head_norm> q_norm, k_norm;
+    /// A gated query projection (Qwen3NextAttention, Qwen3_5Attention): w_q (and b_q) has
+    /// 2·H·D outputs, per head D query values then D gate values (q_proj(x).view(…, H, 2·D)
+    /// .chunk(2, dim=-1)). project_attention_inputs splits them: the query halves are q_proj
+    /// and q, the gate halves (B, T, H·D) go to compute as `output_gate`, which multiplies
+    /// the merged heads by σ(gate) before w_o (the `output` stage: attn_output ·
+    /// sigmoid(gate), then o_proj). The pipeline then projects q, k, v itself, as with q/k norms.
+    bool query_gate = false;
 };
 
 /// A family over one checkpoint. Construction finds the name prefix the checkpoint
@@ -228,7 +235,11 @@ void apply_head_norm(core::tensor3<T>& x, std::size_t heads, const head_norm& n,
 /// in place of x and the q/k/v projections, so that RoPE follows the norm. Without
 /// q_norm / k_norm it projects the same without the norm. When `projected` is given, it
 /// receives x·W_q + b_q and x·W_k + b_k before the norm, in the same layout, named
-/// q_proj and k_proj (the stages of docs/design.md §5.2).
+/// q_proj and k_proj (the stages of docs/design.md §5.2). With la.query_gate, x·W_q + b_q
+/// (B, T, H·2D) is split per head into its query halves (q_proj, then q) and its gate
+/// halves, appended after v as `output_gate` (B, T, H·D); shape_error("w_q", "a gated query
+/// projection holds a query and a gate per head (expected 2·4·D outputs, got 30)") when its
+/// width is not a multiple of 2·H.
 /// Throws value_error when a projection weight is missing, shape_error as linear().
 template <class T>
 std::vector<named_array> project_attention_inputs(const layer_attention& la, const core::tensor3<T>& x, bool unbatched,
