@@ -86,8 +86,9 @@ import torch
 import torch.nn.functional as F
 
 from fixture_npz import write_npz
-from make_checkpoint_fixtures import (DATA, DT, FIX, expected, llama_tokenizer, rand, rms_norm, rope_inv_freq, rotate_half,
-                                      safetensors_bytes, safetensors_header, with_vocab, write, write_json)
+from make_checkpoint_fixtures import (DATA, DT, FIX, expected, llama_reference, llama_tokenizer, llama_weights, rand,
+                                      rms_norm, rope_inv_freq, rotate_half, safetensors_bytes, safetensors_header, with_vocab,
+                                      write, write_json)
 
 IDS = [1, 3, 4, 5, 6, 7, 8, 9]
 LATENT_EPS = 1e-6  # DeepseekV3RMSNorm's default, which q_a_layernorm and kv_a_layernorm keep
@@ -418,6 +419,34 @@ def main():
                topk_group=1, num_experts_per_tok=4, routed_scaling_factor=1.8, topk_method="noaux_tc", _fill=-math.inf)
     del glm["rope_theta"]
     write_case("glm4-moe-lite-tiny", glm, weights(g, glm), "bias")
+
+    # FP8 block scales for a family that is not DeepSeek's (docs/design.md §6.1: every
+    # family): Llama's layout, its projections and MLP F8_E4M3 with [16, 24] blocks (partial
+    # ones on the 32 and 64 columns), the rest BF16, as fine-grained FP8 checkpoints of the
+    # Llama and Qwen families are published; the reference computes with the dequantised
+    # values, in llama_reference (make_checkpoint_fixtures.py).
+    g = torch.Generator().manual_seed(67)
+    llama = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 32, "num_attention_heads": 4,
+             "num_key_value_heads": 2, "num_hidden_layers": 2, "intermediate_size": 64, "vocab_size": 64,
+             "max_position_embeddings": 64, "rms_norm_eps": 1e-6, "rope_theta": 500.0, "hidden_act": "silu",
+             "torch_dtype": "bfloat16",
+             "quantization_config": {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
+                                     "weight_block_size": [16, 24]}}
+    w = llama_weights(g, llama, "model.")
+    stored, values = fp8_tensors(w, 16, 24)
+    d = os.path.join(FIX, "llama-fp8-tiny")
+    write(os.path.join(d, "model.safetensors"), fp8_safetensors_bytes(stored))
+    write_json(os.path.join(d, "config.json"), llama)
+    write_npz(os.path.join(d, "expected.npz"), expected(IDS, llama_reference(values, llama, "model.", IDS)))
+    # The same with the embedding table FP8 as well (published checkpoints keep it BF16; a
+    # repackaging need not), read row by row for the ids.
+    codes, scale, deq = fp8_quantize(w["model.embed_tokens.weight"], 16, 24)
+    stored = dict(stored, **{"model.embed_tokens.weight": ("F8_E4M3", codes), "model.embed_tokens.weight_scale_inv": scale})
+    values = dict(values, **{"model.embed_tokens.weight": deq})
+    d = os.path.join(FIX, "llama-fp8-embedding-tiny")
+    write(os.path.join(d, "model.safetensors"), fp8_safetensors_bytes(stored))
+    write_json(os.path.join(d, "config.json"), llama)
+    write_npz(os.path.join(d, "expected.npz"), expected(IDS, llama_reference(values, llama, "model.", IDS)))
 
 
 if __name__ == "__main__":

@@ -46,9 +46,11 @@ const std::string& key_written(const json& j, const std::vector<std::string>& ke
 }
 
 /// Refuses config.json's quantization_config (transformers' HfQuantizer configs: a
-/// quant_method such as bitsandbytes, gptq, awq, aqlm, eetq, hqq, compressed-tensors, fp8)
-/// unless the family dequantises that method itself (family_spec::quant_methods): its
-/// weights are packed integers and scales, which attn would read as numbers.
+/// quant_method such as bitsandbytes, gptq, awq, aqlm, eetq, hqq, compressed-tensors)
+/// unless every family reads it — "fp8", block-scaled F8_E4M3 weights, which family::need
+/// dequantises whatever the family (read_fp8) — or the family dequantises that method
+/// itself (family_spec::quant_methods): other methods' weights are packed integers and
+/// scales, which attn would read as numbers.
 void refuse_quantization(const json& j, const family_spec& spec, const std::string& source) {
     const json* q = first_of(j, {"quantization_config"});
     if (!q) return;
@@ -57,9 +59,10 @@ void refuse_quantization(const json& j, const family_spec& spec, const std::stri
         throw value_error(source, "quantization_config: quantisation is not implemented by attn " +
                                       expected_got("float weights", q->dump().substr(0, 80)));
     const std::string m = method->get<std::string>();
+    if (m == "fp8") return;
     if (std::find(spec.quant_methods.begin(), spec.quant_methods.end(), m) != spec.quant_methods.end()) return;
-    // What the family reads instead: float weights, and the methods it dequantises itself.
-    std::vector<std::string> accepted{"float weights"};
+    // What the family reads instead: float weights, FP8, and the methods it dequantises itself.
+    std::vector<std::string> accepted{"float weights", "quant_method \"fp8\""};
     for (const std::string& a : spec.quant_methods) accepted.push_back("quant_method \"" + a + "\"");
     throw value_error(source, "quantization_config: " + m + " quantisation is not implemented by attn " +
                                   expected_got(listed(accepted, " or "), "quant_method \"" + m + "\""));

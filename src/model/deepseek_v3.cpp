@@ -41,7 +41,6 @@ const family_spec& deepseek_v3_family() {
         s.order = 50;
         s.model_types = {"deepseek_v3"};
         s.architectures = {"DeepseekV3ForCausalLM"};
-        s.quant_methods = {"fp8"};  // block-scaled F8_E4M3 weights, dequantised on read (model/fp8.hpp)
         s.dtype_probe = "layers.0.self_attn.kv_a_proj_with_mqa.weight";
         s.default_head_dim = 64;  // DeepseekV3Config.head_dim = qk_rope_head_dim; unused, MLA has its own head dims
         s.read_config = read_config;

@@ -76,8 +76,10 @@ array family::need(const std::string& local) const {
     return dequantized(weights_->load(n), n, cfg_, *weights_);
 }
 
-array weight_source::load_rows(const std::string& name, const std::vector<std::size_t>& rows) const {
-    const array whole = load(name);
+namespace {
+
+/// Rows `rows` of `whole` (R, …), as (rows.size(), …).
+array rows_of(const array& whole, const std::vector<std::size_t>& rows) {
     array a;
     a.type = whole.type;
     a.shape = whole.shape;
@@ -89,11 +91,20 @@ array weight_source::load_rows(const std::string& name, const std::vector<std::s
     return a;
 }
 
+}  // namespace
+
+array weight_source::load_rows(const std::string& name, const std::vector<std::size_t>& rows) const {
+    return rows_of(load(name), rows);
+}
+
 array family::need_rows(const std::string& local, const array& ids) const {
     const std::string n = name(local);
     const shape_t* s = weights_->shape(n);
     if (!s) throw value_error(source_, "no tensor " + n + " (the " + spec().name + " family needs it)");
-    array x = weights_->load_rows(n, core::embedding_rows(*s, ids));
+    // An FP8 table (FineGrainedFP8 leaves embeddings alone, a checkpoint need not) is
+    // dequantised whole, as need() does, then its rows are taken.
+    const bool fp8 = !cfg_.fp8_block.empty() && weights_->stored_dtype(n).rfind("F8_", 0) == 0;
+    array x = fp8 ? rows_of(need(local), core::embedding_rows(*s, ids)) : weights_->load_rows(n, core::embedding_rows(*s, ids));
     x.shape = ids.shape;
     x.shape.push_back((*s)[1]);
     return x;

@@ -176,7 +176,6 @@ const family_spec& minimax_m2_family() {
         s.order = 45;
         s.model_types = {"minimax_m2"};
         s.architectures = {"MiniMaxM2ForCausalLM"};
-        s.quant_methods = {"fp8"};  // block-scaled F8_E4M3 weights, dequantised on read (model/fp8.hpp)
         s.default_head_dim = 128;   // MiniMaxM2Config.head_dim
         s.read_config = read_config;
         s.refused = {

@@ -54,8 +54,9 @@ TEST_CASE("quantised: a quantization_config is refused by its quant_method, for 
     const std::string src = ATTN_SOURCE_DIR;
     const std::vector<std::string> models = {"data/gpt2-tiny", "data/bert-tiny", "data/llama-tiny",
                                              "tests/fixtures/checkpoints/gpt-neox-tiny", "tests/fixtures/checkpoints/phi3-tiny"};
-    // transformers' quantizers (quantizers/auto.py); mxfp4 is gpt_oss's alone.
-    const std::vector<std::string> methods = {"bitsandbytes", "gptq", "awq", "aqlm", "eetq", "hqq", "compressed-tensors", "fp8", "mxfp4"};
+    // transformers' quantizers (quantizers/auto.py); mxfp4 is gpt_oss's alone, and fp8
+    // (block-scaled) every family's (tests/model/test_fp8_every_family.cpp).
+    const std::vector<std::string> methods = {"bitsandbytes", "gptq", "awq", "aqlm", "eetq", "hqq", "compressed-tensors", "mxfp4"};
     for (const auto& model : models)
         for (const auto& m : methods) {
             CAPTURE(model);
@@ -64,8 +65,8 @@ TEST_CASE("quantised: a quantization_config is refused by its quant_method, for 
             const std::string cfg = dir.path + "/quantised.json";
             attn_test::spit(cfg, j.dump(2));
             refused(model + "/model.safetensors --layer 0 --ids 1 --config '" + cfg + "'",
-                    cfg + ": quantization_config: " + m + " quantisation is not implemented by attn (expected float weights, "
-                          "got quant_method \"" + m + "\")");
+                    cfg + ": quantization_config: " + m + " quantisation is not implemented by attn (expected float weights or "
+                          "quant_method \"fp8\", got quant_method \"" + m + "\")");
         }
     // Without a quant_method, and the config beside a model directory.
     auto j = nlohmann::ordered_json::parse(attn_test::slurp(src + "/data/llama-tiny/config.json"));
@@ -90,13 +91,13 @@ TEST_CASE("quantised: a family that dequantises a method itself reads its quanti
     CHECK_THROWS_WITH_AS(parse_config(R"({"model_type": "mxfp4fam", "quantization_config": {"quant_method": "gptq"}})",
                                       "config.json", std::nullopt),
                          "config.json: quantization_config: gptq quantisation is not implemented by attn (expected float "
-                         "weights or quant_method \"mxfp4\", got quant_method \"gptq\")",
+                         "weights, quant_method \"fp8\" or quant_method \"mxfp4\", got quant_method \"gptq\")",
                          attn::value_error);
     // Another family still refuses mxfp4.
     CHECK_THROWS_WITH_AS(parse_config(R"({"model_type": "llama", "quantization_config": {"quant_method": "mxfp4"}})",
                                       "config.json", std::nullopt),
                          "config.json: quantization_config: mxfp4 quantisation is not implemented by attn (expected float "
-                         "weights, got quant_method \"mxfp4\")",
+                         "weights or quant_method \"fp8\", got quant_method \"mxfp4\")",
                          attn::value_error);
 }
 

@@ -38,5 +38,5 @@ TEST_CASE("gpt_oss: another quantisation method is refused in one line") {
     const auto r = attn_test::run_attn("compute '" + copy + "' --ids 1,2 --layer all");
     CHECK(r.code == 1);
     CHECK(r.err == "attn: error: " + copy + "/config.json: quantization_config: bitsandbytes quantisation is not implemented by attn "
-                          "(expected float weights or quant_method \"mxfp4\", got quant_method \"bitsandbytes\")\n");
+                          "(expected float weights, quant_method \"fp8\" or quant_method \"mxfp4\", got quant_method \"bitsandbytes\")\n");
 }
