@@ -62,6 +62,26 @@ IDS = [1, 3, 4, 5, 6, 7, 8, 9]
 make_checkpoint_fixtures.DTYPES.setdefault(torch.uint8, ("U8", 1))
 
 
+def shared_expert_mlp_weights(g, w, p, sparse, E, X, I, Im, Is, router_scale):
+    """Into w: Qwen2MoeSparseMoeBlock's tensors under p (router `gate`, X experts of width Im,
+    the shared expert of width Is and its σ gate) when `sparse`, else a dense MLP of width I;
+    Qwen3-Next's blocks use the same names (make_qwen3_next_fixtures.py)."""
+    if sparse:
+        w[p + "gate.weight"] = rand(g, X, E, scale=router_scale)
+        for x in range(X):
+            w[p + f"experts.{x}.gate_proj.weight"] = rand(g, Im, E)
+            w[p + f"experts.{x}.up_proj.weight"] = rand(g, Im, E)
+            w[p + f"experts.{x}.down_proj.weight"] = rand(g, E, Im)
+        w[p + "shared_expert.gate_proj.weight"] = rand(g, Is, E)
+        w[p + "shared_expert.up_proj.weight"] = rand(g, Is, E)
+        w[p + "shared_expert.down_proj.weight"] = rand(g, E, Is)
+        w[p + "shared_expert_gate.weight"] = rand(g, 1, E, scale=1.0)
+    else:
+        w[p + "gate_proj.weight"] = rand(g, I, E)
+        w[p + "up_proj.weight"] = rand(g, I, E)
+        w[p + "down_proj.weight"] = rand(g, E, I)
+
+
 def attention_weights(g, cfg, p, w, qkv_bias, o_bias, sinks=False):
     E, H, Hkv = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
     D = cfg.get("head_dim", E // H)
@@ -216,20 +236,7 @@ def qwen2_moe(g):
     for l in range(L):
         p = f"model.layers.{l}."
         attention_weights(g, cfg, p, w, True, False)
-        if sparse[l]:
-            w[p + "mlp.gate.weight"] = rand(g, X, E, scale=0.2)
-            for x in range(X):
-                w[p + f"mlp.experts.{x}.gate_proj.weight"] = rand(g, Im, E)
-                w[p + f"mlp.experts.{x}.up_proj.weight"] = rand(g, Im, E)
-                w[p + f"mlp.experts.{x}.down_proj.weight"] = rand(g, E, Im)
-            w[p + "mlp.shared_expert.gate_proj.weight"] = rand(g, Is, E)
-            w[p + "mlp.shared_expert.up_proj.weight"] = rand(g, Is, E)
-            w[p + "mlp.shared_expert.down_proj.weight"] = rand(g, E, Is)
-            w[p + "mlp.shared_expert_gate.weight"] = rand(g, 1, E, scale=1.0)
-        else:
-            w[p + "mlp.gate_proj.weight"] = rand(g, I, E)
-            w[p + "mlp.up_proj.weight"] = rand(g, I, E)
-            w[p + "mlp.down_proj.weight"] = rand(g, E, I)
+        shared_expert_mlp_weights(g, w, p + "mlp.", sparse[l], E, X, I, Im, Is, router_scale=0.2)
 
     def mlp(W, l, n):
         p = f"model.layers.{l}.mlp."

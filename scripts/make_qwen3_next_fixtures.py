@@ -69,6 +69,7 @@ from fixture_npz import write_npz
 from make_block_fixtures import softmax_topk_moe
 from make_checkpoint_fixtures import FIX, rand, rotate_half, safetensors_bytes, write, write_json
 from make_gemma_fixtures import gemma_rms_norm
+from make_moe_fixtures import shared_expert_mlp_weights
 
 DT = torch.float64
 IDS = [1, 3, 4, 5, 6, 7, 8, 9]
@@ -126,20 +127,7 @@ def weights(g, cfg, prefix="model.", split=False):
             w[a + "dt_bias"] = 1 + rand(g, Hv, scale=0.3)
             w[a + "norm.weight"] = 1 + rand(g, dv, scale=0.2)  # Qwen3NextRMSNormGated: ones-centred, ·w
             w[a + "out_proj.weight"] = rand(g, E, Hv * dv)
-        if sparse[l]:
-            w[p + "mlp.gate.weight"] = rand(g, X, E, scale=0.5)
-            for x in range(X):
-                w[p + f"mlp.experts.{x}.gate_proj.weight"] = rand(g, Im, E)
-                w[p + f"mlp.experts.{x}.up_proj.weight"] = rand(g, Im, E)
-                w[p + f"mlp.experts.{x}.down_proj.weight"] = rand(g, E, Im)
-            w[p + "mlp.shared_expert.gate_proj.weight"] = rand(g, Is, E)
-            w[p + "mlp.shared_expert.up_proj.weight"] = rand(g, Is, E)
-            w[p + "mlp.shared_expert.down_proj.weight"] = rand(g, E, Is)
-            w[p + "mlp.shared_expert_gate.weight"] = rand(g, 1, E, scale=1.0)
-        else:
-            w[p + "mlp.gate_proj.weight"] = rand(g, I, E)
-            w[p + "mlp.up_proj.weight"] = rand(g, I, E)
-            w[p + "mlp.down_proj.weight"] = rand(g, E, I)
+        shared_expert_mlp_weights(g, w, p + "mlp.", sparse[l], E, X, I, Im, Is, router_scale=0.5)
     return w
 
 
