@@ -8,6 +8,7 @@
 
 #include "attn/core/posenc.hpp"
 #include "attn/core/projection.hpp"
+#include "attn/stages.hpp"
 
 namespace attn::pipeline {
 
@@ -75,8 +76,8 @@ rope_tables rope_tables_for(const input_set& in, const pipeline_options& o, std:
 bool reads_inputs_in_place(const input_set& in, const pipeline_options& o) {
     if (o.attention.rope || o.q_temperature.beta != 0 || o.kernel == kernel_kind::reference || o.posenc) return false;
     if (in.find("past_key") || in.find("past_value")) return false;
-    for (const char* s : {"q", "k", "v", "present_key", "present_value", "stats", "x"})
-        if (std::find(o.dump.begin(), o.dump.end(), s) != o.dump.end()) return false;
+    for (const stage s : {stage::q, stage::k, stage::v, stage::present_key, stage::present_value, stage::stats, stage::x})
+        if (std::find(o.dump.begin(), o.dump.end(), stage_name(s)) != o.dump.end()) return false;
     return true;
 }
 
