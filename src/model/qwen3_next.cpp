@@ -25,11 +25,14 @@
 #include <string>
 #include <vector>
 
+#include <omp.h>
+
 #include "attn/error.hpp"
 #include "attn/model/blocks.hpp"
 #include "attn/model/moe_family.hpp"
 #include "attn/model/registry.hpp"
 #include "attn/text.hpp"
+#include "attn/threads.hpp"
 #include "shared.hpp"
 
 namespace attn::model {
@@ -324,42 +327,54 @@ struct block {
                 const double inv = 1.0 / std::sqrt(ss + 1e-6) * (h < Hk ? scale : 1.0);
                 for (std::size_t e = 0; e < dk; ++e) x[e] *= inv;
             }
-        // The gated delta rule per sequence and value head, then the gated norm.
+        // The gated delta rule per sequence and value head, then the gated norm: each (b, h) on
+        // one of the run's threads (attn/threads.hpp), the same arithmetic whichever runs it.
         core::tensor3<T> y = core::tensor3<T>::from_shape({B, Tn, Vd});
-        std::vector<double> S(dk * dv), o(dv), delta(dv);
-        for (std::size_t b = 0; b < B; ++b)
-            for (std::size_t h = 0; h < Hv; ++h) {
-                std::fill(S.begin(), S.end(), 0.0);
-                const std::size_t kh = h / r;
-                for (std::size_t t = 0; t < Tn; ++t) {
-                    const std::size_t i = b * Tn + t;
-                    const double* q = act.data() + i * C + kh * dk;
-                    const double* k = act.data() + i * C + Kd + kh * dk;
-                    const double* v = act.data() + i * C + 2 * Kd + h * dv;
-                    const double e = std::exp(decay[i * Hv + h]), bt = beta[i * Hv + h];
-                    for (double& s : S) s *= e;
+        const int threads = std::max(1, std::min<int>(thread_budget(), static_cast<int>(B * Hv)));
+        std::vector<double> work(static_cast<std::size_t>(threads) * (dk * dv + 2 * dv));  // S, o, delta per thread
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+        for (long long bh = 0; bh < static_cast<long long>(B * Hv); ++bh) {
+            const std::size_t b = static_cast<std::size_t>(bh) / Hv, h = static_cast<std::size_t>(bh) % Hv;
+            double* const S = work.data() + static_cast<std::size_t>(omp_get_thread_num()) * (dk * dv + 2 * dv);
+            double* const o = S + dk * dv;
+            double* const delta = o + dv;
+            std::fill(S, S + dk * dv, 0.0);
+            const std::size_t kh = h / r;
+            for (std::size_t t = 0; t < Tn; ++t) {
+                const std::size_t i = b * Tn + t;
+                const double* q = act.data() + i * C + kh * dk;
+                const double* k = act.data() + i * C + Kd + kh * dk;
+                const double* v = act.data() + i * C + 2 * Kd + h * dv;
+                const double e = std::exp(decay[i * Hv + h]), bt = beta[i * Hv + h];
+                // Row by row of S (dk rows of dv), so that the loops over j vectorise; each
+                // sum over a still runs in a's order. S·e^g, Sᵀk, S + k ⊗ β(v − Sᵀk), Sᵀq.
+                std::fill(delta, delta + dv, 0.0);
+                for (std::size_t a = 0; a < dk; ++a) {
+                    double* row = S + a * dv;
                     for (std::size_t j = 0; j < dv; ++j) {
-                        double mem = 0;
-                        for (std::size_t a = 0; a < dk; ++a) mem += S[a * dv + j] * k[a];
-                        delta[j] = (v[j] - mem) * bt;
-                    }
-                    for (std::size_t a = 0; a < dk; ++a)
-                        for (std::size_t j = 0; j < dv; ++j) S[a * dv + j] += k[a] * delta[j];
-                    double ms = 0;
-                    for (std::size_t j = 0; j < dv; ++j) {
-                        double s = 0;
-                        for (std::size_t a = 0; a < dk; ++a) s += S[a * dv + j] * q[a];
-                        o[j] = s;
-                        ms += s * s;
-                    }
-                    // Qwen3NextRMSNormGated: norm before the gate, weight ·w (ones-initialised), ·silu(z).
-                    const double inv = 1.0 / std::sqrt(ms / static_cast<double>(dv) + c.norm_eps);
-                    for (std::size_t j = 0; j < dv; ++j) {
-                        const double zz = z[i * Vd + h * dv + j];
-                        y.data()[i * Vd + h * dv + j] = static_cast<T>(o[j] * inv * w[j] * zz * sigmoid(zz));
+                        row[j] *= e;
+                        delta[j] += row[j] * k[a];
                     }
                 }
+                for (std::size_t j = 0; j < dv; ++j) delta[j] = (v[j] - delta[j]) * bt;
+                std::fill(o, o + dv, 0.0);
+                for (std::size_t a = 0; a < dk; ++a) {
+                    double* row = S + a * dv;
+                    for (std::size_t j = 0; j < dv; ++j) {
+                        row[j] += k[a] * delta[j];
+                        o[j] += row[j] * q[a];
+                    }
+                }
+                double ms = 0;
+                for (std::size_t j = 0; j < dv; ++j) ms += o[j] * o[j];
+                // Qwen3NextRMSNormGated: norm before the gate, weight ·w (ones-initialised), ·silu(z).
+                const double inv = 1.0 / std::sqrt(ms / static_cast<double>(dv) + c.norm_eps);
+                for (std::size_t j = 0; j < dv; ++j) {
+                    const double zz = z[i * Vd + h * dv + j];
+                    y.data()[i * Vd + h * dv + j] = static_cast<T>(o[j] * inv * w[j] * zz * sigmoid(zz));
+                }
             }
+        }
         return project(f, y, stem + "out_proj.weight", "", core::weight_layout::out_in);
     }
 
