@@ -44,10 +44,13 @@
 #include <string>
 #include <vector>
 
+#include <omp.h>
+
 #include "attn/error.hpp"
 #include "attn/model/blocks.hpp"
 #include "attn/model/registry.hpp"
 #include "attn/text.hpp"
+#include "attn/threads.hpp"
 #include "shared.hpp"
 
 namespace attn::model {
@@ -373,34 +376,39 @@ struct block {
                     if (!mask.empty()) v *= mask[bi * Tn + t];
                     xbc[(bi * Tn + t) * Cd + ch] = v;
                 }
-        // The scan per batch item and head, in double: dt, the decay exp(dt·A), the state (P, N).
+        // The scan per batch item and head, in double: dt, the decay exp(dt·A), the state (P, N);
+        // each (item, head) on one of the run's threads (attn/threads.hpp), the same arithmetic
+        // whichever runs it.
         std::vector<double> y(B * Tn * I);
-        std::vector<double> S(P * N);
         const std::size_t per_group = Hm / G;
-        for (std::size_t bi = 0; bi < B; ++bi)
-            for (std::size_t h = 0; h < Hm; ++h) {
-                const double A = -std::exp(a_log[h]);
-                const std::size_t grp = h / per_group;
-                std::fill(S.begin(), S.end(), 0.0);
-                for (std::size_t t = 0; t < Tn; ++t) {
-                    double dt = softplus(at(bi, t, I + Cd + h) + dt_bias[h]);
-                    dt = std::min(std::max(dt, g.dt_low), g.dt_high);  // torch.clamp(dt, *time_step_limit)
-                    const double decay = std::exp(dt * A);
-                    const double* row = xbc.data() + (bi * Tn + t) * Cd;
-                    const double* x = row + h * P;
-                    const double* Bv = row + I + grp * N;
-                    const double* Cv = row + I + G * N + grp * N;
-                    for (std::size_t p = 0; p < P; ++p) {
-                        double acc = 0.0;
-                        for (std::size_t s = 0; s < N; ++s) {
-                            double& st = S[p * N + s];
-                            st = decay * st + dt * x[p] * Bv[s];
-                            acc += st * Cv[s];
-                        }
-                        y[(bi * Tn + t) * I + h * P + p] = acc + d_skip[h] * x[p];
+        const int threads = std::max(1, std::min<int>(thread_budget(), static_cast<int>(B * Hm)));
+        std::vector<double> states(static_cast<std::size_t>(threads) * P * N);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+        for (long long job = 0; job < static_cast<long long>(B * Hm); ++job) {
+            const std::size_t bi = static_cast<std::size_t>(job) / Hm, h = static_cast<std::size_t>(job) % Hm;
+            double* const S = states.data() + static_cast<std::size_t>(omp_get_thread_num()) * P * N;
+            const double A = -std::exp(a_log[h]);
+            const std::size_t grp = h / per_group;
+            std::fill(S, S + P * N, 0.0);
+            for (std::size_t t = 0; t < Tn; ++t) {
+                double dt = softplus(at(bi, t, I + Cd + h) + dt_bias[h]);
+                dt = std::min(std::max(dt, g.dt_low), g.dt_high);  // torch.clamp(dt, *time_step_limit)
+                const double decay = std::exp(dt * A);
+                const double* row = xbc.data() + (bi * Tn + t) * Cd;
+                const double* x = row + h * P;
+                const double* Bv = row + I + grp * N;
+                const double* Cv = row + I + G * N + grp * N;
+                for (std::size_t p = 0; p < P; ++p) {
+                    double acc = 0.0;
+                    for (std::size_t s = 0; s < N; ++s) {
+                        double& st = S[p * N + s];
+                        st = decay * st + dt * x[p] * Bv[s];
+                        acc += st * Cv[s];
                     }
+                    y[(bi * Tn + t) * I + h * P + p] = acc + d_skip[h] * x[p];
                 }
             }
+        }
         // Zamba2RMSNormGated: (y · silu(z)) normalised per group of I / G values, times the weight.
         const std::size_t gs = I / G;
         core::tensor3<T> gated = core::tensor3<T>::from_shape({B, Tn, I});
