@@ -30,8 +30,8 @@ cuda_kernels_forward (mamba_chunk_scan_combined), the Hub checkpoints' own
 modeling_nemotron_h.py and the Mamba2 model compute:
   - the inter-chunk state passing: torch_forward sums decay_chunk · states over the
     target chunk (`.sum(dim=2)` after states.permute(0, 2, 1, 3, 4)), so no state crosses
-    a chunk boundary; here the sum runs over the source chunk (Mamba2's corrected form,
-    transformers issue 47246), which equals the sequential recurrence
+    a chunk boundary; here the sum runs over the source chunk (the form transformers' Mamba2
+    mixer was corrected to), which equals the sequential recurrence
     S_t = exp(dt_t·A)·S_{t−1} + dt_t·x_t⊗B_t, y_t = S_t·C_t + D·x_t;
   - the dt clamp: torch_forward floors dt at time_step_min; here dt is clamped to
     time_step_limit (the kernels' dt_limit), [0, ∞) in the Hub's configs.

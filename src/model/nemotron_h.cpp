@@ -28,9 +28,9 @@
 // compute, attn follows the latter (the docs' nemotron_h section says why): the scan is the
 // sequential recurrence above, which the chunked SSD form equals once its inter-chunk sum runs
 // over the source chunk (torch_forward's `.sum(dim=2)` runs over the target, so no state crosses
-// a chunk boundary: transformers issue 47246), and dt is clamped to time_step_limit (the kernels'
-// dt_limit; torch_forward floors it at time_step_min instead). The scan runs in double whatever
-// the compute type; chunk_size changes nothing.
+// a chunk boundary, as Mamba2's own mixer did before its fix), and dt is clamped to
+// time_step_limit (the kernels' dt_limit; torch_forward floors it at time_step_min instead).
+// The scan runs in double whatever the compute type; chunk_size changes nothing.
 //
 // Padding as torch_forward has it: with an attention_mask (B, T) that is not all ones, a Mamba2
 // mixer multiplies its input by it before in_proj and the conv's activated output after it
