@@ -73,6 +73,12 @@ rope_tables rope_tables_for(const input_set& in, const pipeline_options& o, std:
                             cos->rank() == 2 ? &positions : nullptr, B, T, R);
 }
 
+namespace {
+
+/// Whether a run may read q, k and v in place (prepared::in_place): nothing rotates,
+/// scales or prepends to them (no --rope, query temperature or KV cache), the reference
+/// kernel (which reads tensors) is not asked for, and no stage shows them (q, k, v,
+/// present_key, present_value, stats, x).
 bool reads_inputs_in_place(const input_set& in, const pipeline_options& o) {
     if (o.attention.rope || o.q_temperature.beta != 0 || o.kernel == kernel_kind::reference || o.posenc) return false;
     if (in.find("past_key") || in.find("past_value")) return false;
@@ -80,8 +86,6 @@ bool reads_inputs_in_place(const input_set& in, const pipeline_options& o) {
         if (std::find(o.dump.begin(), o.dump.end(), stage_name(s)) != o.dump.end()) return false;
     return true;
 }
-
-namespace {
 
 /// `a` as the kernel's (B, H, T, D) view of its own bytes, when it is in the compute dtype
 /// and aligned for it; nullopt otherwise (it is then converted, as before).
@@ -136,15 +140,15 @@ prepared<T> prepare_qkv(input_set& in, const pipeline_options& o) {
         p.rank = qa->rank();
         if (p.rank < 2 || p.rank > 4)
             throw shape_error("q", "wrong rank " + expected_got("(T, D), (B, T, D) or (B, H, T, D)", shape_string(qa->shape)));
+        if (p.rank == 4) {  // the heads are q's and k's second axis
+            if (o.heads && o.heads != qa->shape[1])
+                throw usage_error("--heads", "differs from q's head axis " + expected_got(num(qa->shape[1]), num(o.heads)));
+            if (o.kv_heads && o.kv_heads != ka->shape[1])
+                throw usage_error("--kv-heads", "differs from k's head axis " + expected_got(num(ka->shape[1]), num(o.kv_heads)));
+        }
         const std::size_t hq = o.heads ? o.heads : 1, hkv = o.kv_heads ? o.kv_heads : hq;
         if (may_read_in_place && (p.rank == 4 || (hq == 1 && hkv == 1))) {
             p.in_place = in_place_views<T>({qa, ka, va}, {as_heads_shape(*qa), as_heads_shape(*ka), as_heads_shape(*va)});
-            if (p.in_place && p.rank == 4) {
-                if (o.heads && o.heads != qa->shape[1])
-                    throw usage_error("--heads", "differs from q's head axis " + expected_got(num(qa->shape[1]), num(o.heads)));
-                if (o.kv_heads && o.kv_heads != ka->shape[1])
-                    throw usage_error("--kv-heads", "differs from k's head axis " + expected_got(num(ka->shape[1]), num(o.kv_heads)));
-            }
             if (p.in_place) return p;
         }
         if (p.rank == 4) {
@@ -156,10 +160,6 @@ prepared<T> prepare_qkv(input_set& in, const pipeline_options& o) {
             in.release({"k"});
             p.v = as_rank4<T>(*va, "v");
             in.release({"v"});
-            if (o.heads && o.heads != p.q.shape(1))
-                throw usage_error("--heads", "differs from q's head axis " + expected_got(num(p.q.shape(1)), num(o.heads)));
-            if (o.kv_heads && o.kv_heads != p.k.shape(1))
-                throw usage_error("--kv-heads", "differs from k's head axis " + expected_got(num(p.k.shape(1)), num(o.kv_heads)));
             return p;
         }
         const char* kv_option = o.kv_heads ? "--kv-heads" : "--heads";

@@ -113,12 +113,6 @@ struct prepared {
     std::optional<std::array<tensor4_view<T>, 3>> in_place;
 };
 
-/// Whether a run may read q, k and v in place (prepared::in_place): nothing rotates,
-/// scales or prepends to them (no --rope, query temperature or KV cache), the reference
-/// kernel (which reads tensors) is not asked for, and no stage shows them (q, k, v,
-/// present_key, present_value, stats, x).
-bool reads_inputs_in_place(const input_set& in, const pipeline_options& o);
-
 /// split_heads with the option to blame: `--heads 3` on a last axis of 8 is the option
 /// not fitting the input (a usage error, docs/compute.md "Exit codes"), named in the user's terms.
 template <class T>

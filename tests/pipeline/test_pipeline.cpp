@@ -711,3 +711,22 @@ TEST_CASE("q, k, v read in place give the stages of converted inputs, bit for bi
     same({{"q", typed(attn::dtype::f2, {2, 4, 6, 8}, half)}, {"k", f32({2, 4, 6, 8}, qv)}, {"v", f32({2, 4, 6, 8}, qv)}},
          {"output"}, "a float16 q");
 }
+
+TEST_CASE("--heads and --kv-heads that contradict 4-D q, k or x are refused, read in place or converted") {
+    const auto a = ref::random_normal(2 * 2 * 3 * 4, 73);
+    // Dumping q converts the inputs; without it they are read in place: the same refusals.
+    for (const bool converted : {false, true}) {
+        CAPTURE(converted);
+        pipeline_options o;
+        if (converted) o.dump.push_back("q");
+        o.heads = 3;
+        CHECK_THROWS_WITH_AS(compute({{"q", f64({1, 2, 3, 4}, a)}, {"k", f64({1, 2, 3, 4}, a)}, {"v", f64({1, 2, 3, 4}, a)}}, {}, o),
+                             "--heads: differs from q's head axis (expected 2, got 3)", attn::usage_error);
+        CHECK_THROWS_WITH_AS(compute({{"x", f64({1, 2, 3, 4}, a)}}, {}, o),
+                             "--heads: differs from x's head axis (expected 2, got 3)", attn::usage_error);
+        o.heads = 2;
+        o.kv_heads = 1;
+        CHECK_THROWS_WITH_AS(compute({{"q", f64({1, 2, 3, 4}, a)}, {"k", f64({1, 2, 3, 4}, a)}, {"v", f64({1, 2, 3, 4}, a)}}, {}, o),
+                             "--kv-heads: differs from k's head axis (expected 2, got 1)", attn::usage_error);
+    }
+}
