@@ -37,6 +37,16 @@ void refuse_unless_silu_experts(const config_reader& r, const config& c) {
                                           expected_got("\"silu\"", "\"" + r.text({"hidden_act"}, "") + "\""));
 }
 
+void read_shared_expert_moe(const config_reader& r, config& c, const shared_expert_moe_defaults& d, bool refuse_outside) {
+    c.moe.experts = r.find("num_experts") ? r.size({"num_experts"}, 0, true) : d.experts;
+    c.moe.top_k = r.size({"num_experts_per_tok"}, d.top_k);
+    refuse_top_k_above_experts(r, c, "num_experts");
+    c.moe.intermediate = r.size({"moe_intermediate_size"}, d.intermediate);
+    c.moe.shared_intermediate = r.size({"shared_expert_intermediate_size"}, d.shared_intermediate);
+    c.moe.norm_topk_prob = r.flag("norm_topk_prob", d.norm_topk_prob);
+    read_sparse_layers(r, c, refuse_outside);
+}
+
 void read_sparse_layers(const config_reader& r, config& c, bool refuse_outside) {
     const std::size_t step = r.size({"decoder_sparse_step"}, 1);
     std::vector<bool> dense_only(c.layers, false);

@@ -40,13 +40,8 @@ void read_config(const config_reader& r, config& c) {
         const std::size_t below = r.find("max_window_layers") ? r.size({"max_window_layers"}, 0, true) : 28;
         for (std::size_t l = 0; l < c.layers; ++l) c.sliding[l] = (l + 1) % 2 != 0 && l < below;
     }
-    c.moe.experts = r.find("num_experts") ? r.size({"num_experts"}, 0, true) : 60;
-    c.moe.top_k = r.size({"num_experts_per_tok"}, 4);
-    refuse_top_k_above_experts(r, c, "num_experts");
-    c.moe.intermediate = r.size({"moe_intermediate_size"}, 1408);
-    c.moe.shared_intermediate = r.size({"shared_expert_intermediate_size"}, 5632);
-    c.moe.norm_topk_prob = r.flag("norm_topk_prob", false);
-    read_sparse_layers(r, c, true);  // an mlp_only_layers entry outside [0, layers) refused
+    // Qwen2MoeConfig's defaults; an mlp_only_layers entry outside [0, layers) refused.
+    read_shared_expert_moe(r, c, {60, 4, 1408, 5632, false}, true);
 }
 
 swiglu_expert_names experts_of(std::size_t layer) {

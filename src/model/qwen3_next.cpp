@@ -122,13 +122,7 @@ void read_config(const config_reader& r, config& c) {
     c.kv_heads = 2;  // Qwen3NextConfig.num_key_value_heads, when config.json writes none
     read_shared(r, c);
     refuse_unless_silu_experts(r, c);
-    c.moe.experts = r.find("num_experts") ? r.size({"num_experts"}, 0, true) : 512;
-    c.moe.top_k = r.size({"num_experts_per_tok"}, 10);
-    refuse_top_k_above_experts(r, c, "num_experts");
-    c.moe.intermediate = r.size({"moe_intermediate_size"}, 512);
-    c.moe.shared_intermediate = r.size({"shared_expert_intermediate_size"}, 512);
-    c.moe.norm_topk_prob = r.flag("norm_topk_prob", true);
-    read_sparse_layers(r, c, false);
+    read_shared_expert_moe(r, c, {512, 10, 512, 512, true}, false);  // Qwen3NextConfig's defaults
     c.own = read_linear_attention(r);
 }
 

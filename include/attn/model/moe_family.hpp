@@ -51,6 +51,19 @@ void refuse_unless_silu_experts(const config_reader& r, const config& c);
 /// is ignored, as transformers' `layer_idx not in mlp_only_layers` ignores it.
 void read_sparse_layers(const config_reader& r, config& c, bool refuse_outside);
 
+/// A family's defaults for the keys read_shared_expert_moe reads (its config class's).
+struct shared_expert_moe_defaults {
+    std::size_t experts = 0, top_k = 0, intermediate = 0, shared_intermediate = 0;
+    bool norm_topk_prob = false;
+};
+
+/// Qwen2MoeConfig's MoE keys, which Qwen3NextConfig shares: num_experts,
+/// num_experts_per_tok (refused above the experts, refuse_top_k_above_experts),
+/// moe_intermediate_size, shared_expert_intermediate_size, norm_topk_prob, then the sparse
+/// layers (read_sparse_layers with `refuse_outside`), into c.moe, each absent key from `d`.
+/// Throws value_error as those two do.
+void read_shared_expert_moe(const config_reader& r, config& c, const shared_expert_moe_defaults& d, bool refuse_outside);
+
 /// The routing of the SwiGLU families' sparse blocks: softmax over every expert, the
 /// top c.moe.top_k, renormalised to sum 1 when c.moe.norm_topk_prob (Mixtral always),
 /// experts down(silu(gate x) · up x). Throws nothing. Source: MixtralSparseMoeBlock,
