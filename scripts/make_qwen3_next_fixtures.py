@@ -38,7 +38,11 @@ dims; linear attention with 2 key heads of 8 and 4 value heads of 6 (each key he
 two value heads), kernel 4; 4 experts top-2 (norm_topk_prob) with a shared expert on layers
 0, 1, 3, the dense MLP on layer 2 (mlp_only_layers). qwen3-next-tiny-fused: the same
 weights with the experts fused as transformers v5 holds them (gate_up_proj, down_proj),
-checked against qwen3-next-tiny's expected.npz. qwen3-5-tiny: see qwen3_5() below.
+checked against qwen3-next-tiny's expected.npz. qwen3-5-tiny: see qwen3_5() below;
+qwen3-5-moe-tiny (Qwen3.5-MoE, transformers' models/qwen3_5_moe/modular_qwen3_5_moe.py): see
+qwen3_5_moe() below, its expected.npz as qwen3-next-tiny's plus wrong_shared_gate_x (x had
+the shared expert been added without σ(shared_expert_gate)) and wrong_norm_topk_x (x had the
+top-k not been renormalised, as a Qwen2-MoE reading of norm_topk_prob false would do).
 
 expected.npz (A = the attention layers 1 and 3): ids (T,), attention_layers (A,),
 hidden_states (L+1, T, E) the stream entering each layer and after the last (before the
@@ -73,6 +77,7 @@ from make_moe_fixtures import shared_expert_mlp_weights
 
 DT = torch.float64
 IDS = [1, 3, 4, 5, 6, 7, 8, 9]
+MARGIN = 1e-2  # the smallest gap allowed between a token's k-th and (k+1)-th router logit
 
 
 def layer_types(cfg):
@@ -87,6 +92,8 @@ def sparse_layers(cfg):
     """Qwen3NextDecoderLayer's choice of the sparse block (Qwen3.5: none)."""
     if "num_experts" not in cfg:
         return [False] * cfg["num_hidden_layers"]
+    if cfg["model_type"] == "qwen3_5_moe_text":  # Qwen3_5MoeDecoderLayer: the sparse block on every layer
+        return [True] * cfg["num_hidden_layers"]
     return [l not in cfg["mlp_only_layers"] and cfg["num_experts"] > 0 and (l + 1) % cfg["decoder_sparse_step"] == 0
             for l in range(cfg["num_hidden_layers"])]
 
@@ -95,7 +102,7 @@ def weights(g, cfg, prefix="model.", split=False):
     E, V, H, Hkv, D = cfg["hidden_size"], cfg["vocab_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
     Hk, Hv, dk, dv, K = (cfg["linear_num_key_heads"], cfg["linear_num_value_heads"], cfg["linear_key_head_dim"],
                          cfg["linear_value_head_dim"], cfg["linear_conv_kernel_dim"])
-    X, I, Im, Is = (cfg.get("num_experts", 0), cfg["intermediate_size"], cfg.get("moe_intermediate_size"),
+    X, I, Im, Is = (cfg.get("num_experts", 0), cfg.get("intermediate_size"), cfg.get("moe_intermediate_size"),
                     cfg.get("shared_expert_intermediate_size"))
     # Qwen3NextRMSNorm weights are zero-centred (1 + w): small values around 0.
     w = {prefix + "embed_tokens.weight": rand(g, V, E, scale=1.0), prefix + "norm.weight": rand(g, E, scale=0.1)}
@@ -229,9 +236,12 @@ def gated_delta_net(W, a, cfg, n):
     return F.linear(core.reshape(1, T, -1), W[a + "out_proj.weight"])[0]
 
 
-def reference(w, cfg, ids, one_plus_w=True, gate=True, split_per_head=True, prefix="model."):
+def reference(w, cfg, ids, one_plus_w=True, gate=True, split_per_head=True, prefix="model.", shared_gate=True,
+              margins=None):
     """The stream entering each layer and after the last, and per attention layer x, x_norm,
-    q_proj (query half), k_proj, q, k, v, weights and output (after o_proj)."""
+    q_proj (query half), k_proj, q, k, v, weights and output (after o_proj). shared_gate
+    False drops σ(shared_expert_gate) (a wrong convention); `margins`, a list, receives each
+    sparse layer's smallest gap between the k-th and the (k+1)-th router logit of a token."""
     W = {k: v.to(DT) for k, v in w.items()}
     E, eps = cfg["hidden_size"], cfg["rms_norm_eps"]
     H, Hkv, D = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
@@ -290,10 +300,20 @@ def reference(w, cfg, ids, one_plus_w=True, gate=True, split_per_head=True, pref
         if sparse[l]:
             X = cfg["num_experts"]
             stack = lambda part: torch.stack([W[mp + f"experts.{e}.{part}.weight"] for e in range(X)])
+            sgate = W[mp + "shared_expert_gate.weight"] if shared_gate else None
             shared = (W[mp + "shared_expert.gate_proj.weight"], W[mp + "shared_expert.up_proj.weight"],
-                      W[mp + "shared_expert.down_proj.weight"], W[mp + "shared_expert_gate.weight"])
-            y, _, _, _ = softmax_topk_moe(m, W[mp + "gate.weight"], stack("gate_proj"), stack("up_proj"), stack("down_proj"),
-                                          cfg["num_experts_per_tok"], cfg["norm_topk_prob"], shared)
+                      W[mp + "shared_expert.down_proj.weight"], sgate)
+            # Qwen3_5MoeTopKRouter renormalises always (no norm_topk_prob key).
+            y, logits, _, _ = softmax_topk_moe(m, W[mp + "gate.weight"], stack("gate_proj"), stack("up_proj"),
+                                               stack("down_proj"), cfg["num_experts_per_tok"],
+                                               cfg.get("norm_topk_prob", True), shared if shared_gate else None)
+            if not shared_gate:  # the shared expert added without its σ gate
+                sg, su, sd, _ = shared
+                y = y + F.linear(F.silu(F.linear(m, sg)) * F.linear(m, su), sd)
+            if margins is not None:
+                top = logits.sort(dim=-1, descending=True).values
+                k = cfg["num_experts_per_tok"]
+                margins.append((top[:, k - 1] - top[:, k]).min().item())
         else:
             y = F.linear(F.silu(lin(m, mp + "gate_proj.weight")) * lin(m, mp + "up_proj.weight"), W[mp + "down_proj.weight"])
         x = h + y
@@ -387,6 +407,61 @@ def qwen3_5(g):
     e = {"ids": np.array(IDS, dtype=np.int64), "attention_layers": np.array([2], dtype=np.int64),
          "hidden_states": torch.stack(hs).numpy()}
     e.update({n: t.numpy() for n, t in per.items()})
+    write_npz(os.path.join(d, "expected.npz"), e)
+    qwen3_5_moe()
+
+
+def qwen3_5_moe():
+    """qwen3-5-moe-tiny: Qwen3_5MoeForConditionalGeneration's config.json (text_config nested,
+    model_type qwen3_5_moe_text, no intermediate_size / decoder_sparse_step / norm_topk_prob /
+    mlp_only_layers, which Qwen3_5MoeTextConfig deletes), tensors under model.language_model.
+    beside one of model.visual. and two of mtp. (both unread by the text model); layer_types
+    linear_attention, full_attention, linear_attention, full_attention; the sparse block on
+    every layer (Qwen3_5MoeSparseMoeBlock: 4 experts top-2, always renormalised, a shared
+    expert under σ(shared_expert_gate)), the experts fused as Qwen3_5MoeExperts holds them
+    (mlp.experts.gate_up_proj (E, 2I, hidden) = [gate | up] per expert, down_proj (E, hidden, I)).
+    Every token's top-2 is at least MARGIN (in router logits) from the third expert."""
+    g = torch.Generator().manual_seed(2035)
+    text = {"attention_bias": False, "attention_dropout": 0.0, "bos_token_id": None, "eos_token_id": 2,
+            "full_attention_interval": 2, "head_dim": 16, "hidden_act": "silu", "hidden_size": 32,
+            "initializer_range": 0.02, "layer_types": ["linear_attention", "full_attention", "linear_attention", "full_attention"],
+            "linear_conv_kernel_dim": 4, "linear_key_head_dim": 4, "linear_num_key_heads": 2,
+            "linear_num_value_heads": 4, "linear_value_head_dim": 6, "max_position_embeddings": 4096,
+            "model_type": "qwen3_5_moe_text", "moe_intermediate_size": 8, "num_attention_heads": 4,
+            "num_experts": 4, "num_experts_per_tok": 2, "num_hidden_layers": 4, "num_key_value_heads": 2,
+            "output_router_logits": False, "rms_norm_eps": 1e-06, "rope_parameters": {"mrope_interleaved": True,
+            "mrope_section": [1, 1, 0], "partial_rotary_factor": 0.25, "rope_theta": 10000000, "rope_type": "default"},
+            "router_aux_loss_coef": 0.001, "shared_expert_intermediate_size": 12, "tie_word_embeddings": False,
+            "use_cache": True, "vocab_size": 64}
+    cfg = {"architectures": ["Qwen3_5MoeForConditionalGeneration"], "image_token_id": 60, "model_type": "qwen3_5_moe",
+           "text_config": text, "tie_word_embeddings": False, "video_token_id": 61, "vision_end_token_id": 62,
+           "vision_start_token_id": 63, "vision_config": {"depth": 1, "hidden_size": 16, "model_type": "qwen3_5_moe",
+           "out_hidden_size": 32, "patch_size": 16, "spatial_merge_size": 2, "temporal_patch_size": 2}}
+    prefix = "model.language_model."
+    w = weights(g, text, prefix=prefix, split=True)
+    margins = []
+    hs, per = reference(w, text, IDS, prefix=prefix, margins=margins)
+    assert len(margins) == 4 and min(margins) > MARGIN, f"a top-k decision near a tie: {margins}"
+    e = {"ids": np.array(IDS, dtype=np.int64), "attention_layers": np.array([1, 3], dtype=np.int64),
+         "hidden_states": torch.stack(hs).numpy(), "x_layer3": hs[3].numpy()}
+    e.update({n: t.numpy() for n, t in per.items()})
+    e["wrong_shared_gate_x"] = reference(w, text, IDS, prefix=prefix, shared_gate=False)[1]["x"].numpy()
+    e["wrong_norm_topk_x"] = reference(w, dict(text, norm_topk_prob=False), IDS, prefix=prefix)[1]["x"].numpy()
+    stored = {}
+    for name, t in w.items():
+        if ".mlp.experts." not in name:
+            stored[name] = t
+    for l in range(text["num_hidden_layers"]):
+        p = f"{prefix}layers.{l}.mlp.experts."
+        X = range(text["num_experts"])
+        stored[p + "gate_up_proj"] = torch.stack([torch.cat((w[p + f"{x}.gate_proj.weight"], w[p + f"{x}.up_proj.weight"])) for x in X])
+        stored[p + "down_proj"] = torch.stack([w[p + f"{x}.down_proj.weight"] for x in X])
+    stored["model.visual.patch_embed.proj.weight"] = rand(g, 16, 3, 2, 4, 4)
+    stored["mtp.fc.weight"] = rand(g, 32, 64)
+    stored["mtp.norm.weight"] = rand(g, 32, scale=0.1)
+    d = os.path.join(FIX, "qwen3-5-moe-tiny")
+    write(os.path.join(d, "model.safetensors"), safetensors_bytes(stored, {"format": "pt"}))
+    write_json(os.path.join(d, "config.json"), cfg)
     write_npz(os.path.join(d, "expected.npz"), e)
 
 

@@ -19,6 +19,8 @@
 // and the layer is not in mlp_only_layers (qwen2_moe's block: softmax router, top-k,
 // norm_topk_prob, shared_expert scaled by σ(shared_expert_gate)), else Qwen3NextMLP of
 // intermediate_size. The final norm comes after the last layer (attn's stages end before it).
+// Qwen3.5 (dense MLPs) and Qwen3.5-MoE (the sparse block on every layer), at the end of this
+// file, are these layers with Qwen3_5GatedDeltaNet's separate projections.
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -130,15 +132,54 @@ void read_config(const config_reader& r, config& c) {
 /// own defaults (vocab 248320, hidden 4096, 32 layers, 4 KV heads, intermediate_size 12288) and no MoE:
 /// every layer's MLP is Qwen3_5MLP(intermediate_size). Its convolution is activated by
 /// hidden_act (causal_conv1d_fn's activation), which attn computes as SiLU only.
+/// Refuses a hidden_act other than silu, which activates Qwen3_5GatedDeltaNet's convolution
+/// (causal_conv1d_fn's activation) and, in Qwen3.5-MoE, the experts: value_error(r.source(),
+/// "hidden_act: not implemented by attn for the Gated DeltaNet's convolution, which is
+/// SiLU-activated here (expected "silu", got "gelu")").
+void refuse_unless_silu_convolution(const config_reader& r, const config& c) {
+    if (c.act != activation::silu)
+        throw value_error(r.source(), "hidden_act: not implemented by attn for the Gated DeltaNet's convolution, which is "
+                                      "SiLU-activated here " + expected_got("\"silu\"", "\"" + r.text({"hidden_act"}, "") + "\""));
+}
+
 void read_config_3_5(const config_reader& r, config& c) {
     read_sizes(r, c, {4096, 32, 16, 12288, 32768, 248320});
     c.kv_heads = 4;  // Qwen3_5TextConfig.num_key_value_heads
     read_shared(r, c);
-    if (c.act != activation::silu)
-        throw value_error(r.source(), "hidden_act: not implemented by attn for the Gated DeltaNet's convolution, which is "
-                                      "SiLU-activated here " + expected_got("\"silu\"", "\"" + r.text({"hidden_act"}, "") + "\""));
+    refuse_unless_silu_convolution(r, c);
     c.moe.experts = 0;
     c.moe.sparse.assign(c.layers, false);
+    auto g = read_linear_attention(r);
+    g->split_projections = true;
+    c.own = std::move(g);
+}
+
+/// Qwen3_5MoeTextConfig (under text_config in Qwen3_5MoeConfig): vocab 248320, hidden 2048,
+/// 40 layers, 16 heads over 2 KV heads, 32768 positions, the shared keys (read_shared),
+/// hidden_act silu (the convolution's and the experts' activation), the Gated DeltaNet sizes
+/// with Qwen3_5GatedDeltaNet's separate projections, and its MoE keys: num_experts 256 (at
+/// least 1: every layer holds the sparse block), num_experts_per_tok 8, moe_intermediate_size
+/// 512, shared_expert_intermediate_size 512. The class deletes intermediate_size,
+/// decoder_sparse_step, norm_topk_prob and mlp_only_layers (AttributeError()), and
+/// Qwen3_5MoeDecoderLayer builds Qwen3_5MoeSparseMoeBlock on every layer, whose router
+/// (Qwen3_5MoeTopKRouter) always renormalises its top-k: those keys, when a config.json
+/// writes them, are not read.
+void read_config_3_5_moe(const config_reader& r, config& c) {
+    c.hidden = r.size({"hidden_size"}, 2048);
+    c.layers = r.size({"num_hidden_layers"}, 40);
+    c.heads = r.size({"num_attention_heads"}, 16);
+    c.max_positions = r.size({"max_position_embeddings"}, 32768);
+    c.vocab = r.size({"vocab_size"}, 248320);
+    c.kv_heads = 2;  // Qwen3_5MoeTextConfig.num_key_value_heads
+    read_shared(r, c);
+    refuse_unless_silu_convolution(r, c);
+    c.moe.experts = r.size({"num_experts"}, 256);
+    c.moe.top_k = r.size({"num_experts_per_tok"}, 8);
+    refuse_top_k_above_experts(r, c, "num_experts");
+    c.moe.intermediate = r.size({"moe_intermediate_size"}, 512);
+    c.moe.shared_intermediate = r.size({"shared_expert_intermediate_size"}, 512);
+    c.moe.norm_topk_prob = true;  // Qwen3_5MoeTopKRouter: router_top_value /= router_top_value.sum(...)
+    c.moe.sparse.assign(c.layers, true);
     auto g = read_linear_attention(r);
     g->split_projections = true;
     c.own = std::move(g);
@@ -443,6 +484,30 @@ const family_spec& qwen3_5_family() {
         s.prefixes = {"", "model.", "model.language_model."};
         s.read_config = read_config_3_5;
         s.config_from_tensors = from_tensors_3_5;
+        return s;
+    }();
+    return spec;
+}
+
+/// Qwen3.5-MoE's text model (transformers models/qwen3_5_moe/modular_qwen3_5_moe.py:
+/// Qwen3_5MoeTextModel, Qwen3_5MoeDecoderLayer, Qwen3_5MoeSparseMoeBlock,
+/// Qwen3_5MoeTopKRouter; Qwen3_5MoeTextConfig): Qwen3.5's layers (Qwen3_5MoeGatedDeltaNet is
+/// Qwen3_5GatedDeltaNet, Qwen3_5MoeAttention Qwen3NextAttention) with Qwen3-Next's sparse
+/// block on every layer: softmax router, top num_experts_per_tok always renormalised, SwiGLU
+/// experts of moe_intermediate_size, plus shared_expert (shared_expert_intermediate_size)
+/// scaled by σ(shared_expert_gate). The experts are read per expert
+/// (mlp.experts.N.gate_proj / up_proj / down_proj) or fused as Qwen3_5MoeExperts holds them
+/// (mlp.experts.gate_up_proj (E, 2I, hidden) [gate | up], down_proj (E, hidden, I)). The
+/// multimodal checkpoint (Qwen3_5MoeForConditionalGeneration, model_type qwen3_5_moe) holds
+/// the config under text_config and the tensors under model.language_model. (model.visual.*
+/// and mtp.* unread); the text-only one (Qwen3_5MoeForCausalLM, qwen3_5_moe_text) under model.
+const family_spec& qwen3_5_moe_family() {
+    static const family_spec spec = [] {
+        family_spec s = qwen3_5_family();
+        s.name = "qwen3_5_moe";
+        s.order = 63;
+        s.model_types = {"qwen3_5_moe", "qwen3_5_moe_text"};
+        s.read_config = read_config_3_5_moe;
         return s;
     }();
     return spec;
