@@ -8,8 +8,7 @@ sharing nothing with attn.
 
   NemotronHBlock: x + mixer(norm(x)), one mixer per block, NemotronHRMSNorm
   x·rsqrt(mean(x²) + layer_norm_epsilon)·w; the mixer by hybrid_override_pattern's letter
-  (NemotronHConfig._pattern_to_list): "M" Mamba2, "*" attention, "-" MLP ("E", MoE, is
-  not in this fixture: attn refuses it).
+  (NemotronHConfig._pattern_to_list): "M" Mamba2, "*" attention, "-" MLP, "E" MoE.
     M  NemotronHMamba2Mixer.torch_forward: in_proj(n) split [intermediate | conv_dim |
        num_heads] = gate z, xBC, dt (intermediate = mamba_num_heads·mamba_head_dim,
        conv_dim = intermediate + 2·n_groups·ssm_state_size); xBC through the depthwise
@@ -22,6 +21,11 @@ sharing nothing with attn.
     *  NemotronHAttention: q/k/v_proj (attention_bias), no RoPE, GQA (repeat_kv), scaling
        head_dim^−½, causal, o_proj.
     -  NemotronHMLP: down_proj(relu2(up_proj(n))), relu2 = relu(v)², mlp_bias.
+    E  NemotronHMoE: NemotronHTopkRouter's logits gate(n); route_tokens_to_experts (σ, the
+       choice by σ + e_score_correction_bias over n_group groups scored by their top 2,
+       the topk_group best kept, the others −∞; the chosen σ without the bias renormalised
+       + 1e-20 when norm_topk_prob, × routed_scaling_factor); NemotronHExperts
+       down(relu(up x)²) per chosen expert; plus shared_experts (NemotronHMLP, relu2).
   norm_f (the final norm) comes after the last layer; no stage reaches it.
 
 Two places where this script departs from torch_forward as transformers has it (both
@@ -54,6 +58,12 @@ written as Python's json writes it; model.safetensors with the Hub's names under
               (mamba_n_groups, mamba_d_conv, mamba_conv_bias, read before the others,
               which are written with other values), time_step_limit [0.0, 1.5]; its
               expected.npz holds ids, x_layer3 and the attention layers' stages.
+  nemotron-h-moe-tiny  5 layers "E*ME*": see moe_case() below; expected.npz as
+              nemotron-h-tiny's first keys (ids, attention_layers, hidden_states, x_layer4,
+              the attention stages) and wrong_bias_weights_x (x had the experts' weights
+              kept e_score_correction_bias), wrong_zero_fill_x (x had the dropped group's
+              experts been ranked 0, DeepSeek-V3's masked_fill, rather than −∞).
+  nemotron-h-moe-tiny-fused  the same weights, the experts fused (no expected.npz).
 
 expected.npz (A = the attention layers, in model order):
   ids (T,), attention_layers (A,), hidden_states (L+1, T, E) the stream entering each layer
@@ -90,7 +100,8 @@ from fixture_npz import write_npz
 from make_checkpoint_fixtures import FIX, DT, rand, rms_norm, safetensors_bytes, write, write_json
 
 IDS = [1, 3, 4, 5, 6, 7, 8, 9, 10, 2]
-LETTERS = {"M": "mamba", "*": "attention", "-": "mlp"}
+LETTERS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
+MARGIN = 1e-2  # the smallest gap allowed at a MoE layer's group and expert choices
 
 
 def dims(cfg):
@@ -131,6 +142,17 @@ def weights(g, cfg, prefix):
             if cfg["attention_bias"]:
                 for name, rows in (("q_proj", H * D), ("k_proj", Hkv * D), ("v_proj", Hkv * D), ("o_proj", E)):
                     w[m + name + ".bias"] = rand(g, rows)
+        elif letter == "E":
+            X, Im, Is = cfg["n_routed_experts"], cfg["moe_intermediate_size"], cfg["moe_shared_expert_intermediate_size"]
+            w[m + "gate.weight"] = rand(g, X, E, scale=0.6)
+            # Negative enough that kept experts' ranks fall below 0 at places: ranking the
+            # dropped groups' experts 0 (DeepSeek-V3's masked_fill) instead of −∞ then differs.
+            w[m + "gate.e_score_correction_bias"] = rand(g, X, scale=0.3) - 0.5
+            for x in range(X):
+                w[m + f"experts.{x}.up_proj.weight"] = rand(g, Im, E)
+                w[m + f"experts.{x}.down_proj.weight"] = rand(g, E, Im)
+            w[m + "shared_experts.up_proj.weight"] = rand(g, Is, E)
+            w[m + "shared_experts.down_proj.weight"] = rand(g, E, Is)
         else:
             w[m + "up_proj.weight"] = rand(g, cfg["intermediate_size"], E)
             w[m + "down_proj.weight"] = rand(g, E, cfg["intermediate_size"])
@@ -219,9 +241,51 @@ def mamba2(W, m, cfg, n, mask, softplus=True, clamp_min=False, chunk_bug=False):
     return lin(h, m + "out_proj")
 
 
-def reference(w, cfg, prefix, ids, mask=None, relu2=True, softplus=True, clamp_min=False, chunk_bug=False):
+def moe(W, m, cfg, n, bias_in_weights=False, zero_fill=False, margins=None):
+    """NemotronHMoE.forward on n (B, T, E): NemotronHTopkRouter's logits, route_tokens_to_experts
+    (σ, + e_score_correction_bias for the choice, n_group groups scored by their top 2, the
+    topk_group best kept, the others −∞, top-k; the chosen σ scores renormalised + 1e-20
+    when norm_topk_prob, × routed_scaling_factor), NemotronHExperts (down(relu(up x)²)), plus
+    shared_experts (NemotronHMLP, relu2). bias_in_weights: the weights taken from the scores
+    with the bias (a wrong convention); zero_fill: the dropped groups ranked 0 as DeepSeek-V3
+    ranks them. `margins` receives each layer's smallest gap at the group and expert choices."""
+    X, k, G, TG = cfg["n_routed_experts"], cfg["num_experts_per_tok"], cfg["n_group"], cfg["topk_group"]
+    x = n.reshape(-1, n.shape[-1])
+    scores = torch.nn.functional.linear(x, W[m + "gate.weight"]).sigmoid()
+    choice = scores + W[m + "gate.e_score_correction_bias"]
+    group_scores = choice.view(-1, G, X // G).topk(2, dim=-1)[0].sum(dim=-1)
+    group_idx = torch.topk(group_scores, k=TG, dim=-1, sorted=False)[1]
+    group_mask = torch.zeros_like(group_scores).scatter_(1, group_idx, 1)
+    score_mask = group_mask.unsqueeze(-1).expand(-1, G, X // G).reshape(-1, X)
+    ranked = choice.masked_fill(~score_mask.bool(), 0.0 if zero_fill else float("-inf"))
+    idx = torch.topk(ranked, k=k, dim=-1, sorted=False)[1]
+    weights = (choice if bias_in_weights else scores).gather(1, idx)
+    if cfg["norm_topk_prob"]:
+        weights = weights / (weights.sum(dim=-1, keepdim=True) + 1e-20)
+    weights = weights * cfg["routed_scaling_factor"]
+    if margins is not None:
+        gs = group_scores.sort(dim=-1, descending=True).values
+        rs = ranked.sort(dim=-1, descending=True).values
+        gap = (rs[:, k - 1] - rs[:, k]).min().item()
+        if TG < G:
+            gap = min(gap, (gs[:, TG - 1] - gs[:, TG]).min().item())
+        margins.append(gap)
+    relu2 = lambda v: torch.square(torch.relu(v))
+    out = torch.zeros_like(x)
+    for t in range(x.shape[0]):
+        for j in range(k):
+            e = int(idx[t, j])
+            h = relu2(W[m + f"experts.{e}.up_proj.weight"] @ x[t])
+            out[t] += weights[t, j] * (W[m + f"experts.{e}.down_proj.weight"] @ h)
+    shared = torch.nn.functional.linear(relu2(torch.nn.functional.linear(x, W[m + "shared_experts.up_proj.weight"])),
+                                        W[m + "shared_experts.down_proj.weight"])
+    return (out + shared).view(n.shape)
+
+
+def reference(w, cfg, prefix, ids, mask=None, relu2=True, softplus=True, clamp_min=False, chunk_bug=False, **moe_args):
     """ids (B, T), mask (B, T) or None: the stream entering each layer and after the last,
-    and per attention layer x, x_norm, q_proj, k_proj, weights and output (after o_proj)."""
+    and per attention layer x, x_norm, q_proj, k_proj, weights and output (after o_proj);
+    moe_args go to moe()."""
     W = {k: v.to(DT) for k, v in w.items()}
     eps = cfg["layer_norm_epsilon"]
     H, Hkv, D = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
@@ -254,6 +318,8 @@ def reference(w, cfg, prefix, ids, mask=None, relu2=True, softplus=True, clamp_m
             o = lin((att @ vv).transpose(1, 2).reshape(Bsz, T, H * D), m + "o_proj")
             for name, t in (("x", x), ("x_norm", n), ("q_proj", qp), ("k_proj", kp), ("weights", att), ("output", o)):
                 per[name].append(t)
+        elif letter == "E":
+            o = moe(W, m, cfg, n, **moe_args)
         else:
             o = lin(act(lin(n, m + "up_proj")), m + "down_proj")
         x = x + o
@@ -322,6 +388,47 @@ def main():
     e = {"ids": np.array(IDS, dtype=np.int64), "x_layer3": hs[3][0].numpy()}
     e.update({n: t[:, 0].numpy() for n, t in per.items()})
     write_npz(os.path.join(d, "expected.npz"), e)
+    moe_case(cfg)
+
+
+def moe_case(base):
+    """nemotron-h-moe-tiny: "E*ME*" (moe, attention, mamba, moe, attention), the "Nemotron 3
+    Nano" MoE: 8 routed experts of moe_intermediate_size 8 in n_group 2 (topk_group 1), top
+    2, norm_topk_prob, routed_scaling_factor 2.5, a shared expert of 12, stored per expert as
+    the Hub's checkpoints hold them (mixer.experts.N.up_proj / down_proj); every group and
+    expert choice at least MARGIN from a tie. nemotron-h-moe-tiny-fused: the same weights
+    with the experts fused as transformers' NemotronHExperts holds them (mixer.experts.up_proj
+    (X, I, E), down_proj (X, E, I)), checked against nemotron-h-moe-tiny's expected.npz."""
+    g = torch.Generator().manual_seed(2038)
+    cfg = dict(base, hybrid_override_pattern="E*ME*", num_hidden_layers=5, n_routed_experts=8, num_experts_per_tok=2,
+               moe_intermediate_size=8, moe_shared_expert_intermediate_size=12, n_shared_experts=1, n_group=2,
+               topk_group=1, norm_topk_prob=True, routed_scaling_factor=2.5, moe_latent_size=None)
+    del cfg["intermediate_size"]  # no "-" layer
+    w = weights(g, cfg, "backbone.")
+    margins = []
+    hs, per = reference(w, cfg, "backbone.", [IDS], margins=margins)
+    assert len(margins) == 2 and min(margins) > MARGIN, f"a MoE choice near a tie: {margins}"
+    per = {k: t[:, 0] for k, t in per.items()}
+    attention = [l for l, ch in enumerate(cfg["hybrid_override_pattern"]) if ch == "*"]
+    e = {"ids": np.array(IDS, dtype=np.int64), "attention_layers": np.array(attention, dtype=np.int64),
+         "hidden_states": torch.stack(hs)[:, 0].numpy(), "x_layer4": hs[4][0].numpy()}
+    e.update({n: t.numpy() for n, t in per.items()})
+    for name, args in (("wrong_bias_weights_x", {"bias_in_weights": True}), ("wrong_zero_fill_x", {"zero_fill": True})):
+        e[name] = reference(w, cfg, "backbone.", [IDS], **args)[1]["x"][:, 0].numpy()
+        assert np.abs(e[name] - e["x"]).max() > 1e-2, name + " gives the same stream"
+    d = os.path.join(FIX, "nemotron-h-moe-tiny")
+    write(os.path.join(d, "model.safetensors"), safetensors_bytes(w, {"format": "pt"}))
+    write_json(os.path.join(d, "config.json"), cfg)
+    write_npz(os.path.join(d, "expected.npz"), e)
+    fused = {k: v for k, v in w.items() if ".mixer.experts." not in k}
+    for l, ch in enumerate(cfg["hybrid_override_pattern"]):
+        if ch == "E":
+            m = f"backbone.layers.{l}.mixer.experts."
+            for part in ("up_proj", "down_proj"):
+                fused[m + part] = torch.stack([w[m + f"{x}.{part}.weight"] for x in range(cfg["n_routed_experts"])])
+    d = os.path.join(FIX, "nemotron-h-moe-tiny-fused")
+    write(os.path.join(d, "model.safetensors"), safetensors_bytes(fused, {"format": "pt"}))
+    write_json(os.path.join(d, "config.json"), cfg)
 
 
 if __name__ == "__main__":

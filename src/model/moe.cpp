@@ -1,6 +1,7 @@
 /// \file moe.cpp
 /// Sparse MoE blocks (include/attn/model/moe.hpp), transcribed from transformers'
-/// MixtralSparseMoeBlock, Qwen2MoeSparseMoeBlock, Qwen3MoeSparseMoeBlock, GptOssMLP and Llama4TextMoe.
+/// MixtralSparseMoeBlock, Qwen2MoeSparseMoeBlock, Qwen3MoeSparseMoeBlock, GptOssMLP, Llama4TextMoe,
+/// DeepseekV3MoE and NemotronHMoE.
 
 #include "attn/model/moe.hpp"
 
@@ -54,6 +55,23 @@ void swiglu_expert(const T* x, const T* gate, const T* up, const T* down, std::s
     }
 }
 
+// down(relu(up x)²) with nn.Linear (out, in) weights up (I, H), down (H, I), added times
+// `scale` into out[H] (NemotronHExperts with mlp_hidden_act relu2).
+template <class T>
+void relu2_expert(const T* x, const T* up, const T* down, std::size_t H, std::size_t I, double scale, std::vector<double>& h,
+                  double* out) {
+    h.resize(I);
+    for (std::size_t i = 0; i < I; ++i) {
+        const double u = std::max(0.0, static_cast<double>(static_cast<T>(dot(x, up + i * H, H))));
+        h[i] = static_cast<T>(u * u);
+    }
+    for (std::size_t o = 0; o < H; ++o) {
+        double s = 0;
+        for (std::size_t i = 0; i < I; ++i) s += static_cast<double>(down[o * I + i]) * static_cast<T>(h[i]);
+        out[o] += scale * static_cast<T>(s);
+    }
+}
+
 }  // namespace
 
 template <class T>
@@ -90,6 +108,10 @@ moe_result<T> sparse_moe(const core::tensor2<T>& x, const moe_weights<T>& w, con
     if (s.expert == moe_expert::swiglu) {
         I = w.gate.shape(1);
         expect(w.gate, {E, I, H}, "expert gate (E, I, hidden)");
+        expect(w.up, {E, I, H}, "expert up (E, I, hidden)");
+        expect(w.down, {E, H, I}, "expert down (E, hidden, I)");
+    } else if (s.expert == moe_expert::relu2) {
+        I = w.up.shape(1);
         expect(w.up, {E, I, H}, "expert up (E, I, hidden)");
         expect(w.down, {E, H, I}, "expert down (E, hidden, I)");
     } else {
@@ -155,7 +177,7 @@ moe_result<T> sparse_moe(const core::tensor2<T>& x, const moe_weights<T>& w, con
             std::vector<bool> kept(G, false);
             for (std::int64_t g : torch_topk_indices(group_score.data(), G, s.top_groups)) kept[static_cast<std::size_t>(g)] = true;
             for (std::size_t e = 0; e < E; ++e)
-                if (!kept[e / per]) ranked[e] = T(0);
+                if (!kept[e / per]) ranked[e] = static_cast<T>(s.dropped_group_rank);
         } else {
             for (std::size_t e = 0; e < E; ++e) ranked[e] = r.router_logits(t, e);
         }
@@ -187,6 +209,10 @@ moe_result<T> sparse_moe(const core::tensor2<T>& x, const moe_weights<T>& w, con
             r.selected[t * k + j] = sel[j];
             r.routing_weights(t, j) = static_cast<T>(rw[j]);
             const double weight = static_cast<T>(rw[j]);
+            if (s.expert == moe_expert::relu2) {
+                relu2_expert(xt, w.up.data() + e * I * H, w.down.data() + e * H * I, H, I, weight, h, acc.data());
+                continue;
+            }
             if (s.expert == moe_expert::swiglu) {
                 // Llama4TextMoe scales the expert's input by its weight (x · σ) and adds its
                 // output unscaled; the others scale the output.

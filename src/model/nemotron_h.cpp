@@ -20,8 +20,18 @@
 //                  norm_before_gate false); out_proj. No attention stages.
 //   "-" mlp        NemotronHMLP: down_proj(act(up_proj(n))), mlp_hidden_act relu2 = relu(v)²,
 //                  non-gated, biases when mlp_bias. No attention stages.
-// "E" (NemotronHMoE) is refused by name. norm_f comes after the last layer (attn's stages end
-// before it).
+//   "E" moe        NemotronHMoE (the "Nemotron 3 Nano" block): router logits gate(n) in
+//                  float32 (NemotronHTopkRouter), scores σ(logits); the choice ranks scores +
+//                  e_score_correction_bias over n_group groups (a group's score the sum of
+//                  its top 2, the topk_group best kept, the others' experts −∞), the top
+//                  num_experts_per_tok of those; each chosen expert's weight its score
+//                  without the bias, divided by the chosen scores' sum + 1e-20 when
+//                  norm_topk_prob, times routed_scaling_factor; the experts
+//                  down_proj(relu(up_proj(n))²) of moe_intermediate_size, non-gated, no
+//                  biases (NemotronHExperts; model::sparse_moe's sigmoid_grouped routing,
+//                  DeepSeek-V3's but for the −∞), plus shared_experts = NemotronHMLP of
+//                  moe_shared_expert_intermediate_size, unscaled. No attention stages.
+// norm_f comes after the last layer (attn's stages end before it).
 //
 // Where transformers' torch_forward (the slow path, inherited from Zamba2MambaMixer) differs
 // from what its own kernels path, the Hub checkpoints' modeling_nemotron_h.py and Mamba2
@@ -48,6 +58,8 @@
 
 #include "attn/error.hpp"
 #include "attn/model/blocks.hpp"
+#include "attn/model/moe.hpp"
+#include "attn/model/moe_family.hpp"
 #include "attn/model/registry.hpp"
 #include "attn/text.hpp"
 #include "attn/threads.hpp"
@@ -72,6 +84,14 @@ struct nemotron_h_fields : family_fields {
     activation mamba_act = activation::silu;  ///< mamba_hidden_act, after the conv
     double dt_low = 0.0, dt_high = std::numeric_limits<double>::infinity();  ///< time_step_limit
     bool attention_bias = false;       ///< attention_bias: q/k/v/o_proj biases
+    // NemotronHMoE's keys (the "E" / "moe" layers):
+    std::size_t experts = 8;              ///< n_routed_experts (num_local_experts)
+    std::size_t top_k = 2;                ///< num_experts_per_tok
+    std::size_t moe_intermediate = 7688;  ///< moe_intermediate_size: each routed expert's width
+    std::size_t shared_intermediate = 7688;  ///< moe_shared_expert_intermediate_size
+    std::size_t moe_groups = 1, topk_groups = 1;  ///< n_group, topk_group
+    bool norm_topk_prob = true;           ///< norm_topk_prob
+    double routed_scaling = 1.0;          ///< routed_scaling_factor
 
     std::size_t inner() const { return mamba_heads * mamba_head_dim; }
     std::size_t conv_dim() const { return inner() + 2 * groups * state; }
@@ -113,8 +133,8 @@ void read_time_step_limit(const config_reader& r, nemotron_h_fields& g) {
 /// Per layer: "" (attention), "mamba" or "mlp", from layers_block_type when written (its
 /// legacy names "mamba" / "attention" or transformers v5's "linear_attention" /
 /// "full_attention", as remap_legacy_layer_types maps them), else hybrid_override_pattern
-/// ("M", "*", "-"); "E" / "moe" is refused. Then num_hidden_layers, when written, must count
-/// them (NemotronHConfig derives the count from the pattern and only warns).
+/// ("M", "*", "-", "E"); "moe" / "E" layers read as "moe". Then num_hidden_layers, when
+/// written, must count them (NemotronHConfig derives the count from the pattern and only warns).
 void read_layer_types(const config_reader& r, config& c) {
     std::vector<std::string> types;
     if (const nlohmann::json* list = r.find("layers_block_type")) {
@@ -124,21 +144,19 @@ void read_layer_types(const config_reader& r, config& c) {
         for (std::size_t l = 0; l < list->size(); ++l) {
             const nlohmann::json& e = (*list)[l];
             const std::string at = "layers_block_type[" + std::to_string(l) + "]: ";
-            if (e == "moe")
-                throw value_error(r.source(), at + "a MoE layer is not implemented by attn " +
-                                                  expected_got("\"mamba\", \"attention\" or \"mlp\"", e.dump()));
             if (e == "mamba" || e == "linear_attention") types.push_back("mamba");
             else if (e == "attention" || e == "full_attention") types.push_back("");
             else if (e == "mlp") types.push_back("mlp");
+            else if (e == "moe") types.push_back("moe");
             else
                 throw value_error(r.source(), at + "not a Nemotron-H layer type " +
-                                                  expected_got("\"mamba\", \"attention\" or \"mlp\"", e.dump().substr(0, 40)));
+                                                  expected_got("\"mamba\", \"attention\", \"mlp\" or \"moe\"", e.dump().substr(0, 40)));
         }
     } else {
         const nlohmann::json* p = r.find("hybrid_override_pattern");
         if (!p || !p->is_string())
             throw value_error(r.source(), "hybrid_override_pattern: not the layers' pattern " +
-                                              expected_got("a string of M, * and - (as \"M-M*-\"), or layers_block_type",
+                                              expected_got("a string of M, *, - and E (as \"M-M*E\"), or layers_block_type",
                                                            p ? p->dump().substr(0, 40) : "none"));
         const std::string s = p->get<std::string>();
         for (std::size_t l = 0; l < s.size(); ++l) {
@@ -147,12 +165,10 @@ void read_layer_types(const config_reader& r, config& c) {
             if (ch == 'M') types.push_back("mamba");
             else if (ch == '*') types.push_back("");
             else if (ch == '-') types.push_back("mlp");
-            else if (ch == 'E')
-                throw value_error(r.source(), at + "E (a MoE layer) is not implemented by attn " +
-                                                  expected_got("M (Mamba2), * (attention) or - (MLP)", "E"));
+            else if (ch == 'E') types.push_back("moe");
             else
                 throw value_error(r.source(), at + "not a Nemotron-H layer letter " +
-                                                  expected_got("M (Mamba2), * (attention) or - (MLP)",
+                                                  expected_got("M (Mamba2), * (attention), - (MLP) or E (MoE)",
                                                                "\"" + s.substr(l, 1) + "\""));
         }
     }
@@ -175,12 +191,53 @@ bool flag_of(const config_reader& r, std::initializer_list<const char*> keys, bo
     return fallback;
 }
 
+/// NemotronHConfig's MoE keys, read when a layer is "moe": n_routed_experts 8 (its alias
+/// num_local_experts when written instead), num_experts_per_tok 2, moe_intermediate_size
+/// 7688, moe_shared_expert_intermediate_size 7688, n_group 1, topk_group 1, norm_topk_prob
+/// true, routed_scaling_factor 1.0; n_shared_experts is not read (NemotronHMoE builds one
+/// shared expert whatever it says). Refused: moe_latent_size other than null (the latent
+/// fc1_latent_proj / fc2_latent_proj projections), an mlp_hidden_act other than relu2 (the
+/// experts attn computes), n_group not splitting the experts into groups of 2 or more,
+/// topk_group above n_group, num_experts_per_tok above the experts or above those of
+/// topk_group groups.
+void read_moe(const config_reader& r, const config& c, nemotron_h_fields& g) {
+    g.experts = r.size({"n_routed_experts", "num_local_experts"}, 8);
+    g.top_k = r.size({"num_experts_per_tok"}, 2);
+    g.moe_intermediate = r.size({"moe_intermediate_size"}, 7688);
+    g.shared_intermediate = r.size({"moe_shared_expert_intermediate_size"}, 7688);
+    g.moe_groups = r.size({"n_group"}, 1);
+    g.topk_groups = r.size({"topk_group"}, 1);
+    g.norm_topk_prob = r.flag("norm_topk_prob", true);
+    g.routed_scaling = r.number({"routed_scaling_factor"}, 1.0);
+    if (const nlohmann::json* latent = r.find("moe_latent_size"))
+        throw value_error(r.source(), "moe_latent_size: a latent MoE (fc1_latent_proj, fc2_latent_proj) is not implemented by attn " +
+                                          expected_got("null", latent->dump().substr(0, 40)));
+    if (c.act != activation::relu2)
+        throw value_error(r.source(), "mlp_hidden_act: not implemented by attn for MoE experts, which are relu²-activated here " +
+                                          expected_got("\"relu2\"", "\"" + r.text({"mlp_hidden_act"}, "") + "\""));
+    if (g.top_k > g.experts)
+        throw value_error(r.source(), "num_experts_per_tok: more than n_routed_experts " +
+                                          expected_got("at most " + std::to_string(g.experts), std::to_string(g.top_k)));
+    if (g.experts % g.moe_groups != 0 || g.experts / g.moe_groups < 2)
+        throw value_error(r.source(), "n_group: does not split n_routed_experts into groups of 2 or more " +
+                                          expected_got("a divisor of " + std::to_string(g.experts) + " leaving ≥ 2 per group",
+                                                       std::to_string(g.moe_groups)));
+    if (g.topk_groups > g.moe_groups)
+        throw value_error(r.source(), "topk_group: more than n_group " +
+                                          expected_got("≤ " + std::to_string(g.moe_groups), std::to_string(g.topk_groups)));
+    if (g.top_k > g.topk_groups * (g.experts / g.moe_groups))
+        throw value_error(r.source(), "num_experts_per_tok: more than the experts of topk_group groups " +
+                                          expected_got("≤ " + std::to_string(g.topk_groups * (g.experts / g.moe_groups)),
+                                                       std::to_string(g.top_k)));
+}
+
 /// NemotronHConfig: vocab 131072, hidden 4096, 32 heads over 8 KV heads of head_dim 128,
 /// intermediate_size 21504 (the MLP layers), 4096 positions, layer_norm_epsilon 1e-5,
 /// mlp_hidden_act relu2, mlp_bias false, attention_bias false; the Mamba2 mixers' mamba_num_heads
 /// 128 × mamba_head_dim 64, n_groups 8, ssm_state_size 128, conv_kernel 4, use_conv_bias true,
 /// use_bias false, mamba_hidden_act silu, time_step_limit (0, inf); the layers from
-/// layers_block_type or hybrid_override_pattern.
+/// layers_block_type or hybrid_override_pattern; with a MoE layer, NemotronHMoE's keys
+/// (read_moe).
 void read_config(const config_reader& r, config& c) {
     read_sizes(r, c, {4096, 1, 32, 21504, 4096, 131072});
     read_layer_types(r, c);
@@ -204,6 +261,7 @@ void read_config(const config_reader& r, config& c) {
     if (g->mamba_heads % g->groups != 0)
         throw value_error(r.source(), "n_groups: does not divide mamba_num_heads " +
                                           expected_got("a divisor of " + std::to_string(g->mamba_heads), std::to_string(g->groups)));
+    if (std::find(c.mixer_types.begin(), c.mixer_types.end(), "moe") != c.mixer_types.end()) read_moe(r, c, *g);
     c.own = std::move(g);
 }
 
@@ -218,7 +276,8 @@ std::string embedding_name(const family& f) {
 /// anything else E), head_dim and num_key_value_heads from the first attention layer, the
 /// MLP width from up_proj, the biases from the tensors present. A Mamba2 layer's n_groups and
 /// ssm_state_size are not in its shapes (its conv1d holds 2·n_groups·ssm_state_size channels
-/// beyond the heads'), so a checkpoint with one needs config.json.
+/// beyond the heads'), so a checkpoint with one needs config.json; so does one with a MoE
+/// layer, whose num_experts_per_tok is not in its shapes (moe_config_from_tensors' refusal).
 nlohmann::json from_tensors(const tensor_shapes& t) {
     const std::string emb = t.has("embeddings.weight") || !t.has("embedding.weight") ? "embeddings.weight" : "embedding.weight";
     const shape_t& e = t.need(emb, "vocab_size");
@@ -237,6 +296,7 @@ nlohmann::json from_tensors(const tensor_shapes& t) {
         if (pattern[l] == 'M')
             throw value_error(t.source, "n_groups: not in the tensors' shapes " +
                                             expected_got("--config FILE giving n_groups and ssm_state_size", "Mamba2 layer " + std::to_string(l)));
+        if (pattern[l] == 'E') moe_config_from_tensors(t);  // throws
         if (pattern[l] == '*' && !j.contains("head_dim")) {
             const std::size_t d = t.head_dim_of(mixer(l, "q_proj.weight"), 0);
             j["head_dim"] = d;
@@ -283,6 +343,21 @@ void check(const family& f) {
             f.expect_shape(mixer(l, "out_proj.weight"), {E, I}, "hidden_size × mamba_num_heads·mamba_head_dim");
             if (g.proj_bias) f.expect_shape(mixer(l, "in_proj.bias"), {I + Cd + Hm}, "use_bias: in_proj's rows");
             else refuse_bias(f, mixer(l, "in_proj.bias"), "use_bias");
+        } else if (c.mixer_types[l] == "moe") {
+            const std::size_t X = g.experts, Im = g.moe_intermediate, Is = g.shared_intermediate;
+            f.expect_shape(mixer(l, "gate.weight"), {X, E}, "n_routed_experts × hidden_size");
+            f.expect_shape(mixer(l, "gate.e_score_correction_bias"), {X}, "n_routed_experts");
+            if (f.maybe(mixer(l, "experts.up_proj"))) {
+                f.expect_shape(mixer(l, "experts.up_proj"), {X, Im, E}, "n_routed_experts × moe_intermediate_size × hidden_size");
+                f.expect_shape(mixer(l, "experts.down_proj"), {X, E, Im}, "n_routed_experts × hidden_size × moe_intermediate_size");
+            } else {
+                f.expect_shape(mixer(l, "experts.0.up_proj.weight"), {Im, E}, "moe_intermediate_size × hidden_size");
+                f.expect_shape(mixer(l, "experts." + std::to_string(X - 1) + ".down_proj.weight"), {E, Im},
+                               "n_routed_experts experts of hidden_size × moe_intermediate_size");
+            }
+            f.expect_shape(mixer(l, "shared_experts.up_proj.weight"), {Is, E}, "moe_shared_expert_intermediate_size × hidden_size");
+            f.expect_shape(mixer(l, "shared_experts.down_proj.weight"), {E, Is}, "hidden_size × moe_shared_expert_intermediate_size");
+            if (!c.mlp_bias) refuse_bias(f, mixer(l, "shared_experts.up_proj.bias"), "mlp_bias");
         } else {
             f.expect_shape(mixer(l, "up_proj.weight"), {c.intermediate, E}, "intermediate_size × hidden_size");
             f.expect_shape(mixer(l, "down_proj.weight"), {E, c.intermediate}, "hidden_size × intermediate_size");
@@ -331,13 +406,66 @@ struct block {
         return rms_norm(x, f.need(key(layer, "norm.weight")), f.settings().norm_eps);
     }
 
-    /// NemotronHMLP: down_proj(act(up_proj(n))), non-gated (mlp_hidden_act, relu2 by default).
-    static core::tensor3<T> mlp(const family& f, std::size_t layer, const core::tensor3<T>& n) {
+    /// NemotronHMLP of an "-" layer.
+    static core::tensor3<T> mlp(const family& f, std::size_t layer, const core::tensor3<T>& n) { return dense(f, layer, n, ""); }
+
+    /// NemotronHMLP: down_proj(act(up_proj(n))), non-gated (mlp_hidden_act, relu2 by default),
+    /// its tensors under the layer's mixer + `stem` ("" for an "-" layer, "shared_experts."
+    /// for a MoE layer's shared expert).
+    static core::tensor3<T> dense(const family& f, std::size_t layer, const core::tensor3<T>& n, const std::string& stem) {
         const config& c = f.settings();
-        const std::string up = mixer(layer, "up_proj."), down = mixer(layer, "down_proj.");
+        const std::string up = mixer(layer, stem + "up_proj."), down = mixer(layer, stem + "down_proj.");
         core::tensor3<T> h = project(f, n, up + "weight", c.mlp_bias ? up + "bias" : "", core::weight_layout::out_in);
         activate(h, c.act);
         return project(f, h, down + "weight", c.mlp_bias ? down + "bias" : "", core::weight_layout::out_in);
+    }
+
+    /// NemotronHMoE.forward, n (B, T, E) → (B, T, E): the routed experts through
+    /// model::sparse_moe (sigmoid_grouped routing with e_score_correction_bias, −∞ for the
+    /// groups not kept, relu2 experts), read per expert as the Hub stores them
+    /// (experts.N.up_proj.weight (I, E), experts.N.down_proj.weight (E, I)) or fused as
+    /// NemotronHExperts holds them (experts.up_proj (X, I, E), experts.down_proj (X, E, I)),
+    /// plus the shared expert (dense with stem "shared_experts.").
+    static core::tensor3<T> moe(const family& f, std::size_t layer, const core::tensor3<T>& n) {
+        const config& c = f.settings();
+        const nemotron_h_fields& g = c.fields<nemotron_h_fields>();
+        moe_weights<T> w;
+        const std::string router = mixer(layer, "gate.weight"), bias = mixer(layer, "gate.e_score_correction_bias");
+        w.router = matrix_of<T>(f.need(router), f.name(router));
+        w.router_correction_bias = vector_of<T>(f.need(bias), f.name(bias));
+        const std::string fused_up = mixer(layer, "experts.up_proj"), fused_down = mixer(layer, "experts.down_proj");
+        if (const auto up = f.maybe(fused_up)) {
+            w.up = tensor3_of<T>(*up, f.name(fused_up));
+            w.down = tensor3_of<T>(f.need(fused_down), f.name(fused_down));
+        } else {
+            const std::size_t X = g.experts;
+            for (const char* which : {"up_proj", "down_proj"}) {
+                core::tensor3<T>& out = which[0] == 'u' ? w.up : w.down;
+                for (std::size_t e = 0; e < X; ++e) {
+                    const std::string name = mixer(layer, "experts." + std::to_string(e) + "." + which + ".weight");
+                    const core::tensor2<T> m = matrix_of<T>(f.need(name), f.name(name));
+                    if (e == 0) out = core::tensor3<T>::from_shape({X, m.shape(0), m.shape(1)});
+                    if (m.shape(0) != out.shape(1) || m.shape(1) != out.shape(2))
+                        throw shape_error(f.name(name), "does not match expert 0's " + std::string(which) + " " +
+                                                            expected_got(shape_string({out.shape(1), out.shape(2)}),
+                                                                         shape_string({m.shape(0), m.shape(1)})));
+                    std::copy(m.data(), m.data() + m.size(), out.data() + e * m.size());
+                }
+            }
+        }
+        moe_settings s;
+        s.top_k = g.top_k;
+        s.routing = moe_routing::sigmoid_grouped;
+        s.expert = moe_expert::relu2;
+        s.renormalize = g.norm_topk_prob;
+        s.groups = g.moe_groups;
+        s.top_groups = g.topk_groups;
+        s.scaling = g.routed_scaling;
+        s.renormalize_epsilon = 1e-20;  // topk_weights.sum(...) + 1e-20
+        s.dropped_group_rank = -std::numeric_limits<double>::infinity();  // masked_fill(~score_mask, -inf)
+        core::tensor3<T> y = moe_forward(n, w, s);
+        y += dense(f, layer, n, "shared_experts.");
+        return y;
     }
 
     /// NemotronHMamba2Mixer without a cache, n (B, T, E) → (B, T, E); see the file comment.
@@ -428,11 +556,13 @@ struct block {
         return project(f, gated, out + "weight", g.proj_bias ? out + "bias" : "", core::weight_layout::out_in);
     }
 
-    /// A Mamba2 or MLP block, NemotronHBlock.forward: x + mixer(norm(x)).
+    /// A Mamba2, MLP or MoE block, NemotronHBlock.forward: x + mixer(norm(x)) (the MLP and
+    /// MoE mixers see no mask).
     static core::tensor3<T> other_block(const family& f, std::size_t layer, const core::tensor3<T>& x,
                                         const std::vector<named_array>& passed) {
         core::tensor3<T> n = norm(f, layer, norm_site::attention, x);
-        core::tensor3<T> o = f.settings().mixer_types[layer] == "mamba" ? mamba(f, layer, std::move(n), passed) : mlp(f, layer, n);
+        const std::string& type = f.settings().mixer_types[layer];
+        core::tensor3<T> o = type == "mamba" ? mamba(f, layer, std::move(n), passed) : type == "moe" ? moe(f, layer, n) : mlp(f, layer, n);
         o += x;
         return o;
     }

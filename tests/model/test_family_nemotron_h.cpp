@@ -28,9 +28,9 @@ const std::string ids = " --token-ids " + expected + ":ids";
 
 std::vector<attn::named_array> want() { return attn_test::read_npz_file(std::string(ATTN_SOURCE_DIR) + "/" + expected); }
 
-nlohmann::json fixture_config() {
+nlohmann::json fixture_config(const std::string& dir = model) {
     // Read as the family reads it: Python's bare Infinity quoted first.
-    std::string text = attn_test::slurp(std::string(ATTN_SOURCE_DIR) + "/" + model + "/config.json");
+    std::string text = attn_test::slurp(std::string(ATTN_SOURCE_DIR) + "/" + dir + "/config.json");
     const auto at_inf = text.find("Infinity");
     REQUIRE(at_inf != std::string::npos);
     text.replace(at_inf, 8, "\"Infinity\"");
@@ -162,18 +162,18 @@ TEST_CASE("nemotron_h: config keys as NemotronHConfig reads them, time_step_limi
     };
     c = j;
     c["hybrid_override_pattern"] = "M-*MX";
-    refused(c, "hybrid_override_pattern[4]: not a Nemotron-H layer letter (expected M (Mamba2), * (attention) or - (MLP), got \"X\")");
-    c["hybrid_override_pattern"] = "M-*ME";
-    refused(c, "hybrid_override_pattern[4]: E (a MoE layer) is not implemented by attn (expected M (Mamba2), * (attention) or - (MLP), got E)");
+    refused(c, "hybrid_override_pattern[4]: not a Nemotron-H layer letter (expected M (Mamba2), * (attention), - (MLP) or E (MoE), "
+               "got \"X\")");
     c["hybrid_override_pattern"] = "M-*M";
     refused(c, "hybrid_override_pattern: not one layer per num_hidden_layers (expected 5 layers, got 4)");
     c = j;
     c.erase("hybrid_override_pattern");
-    refused(c, "hybrid_override_pattern: not the layers' pattern (expected a string of M, * and - (as \"M-M*-\"), or "
+    refused(c, "hybrid_override_pattern: not the layers' pattern (expected a string of M, *, - and E (as \"M-M*E\"), or "
                "layers_block_type, got none)");
     c = j;
-    c["layers_block_type"] = {"mamba", "mlp", "attention", "moe", "attention"};
-    refused(c, "layers_block_type[3]: a MoE layer is not implemented by attn (expected \"mamba\", \"attention\" or \"mlp\", got \"moe\")");
+    c["layers_block_type"] = {"mamba", "mlp", "attention", "experts", "attention"};
+    refused(c, "layers_block_type[3]: not a Nemotron-H layer type (expected \"mamba\", \"attention\", \"mlp\" or \"moe\", "
+               "got \"experts\")");
     c = j;
     c["time_step_limit"] = {0.3, 0.02};
     refused(c, "time_step_limit: its low bound is above its high one (expected low ≤ high, got [0.3,0.02])");
@@ -216,4 +216,97 @@ TEST_CASE("nemotron_h: every bias, no conv bias, one group, layers_block_type an
     CHECK(r.code == 2);
     CHECK(r.err == "attn: error: --layer: layer 2 is an mlp layer, without softmax attention "
                    "(expected one of the attention layers 0,3, or all, got 2)\n");
+}
+
+// nemotron-h-moe-tiny (the same script): "E*ME*", the "Nemotron 3 Nano" MoE layers (NemotronHMoE):
+// σ router with e_score_correction_bias over n_group 2 (topk_group 1, the dropped group −∞),
+// top 2 renormalised × routed_scaling_factor 2.5, relu² experts stored per expert as on the
+// Hub, a relu² shared expert; every group and expert choice at a margin the script asserts.
+// nemotron-h-moe-tiny-fused: the same weights, the experts fused as NemotronHExperts holds them.
+TEST_CASE("nemotron_h: MoE layers match transformers' NemotronHMoE, per expert and fused") {
+    const std::string m = attn_test::checkpoint_fixtures + "nemotron-h-moe-tiny";
+    const std::string e_path = m + "/expected.npz", ids = " --token-ids " + e_path + ":ids";
+    const auto e = attn_test::read_npz_file(std::string(ATTN_SOURCE_DIR) + "/" + e_path);
+    attn_test::scratch_dir dir;
+    const std::string out = dir.path + "/out.npz";
+    for (const auto& [dtype, tol] : {std::pair<std::string, double>{"float64", 1e-9}, {"float32", 2e-4}}) {
+        CAPTURE(dtype);
+        const auto got = attn_test::run(m + ids + " --layer all --dump x,x_norm,q,k,weights,output --dtype " + dtype, out);
+        for (const std::string s : {"x", "x_norm", "weights", "output"}) attn_test::check(member(got, s), member(e, s), tol, s.c_str());
+        attn_test::check(member(got, "q"), member(e, "q_proj"), tol, "q");
+        attn_test::check(member(got, "k"), member(e, "k_proj"), tol, "k");
+        // The stream entering layer 4 went through the MoE layers 0 and 3 and the Mamba2 layer 2.
+        attn_test::check(at(member(got, "x"), 1), member(e, "x_layer4"), tol, "x entering layer 4");
+    }
+    const auto fused = attn_test::run(attn_test::checkpoint_fixtures + "nemotron-h-moe-tiny-fused" + ids +
+                                          " --layer all --dump x,weights,output --dtype float64",
+                                      out);
+    for (const std::string s : {"x", "weights", "output"}) attn_test::check(member(fused, s), member(e, s), 1e-9, (s + ", fused").c_str());
+    const auto r = attn_test::run_attn("compute " + m + " --ids 1,2 --layer 3");
+    CHECK(r.code == 2);
+    CHECK(r.err == "attn: error: --layer: layer 3 is a moe layer, without softmax attention "
+                   "(expected one of the attention layers 1,4, or all, got 3)\n");
+    CHECK(r.out.empty());
+}
+
+TEST_CASE("nemotron_h: the MoE keys as NemotronHConfig reads them, a wrong convention, and the refusals") {
+    using nlohmann::json;
+    const std::string m = attn_test::checkpoint_fixtures + "nemotron-h-moe-tiny";
+    const std::string e_path = m + "/expected.npz";
+    const auto e = attn_test::read_npz_file(std::string(ATTN_SOURCE_DIR) + "/" + e_path);
+    attn_test::scratch_dir dir;
+    const std::string cfg = dir.path + "/config.json", out = dir.path + "/out.npz";
+    const std::string run = m + " --token-ids " + e_path + ":ids --layer all --dump x --dtype float64 --config '" + cfg + "'";
+    const json j = fixture_config(m);
+
+    // The bias chooses the experts, not their weights; the dropped group's experts are −∞,
+    // not DeepSeek-V3's 0 (the kept experts' biased scores fall below 0 at places).
+    const auto got = attn_test::run(m + " --token-ids " + e_path + ":ids --layer all --dump x --dtype float64", out);
+    CHECK_FALSE(attn_test::compare_arrays(member(got, "x"), member(e, "wrong_bias_weights_x"), 1e-3, 1e-3).ok);
+    CHECK_FALSE(attn_test::compare_arrays(member(got, "x"), member(e, "wrong_zero_fill_x"), 1e-3, 1e-3).ok);
+    attn_test::check(member(got, "x"), member(e, "x"), 1e-9, "x");
+
+    // layers_block_type with "moe", and num_local_experts (NemotronHConfig's attribute_map) for n_routed_experts.
+    json c = j;
+    c.erase("hybrid_override_pattern");
+    c["layers_block_type"] = {"moe", "attention", "mamba", "moe", "attention"};
+    c["num_local_experts"] = c["n_routed_experts"];
+    c.erase("n_routed_experts");
+    attn_test::spit(cfg, c.dump(2));
+    attn_test::check(member(attn_test::run(run, out), "x"), member(e, "x"), 1e-9, "x, layers_block_type, num_local_experts");
+
+    const auto refused = [&](const json& bad, const std::string& message) {
+        attn_test::spit(cfg, bad.dump(2));
+        const auto r = attn_test::run_attn("compute " + run);
+        CHECK(r.code == 1);
+        CHECK(r.err == "attn: error: " + cfg + ": " + message + "\n");
+        CHECK(r.out.empty());
+    };
+    c = j;
+    c["moe_latent_size"] = 16;
+    refused(c, "moe_latent_size: a latent MoE (fc1_latent_proj, fc2_latent_proj) is not implemented by attn (expected null, got 16)");
+    c = j;
+    c["mlp_hidden_act"] = "silu";
+    refused(c, "mlp_hidden_act: not implemented by attn for MoE experts, which are relu²-activated here (expected \"relu2\", got \"silu\")");
+    c = j;
+    c["num_experts_per_tok"] = 9;
+    refused(c, "num_experts_per_tok: more than n_routed_experts (expected at most 8, got 9)");
+    c = j;
+    c["n_group"] = 3;
+    refused(c, "n_group: does not split n_routed_experts into groups of 2 or more (expected a divisor of 8 leaving ≥ 2 per group, got 3)");
+    c = j;
+    c["topk_group"] = 3;
+    refused(c, "topk_group: more than n_group (expected ≤ 2, got 3)");
+    c = j;
+    c["num_experts_per_tok"] = 5;
+    refused(c, "num_experts_per_tok: more than the experts of topk_group groups (expected ≤ 4, got 5)");
+
+    // Without config.json: num_experts_per_tok is not in the shapes.
+    attn_test::scratch_dir bare;
+    const std::string st = bare.path + "/model.safetensors";
+    std::filesystem::copy(std::string(ATTN_SOURCE_DIR) + "/" + m + "/model.safetensors", st);
+    const auto r = attn_test::run_attn("compute '" + st + "' --arch nemotron_h --heads 4 --ids 1,2");
+    CHECK(r.code == 1);
+    CHECK(r.err == "attn: error: " + st + ": num_experts_per_tok: not in the tensors' shapes, and there is no config.json "
+                   "(expected --config FILE, got none)\n");
 }

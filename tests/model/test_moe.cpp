@@ -262,3 +262,42 @@ TEST_CASE("sparse MoE sigmoid routing: renormalize_epsilon is DeepSeek's 1e-20 b
     CHECK(minimax.output(0, 0) == doctest::Approx(silu1).epsilon(1e-12));
     CHECK(minimax.selected == std::vector<std::int64_t>{0, 1});
 }
+
+TEST_CASE("sparse MoE sigmoid routing: the dropped groups' rank, DeepSeek's 0 or Nemotron-H's −∞, and relu² experts") {
+    // One token x = 1, hidden 1, four experts in two groups; router 0 gives every score
+    // σ(0) = ½, the correction biases make the choices −0.1, −0.2 (group 0, kept: −0.3) and
+    // −1.5, −1.6 (group 1, dropped). Ranked −∞ (NemotronHMoE) the dropped group cannot win:
+    // expert 0; ranked 0 (DeepseekV3TopkRouter) its experts outrank every kept one: expert 2.
+    // relu² experts down(relu(up x)²): expert 0's up 2, down 3 give 12, expert 2's up −1 gives
+    // 0; the one weight ½ / (½ + 1e−20) times routed_scaling_factor 2.5.
+    using attn::core::tensor1;
+    using attn::core::tensor2;
+    using attn::core::tensor3;
+    tensor2<double> x = tensor2<double>::from_shape({1, 1});
+    x(0, 0) = 1.0;
+    moe_weights<double> w;
+    w.router = tensor2<double>::from_shape({4, 1});
+    w.router.fill(0.0);
+    w.router_correction_bias = tensor1<double>::from_shape({4});
+    const double bias[] = {-0.6, -0.7, -2.0, -2.1};
+    for (std::size_t e = 0; e < 4; ++e) w.router_correction_bias(e) = bias[e];
+    w.up = tensor3<double>::from_shape({4, 1, 1});
+    w.down = tensor3<double>::from_shape({4, 1, 1});
+    const double up[] = {2.0, 1.0, -1.0, 1.0};
+    for (std::size_t e = 0; e < 4; ++e) w.up(e, 0, 0) = up[e], w.down(e, 0, 0) = 3.0;
+    moe_settings s;
+    s.top_k = 1;
+    s.routing = moe_routing::sigmoid_grouped;
+    s.expert = moe_expert::relu2;
+    s.groups = 2;
+    s.top_groups = 1;
+    s.scaling = 2.5;
+    s.dropped_group_rank = -INFINITY;
+    const auto nemotron = attn::model::sparse_moe(x, w, s);
+    CHECK(nemotron.selected == std::vector<std::int64_t>{0});
+    CHECK(nemotron.output(0, 0) == doctest::Approx(2.5 * 12.0).epsilon(1e-12));
+    s.dropped_group_rank = 0.0;
+    const auto deepseek = attn::model::sparse_moe(x, w, s);
+    CHECK(deepseek.selected[0] >= 2);
+    CHECK(deepseek.output(0, 0) == doctest::Approx(deepseek.selected[0] == 2 ? 0.0 : 2.5 * 3.0).epsilon(1e-12));
+}

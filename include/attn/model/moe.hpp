@@ -25,12 +25,14 @@ enum class moe_routing {
     /// DeepSeekMoE: scores σ(logits); the choice ranks scores + correction_bias
     /// (moe_weights::router_correction_bias, zeros when empty): experts in n_group equal
     /// groups, a group's score the sum of its top 2, the topk_group best groups kept (the
-    /// others' experts' ranks set to 0, not −∞), then top-k over the ranks; the weights are
+    /// others' experts' ranks set to moe_settings::dropped_group_rank: DeepSeek-V3's 0,
+    /// Nemotron-H's −∞), then top-k over the ranks; the weights are
     /// the chosen scores without the bias, divided by their sum + renormalize_epsilon (1e−20)
     /// when `renormalize`, times routed_scaling_factor. Source: DeepseekV3TopkRouter
     /// (get_topk_indices, forward) in models/deepseek_v3/modeling_deepseek_v3.py; with one
     /// group, no scaling and renormalize_epsilon 0, MiniMaxM2TopKRouter.forward
-    /// (models/minimax_m2/modeling_minimax_m2.py).
+    /// (models/minimax_m2/modeling_minimax_m2.py); with −∞ for the groups not kept,
+    /// NemotronHMoE.route_tokens_to_experts (models/nemotron_h/modeling_nemotron_h.py).
     sigmoid_grouped,
     /// Llama 4: top-k of the logits, each chosen expert's weight σ(logit) scaling the
     /// expert's *input* (expert(x·σ)), not its output; no renormalisation. Source:
@@ -48,6 +50,10 @@ enum class moe_expert {
     /// `limit`, up = gu[1::2] clamped to [−limit, limit]; h = (up + 1) · gate · σ(alpha ·
     /// gate); out = h · down[e] + down_bias[e]. Source: GptOssExperts.forward.
     gpt_oss,
+    /// Nemotron-H: down(relu(up x)²), not gated, no biases, from w.up (E, I, hidden) and
+    /// w.down (E, hidden, I); a shared expert, if any, is the caller's (w.shared_gate left
+    /// empty). Source: NemotronHExperts.forward with mlp_hidden_act relu2.
+    relu2,
 };
 
 /// The expert weights, as transformers' modules hold them (one leading axis E).
@@ -87,6 +93,10 @@ struct moe_settings {
     /// sigmoid_grouped with `renormalize`: added to the sum of the chosen scores before the
     /// division (DeepseekV3TopkRouter's 1e-20; MiniMaxM2TopKRouter divides by the sum alone: 0).
     double renormalize_epsilon = 1e-20;
+    /// sigmoid_grouped: the rank given to the experts of the groups not kept, before the
+    /// top-k: DeepseekV3TopkRouter's masked_fill(…, 0.0), NemotronHMoE's float("-inf")
+    /// (the two differ when a kept expert's score + correction bias is negative).
+    double dropped_group_rank = 0.0;
 };
 
 /// A sparse MoE block's result for N tokens.
