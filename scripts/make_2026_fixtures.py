@@ -63,7 +63,7 @@ import os
 import torch
 
 from fixture_npz import write_npz
-from make_checkpoint_fixtures import FIX, DT, expected, rand, rms_norm, rope_inv_freq, rotate_half, safetensors_bytes, write, write_json
+from make_checkpoint_fixtures import FIX, DT, expected, rand, rms_norm, rope_inv_freq, rotate_half, safetensors_bytes, write, write_json, write_config
 
 IDS = [1, 3, 4, 5, 6, 7, 8, 9]
 
@@ -238,7 +238,7 @@ def reference(w, cfg, prefix, ids):
 def write_case(name, cfg, w):
     d = os.path.join(FIX, name)
     write(os.path.join(d, "model.safetensors"), safetensors_bytes(w, {"format": "pt"}))
-    write_json(os.path.join(d, "config.json"), cfg)
+    write_config(d, cfg)
     result, extra = reference(w, cfg, "model.", IDS)
     e = expected(IDS, result)
     e.update(extra)
@@ -282,7 +282,7 @@ def main():
                             "num_attention_heads": 2, "num_hidden_layers": 1, "intermediate_size": 32},
           "image_token_index": 10, "spatial_merge_size": 2, "torch_dtype": "float32"}
     write(os.path.join(d, "model.safetensors"), safetensors_bytes({"language_model." + k: v for k, v in w3.items()}, {"format": "pt"}))
-    write_json(os.path.join(d, "config.json"), mm)
+    write_config(d, mm)
 
     glm = dict(base, model_type="glm4_moe", architectures=["Glm4MoeForCausalLM"], num_hidden_layers=3, head_dim=16,
                max_position_embeddings=64, rms_norm_eps=1e-5, rope_theta=1000000.0, rope_scaling=None,

@@ -413,6 +413,25 @@ def bert_tokenizer(V):
     return bert_uncased_tokenizer({w: i for i, w in enumerate(words)})
 
 
+def small_tokenizer(V):
+    """bert-base-uncased's pipeline (make_gpt2_tokenizer_json.bert_uncased_tokenizer) over
+    a V-entry vocabulary: [PAD] [UNK] [CLS] [SEP] [MASK] at 0–4, then the first V − 5
+    words of BERT_WORDS ("the" is 5); every other word is [UNK]. A test checkpoint's 64-row
+    vocabulary is too small for a byte-level BPE (256 byte symbols), so this real family's
+    pipeline with a cut word list is what lets every fixture run from --text."""
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + BERT_WORDS[:V - 5]
+    assert len(words) == V == len(set(words)), V
+    return bert_uncased_tokenizer({w: i for i, w in enumerate(words)})
+
+
+def write_config(d, cfg):
+    """config.json in d and, beside it, small_tokenizer of its vocab_size (text_config's for a
+    multimodal config) as tokenizer.json, as a downloaded checkpoint folder holds both."""
+    write_json(os.path.join(d, "config.json"), cfg)
+    V = cfg["vocab_size"] if "vocab_size" in cfg else cfg["text_config"]["vocab_size"]
+    write_json(os.path.join(d, "tokenizer.json"), small_tokenizer(V))
+
+
 def with_vocab(w, cfg, name, V, seed):
     """The shipped checkpoint's weights and config with the embedding table grown from
     cfg's vocab_size to V rows for its real-family tokenizer: the first rows are the test
@@ -457,7 +476,7 @@ def main():
     # Broken: layer 1's ln_2.bias is missing (layer 0's attention still computes).
     d = os.path.join(FIX, "gpt2-missing-tensor")
     write(os.path.join(d, "model.safetensors"), safetensors_bytes({k: v for k, v in w.items() if k != "transformer.h.0.ln_2.bias"}))
-    write_json(os.path.join(d, "config.json"), gpt2_cfg)
+    write_config(d, gpt2_cfg)
 
     bert_cfg = {"model_type": "bert", "architectures": ["BertModel"], "hidden_size": 32, "num_attention_heads": 4,
                 "num_hidden_layers": 2, "intermediate_size": 64, "max_position_embeddings": 32, "vocab_size": 64,
@@ -479,7 +498,7 @@ def main():
     w_old = {("bert." + k).replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta"): v for k, v in w.items()}
     d = os.path.join(FIX, "bert-tiny-old-names")
     write(os.path.join(d, "model.safetensors"), safetensors_bytes(w_old))
-    write_json(os.path.join(d, "config.json"), bert_cfg)
+    write_config(d, bert_cfg)
 
     llama_cfg = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 32, "num_attention_heads": 4,
                  "num_key_value_heads": 2, "num_hidden_layers": 2, "intermediate_size": 64, "vocab_size": 64,
@@ -498,7 +517,7 @@ def main():
     w16 = {k: v.to(torch.bfloat16) for k, v in w.items()}
     d = os.path.join(FIX, "llama-tiny-bf16")
     write(os.path.join(d, "model.safetensors"), safetensors_bytes(w16))
-    write_json(os.path.join(d, "config.json"), llama_cfg)
+    write_config(d, llama_cfg)
     w16f = {k: v.to(torch.float32) for k, v in w16.items()}
     write_npz(os.path.join(d, "expected.npz"), expected(llama_ids, llama_reference(w16f, llama_cfg, "model.", llama_ids)))
 
@@ -512,33 +531,33 @@ def main():
     index = {"metadata": {"total_size": sum(v.numel() * 4 for v in w.values())},
              "weight_map": {k: ("model-00001-of-00002.safetensors" if k in first else "model-00002-of-00002.safetensors") for k in names}}
     write_json(os.path.join(d, "model.safetensors.index.json"), index)
-    write_json(os.path.join(d, "config.json"), llama_cfg)
+    write_config(d, llama_cfg)
 
     # Without the embedding table: a run from --x needs only its layer's tensors.
     d = os.path.join(FIX, "llama-tiny-no-embedding")
     write(os.path.join(d, "model.safetensors"), safetensors_bytes({k: v for k, v in w.items() if "embed_tokens" not in k}))
-    write_json(os.path.join(d, "config.json"), llama_cfg)
+    write_config(d, llama_cfg)
 
     qwen_cfg = dict(llama_cfg, model_type="qwen2", architectures=["Qwen2ForCausalLM"], num_key_value_heads=1,
                     use_sliding_window=True, sliding_window=3, max_window_layers=1, rope_theta=10000.0)
     w = llama_weights(g, qwen_cfg, "model.", qkv_bias=True)
     d = os.path.join(FIX, "qwen2-tiny")
     write(os.path.join(d, "model.safetensors"), safetensors_bytes(w))
-    write_json(os.path.join(d, "config.json"), qwen_cfg)
+    write_config(d, qwen_cfg)
     write_npz(os.path.join(d, "expected.npz"), expected(llama_ids, llama_reference(w, qwen_cfg, "model.", llama_ids, sliding_layers=(1,), window=3)))
 
     mistral_cfg = dict(llama_cfg, model_type="mistral", architectures=["MistralForCausalLM"], sliding_window=4, head_dim=16)
     w = llama_weights(g, mistral_cfg, "")
     d = os.path.join(FIX, "mistral-tiny")
     write(os.path.join(d, "model.safetensors"), safetensors_bytes(w))
-    write_json(os.path.join(d, "config.json"), mistral_cfg)
+    write_config(d, mistral_cfg)
     write_npz(os.path.join(d, "expected.npz"), expected(llama_ids, llama_reference(w, mistral_cfg, "", llama_ids, sliding_layers=(0, 1), window=4)))
 
     partial_cfg = dict(llama_cfg, partial_rotary_factor=0.5)
     w = llama_weights(g, partial_cfg, "model.")
     d = os.path.join(FIX, "partial-tiny")
     write(os.path.join(d, "model.safetensors"), safetensors_bytes(w))
-    write_json(os.path.join(d, "config.json"), partial_cfg)
+    write_config(d, partial_cfg)
     write_npz(os.path.join(d, "expected.npz"), expected(llama_ids, llama_reference(w, partial_cfg, "model.", llama_ids)))
 
     # Config keys that change attention (a generator of their own, so that the cases
@@ -552,13 +571,13 @@ def main():
         w = gpt2_weights(g, cfg, "")
         d = os.path.join(FIX, name)
         write(os.path.join(d, "model.safetensors"), safetensors_bytes(w))
-        write_json(os.path.join(d, "config.json"), cfg)
+        write_config(d, cfg)
         write_npz(os.path.join(d, "expected.npz"), expected(ids, gpt2_reference(w, cfg, "", ids)))
     bias_cfg = dict(llama_cfg, attention_bias=True, mlp_bias=True)
     w = llama_weights(g, bias_cfg, "model.", qkv_bias=True, o_bias=True, mlp_bias=True)
     d = os.path.join(FIX, "llama-bias-tiny")
     write(os.path.join(d, "model.safetensors"), safetensors_bytes(w))
-    write_json(os.path.join(d, "config.json"), bias_cfg)
+    write_config(d, bias_cfg)
     write_npz(os.path.join(d, "expected.npz"), expected(llama_ids, llama_reference(w, bias_cfg, "model.", llama_ids)))
 
     # RoPE scalings from config.json (a generator of their own): Llama 3's llama3, Qwen2.5's
@@ -576,7 +595,7 @@ def main():
         w = llama_weights(g, cfg, "model.")
         d = os.path.join(FIX, name)
         write(os.path.join(d, "model.safetensors"), safetensors_bytes(w))
-        write_json(os.path.join(d, "config.json"), cfg)
+        write_config(d, cfg)
         qk = []
         e = expected(long_ids, llama_reference(w, cfg, "model.", long_ids, qk=qk))
         # In the input's layout, as attn dumps q and k: (T, heads·D) per layer.

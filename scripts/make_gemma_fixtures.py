@@ -59,7 +59,7 @@ import torch
 import torch.nn.functional as F
 
 from fixture_npz import write_npz
-from make_checkpoint_fixtures import FIX, expected, rand, rope_inv_freq, rotate_half, safetensors_bytes, write, write_json
+from make_checkpoint_fixtures import FIX, expected, rand, rope_inv_freq, rotate_half, safetensors_bytes, write, write_json, write_config
 
 DT = torch.float64
 
@@ -194,7 +194,7 @@ def gemma_reference(w, cfg, prefix, ids, kind, layer_types=(), rope_global=None,
 def write_case(name, cfg, w, ids, result, qk):
     d = os.path.join(FIX, name)
     write(os.path.join(d, "model.safetensors"), safetensors_bytes(w, {"format": "pt"}))
-    write_json(os.path.join(d, "config.json"), cfg)
+    write_config(d, cfg)
     e = expected(ids, result)
     # In the input's layout, as attn dumps q and k: (T, heads·D) per layer.
     e["q"] = torch.stack([q.transpose(0, 1).reshape(len(ids), -1) for q, _ in qk]).numpy()
@@ -258,7 +258,7 @@ def main():
           "torch_dtype": "float32"}
     write(os.path.join(d, "model.safetensors"),
           safetensors_bytes({"language_model." + k: v for k, v in w3.items()}, {"format": "pt"}))
-    write_json(os.path.join(d, "config.json"), mm)
+    write_config(d, mm)
 
     # Gemma 3, config as transformers v5 writes it: layer_types, rope_parameters per layer
     # type (the global one scaled, carrying rope_theta), use_bidirectional_attention false.

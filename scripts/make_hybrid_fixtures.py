@@ -54,7 +54,7 @@ import numpy as np
 import torch
 
 from fixture_npz import write_npz
-from make_checkpoint_fixtures import (DATA, FIX, DT, llama_tokenizer, rand, rms_norm, rotate_half, safetensors_bytes,
+from make_checkpoint_fixtures import (write_config, DATA, FIX, DT, llama_tokenizer, rand, rms_norm, rotate_half, safetensors_bytes,
                                       with_vocab, write, write_json)
 
 IDS = [1, 3, 4, 5, 6, 7, 8, 9]
@@ -171,7 +171,7 @@ def lfm2_reference(w, cfg, prefix, ids, causal_conv=True, norm_after_rope=False)
 def write_lfm2(name, cfg, w, wrong=True):
     d = os.path.join(FIX, name)
     write(os.path.join(d, "model.safetensors"), safetensors_bytes(w, {"format": "pt"}))
-    write_json(os.path.join(d, "config.json"), cfg)
+    write_config(d, cfg)
     hs, per = lfm2_reference(w, cfg, "model.", IDS)
     # Attention rollout (Abnar & Zuidema 2020) over the attention layers: Â = ½·mean_h(A) + ½·I,
     # rows renormalised, R = Â_last ⋯ Â_first.

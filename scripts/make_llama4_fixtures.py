@@ -54,7 +54,7 @@ import torch
 
 from fixture_npz import write_npz
 from make_moe_fixtures import attention_weights
-from make_checkpoint_fixtures import FIX, DT, expected, rand, rms_norm, rope_inv_freq, safetensors_bytes, write, write_json
+from make_checkpoint_fixtures import FIX, DT, expected, rand, rms_norm, rope_inv_freq, safetensors_bytes, write, write_json, write_config
 
 IDS = [1, 3, 4, 5, 6, 7, 8, 9, 10, 11]
 
@@ -180,7 +180,7 @@ def write_case(name, cfg, tc, w, prefix, extra_tensors=None):
     stored = dict(w)
     stored.update(extra_tensors or {})
     write(os.path.join(d, "model.safetensors"), safetensors_bytes(stored, {"format": "pt"}))
-    write_json(os.path.join(d, "config.json"), cfg)
+    write_config(d, cfg)
     result, extra = reference(w, tc, prefix, IDS)
     e = expected(IDS, result)
     e.update(extra)

@@ -63,7 +63,7 @@ import torch
 
 from fixture_npz import write_npz
 from make_moe_fixtures import attention_weights
-from make_checkpoint_fixtures import FIX, DT, expected, rand, rms_norm, rotate_half, safetensors_bytes, write, write_json
+from make_checkpoint_fixtures import FIX, DT, expected, rand, rms_norm, rotate_half, safetensors_bytes, write, write_json, write_config
 from make_mla_fixtures import fp8_quantize, fp8_safetensors_bytes
 
 IDS = [1, 3, 4, 5, 6, 7, 8, 9]
@@ -259,12 +259,12 @@ def main():
     w = weights(g, cfg)
     d = os.path.join(FIX, "minimax-m2-tiny")
     write(os.path.join(d, "model.safetensors"), safetensors_bytes(w, {"format": "pt"}))
-    write_json(os.path.join(d, "config.json"), cfg)
+    write_config(d, cfg)
     write_expected(d, cfg, w)
 
     d = os.path.join(FIX, "minimax-m2-tiny-fused")
     write(os.path.join(d, "model.safetensors"), safetensors_bytes(fused(w, cfg), {"format": "pt"}))
-    write_json(os.path.join(d, "config.json"), cfg)
+    write_config(d, cfg)
 
     fp8 = dict(cfg, torch_dtype="bfloat16",
                quantization_config={"activation_scheme": "dynamic", "fmt": "float8_e4m3fn", "quant_method": "fp8",
@@ -273,7 +273,7 @@ def main():
     stored, values = fp8_tensors(w, 8, 8)
     d = os.path.join(FIX, "minimax-m2-fp8-tiny")
     write(os.path.join(d, "model.safetensors"), fp8_safetensors_bytes(stored))
-    write_json(os.path.join(d, "config.json"), fp8)
+    write_config(d, fp8)
     write_expected(d, fp8, values)
 
 

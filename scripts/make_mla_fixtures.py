@@ -86,7 +86,7 @@ import torch
 import torch.nn.functional as F
 
 from fixture_npz import write_npz
-from make_checkpoint_fixtures import (DATA, DT, FIX, expected, llama_reference, llama_tokenizer, llama_weights, rand,
+from make_checkpoint_fixtures import (write_config, DATA, DT, FIX, expected, llama_reference, llama_tokenizer, llama_weights, rand,
                                       rms_norm, rope_inv_freq, rotate_half, safetensors_bytes, safetensors_header, with_vocab,
                                       write, write_json)
 
@@ -269,7 +269,7 @@ def reference(w, cfg, ids, routes):
 def write_case(name, cfg, w, check_routes):
     d = os.path.join(FIX, name)
     write(os.path.join(d, "model.safetensors"), safetensors_bytes(w, {"format": "pt"}))
-    write_json(os.path.join(d, "config.json"), {k: v for k, v in cfg.items() if not k.startswith("_")})
+    write_config(d, {k: v for k, v in cfg.items() if not k.startswith("_")})
     routes = []
     result, extra = reference(w, cfg, IDS, routes)
     if check_routes:
@@ -398,7 +398,7 @@ def main():
     stored, values = fp8_tensors(w, 8, 8)
     d = os.path.join(FIX, "deepseek-v3-fp8-tiny")
     write(os.path.join(d, "model.safetensors"), fp8_safetensors_bytes(stored))
-    write_json(os.path.join(d, "config.json"), fp8)
+    write_config(d, fp8)
     result, extra = reference(values, fp8, IDS, [])
     e = expected(IDS, result)
     e.update(extra)
@@ -436,7 +436,7 @@ def main():
     stored, values = fp8_tensors(w, 16, 24)
     d = os.path.join(FIX, "llama-fp8-tiny")
     write(os.path.join(d, "model.safetensors"), fp8_safetensors_bytes(stored))
-    write_json(os.path.join(d, "config.json"), llama)
+    write_config(d, llama)
     write_npz(os.path.join(d, "expected.npz"), expected(IDS, llama_reference(values, llama, "model.", IDS)))
     # The same with the embedding table FP8 as well (published checkpoints keep it BF16; a
     # repackaging need not), read row by row for the ids.
@@ -445,7 +445,7 @@ def main():
     values = dict(values, **{"model.embed_tokens.weight": deq})
     d = os.path.join(FIX, "llama-fp8-embedding-tiny")
     write(os.path.join(d, "model.safetensors"), fp8_safetensors_bytes(stored))
-    write_json(os.path.join(d, "config.json"), llama)
+    write_config(d, llama)
     write_npz(os.path.join(d, "expected.npz"), expected(IDS, llama_reference(values, llama, "model.", IDS)))
 
 

@@ -53,7 +53,7 @@ import torch.nn.functional as F
 
 from fixture_npz import write_npz
 import make_checkpoint_fixtures
-from make_checkpoint_fixtures import (DT, FIX, expected, rand, rms_norm, rope_inv_freq, rotate_half,
+from make_checkpoint_fixtures import (write_config, DT, FIX, expected, rand, rms_norm, rope_inv_freq, rotate_half,
                                       safetensors_bytes, write, write_json)
 from make_block_fixtures import convert_moe_packed_tensors, gpt_oss_moe, softmax_topk_moe
 
@@ -155,7 +155,7 @@ def forward(W, cfg, ids, sliding_layers, window, mlp, qk):
 def write_case(name, cfg, w, ids, sliding_layers, window, mlp, W=None):
     d = os.path.join(FIX, name)
     write(os.path.join(d, "model.safetensors"), safetensors_bytes(w, {"format": "pt"}))
-    write_json(os.path.join(d, "config.json"), cfg)
+    write_config(d, cfg)
     W = W if W is not None else {k: v.to(DT) for k, v in w.items()}
     qk = []
     e = expected(ids, forward(W, cfg, ids, sliding_layers, window, lambda l, n: mlp(W, l, n), qk))
@@ -211,7 +211,7 @@ def mixtral(g):
         fused[p + "mlp.experts.down_proj"] = stack("w2")
     d = os.path.join(FIX, "mixtral-tiny-fused")
     write(os.path.join(d, "model.safetensors"), safetensors_bytes(fused, {"format": "pt"}))
-    write_json(os.path.join(d, "config.json"), cfg)
+    write_config(d, cfg)
 
 
 # ---------------------------------------------------------------------------- qwen2_moe

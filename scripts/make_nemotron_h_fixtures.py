@@ -97,7 +97,7 @@ import numpy as np
 import torch
 
 from fixture_npz import write_npz
-from make_checkpoint_fixtures import FIX, DT, rand, rms_norm, safetensors_bytes, write, write_json
+from make_checkpoint_fixtures import FIX, DT, rand, rms_norm, safetensors_bytes, write, write_json, write_config
 
 IDS = [1, 3, 4, 5, 6, 7, 8, 9, 10, 2]
 LETTERS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
@@ -343,7 +343,7 @@ def main():
     w = weights(g, cfg, "backbone.")
     d = os.path.join(FIX, "nemotron-h-tiny")
     write(os.path.join(d, "model.safetensors"), safetensors_bytes(w, {"format": "pt"}))
-    write_json(os.path.join(d, "config.json"), cfg)  # json.dumps writes inf as Infinity
+    write_config(d, cfg)  # json.dumps writes inf as Infinity
 
     hs, per = reference(w, cfg, "backbone.", [IDS])
     per = {k: t[:, 0] for k, t in per.items()}  # one sequence: (A, T, …)
@@ -383,7 +383,7 @@ def main():
                    n_groups=8, mamba_d_conv=3, conv_kernel=4, mamba_conv_bias=False, use_conv_bias=True)
     d = os.path.join(FIX, "nemotron-h-bias-tiny")
     write(os.path.join(d, "model.safetensors"), safetensors_bytes(w, {"format": "pt"}))
-    write_json(os.path.join(d, "config.json"), written)
+    write_config(d, written)
     hs, per = reference(w, bias, "backbone.", [IDS])
     e = {"ids": np.array(IDS, dtype=np.int64), "x_layer3": hs[3][0].numpy()}
     e.update({n: t[:, 0].numpy() for n, t in per.items()})
@@ -418,7 +418,7 @@ def moe_case(base):
         assert np.abs(e[name] - e["x"]).max() > 1e-2, name + " gives the same stream"
     d = os.path.join(FIX, "nemotron-h-moe-tiny")
     write(os.path.join(d, "model.safetensors"), safetensors_bytes(w, {"format": "pt"}))
-    write_json(os.path.join(d, "config.json"), cfg)
+    write_config(d, cfg)
     write_npz(os.path.join(d, "expected.npz"), e)
     fused = {k: v for k, v in w.items() if ".mixer.experts." not in k}
     for l, ch in enumerate(cfg["hybrid_override_pattern"]):
@@ -428,7 +428,7 @@ def moe_case(base):
                 fused[m + part] = torch.stack([w[m + f"{x}.{part}.weight"] for x in range(cfg["n_routed_experts"])])
     d = os.path.join(FIX, "nemotron-h-moe-tiny-fused")
     write(os.path.join(d, "model.safetensors"), safetensors_bytes(fused, {"format": "pt"}))
-    write_json(os.path.join(d, "config.json"), cfg)
+    write_config(d, cfg)
 
 
 if __name__ == "__main__":

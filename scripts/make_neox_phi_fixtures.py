@@ -41,7 +41,7 @@ import os
 
 import torch
 from fixture_npz import write_npz
-from make_checkpoint_fixtures import DT, FIX, expected, rand, rms_norm, rope_inv_freq, rotate_half, safetensors_bytes, write, write_json
+from make_checkpoint_fixtures import DT, FIX, expected, rand, rms_norm, rope_inv_freq, rotate_half, safetensors_bytes, write, write_json, write_config
 
 
 def rope_tables(inv_freq, factor, T):
@@ -193,7 +193,7 @@ def phi3_reference(w, cfg, prefix, ids, qk):
 def write_case(name, cfg, w, cases):
     d = os.path.join(FIX, name)
     write(os.path.join(d, "model.safetensors"), safetensors_bytes(w, {"format": "pt"}))
-    write_json(os.path.join(d, "config.json"), cfg)
+    write_config(d, cfg)
     for file, (reference, ids) in cases.items():
         qk = []
         write_npz(os.path.join(d, file), with_qk(ids, reference(ids, qk), qk))

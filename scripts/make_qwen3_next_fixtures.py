@@ -71,7 +71,7 @@ import torch.nn.functional as F
 
 from fixture_npz import write_npz
 from make_block_fixtures import softmax_topk_moe
-from make_checkpoint_fixtures import FIX, rand, rotate_half, safetensors_bytes, write, write_json
+from make_checkpoint_fixtures import FIX, rand, rotate_half, safetensors_bytes, write, write_json, write_config
 from make_gemma_fixtures import gemma_rms_norm
 from make_moe_fixtures import shared_expert_mlp_weights
 
@@ -340,7 +340,7 @@ def main():
     w = weights(g, cfg)
     d = os.path.join(FIX, "qwen3-next-tiny")
     write(os.path.join(d, "model.safetensors"), safetensors_bytes(w, {"format": "pt"}))
-    write_json(os.path.join(d, "config.json"), cfg)
+    write_config(d, cfg)
     hs, per = reference(w, cfg, IDS)
     e = {"ids": np.array(IDS, dtype=np.int64), "attention_layers": np.array([1, 3], dtype=np.int64),
          "hidden_states": torch.stack(hs).numpy(), "x_layer3": hs[3].numpy()}
@@ -374,7 +374,7 @@ def main():
             fused[p + "down_proj"] = torch.stack([w[p + f"{x}.down_proj.weight"] for x in range(X)])
     d = os.path.join(FIX, "qwen3-next-tiny-fused")
     write(os.path.join(d, "model.safetensors"), safetensors_bytes(fused, {"format": "pt"}))
-    write_json(os.path.join(d, "config.json"), cfg)
+    write_config(d, cfg)
     qwen3_5(g)
 
 
@@ -402,7 +402,7 @@ def qwen3_5(g):
     w["model.visual.patch_embed.proj.weight"] = rand(g, 16, 3, 2, 4, 4)
     d = os.path.join(FIX, "qwen3-5-tiny")
     write(os.path.join(d, "model.safetensors"), safetensors_bytes(w, {"format": "pt"}))
-    write_json(os.path.join(d, "config.json"), cfg)
+    write_config(d, cfg)
     hs, per = reference(w, text, IDS, prefix="model.language_model.")
     e = {"ids": np.array(IDS, dtype=np.int64), "attention_layers": np.array([2], dtype=np.int64),
          "hidden_states": torch.stack(hs).numpy()}
@@ -461,7 +461,7 @@ def qwen3_5_moe():
     stored["mtp.norm.weight"] = rand(g, 32, scale=0.1)
     d = os.path.join(FIX, "qwen3-5-moe-tiny")
     write(os.path.join(d, "model.safetensors"), safetensors_bytes(stored, {"format": "pt"}))
-    write_json(os.path.join(d, "config.json"), cfg)
+    write_config(d, cfg)
     write_npz(os.path.join(d, "expected.npz"), e)
 
 

@@ -54,7 +54,7 @@ import os
 import torch
 
 from fixture_npz import write_npz
-from make_checkpoint_fixtures import FIX, DT, expected, rand, rms_norm, rotate_half, safetensors_bytes, write, write_json
+from make_checkpoint_fixtures import FIX, DT, expected, rand, rms_norm, rotate_half, safetensors_bytes, write, write_json, write_config
 
 IDS = [1, 3, 4, 5, 6, 7, 8, 9]
 
@@ -196,7 +196,7 @@ def reference(w, cfg, prefix, ids):
 def write_case(name, cfg, w):
     d = os.path.join(FIX, name)
     write(os.path.join(d, "model.safetensors"), safetensors_bytes(w, {"format": "pt"}))
-    write_json(os.path.join(d, "config.json"), cfg)
+    write_config(d, cfg)
     result, extra = reference(w, cfg, "model.", IDS)
     e = expected(IDS, result)
     e.update(extra)
