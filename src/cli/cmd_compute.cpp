@@ -22,6 +22,7 @@
 #include "attn/io/html.hpp"
 #include "attn/io/input.hpp"
 #include "attn/io/output.hpp"
+#include "attn/io/output_plan.hpp"
 #include "attn/io/writers.hpp"
 #include "attn/text.hpp"
 #include "batch.hpp"
@@ -44,54 +45,6 @@ void emit(io::document& doc, io::format f, const compute_options& c) {
     const io::text_style style = c.text_style();
     const bool color = is_stdout(c.output) && f->terminal && isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR");
     write_output(c.output, io::is_binary(f), [&](std::ostream& out) { io::write_document(out, doc, f, style, color); });
-}
-
-/// True when -o names a file written through a temporary: not stdout, a device or a pipe.
-bool to_seekable_file(const compute_options& c) { return !is_stdout(c.output) && !io::written_in_place(c.output); }
-
-/// True when a checkpoint run's .npz, .npy, CSV or JSON is streamed layer by layer (docs/design.md
-/// §5.4): listed or all layers, without --plot (drawn from the held weights) or rollout
-/// (made after the last layer). .npz and .npy go to a file written through a temporary
-/// (not stdout, a device or a pipe, which cannot seek), on a little-endian host (the .npy
-/// byte order); CSV and JSON go anywhere, their spools beside the file or, for stdout, a
-/// device or a pipe, in the temporary directory (text_spools_beside).
-bool streams_layers(const compute_options& c, io::format f, const attn::checkpoint_options& ck, const attn::pipeline_options& settings) {
-    const std::uint16_t one = 1;
-    const bool little_endian = *reinterpret_cast<const unsigned char*>(&one) == 1;
-    const bool text = f->layers == io::layer_streaming::spooled;
-    const bool binary = f->layers == io::layer_streaming::arrays;
-    return (text || (binary && to_seekable_file(c) && little_endian)) && !ck.layer && c.plot.empty() &&
-           std::find(settings.dump.begin(), settings.dump.end(), stage_name(attn::stage::rollout)) == settings.dump.end();
-}
-
-/// True when a checkpoint run's page (--format html) is written layer by layer (docs/design.md
-/// §5.4): listed or all layers, without --plot (drawn from the held weights) or
-/// --average-heads (whose page the held run draws). It goes anywhere, in order: no spool.
-bool streams_page(const compute_options& c, io::format f, const attn::checkpoint_options& ck, const attn::pipeline_options& settings) {
-    return f->layers == io::layer_streaming::page && !ck.layer && c.plot.empty() && !settings.average_heads;
-}
-
-/// Where streamed CSV and JSON keep their spools (io::spool's `beside`): beside -o's file,
-/// so that they fill the disk the output goes to; for stdout, a device or a pipe, in the
-/// temporary directory ($TMPDIR, else /tmp: std::filesystem::temp_directory_path).
-std::string text_spools_beside(const compute_options& c) {
-    if (to_seekable_file(c)) return c.output;
-    return (std::filesystem::temp_directory_path() / "attn-output").string();
-}
-
-/// True when a checkpoint run writes JSON Lines a layer a line (docs/design.md §5.4): a
-/// run of listed or all layers in jsonl writes one compact object per dumped layer, in
-/// layer order, each exactly what --layer N writes for that layer, as soon as the layer
-/// is computed (to stdout, flushed line by line, or to -o through a temporary), --words'
-/// word_weights in it. Refused with rollout, made from every layer's weights at the end,
-/// which is no layer's line: usage_error.
-bool writes_layer_lines(io::format f, const attn::checkpoint_options& ck, const attn::pipeline_options& settings) {
-    if (f->layers != io::layer_streaming::lines || ck.layer) return false;
-    const auto dumped = [&](attn::stage s) { return std::find(settings.dump.begin(), settings.dump.end(), stage_name(s)) != settings.dump.end(); };
-    if (dumped(attn::stage::rollout))
-        throw usage_error("--dump", "rollout multiplies every layer's weights, and JSON Lines hold one layer a line " +
-                                        expected_got("--format json, csv or npz", "jsonl"));
-    return true;
 }
 
 /// Several inputs, a manifest, or -o DIR/: a batch run.
@@ -184,7 +137,9 @@ int run_compute(const compute_options& given) {
         const auto named = [&](const std::function<void()>& write) { naming_output(c.output, write); };
         try {
             attn::checkpoint_options ck = checkpoint_settings(c.inputs.empty() ? std::string() : c.inputs.front(), c.pipeline);
-            if (writes_layer_lines(f, ck, settings)) {
+            const auto dumped = [&](attn::stage s) { return std::find(settings.dump.begin(), settings.dump.end(), stage_name(s)) != settings.dump.end(); };
+            const io::output_plan plan = io::plan_output({c.output, f, !ck.layer, !c.plot.empty(), dumped(attn::stage::rollout), settings.average_heads});
+            if (plan.mode == io::output_mode::layer_lines) {
                 // One line per layer, written and freed; --plot draws the first listed
                 // layer, as it does of a held run.
                 std::optional<io::heatmap_spec> plot;
@@ -206,20 +161,20 @@ int run_compute(const compute_options& given) {
                 return exit_ok;
             }
             attn::pipeline_options run = settings;
-            if (streams_page(c, f, ck, settings)) {
+            if (plan.mode == io::output_mode::page_stream) {
                 page.emplace(c.output, "attn compute", add_page_rollout(run.dump, !ck.layers.empty()));
                 ck.each_layer = [&](io::document& layer, std::size_t, std::size_t count) {
                     apply_store(layer, c.store, f);
                     page->append(layer, count);
                 };
-            } else if (streams_layers(c, f, ck, settings)) {
+            } else if (plan.mode == io::output_mode::layer_stream) {
                 ck.each_layer = [&](io::document& layer, std::size_t, std::size_t count) {
                     apply_store(layer, c.store, f);
                     if (!stream) {
                         if (!is_stdout(c.output)) file.emplace(c.output);
                         if (f->layers == io::layer_streaming::arrays && file->in_place())
                             throw io_error(c.output, "cannot stream into a device or pipe (expected a file, got a device)");
-                        stream = f->stream({file ? file->stream() : std::cout, text_spools_beside(c), count, c.text_style(), layer});
+                        stream = f->stream({file ? file->stream() : std::cout, plan.spools_beside, count, c.text_style(), layer});
                     }
                     named([&] { stream->append(layer); });
                 };

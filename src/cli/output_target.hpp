@@ -15,13 +15,12 @@
 
 #include "attn/error.hpp"
 #include "attn/io/output.hpp"
+#include "attn/io/output_plan.hpp"
 #include "attn/io/writers.hpp"
 
 namespace attn::cli {
 
-/// True when `path` means standard output: "", "-", or /dev/stdout (written to the
-/// descriptor, never replaced: `-o /dev/stdout >> log` appends as a redirection would).
-inline bool is_stdout(const std::string& path) { return path.empty() || path == "-" || path == "/dev/stdout"; }
+using io::is_stdout;  // "", "-" or /dev/stdout (attn/io/output_plan.hpp)
 
 /// True when two output paths name the same file: the same text, the same existing file
 /// (device and inode), or the same name in the same (resolved) folder.

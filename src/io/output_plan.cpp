@@ -1,0 +1,45 @@
+// One output plan (docs/design.md §5.4).
+#include "attn/io/output_plan.hpp"
+
+#include <cstdint>
+#include <filesystem>
+
+#include "attn/error.hpp"
+#include "attn/io/output.hpp"
+
+namespace attn::io {
+
+bool to_seekable_file(const std::string& path) noexcept { return !is_stdout(path) && !written_in_place(path); }
+
+output_plan plan_output(const output_request& r) {
+    output_plan plan;
+    if (!r.layer_list) return plan;
+    switch (r.fmt->layers) {
+    case layer_streaming::lines:
+        if (r.rollout)
+            throw usage_error("--dump", "rollout multiplies every layer's weights, and JSON Lines hold one layer a line " +
+                                            expected_got("--format json, csv or npz", "jsonl"));
+        plan.mode = output_mode::layer_lines;
+        break;
+    case layer_streaming::page:
+        if (!r.plot && !r.average_heads) plan.mode = output_mode::page_stream;
+        break;
+    case layer_streaming::spooled:
+    case layer_streaming::arrays: {
+        const std::uint16_t one = 1;
+        const bool little_endian = *reinterpret_cast<const unsigned char*>(&one) == 1;
+        const bool seekable = to_seekable_file(r.destination);
+        const bool placed = r.fmt->layers == layer_streaming::spooled || (seekable && little_endian);
+        if (placed && !r.plot && !r.rollout) {
+            plan.mode = output_mode::layer_stream;
+            plan.spools_beside = seekable ? r.destination : (std::filesystem::temp_directory_path() / "attn-output").string();
+        }
+        break;
+    }
+    case layer_streaming::none:
+        break;
+    }
+    return plan;
+}
+
+}  // namespace attn::io
