@@ -242,6 +242,8 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
     nlohmann::ordered_json streamed_shapes;  // the stacked shapes, from the first layer streamed
 
     std::vector<io::document> docs;
+    // The "carry:" arrays a family's attention_inputs hands on to later layers (registry.hpp).
+    std::vector<named_array> carried;
     for (std::size_t l = start; l <= last; ++l) {
         // A layer without softmax attention (a hybrid's convolution, Mamba, linear attention)
         // carries the stream on and has no stages; it is never the last (docs/design.md §6.1).
@@ -260,7 +262,19 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
         if (make_inputs) {
             // The family makes q, k (RoPE applied) and v itself (Multi-head Latent Attention).
             const bool kept = has(o.dump, stage_name(stage::q_proj).c_str()) || has(o.dump, stage_name(stage::k_proj).c_str());
-            inputs = make_inputs(fam, l, xn, unbatched, in.passed, kept ? &projected : nullptr);
+            std::vector<named_array> passed = in.passed;
+            passed.insert(passed.end(), carried.begin(), carried.end());
+            inputs = make_inputs(fam, l, xn, unbatched, passed, kept ? &projected : nullptr);
+            for (auto it = inputs.begin(); it != inputs.end();) {
+                if (it->name.rfind("carry:", 0) != 0) {
+                    ++it;
+                    continue;
+                }
+                carried.erase(std::remove_if(carried.begin(), carried.end(), [&](const named_array& c) { return c.name == it->name; }),
+                              carried.end());
+                carried.push_back(std::move(*it));
+                it = inputs.erase(it);
+            }
         } else if (la.q_norm || la.k_norm || la.query_gate) {
             // A q/k norm before RoPE (Qwen3, OLMo 2), or a gated query projection (Qwen3-Next):
             // the family projects and normalises q and k, compute() rotates them.
@@ -350,7 +364,7 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
         core::tensor3<T> next;
         if (propagate) {
             auto it = std::find_if(doc.tensors.begin(), doc.tensors.end(), [](const named_array& a) { return a.name == stage_name(stage::output); });
-            next = fam.finish_block<T>(l, x, tensor_of<T>(it->value));
+            next = fam.finish_block<T>(l, x, tensor_of<T>(it->value), in.passed);
             if (!want_output) doc.tensors.erase(it);
         }
         if (dumped) {
@@ -401,6 +415,14 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
             std::vector<const array*> parts;
             for (std::size_t l = 0; l + 1 < docs.size(); ++l) parts.push_back(&docs[l].tensors[i].value);
             parts.push_back(&out.tensors[i].value);
+            // Layers of other head dims or KV heads (Gemma 4's layer types) give q, k, v of
+            // other shapes, which one array cannot hold.
+            for (std::size_t l = 0; l < parts.size(); ++l)
+                if (parts[l]->shape != parts.front()->shape || parts[l]->type != parts.front()->type)
+                    throw usage_error("--dump", out.tensors[i].name + " has another shape on layer " + std::to_string(wanted[l]) +
+                                                    " than on layer " + std::to_string(wanted.front()) + ", so the layers' cannot be stacked " +
+                                                    expected_got("--layer N for each, or layers of one shape",
+                                                                 shape_string(parts[l]->shape) + " and " + shape_string(parts.front()->shape)));
             // The layer axis first, before the axes the layer's tensor carries (if it does).
             std::vector<std::string> axes = out.tensors[i].axes;
             if (axes.size() == out.tensors[i].value.rank()) axes.insert(axes.begin(), "L");

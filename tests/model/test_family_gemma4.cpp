@@ -1,0 +1,124 @@
+// The gemma4 family (src/model/gemma4.cpp, docs/design.md §6.1 row "gemma4") against its
+// independent reference: tests/fixtures/checkpoints/gemma4-*-tiny/, written by
+// scripts/make_gemma4_fixtures.py in PyTorch from transformers' modeling_gemma4.py; the model
+// directory is the INPUT. Sliding and full layers have other head dims (head_dim,
+// global_head_dim) and KV heads (attention_k_eq_v's num_global_key_value_heads), so q, k, v,
+// q_proj and k_proj are compared layer by layer (--layer N), the other stages on --layer all.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "checkpoint_cases.hpp"
+#include "refusals.hpp"
+#include "scratch_dir.hpp"
+
+using attn_test::at;
+using attn_test::member;
+
+namespace {
+
+const std::string fixtures = attn_test::checkpoint_fixtures;
+
+std::vector<attn::named_array> want(const std::string& name) {
+    return attn_test::read_npz_file(std::string(ATTN_SOURCE_DIR) + "/" + fixtures + name + "/expected.npz");
+}
+
+std::string ids_of(const std::string& name) { return " --token-ids " + fixtures + name + "/expected.npz:ids"; }
+
+/// A copy of fixture `name`'s config.json edited by `edit`, as the arguments that read it.
+template <class Edit>
+std::string edited(const attn_test::scratch_dir& dir, const std::string& name, Edit edit) {
+    nlohmann::json cfg = nlohmann::json::parse(attn_test::slurp(std::string(ATTN_SOURCE_DIR) + "/" + fixtures + name + "/config.json"));
+    edit(cfg);
+    const std::string path = dir.path + "/" + name + ".json";
+    attn_test::spit(path, cfg.dump());
+    return fixtures + name + "/model.safetensors --config '" + path + "'";
+}
+
+/// Every layer's stages of checkpoint `model` against fixture `name`'s expected.npz: x,
+/// x_norm, weights and output on --layer all, q_proj, k_proj, q, k and v per layer, in
+/// float64 (1e-9) and float32 (2e-4).
+void check_all_layers(const std::string& model, const std::string& name, std::size_t layers) {
+    attn_test::scratch_dir dir;
+    const std::string out = dir.path + "/out.npz";
+    const auto e = want(name);
+    const std::string ids = ids_of(name);
+    for (const auto& [dtype, tol] : {std::pair<std::string, double>{"float64", 1e-9}, {"float32", 2e-4}}) {
+        CAPTURE(dtype);
+        const auto got = attn_test::run(model + ids + " --layer all --dump x,x_norm,weights,output --dtype " + dtype, out);
+        for (const std::string s : {"x", "x_norm", "weights", "output"}) attn_test::check(member(got, s), member(e, s), tol, s.c_str());
+        for (std::size_t l = 0; l < layers; ++l) {
+            const std::string n = std::to_string(l);
+            CAPTURE(l);
+            const auto one = attn_test::run(model + ids + " --layer " + n + " --dump q_proj,k_proj,q,k,v,weights --dtype " + dtype, out);
+            for (const std::string s : {"q_proj", "k_proj", "q", "k", "v"})
+                attn_test::check(member(one, s), member(e, s + "_" + n), tol, (s + " of layer " + n).c_str());
+            // --layer N is a bitwise slice of --layer all's weights.
+            if (dtype == "float64") attn_test::check(member(one, "weights"), at(member(got, "weights"), l), 0, "--layer N = --layer all");
+        }
+    }
+}
+
+}  // namespace
+
+TEST_CASE("gemma4: per-layer-type head dims, proportional RoPE, q/k/v norms, attention_k_eq_v match transformers") {
+    check_all_layers(fixtures + "gemma4-tiny", "gemma4-tiny", 4);
+    // Layer 3 from its residual stream (--x), which layer 2 made (layer_scalar included).
+    attn_test::scratch_dir dir;
+    const auto e = want("gemma4-tiny");
+    const std::string m = fixtures + "gemma4-tiny";
+    const auto from_x = attn_test::run(m + " --x " + m + "/expected.npz:x_layer3 --layer 3 --dump weights,output --dtype float64",
+                                       dir.path + "/out.npz");
+    attn_test::check(member(from_x, "weights"), at(member(e, "weights"), 3), 1e-9, "weights of layer 3 from --x");
+    attn_test::check(member(from_x, "output"), at(member(e, "output"), 3), 1e-9, "output of layer 3 from --x");
+}
+
+TEST_CASE("gemma4: a wrong convention gives other stages than transformers'") {
+    attn_test::scratch_dir dir;
+    const auto e = want("gemma4-tiny");
+    const std::string m = fixtures + "gemma4-tiny";
+    const auto got = attn_test::run(m + ids_of("gemma4-tiny") + " --layer 1 --dump weights --dtype float64", dir.path + "/out.npz");
+    // Ordinary partial RoPE (the first 2·rope_angles dims rotated among themselves) is not
+    // Gemma 4's proportional RoPE over the whole head.
+    CHECK_FALSE(attn_test::compare_arrays(member(got, "weights"), member(e, "weights_partial_rope"), 1e-3, 1e-3).ok);
+    attn_test::check(member(got, "weights"), at(member(e, "weights"), 1), 1e-9, "weights of layer 1");
+    // A theta on the full layers other than rope_parameters' is another model.
+    const std::string args = edited(dir, "gemma4-tiny", [](nlohmann::json& c) { c["rope_parameters"]["full_attention"]["rope_theta"] = 10000.0; });
+    const auto other = attn_test::run(args + ids_of("gemma4-tiny") + " --layer 1 --dump weights --dtype float64", dir.path + "/out.npz");
+    CHECK_FALSE(attn_test::compare_arrays(member(other, "weights"), at(member(e, "weights"), 1), 1e-6, 0).ok);
+}
+
+TEST_CASE("gemma4: config refusals name the key") {
+    attn_test::scratch_dir dir;
+    const std::string ids = ids_of("gemma4-tiny");
+    const std::string src = dir.path + "/gemma4-tiny.json: ";
+    std::string args = edited(dir, "gemma4-tiny", [](nlohmann::json& c) { c["use_bidirectional_attention"] = "all"; });
+    attn_test::refused(args + ids, 1, src + "use_bidirectional_attention: not implemented by attn, a mask that is not causal "
+                                            "(expected null, got \"all\")");
+    args = edited(dir, "gemma4-tiny", [](nlohmann::json& c) { c.erase("num_global_key_value_heads"); });
+    attn_test::refused(args + ids, 1, src + "num_global_key_value_heads: missing, but attention_k_eq_v is true (Gemma4TextAttention "
+                                            "reads it on full_attention layers) (expected a number of KV heads, got none)");
+    args = edited(dir, "gemma4-tiny", [](nlohmann::json& c) { c["rope_parameters"]["full_attention"]["rope_type"] = "yarn"; });
+    attn_test::refused(args + ids, 1, src + "rope_parameters.full_attention.rope_type: not implemented by attn for Gemma 4 "
+                                            "(expected \"default\" or \"proportional\", got \"yarn\")");
+    args = edited(dir, "gemma4-tiny", [](nlohmann::json& c) { c["rope_parameters"]["full_attention"] = {{"rope_type", "default"}}; });
+    attn_test::refused(args + ids, 1, src + "rope_parameters.full_attention.rope_type: \"default\" spans head_dim, not the "
+                                            "full_attention layers' global_head_dim (expected \"proportional\", or global_head_dim = "
+                                            "head_dim, got 16)");
+    args = edited(dir, "gemma4-tiny", [](nlohmann::json& c) { c["attention_k_eq_v"] = false; });
+    attn_test::refused(args + ids, 1, fixtures + "gemma4-tiny/model.safetensors: model.layers.1.self_attn.k_proj.weight does not "
+                                                 "fit the config (num_key_value_heads·global_head_dim × hidden_size) (expected (32, "
+                                                 "32), got (16, 32))");
+}
+
+TEST_CASE("gemma4: meta names the family, every layer has attention") {
+    const auto r = attn_test::run_attn("compute " + fixtures + "gemma4-tiny --ids 1,2,3 --dump weights --format json");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    const nlohmann::json meta = nlohmann::json::parse(r.out).at("meta");
+    CHECK(meta.at("model").at("arch") == "gemma4");
+    CHECK(meta.at("model").at("layers") == 4);
+    CHECK(meta.at("shapes").at("weights") == nlohmann::json{4, 4, 3, 3});
+}
