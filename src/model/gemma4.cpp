@@ -386,9 +386,10 @@ std::vector<named_array> attention_inputs(const family& f, std::size_t layer, co
         const array* kp = find_passed(passed, carry_k_proj + type);
         if (!k || !v || !kp)
             throw usage_error("--layer", "layer " + std::to_string(layer) + " reuses the keys and values of layer " + std::to_string(src) +
-                                             " (num_kv_shared_layers), which this run does not compute " +
-                                             expected_got("token ids with --layer all, or --x entering layer " + std::to_string(src) +
-                                                              " or before with a --layer list from there",
+                                             " (num_kv_shared_layers), which a run from --x at layer " + std::to_string(layer) +
+                                             " does not compute " +
+                                             expected_got("token ids, or --x entering layer " + std::to_string(src) + " with --layer " +
+                                                              std::to_string(src) + "-" + std::to_string(layer),
                                                           "--x entering layer " + std::to_string(layer)));
         if (projected) {
             projected->push_back({stage_name(stage::q_proj), array_of(qp, unbatched)});

@@ -419,10 +419,10 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
             // other shapes, which one array cannot hold.
             for (std::size_t l = 0; l < parts.size(); ++l)
                 if (parts[l]->shape != parts.front()->shape || parts[l]->type != parts.front()->type)
-                    throw usage_error("--dump", out.tensors[i].name + " has another shape on layer " + std::to_string(wanted[l]) +
-                                                    " than on layer " + std::to_string(wanted.front()) + ", so the layers' cannot be stacked " +
-                                                    expected_got("--layer N for each, or layers of one shape",
-                                                                 shape_string(parts[l]->shape) + " and " + shape_string(parts.front()->shape)));
+                    throw shape_error(out.tensors[i].name, "has another shape on layer " + std::to_string(wanted[l]) +
+                                                               " than on layer " + std::to_string(wanted.front()) + ", which one array cannot stack " +
+                                                               expected_got(shape_string(parts.front()->shape) + " on every layer dumped",
+                                                                            shape_string(parts[l]->shape)));
             // The layer axis first, before the axes the layer's tensor carries (if it does).
             std::vector<std::string> axes = out.tensors[i].axes;
             if (axes.size() == out.tensors[i].value.rank()) axes.insert(axes.begin(), "L");

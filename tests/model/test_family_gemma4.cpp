@@ -122,3 +122,40 @@ TEST_CASE("gemma4: meta names the family, every layer has attention") {
     CHECK(meta.at("model").at("layers") == 4);
     CHECK(meta.at("shapes").at("weights") == nlohmann::json{4, 4, 3, 3});
 }
+
+TEST_CASE("gemma4: KV sharing: the last num_kv_shared_layers layers reuse the k and v of the last layer of their type") {
+    // Layers 3 (sliding) and 4 (full) take layer 2's and layer 1's k and v; their MLPs are
+    // double wide (use_double_wide_mlp).
+    check_all_layers(fixtures + "gemma4-kv-shared-tiny", "gemma4-kv-shared-tiny", 5);
+    attn_test::scratch_dir dir;
+    const auto e = want("gemma4-kv-shared-tiny");
+    const std::string m = fixtures + "gemma4-kv-shared-tiny";
+    // From --x entering layer 2, a list through layer 3 computes the k and v layer 3 reuses.
+    const auto got = attn_test::run(m + " --x " + m + "/expected.npz:x_layer2 --layer 2-3 --dump weights,output --dtype float64",
+                                    dir.path + "/out.npz");
+    attn_test::check(at(member(got, "weights"), 1), at(member(e, "weights"), 3), 1e-9, "weights of layer 3 from --x at layer 2");
+    attn_test::check(at(member(got, "output"), 1), at(member(e, "output"), 3), 1e-9, "output of layer 3 from --x at layer 2");
+}
+
+TEST_CASE("gemma4: cli: --x at a KV-shared layer is refused, naming the layer it shares with (exit 2)") {
+    const std::string m = fixtures + "gemma4-kv-shared-tiny";
+    attn_test::refused(m + " --x " + m + "/expected.npz:x_layer3 --layer 3 --dump weights", 2,
+                       "--layer: layer 3 reuses the keys and values of layer 2 (num_kv_shared_layers), which a run from --x at "
+                       "layer 3 does not compute (expected token ids, or --x entering layer 2 with --layer 2-3, got --x entering "
+                       "layer 3)");
+    attn_test::refused(m + " --x " + m + "/expected.npz:x_layer3 --layer 4 --dump weights", 2,
+                       "--layer: layer 4 reuses the keys and values of layer 1 (num_kv_shared_layers), which a run from --x at "
+                       "layer 4 does not compute (expected token ids, or --x entering layer 1 with --layer 1-4, got --x entering "
+                       "layer 4)");
+    // From token ids every layer runs.
+    const auto r = attn_test::run_attn("compute " + m + " --ids 1,2,3 --layer 4 --dump weights --format json");
+    CHECK_MESSAGE(r.code == 0, r.err);
+}
+
+TEST_CASE("gemma4: KV sharing refusals name the key") {
+    attn_test::scratch_dir dir;
+    const std::string args = edited(dir, "gemma4-kv-shared-tiny", [](nlohmann::json& c) { c["num_kv_shared_layers"] = 4; });
+    attn_test::refused(args + ids_of("gemma4-kv-shared-tiny"), 1,
+                       dir.path + "/gemma4-kv-shared-tiny.json: num_kv_shared_layers: layer 1 (full_attention) has no earlier layer "
+                                  "of its type to share keys and values with (expected a full_attention layer before layer 1, got none)");
+}
