@@ -159,3 +159,17 @@ TEST_CASE("gemma4: KV sharing refusals name the key") {
                        dir.path + "/gemma4-kv-shared-tiny.json: num_kv_shared_layers: layer 1 (full_attention) has no earlier layer "
                                   "of its type to share keys and values with (expected a full_attention layer before layer 1, got none)");
 }
+
+TEST_CASE("gemma4: MoE beside the MLP, routed on the post-attention stream, matches transformers") {
+    // enable_moe_block: 4 experts, top-2 (the script asserts a margin between the second
+    // and third expert's probability on every token), per_expert_scale, router.scale.
+    check_all_layers(fixtures + "gemma4-moe-tiny", "gemma4-moe-tiny", 2);
+    attn_test::scratch_dir dir;
+    const std::string args = edited(dir, "gemma4-moe-tiny", [](nlohmann::json& c) { c["top_k_experts"] = 5; });
+    attn_test::refused(args + ids_of("gemma4-moe-tiny"), 1,
+                       dir.path + "/gemma4-moe-tiny.json: top_k_experts: more than num_experts (expected at most 4, got 5)");
+    // Without enable_moe_block the experts are not read: another stream after layer 0.
+    const std::string dense = edited(dir, "gemma4-moe-tiny", [](nlohmann::json& c) { c["enable_moe_block"] = false; });
+    const auto got = attn_test::run(dense + ids_of("gemma4-moe-tiny") + " --layer all --dump x --dtype float64", dir.path + "/out.npz");
+    CHECK_FALSE(attn_test::compare_arrays(at(member(got, "x"), 1), at(member(want("gemma4-moe-tiny"), "x"), 1), 1e-3, 1e-3).ok);
+}
