@@ -505,8 +505,9 @@ struct block {
         const std::size_t P = own(c).ple, L = c.layers;
         const array* ids = find_passed(passed, "token_ids");
         if (!ids)
-            throw usage_error("--x", "Gemma 4's per-layer inputs (hidden_size_per_layer_input) are computed from the token ids " +
-                                         expected_got("--ids, --token-ids or --text with --x", "--x alone"));
+            throw usage_error("--x", "layer " + std::to_string(layer) + " adds its per-layer input (hidden_size_per_layer_input), "
+                                     "which comes from the token ids " +
+                                         expected_got("--ids or --token-ids beside --x", "--x alone"));
         const core::tensor3<T> embeds = f.embed<T>(*ids);
         core::tensor3<T> proj = project(f, embeds, "per_layer_model_projection.weight", "", core::weight_layout::out_in);
         const T ps = static_cast<T>(std::pow(static_cast<double>(c.hidden), -0.5));
@@ -582,6 +583,7 @@ const family_spec& gemma4_family() {
         s.f4.block_end = &block<float>::block_end;
         s.f8.block_end = &block<double>::block_end;
         s.embedding_scale = sqrt_hidden_float32;
+        s.ids_beside_x = [](const config& c) { return own(c).ple > 0; };
         return s;
     }();
     return spec;

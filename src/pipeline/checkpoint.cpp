@@ -188,15 +188,17 @@ template <class T>
 io::document run(const model::family& fam, const checkpoint_options& ck, const run_inputs& in,
                  const std::vector<std::string>& tokens, const pipeline_options& o) {
     const model::config& cfg = fam.settings();
-    const bool unbatched = in.ids ? in.ids->rank() == 1 : in.x->rank() == 2;
-    core::tensor3<T> x = in.ids ? fam.embed<T>(*in.ids) : tensor_of<T>(*in.x);
-    if (!in.ids && x.shape(2) != cfg.hidden)
+    // --x with token ids (a family whose blocks read them, family_spec::ids_beside_x): X is
+    // the stream, the ids feed only what the blocks read of them.
+    const bool unbatched = in.x ? in.x->rank() == 2 : in.ids->rank() == 1;
+    core::tensor3<T> x = in.x ? tensor_of<T>(*in.x) : fam.embed<T>(*in.ids);
+    if (in.x && x.shape(2) != cfg.hidden)
         throw shape_error("x", "does not fit the model's hidden size " +
                                    expected_got("(…, " + std::to_string(cfg.hidden) + ")", shape_string(in.x->shape)));
     const std::vector<std::size_t> wanted = dumped_layers(ck, cfg);
     const std::size_t first_dumped = wanted.front();
     const std::size_t last = wanted.back();
-    const std::size_t start = in.ids ? 0 : first_dumped;  // X enters the first listed layer directly
+    const std::size_t start = in.x ? first_dumped : 0;  // X enters the first listed layer directly
 
     // The stages compute() makes; x and x_norm are the model's own.
     std::vector<std::string> dump;
@@ -565,8 +567,6 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
         if (a.name == "token_ids") in.ids = &a.value;
         else if (a.name == "x") in.x = &a.value;
     }
-    if (in.ids && in.x)
-        throw usage_error("--x", "X given twice " + expected_got("token ids or --x, not both", "both"));
     if (!in.ids && !in.x)
         throw usage_error("attn compute", "a checkpoint needs its input " +
                                               expected_got("--ids, --token-ids FILE or --x FILE", "none"));
@@ -586,7 +586,8 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
             throw shape_error("token_ids", "wrong rank " + expected_got("(T,) or (B, T)", shape_string(in.ids->shape)));
         if (in.ids->size() == 0) throw shape_error("token_ids", "no tokens " + expected_got("T ≥ 1", shape_string(in.ids->shape)));
         in.passed.push_back({"token_ids", *in.ids});  // for --pad-id
-    } else if (in.x->rank() != 2 && in.x->rank() != 3) {
+    }
+    if (in.x && in.x->rank() != 2 && in.x->rank() != 3) {
         throw shape_error("x", "wrong rank " + expected_got("(T, hidden) or (B, T, hidden)", shape_string(in.x->shape)));
     }
     if (!ck.layer && ck.layers.empty() && in.x)
@@ -610,6 +611,14 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
         refuse_quantised_tensors(weights.file());
     }
     const model::family fam(cfg, weights, ck.path);
+    if (in.ids && in.x) {
+        // Token ids beside X only for a family whose blocks read them (Gemma 4's per-layer inputs).
+        if (!fam.spec().ids_beside_x || !fam.spec().ids_beside_x(cfg))
+            throw usage_error("--x", "X given twice " + expected_got("token ids or --x, not both", "both"));
+        shape_t tokens_of_x(in.x->shape.begin(), in.x->shape.end() - 1);
+        if (in.ids->shape != tokens_of_x)
+            throw shape_error("token_ids", "do not fit --x's tokens " + expected_got(shape_string(tokens_of_x), shape_string(in.ids->shape)));
+    }
     // A hybrid's layers without softmax attention have no stages (docs/design.md §6.1).
     const std::vector<std::size_t> attention = model::attention_layers(cfg);
     if (attention.empty())

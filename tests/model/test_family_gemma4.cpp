@@ -173,3 +173,32 @@ TEST_CASE("gemma4: MoE beside the MLP, routed on the post-attention stream, matc
     const auto got = attn_test::run(dense + ids_of("gemma4-moe-tiny") + " --layer all --dump x --dtype float64", dir.path + "/out.npz");
     CHECK_FALSE(attn_test::compare_arrays(at(member(got, "x"), 1), at(member(want("gemma4-moe-tiny"), "x"), 1), 1e-3, 1e-3).ok);
 }
+
+TEST_CASE("gemma4: per-layer inputs (hidden_size_per_layer_input) match transformers") {
+    check_all_layers(fixtures + "gemma4-ple-tiny", "gemma4-ple-tiny", 3);
+    attn_test::scratch_dir dir;
+    const auto e = want("gemma4-ple-tiny");
+    const std::string m = fixtures + "gemma4-ple-tiny";
+    const std::string x1 = " --x " + m + "/expected.npz:x_layer1";
+    // --x with the token ids: X is the stream, the ids give layer 1's per-layer input.
+    const auto got = attn_test::run(m + x1 + ids_of("gemma4-ple-tiny") + " --layer 1-2 --dump weights,output --dtype float64",
+                                    dir.path + "/out.npz");
+    attn_test::check(at(member(got, "weights"), 1), at(member(e, "weights"), 2), 1e-9, "weights of layer 2 from --x with ids");
+    attn_test::check(at(member(got, "output"), 1), at(member(e, "output"), 2), 1e-9, "output of layer 2 from --x with ids");
+    // One layer from --x reads no per-layer input (it is added after the attention).
+    const auto one = attn_test::run(m + x1 + " --layer 1 --dump weights --dtype float64", dir.path + "/out.npz");
+    attn_test::check(member(one, "weights"), at(member(e, "weights"), 1), 1e-9, "weights of layer 1 from --x");
+}
+
+TEST_CASE("gemma4: cli: --x through a block with per-layer inputs needs the token ids (exit 2)") {
+    const std::string m = fixtures + "gemma4-ple-tiny";
+    const std::string x1 = " --x " + m + "/expected.npz:x_layer1";
+    attn_test::refused(m + x1 + " --layer 1-2 --dump weights", 2,
+                       "--x: layer 1 adds its per-layer input (hidden_size_per_layer_input), which comes from the token ids "
+                       "(expected --ids or --token-ids beside --x, got --x alone)");
+    attn_test::refused(m + x1 + " --ids 1,2 --layer 1-2 --dump weights", 1, "token_ids: do not fit --x's tokens (expected (7,), got (2,))");
+    // A family whose blocks do not read the ids: --x and ids are one input given twice.
+    const std::string d = fixtures + "gemma4-tiny";
+    attn_test::refused(d + " --x " + d + "/expected.npz:x_layer1 --ids 1,2,3,4,5,6,7 --layer 1", 2,
+                       "--x: X given twice (expected token ids or --x, not both, got both)");
+}

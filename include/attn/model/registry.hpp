@@ -190,6 +190,12 @@ struct family_spec {
     /// A composite model's key holding the text model's config (Gemma 3 "text_config"):
     /// when config.json has it, every key (model_type aside) is read from it. "" = none.
     std::string sub_config;
+    /// Whether the blocks of a model over config c read the token ids besides the stream
+    /// (Gemma 4's per-layer inputs, hidden_size_per_layer_input): then --x may come with
+    /// --ids, --token-ids or --text, which feed only what the blocks read of them (the stream
+    /// is X), and layer_functions::block_end finds them in `passed` as token_ids. Null: never
+    /// (--x and ids are the same input given twice).
+    bool (*ids_beside_x)(const config& c) = nullptr;
     /// head_dim when config.json gives none (Qwen3Config's 128); 0: hidden / heads.
     std::size_t default_head_dim = 0;
 
