@@ -202,3 +202,14 @@ TEST_CASE("gemma4: cli: --x through a block with per-layer inputs needs the toke
     attn_test::refused(d + " --x " + d + "/expected.npz:x_layer1 --ids 1,2,3,4,5,6,7 --layer 1", 2,
                        "--x: X given twice (expected token ids or --x, not both, got both)");
 }
+
+TEST_CASE("gemma4: Gemma4ForConditionalGeneration's text tower: text_config, model.language_model., vision tensors ignored") {
+    // gemma4-conditional-tiny: gemma4-tiny's weights under model.language_model., a vision
+    // tower and embedder beside them; the reference is gemma4-tiny's.
+    check_all_layers(fixtures + "gemma4-conditional-tiny", "gemma4-tiny", 4);
+    const auto r = attn_test::run_attn("compute " + fixtures + "gemma4-conditional-tiny --ids 1,2,3 --dump weights --format json");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    const nlohmann::json meta = nlohmann::json::parse(r.out).at("meta").at("model");
+    CHECK(meta.at("arch") == "gemma4");
+    CHECK(meta.at("layers") == 4);
+}
