@@ -191,14 +191,11 @@ void read_config(const config_reader& r, config& c) {
     }
 }
 
+/// A checkpoint without config.json: refused, since the layer types, the two head dims and
+/// each type's RoPE are not in the tensors' shapes.
 nlohmann::json from_tensors(const tensor_shapes& t) {
-    nlohmann::json j = llama_layout_from_tensors(t, "gemma4_text");
-    j["attention_bias"] = t.has("layers.0.self_attn.q_proj.bias");
-    j["hidden_size_per_layer_input"] = 0;
-    j["layer_types"] = nlohmann::json::array();
-    for (std::size_t l = 0; l < j["num_hidden_layers"].get<std::size_t>(); ++l) j["layer_types"].push_back("sliding_attention");
-    j["layer_types"].back() = "full_attention";
-    return j;
+    throw value_error(t.source, "layer_types: Gemma 4's layer types, head dims and RoPE per layer type are not in the tensors' "
+                                "shapes " + expected_got("config.json or --config FILE", "--arch gemma4 without a config"));
 }
 
 void check(const family& f) {
@@ -509,21 +506,28 @@ struct block {
                                      "which comes from the token ids " +
                                          expected_got("--ids or --token-ids beside --x", "--x alone"));
         const core::tensor3<T> embeds = f.embed<T>(*ids);
-        core::tensor3<T> proj = project(f, embeds, "per_layer_model_projection.weight", "", core::weight_layout::out_in);
-        const T ps = static_cast<T>(std::pow(static_cast<double>(c.hidden), -0.5));
-        for (std::size_t i = 0; i < proj.size(); ++i) proj.data()[i] = static_cast<T>(proj.data()[i] * ps);
+        const std::size_t E = c.hidden, N = embeds.size() / E;
+        // per_layer_model_projection's rows of this layer alone: its (T, L, ple) view normalises
+        // each layer's ple values apart, so the other layers' rows do not enter.
+        const std::vector<double> w = f.need("per_layer_model_projection.weight").to_vector<double>();  // (L·ple, E)
+        const T ps = static_cast<T>(std::pow(static_cast<double>(E), -0.5));
+        core::tensor3<T> out = core::tensor3<T>::from_shape({embeds.shape(0), embeds.shape(1), P});
+        for (std::size_t n = 0; n < N; ++n)
+            for (std::size_t i = 0; i < P; ++i) {
+                double d = 0;
+                for (std::size_t e = 0; e < E; ++e) d += w[(layer * P + i) * E + e] * static_cast<double>(embeds.data()[n * E + e]);
+                out.data()[n * P + i] = static_cast<T>(static_cast<T>(d) * ps);
+            }
         const std::vector<float> nw = f.need("per_layer_projection_norm.weight").to_vector<float>();
-        norm_rows(proj.data(), proj.size() / P, P, nw.data(), c.norm_eps);
+        norm_rows(out.data(), N, P, nw.data(), c.norm_eps);
         const core::tensor3<T> look = lookup<T>(f, "embed_tokens_per_layer.weight", *ids);
         // Gemma4TextScaledWordEmbedding: √ple as a float32 tensor, .to(weight dtype).
         const T ls = static_cast<T>(static_cast<float>(std::sqrt(static_cast<double>(P))));
         const T half = static_cast<T>(std::pow(2.0, -0.5));
-        const std::size_t N = embeds.size() / c.hidden;
-        core::tensor3<T> out = core::tensor3<T>::from_shape({embeds.shape(0), embeds.shape(1), P});
         for (std::size_t n = 0; n < N; ++n)
             for (std::size_t i = 0; i < P; ++i) {
-                const std::size_t at = n * L * P + layer * P + i;
-                out.data()[n * P + i] = static_cast<T>(static_cast<T>(proj.data()[at] + static_cast<T>(look.data()[at] * ls)) * half);
+                const T lk = static_cast<T>(look.data()[n * L * P + layer * P + i] * ls);
+                out.data()[n * P + i] = static_cast<T>(static_cast<T>(out.data()[n * P + i] + lk) * half);
             }
         return out;
     }

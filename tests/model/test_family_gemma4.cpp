@@ -6,6 +6,7 @@
 // q_proj and k_proj are compared layer by layer (--layer N), the other stages on --layer all.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -112,6 +113,15 @@ TEST_CASE("gemma4: config refusals name the key") {
     attn_test::refused(args + ids, 1, fixtures + "gemma4-tiny/model.safetensors: model.layers.1.self_attn.k_proj.weight does not "
                                                  "fit the config (num_key_value_heads·global_head_dim × hidden_size) (expected (32, "
                                                  "32), got (16, 32))");
+}
+
+TEST_CASE("gemma4: a checkpoint without config.json is refused: its layer types are not in the shapes") {
+    attn_test::scratch_dir dir;
+    const std::string lone = dir.path + "/model.safetensors";
+    std::filesystem::copy_file(std::string(ATTN_SOURCE_DIR) + "/" + fixtures + "gemma4-tiny/model.safetensors", lone);
+    attn_test::refused("'" + lone + "' --arch gemma4 --heads 4 --ids 1,2", 1,
+                       lone + ": layer_types: Gemma 4's layer types, head dims and RoPE per layer type are not in the tensors' "
+                              "shapes (expected config.json or --config FILE, got --arch gemma4 without a config)");
 }
 
 TEST_CASE("gemma4: meta names the family, every layer has attention") {
