@@ -93,9 +93,11 @@ std::size_t mlp_width(const config& c, std::size_t l) {
 
 /// rope_parameters[type] ({"rope_type": "default" | "proportional", "rope_theta", …}), the
 /// defaults of Gemma4TextConfig.__post_init__ when rope_parameters is absent.
-type_rope read_type_rope(const config_reader& r, const nlohmann::json* all, const char* type, type_rope fallback) {
+type_rope read_type_rope(const config_reader& r, const nlohmann::json* all, const char* type, type_rope fallback, bool used) {
     if (!all) return fallback;
     const std::string where = std::string("rope_parameters.") + type;
+    // Gemma4TextRotaryEmbedding reads the types config.layer_types names, only those.
+    if (!used && all->is_object() && !all->contains(type)) return fallback;
     if (!all->is_object() || !all->contains(type) || !(*all)[type].is_object())
         throw value_error(r.source(), "rope_parameters: not per layer type, as Gemma 4 reads it " +
                                           expected_got("{\"full_attention\": {…}, \"sliding_attention\": {…}}", all->dump().substr(0, 80)));
@@ -158,8 +160,9 @@ void read_config(const config_reader& r, config& c) {
                                                    : (r.contains("hidden_size_per_layer_input") ? 0 : 256);
     g->ple_vocab = r.size({"vocab_size_per_layer_input"}, 262144);
     const nlohmann::json* rp = r.find("rope_parameters");
-    g->sliding_rope = read_type_rope(r, rp, "sliding_attention", {false, 10000.0, 1.0, 1.0});
-    g->full_rope = read_type_rope(r, rp, "full_attention", {true, 1000000.0, 0.25, 1.0});
+    const bool any_sliding = std::find(c.sliding.begin(), c.sliding.end(), true) != c.sliding.end();
+    g->sliding_rope = read_type_rope(r, rp, "sliding_attention", {false, 10000.0, 1.0, 1.0}, any_sliding);
+    g->full_rope = read_type_rope(r, rp, "full_attention", {true, 1000000.0, 0.25, 1.0}, true);
     c.own = g;
     // A shared layer needs a non-shared layer of its type before it.
     for (std::size_t l = first_shared(c); l < c.layers; ++l)

@@ -109,6 +109,9 @@ TEST_CASE("gemma4: config refusals name the key") {
     attn_test::refused(args + ids, 1, src + "rope_parameters.full_attention.rope_type: \"default\" spans head_dim, not the "
                                             "full_attention layers' global_head_dim (expected \"proportional\", or global_head_dim = "
                                             "head_dim, got 16)");
+    args = edited(dir, "gemma4-tiny", [](nlohmann::json& c) { c["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 10000.0}}; });
+    attn_test::refused(args + ids, 1, src + "rope_parameters: not per layer type, as Gemma 4 reads it (expected {\"full_attention\": "
+                                            "{…}, \"sliding_attention\": {…}}, got {\"rope_theta\":10000.0,\"rope_type\":\"default\"})");
     args = edited(dir, "gemma4-tiny", [](nlohmann::json& c) { c["attention_k_eq_v"] = false; });
     attn_test::refused(args + ids, 1, fixtures + "gemma4-tiny/model.safetensors: model.layers.1.self_attn.k_proj.weight does not "
                                                  "fit the config (num_key_value_heads·global_head_dim × hidden_size) (expected (32, "
