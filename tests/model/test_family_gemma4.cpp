@@ -226,3 +226,15 @@ TEST_CASE("gemma4: Gemma4ForConditionalGeneration's text tower: text_config, mod
     CHECK(meta.at("arch") == "gemma4");
     CHECK(meta.at("layers") == 4);
 }
+
+TEST_CASE("gemma4: cli: --layer all does not stack q of layers whose head dims differ") {
+    const std::string m = fixtures + "gemma4-tiny";
+    attn_test::scratch_dir dir;
+    // Held in memory (rollout is made over the run), then stacked: refused by shape.
+    attn_test::refused(m + " --ids 1,2,3 --layer all --dump q,rollout -o '" + dir.path + "/q.npz'", 1,
+                       "q: has another shape on layer 1 than on layer 0, which one array cannot stack (expected (3, 32) on "
+                       "every layer dumped, got (3, 64))");
+    // Streamed layer by layer: refused by the stream.
+    attn_test::refused(m + " --ids 1,2,3 --layer all --dump q -o '" + dir.path + "/q.npz'", 1,
+                       "q: does not continue its streamed array (expected (3, 32) float32, slab 1 of 4, got (3, 64) float32)");
+}
