@@ -119,6 +119,59 @@ type_rope read_type_rope(const config_reader& r, const nlohmann::json* all, cons
     return t;
 }
 
+/// per_layer_config ({"<layer>": {"head_dim": …, "num_key_value_heads": …}}), as transformers
+/// versions that fold global_head_dim and num_global_key_value_heads into it save them: the
+/// full layers' entries give those two when config.json writes them not, and every entry
+/// must agree with the layer's type (attn has one head dim and KV-head count per type).
+/// Throws value_error(r.source(), "per_layer_config.1.head_dim: not the head dim of the
+/// layer's type (expected 16, got 32)") and for an entry naming no layer.
+void read_per_layer_config(const config_reader& r, const config& c, gemma4_fields& g, std::size_t head_dim) {
+    const nlohmann::json* plc = r.find("per_layer_config");
+    if (!plc) return;
+    if (!plc->is_object())
+        throw value_error(r.source(), "per_layer_config: not an object of layers " + expected_got("{\"5\": {\"head_dim\": …}}", plc->dump().substr(0, 80)));
+    const auto layer_of = [&](const std::string& k) {
+        std::size_t l = 0, used = 0;
+        try {
+            l = std::stoul(k, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (used != k.size() || l >= c.layers)
+            throw value_error(r.source(), "per_layer_config." + k + ": not a layer of the model " +
+                                              expected_got("0 to " + std::to_string(c.layers - 1), "\"" + k + "\""));
+        return l;
+    };
+    // The first full layer's entry (in layer order) gives what config.json leaves out.
+    bool took_d = r.contains("global_head_dim"), took_kv = r.contains("num_global_key_value_heads");
+    for (std::size_t l = 0; l < c.layers; ++l) {
+        const std::string k = std::to_string(l);
+        if (sliding_layer(c, l) || !plc->contains(k) || !(*plc)[k].is_object()) continue;
+        const nlohmann::json& v = (*plc)[k];
+        if (!took_d && v.contains("head_dim") && v["head_dim"].is_number_unsigned()) {
+            g.global_head_dim = v["head_dim"].get<std::size_t>();
+            took_d = true;
+        }
+        if (!took_kv && v.contains("num_key_value_heads") && v["num_key_value_heads"].is_number_unsigned()) {
+            g.global_kv_heads = v["num_key_value_heads"].get<std::size_t>();
+            took_kv = true;
+        }
+    }
+    for (const auto& [k, v] : plc->items()) {
+        const std::size_t l = layer_of(k);
+        if (!v.is_object()) continue;
+        const bool full = !sliding_layer(c, l);
+        const std::size_t want_d = full ? g.global_head_dim : head_dim;
+        const std::size_t want_kv = full && g.k_eq_v ? g.global_kv_heads : r.size({"num_key_value_heads"}, 4);
+        for (const auto& [field, want] : {std::pair<const char*, std::size_t>{"head_dim", want_d}, {"num_key_value_heads", want_kv}}) {
+            if (!v.contains(field)) continue;
+            if (!v[field].is_number_unsigned() || v[field].get<std::size_t>() != want)
+                throw value_error(r.source(), "per_layer_config." + k + "." + field + ": not the " + field + " of the layer's type (" +
+                                                  type_name(c, l) + ") " + expected_got(std::to_string(want), v[field].dump()));
+        }
+    }
+}
+
 /// Gemma4TextConfig: vocab 262144, hidden 2304, intermediate 9216, 30 layers, 8 heads, 4 KV
 /// heads, head_dim 256, global_head_dim 512, 131072 positions, rms_norm_eps 1e-6,
 /// gelu_pytorch_tanh, sliding_window 512, layer_types 5 sliding : 1 full (the last forced
@@ -139,17 +192,18 @@ void read_config(const config_reader& r, config& c) {
     // Gemma4TextAttention: config.global_head_dim when set, else head_dim.
     g->global_head_dim = r.contains("global_head_dim") && !r.find("global_head_dim") ? head_dim : r.size({"global_head_dim"}, 512);
     g->k_eq_v = r.flag("attention_k_eq_v", false);
+    read_per_layer_config(r, c, *g, head_dim);
     const bool any_full = std::find(c.sliding.begin(), c.sliding.end(), false) != c.sliding.end();
-    if (g->k_eq_v && any_full) {
+    if (g->k_eq_v && any_full && !(g->global_kv_heads && !r.contains("num_global_key_value_heads"))) {
         if (!r.find("num_global_key_value_heads"))
             throw value_error(r.source(), "num_global_key_value_heads: missing, but attention_k_eq_v is true "
                                           "(Gemma4TextAttention reads it on full_attention layers) " +
                                               expected_got("a number of KV heads", "none"));
         g->global_kv_heads = r.size({"num_global_key_value_heads"}, 0);
-        if (c.heads % g->global_kv_heads != 0)
-            throw value_error(r.source(), "num_global_key_value_heads: does not divide num_attention_heads " +
-                                              expected_got("a divisor of " + std::to_string(c.heads), std::to_string(g->global_kv_heads)));
     }
+    if (g->global_kv_heads && c.heads % g->global_kv_heads != 0)
+        throw value_error(r.source(), "num_global_key_value_heads: does not divide num_attention_heads " +
+                                          expected_got("a divisor of " + std::to_string(c.heads), std::to_string(g->global_kv_heads)));
     g->kv_shared = r.size({"num_kv_shared_layers"}, 0, true);
     if (g->kv_shared >= c.layers)
         throw value_error(r.source(), "num_kv_shared_layers: leaves no layer to share from " +

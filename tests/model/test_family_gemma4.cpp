@@ -238,3 +238,25 @@ TEST_CASE("gemma4: cli: --layer all does not stack q of layers whose head dims d
     attn_test::refused(m + " --ids 1,2,3 --layer all --dump q -o '" + dir.path + "/q.npz'", 1,
                        "q: does not continue its streamed array (expected (3, 32) float32, slab 1 of 4, got (3, 64) float32)");
 }
+
+TEST_CASE("gemma4: per_layer_config gives the full layers' head dim and KV heads when the top-level keys are absent") {
+    attn_test::scratch_dir dir;
+    const auto e = want("gemma4-tiny");
+    const auto without_globals = [](nlohmann::json& c) {
+        c.erase("global_head_dim");
+        c.erase("num_global_key_value_heads");
+        c["per_layer_config"] = {{"1", {{"head_dim", 16}, {"num_key_value_heads", 1}}}, {"3", {{"head_dim", 16}, {"num_key_value_heads", 1}}}};
+    };
+    std::string args = edited(dir, "gemma4-tiny", without_globals);
+    const auto got = attn_test::run(args + ids_of("gemma4-tiny") + " --layer all --dump weights,output --dtype float64", dir.path + "/out.npz");
+    attn_test::check(member(got, "weights"), member(e, "weights"), 1e-9, "weights, per_layer_config");
+    attn_test::check(member(got, "output"), member(e, "output"), 1e-9, "output, per_layer_config");
+    args = edited(dir, "gemma4-tiny", [&](nlohmann::json& c) {
+        without_globals(c);
+        c["per_layer_config"]["3"]["head_dim"] = 32;
+    });
+    attn_test::refused(args + " --ids 1", 1, dir.path + "/gemma4-tiny.json: per_layer_config.3.head_dim: not the head_dim of the "
+                                                        "layer's type (full_attention) (expected 16, got 32)");
+    args = edited(dir, "gemma4-tiny", [](nlohmann::json& c) { c["per_layer_config"] = {{"9", {{"head_dim", 16}}}}; });
+    attn_test::refused(args + " --ids 1", 1, dir.path + "/gemma4-tiny.json: per_layer_config.9: not a layer of the model (expected 0 to 3, got \"9\")");
+}
