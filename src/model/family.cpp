@@ -163,8 +163,10 @@ core::tensor3<T> family::attention_norm(std::size_t layer, const core::tensor3<T
 layer_attention family::attention(std::size_t layer) const { return spec().attention(*this, layer); }
 
 template <class T>
-core::tensor3<T> family::finish_block(std::size_t layer, const core::tensor3<T>& x, const core::tensor3<T>& a) const {
+core::tensor3<T> family::finish_block(std::size_t layer, const core::tensor3<T>& x, const core::tensor3<T>& a,
+                                      const std::vector<named_array>& passed) const {
     const layer_functions<T>& f = spec().functions<T>();
+    if (f.block_end) return f.block_end(*this, layer, x, a, passed);
     const block_structure structure = block_structure_of(spec(), cfg_);
     switch (structure) {
         case block_structure::pre_norm: {
@@ -410,8 +412,8 @@ std::vector<named_array> project_attention_inputs(const layer_attention& la, con
     template core::tensor3<T> family::attention_norm<T>(std::size_t, const core::tensor3<T>&) const;              \
     template core::tensor3<T> family::other_block<T>(std::size_t, const core::tensor3<T>&,                         \
                                                      const std::vector<named_array>&) const;                       \
-    template core::tensor3<T> family::finish_block<T>(std::size_t, const core::tensor3<T>&, const core::tensor3<T>&) \
-        const;                                                                                                      \
+    template core::tensor3<T> family::finish_block<T>(std::size_t, const core::tensor3<T>&, const core::tensor3<T>&, \
+                                                      const std::vector<named_array>&) const; \
     template core::tensor2<T> matrix_of<T>(const array&, const std::string&);                                      \
     template core::tensor1<T> vector_of<T>(const array&, const std::string&);                                      \
     template core::tensor3<T> project<T>(const family&, const core::tensor3<T>&, const std::string&,               \

@@ -188,15 +188,17 @@ template <class T>
 io::document run(const model::family& fam, const checkpoint_options& ck, const run_inputs& in,
                  const std::vector<std::string>& tokens, const pipeline_options& o) {
     const model::config& cfg = fam.settings();
-    const bool unbatched = in.ids ? in.ids->rank() == 1 : in.x->rank() == 2;
-    core::tensor3<T> x = in.ids ? fam.embed<T>(*in.ids) : tensor_of<T>(*in.x);
-    if (!in.ids && x.shape(2) != cfg.hidden)
+    // --x with token ids (a family whose blocks read them, family_spec::ids_beside_x): X is
+    // the stream, the ids feed only what the blocks read of them.
+    const bool unbatched = in.x ? in.x->rank() == 2 : in.ids->rank() == 1;
+    core::tensor3<T> x = in.x ? tensor_of<T>(*in.x) : fam.embed<T>(*in.ids);
+    if (in.x && x.shape(2) != cfg.hidden)
         throw shape_error("x", "does not fit the model's hidden size " +
                                    expected_got("(…, " + std::to_string(cfg.hidden) + ")", shape_string(in.x->shape)));
     const std::vector<std::size_t> wanted = dumped_layers(ck, cfg);
     const std::size_t first_dumped = wanted.front();
     const std::size_t last = wanted.back();
-    const std::size_t start = in.ids ? 0 : first_dumped;  // X enters the first listed layer directly
+    const std::size_t start = in.x ? first_dumped : 0;  // X enters the first listed layer directly
 
     // The stages compute() makes; x and x_norm are the model's own.
     std::vector<std::string> dump;
@@ -242,6 +244,8 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
     nlohmann::ordered_json streamed_shapes;  // the stacked shapes, from the first layer streamed
 
     std::vector<io::document> docs;
+    // The "carry:" arrays a family's attention_inputs hands on to later layers (registry.hpp).
+    std::vector<named_array> carried;
     for (std::size_t l = start; l <= last; ++l) {
         // A layer without softmax attention (a hybrid's convolution, Mamba, linear attention)
         // carries the stream on and has no stages; it is never the last (docs/design.md §6.1).
@@ -260,7 +264,19 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
         if (make_inputs) {
             // The family makes q, k (RoPE applied) and v itself (Multi-head Latent Attention).
             const bool kept = has(o.dump, stage_name(stage::q_proj).c_str()) || has(o.dump, stage_name(stage::k_proj).c_str());
-            inputs = make_inputs(fam, l, xn, unbatched, in.passed, kept ? &projected : nullptr);
+            std::vector<named_array> passed = in.passed;
+            passed.insert(passed.end(), carried.begin(), carried.end());
+            inputs = make_inputs(fam, l, xn, unbatched, passed, kept ? &projected : nullptr);
+            for (auto it = inputs.begin(); it != inputs.end();) {
+                if (it->name.rfind("carry:", 0) != 0) {
+                    ++it;
+                    continue;
+                }
+                carried.erase(std::remove_if(carried.begin(), carried.end(), [&](const named_array& c) { return c.name == it->name; }),
+                              carried.end());
+                carried.push_back(std::move(*it));
+                it = inputs.erase(it);
+            }
         } else if (la.q_norm || la.k_norm || la.query_gate) {
             // A q/k norm before RoPE (Qwen3, OLMo 2), or a gated query projection (Qwen3-Next):
             // the family projects and normalises q and k, compute() rotates them.
@@ -350,7 +366,7 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
         core::tensor3<T> next;
         if (propagate) {
             auto it = std::find_if(doc.tensors.begin(), doc.tensors.end(), [](const named_array& a) { return a.name == stage_name(stage::output); });
-            next = fam.finish_block<T>(l, x, tensor_of<T>(it->value));
+            next = fam.finish_block<T>(l, x, tensor_of<T>(it->value), in.passed);
             if (!want_output) doc.tensors.erase(it);
         }
         if (dumped) {
@@ -401,6 +417,14 @@ io::document run(const model::family& fam, const checkpoint_options& ck, const r
             std::vector<const array*> parts;
             for (std::size_t l = 0; l + 1 < docs.size(); ++l) parts.push_back(&docs[l].tensors[i].value);
             parts.push_back(&out.tensors[i].value);
+            // Layers of other head dims or KV heads (Gemma 4's layer types) give q, k, v of
+            // other shapes, which one array cannot hold.
+            for (std::size_t l = 0; l < parts.size(); ++l)
+                if (parts[l]->shape != parts.front()->shape || parts[l]->type != parts.front()->type)
+                    throw shape_error(out.tensors[i].name, "has another shape on layer " + std::to_string(wanted[l]) +
+                                                               " than on layer " + std::to_string(wanted.front()) + ", which one array cannot stack " +
+                                                               expected_got(shape_string(parts.front()->shape) + " on every layer dumped",
+                                                                            shape_string(parts[l]->shape)));
             // The layer axis first, before the axes the layer's tensor carries (if it does).
             std::vector<std::string> axes = out.tensors[i].axes;
             if (axes.size() == out.tensors[i].value.rank()) axes.insert(axes.begin(), "L");
@@ -543,8 +567,6 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
         if (a.name == "token_ids") in.ids = &a.value;
         else if (a.name == "x") in.x = &a.value;
     }
-    if (in.ids && in.x)
-        throw usage_error("--x", "X given twice " + expected_got("token ids or --x, not both", "both"));
     if (!in.ids && !in.x)
         throw usage_error("attn compute", "a checkpoint needs its input " +
                                               expected_got("--ids, --token-ids FILE or --x FILE", "none"));
@@ -564,7 +586,8 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
             throw shape_error("token_ids", "wrong rank " + expected_got("(T,) or (B, T)", shape_string(in.ids->shape)));
         if (in.ids->size() == 0) throw shape_error("token_ids", "no tokens " + expected_got("T ≥ 1", shape_string(in.ids->shape)));
         in.passed.push_back({"token_ids", *in.ids});  // for --pad-id
-    } else if (in.x->rank() != 2 && in.x->rank() != 3) {
+    }
+    if (in.x && in.x->rank() != 2 && in.x->rank() != 3) {
         throw shape_error("x", "wrong rank " + expected_got("(T, hidden) or (B, T, hidden)", shape_string(in.x->shape)));
     }
     if (!ck.layer && ck.layers.empty() && in.x)
@@ -588,6 +611,14 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
         refuse_quantised_tensors(weights.file());
     }
     const model::family fam(cfg, weights, ck.path);
+    if (in.ids && in.x) {
+        // Token ids beside X only for a family whose blocks read them (Gemma 4's per-layer inputs).
+        if (!fam.spec().ids_beside_x || !fam.spec().ids_beside_x(cfg))
+            throw usage_error("--x", "X given twice " + expected_got("token ids or --x, not both", "both"));
+        shape_t tokens_of_x(in.x->shape.begin(), in.x->shape.end() - 1);
+        if (in.ids->shape != tokens_of_x)
+            throw shape_error("token_ids", "do not fit --x's tokens " + expected_got(shape_string(tokens_of_x), shape_string(in.ids->shape)));
+    }
     // A hybrid's layers without softmax attention have no stages (docs/design.md §6.1).
     const std::vector<std::size_t> attention = model::attention_layers(cfg);
     if (attention.empty())

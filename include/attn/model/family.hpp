@@ -151,9 +151,11 @@ public:
     /// sandwich h = x + N3(a); h + N4(mlp(N2(h))) (Gemma 2/3); sublayer_norm h = x + N3(a);
     /// h + N4(mlp(h)) (OLMo 2); mixer_only x + a, no MLP (Nemotron-H's attention blocks).
     /// Source: GPT2Block, BertLayer, LlamaDecoderLayer, GPTNeoXLayer, Gemma2DecoderLayer, Olmo2DecoderLayer,
-    /// NemotronHBlock.
+    /// NemotronHBlock. A family with layer_functions::block_end computes the block's end
+    /// itself, from x, attn_out and the run's inputs `passed` (token_ids).
     template <class T>
-    core::tensor3<T> finish_block(std::size_t layer, const core::tensor3<T>& x, const core::tensor3<T>& attn_out) const;
+    core::tensor3<T> finish_block(std::size_t layer, const core::tensor3<T>& x, const core::tensor3<T>& attn_out,
+                                  const std::vector<named_array>& passed = {}) const;
 
     /// Block `layer` when it has no softmax attention (config::mixer_types; docs/design.md
     /// §6.1): the family's layer_functions::other_block from its input x (B, T, hidden) to

@@ -116,7 +116,10 @@ struct layer_functions {
     /// Attention, docs/design.md §6.1), from x_norm (B, T, hidden): q and k (B, T, H·Dk) as
     /// they enter Q·Kᵀ (RoPE applied), v (B, T, H·Dv), each (T, …) when `unbatched`, then
     /// w_o (and b_o); `projected`, when given, receives q_proj and k_proj (before RoPE) in
-    /// the same layout. `passed` holds the run's inputs (position_ids). Null: the pipeline
+    /// the same layout. `passed` holds the run's inputs (position_ids). An array it returns
+    /// named "carry:<name>" is not handed to compute: the run keeps it (the last one of that
+    /// name) and adds it to `passed` of every later layer's attention_inputs (Gemma 4's KV
+    /// sharing: a later layer attends with an earlier layer's k and v). Null: the pipeline
     /// projects with the layer_attention's weights.
     std::vector<named_array> (*attention_inputs)(const family&, std::size_t layer, const core::tensor3<T>& x_norm,
                                                  bool unbatched, const std::vector<named_array>& passed,
@@ -128,6 +131,13 @@ struct layer_functions {
     /// (attention_mask, position_ids). Null: the family has no such layers.
     core::tensor3<T> (*other_block)(const family&, std::size_t layer, const core::tensor3<T>& x,
                                     const std::vector<named_array>& passed) = nullptr;
+    /// The end of an attention block when block_structure cannot say it (Gemma 4: an MoE
+    /// beside the MLP, per-layer inputs, layer_scalar): from the block's input x and the
+    /// attention's output a (after the output projection), both (B, T, hidden), to the next
+    /// layer's input; `passed` holds the run's inputs (token_ids when given). Null: the
+    /// family's block_structure (family::finish_block).
+    core::tensor3<T> (*block_end)(const family&, std::size_t layer, const core::tensor3<T>& x, const core::tensor3<T>& a,
+                                  const std::vector<named_array>& passed) = nullptr;
 };
 
 /// Impl<T>::other_block when the class has one (a hybrid's layers without softmax
@@ -180,6 +190,12 @@ struct family_spec {
     /// A composite model's key holding the text model's config (Gemma 3 "text_config"):
     /// when config.json has it, every key (model_type aside) is read from it. "" = none.
     std::string sub_config;
+    /// Whether the blocks of a model over config c read the token ids besides the stream
+    /// (Gemma 4's per-layer inputs, hidden_size_per_layer_input): then --x may come with
+    /// --ids, --token-ids or --text, which feed only what the blocks read of them (the stream
+    /// is X), and layer_functions::block_end finds them in `passed` as token_ids. Null: never
+    /// (--x and ids are the same input given twice).
+    bool (*ids_beside_x)(const config& c) = nullptr;
     /// head_dim when config.json gives none (Qwen3Config's 128); 0: hidden / heads.
     std::size_t default_head_dim = 0;
 
