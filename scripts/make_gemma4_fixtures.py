@@ -76,7 +76,7 @@ import torch
 import torch.nn.functional as F
 
 from fixture_npz import write_npz
-from make_checkpoint_fixtures import FIX, rand, rotate_half, safetensors_bytes, write, write_json
+from make_checkpoint_fixtures import FIX, rand, rotate_half, safetensors_bytes, write, write_json, write_config
 
 DT = torch.float64
 
@@ -316,7 +316,7 @@ def text_config(**over):
 def write_case(name, cfg, w, e):
     d = os.path.join(FIX, name)
     write(os.path.join(d, "model.safetensors"), safetensors_bytes(w, {"format": "pt"}))
-    write_json(os.path.join(d, "config.json"), cfg)
+    write_config(d, cfg)
     write_npz(os.path.join(d, "expected.npz"), e)
 
 
@@ -348,7 +348,7 @@ def main():
     mw["model.vision_tower.encoder.layers.0.self_attn.q_proj.linear.weight"] = rand(gv, 8, 8)
     mw["model.embed_vision.embedding_projection.weight"] = rand(gv, 32, 8)
     write(os.path.join(d, "model.safetensors"), safetensors_bytes(mw, {"format": "pt"}))
-    write_json(os.path.join(d, "config.json"), mm)
+    write_config(d, mm)
 
     # KV sharing: layers 3 (sliding) and 4 (full) reuse layers 2's and 1's k and v.
     g = torch.Generator().manual_seed(43)
