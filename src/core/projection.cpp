@@ -1,5 +1,6 @@
 #include "attn/core/projection.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -76,6 +77,21 @@ tensor3<T> linear(const tensor3<T>& x, const tensor2<T>& w, const std::optional<
     }
     return y;
 }
+
+template <class T>
+void linear_rows(const T* x, std::size_t M, std::size_t in, const T* w, std::size_t out, weight_layout layout, T* y) {
+    if (M == 0 || out == 0) return;
+    if (in == 0) {
+        std::fill(y, y + M * out, T(0));
+        return;
+    }
+    const bool out_in = layout == weight_layout::out_in;
+    detail::gemm(false, out_in, static_cast<int>(M), static_cast<int>(out), static_cast<int>(in), T(1), x, static_cast<int>(in), w,
+                 static_cast<int>(out_in ? in : out), T(0), y, static_cast<int>(out));
+}
+
+template void linear_rows(const float*, std::size_t, std::size_t, const float*, std::size_t, weight_layout, float*);
+template void linear_rows(const double*, std::size_t, std::size_t, const double*, std::size_t, weight_layout, double*);
 
 template tensor3<float> linear(const tensor3<float>&, const tensor2<float>&,
                                const std::optional<tensor1<float>>&, weight_layout, const char*);

@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "attn/core/projection.hpp"
 #include "attn/error.hpp"
 #include "attn/tensor.hpp"
 
@@ -40,36 +41,31 @@ double dot(const T* a, const T* b, std::size_t n) {
     return s;
 }
 
-// down(silu(gate x) · up x) with nn.Linear (out, in) weights gate/up (I, H), down (H, I),
-// added times `scale` into out[H].
+// Rows of an expert's input, computed one GEMM per weight over the n rows routed to it.
+// down(silu(gate x) · up x) with nn.Linear (out, in) weights gate/up (I, H), down (H, I) on
+// x (n, H): out (n, H), each product rounded to T as torch's float32 ops round them.
 template <class T>
-void swiglu_expert(const T* x, const T* gate, const T* up, const T* down, std::size_t H, std::size_t I, double scale,
-                   std::vector<double>& h, double* out) {
-    h.resize(I);
-    for (std::size_t i = 0; i < I; ++i)
-        h[i] = static_cast<double>(static_cast<T>(silu(dot(x, gate + i * H, H)))) * static_cast<T>(dot(x, up + i * H, H));
-    for (std::size_t o = 0; o < H; ++o) {
-        double s = 0;
-        for (std::size_t i = 0; i < I; ++i) s += static_cast<double>(down[o * I + i]) * static_cast<T>(h[i]);
-        out[o] += scale * static_cast<T>(s);
-    }
+void swiglu_rows(const T* x, std::size_t n, const T* gate, const T* up, const T* down, std::size_t H, std::size_t I,
+                 std::vector<T>& g, std::vector<T>& u, T* out) {
+    g.resize(n * I);
+    u.resize(n * I);
+    core::linear_rows(x, n, H, gate, I, core::weight_layout::out_in, g.data());
+    core::linear_rows(x, n, H, up, I, core::weight_layout::out_in, u.data());
+    for (std::size_t i = 0; i < n * I; ++i) g[i] = static_cast<T>(static_cast<T>(silu(g[i])) * u[i]);
+    core::linear_rows(g.data(), n, I, down, H, core::weight_layout::out_in, out);
 }
 
-// down(relu(up x)²) with nn.Linear (out, in) weights up (I, H), down (H, I), added times
-// `scale` into out[H] (NemotronHExperts with mlp_hidden_act relu2).
+// down(relu(up x)²) with nn.Linear (out, in) weights up (I, H), down (H, I) on x (n, H):
+// out (n, H) (NemotronHExperts with mlp_hidden_act relu2).
 template <class T>
-void relu2_expert(const T* x, const T* up, const T* down, std::size_t H, std::size_t I, double scale, std::vector<double>& h,
-                  double* out) {
-    h.resize(I);
-    for (std::size_t i = 0; i < I; ++i) {
-        const double u = std::max(0.0, static_cast<double>(static_cast<T>(dot(x, up + i * H, H))));
-        h[i] = static_cast<T>(u * u);
+void relu2_rows(const T* x, std::size_t n, const T* up, const T* down, std::size_t H, std::size_t I, std::vector<T>& u, T* out) {
+    u.resize(n * I);
+    core::linear_rows(x, n, H, up, I, core::weight_layout::out_in, u.data());
+    for (std::size_t i = 0; i < n * I; ++i) {
+        const T r = std::max(T(0), u[i]);
+        u[i] = static_cast<T>(r * r);
     }
-    for (std::size_t o = 0; o < H; ++o) {
-        double s = 0;
-        for (std::size_t i = 0; i < I; ++i) s += static_cast<double>(down[o * I + i]) * static_cast<T>(h[i]);
-        out[o] += scale * static_cast<T>(s);
-    }
+    core::linear_rows(u.data(), n, I, down, H, core::weight_layout::out_in, out);
 }
 
 }  // namespace
@@ -146,8 +142,10 @@ moe_result<T> sparse_moe(const core::tensor2<T>& x, const moe_weights<T>& w, con
     r.router_logits = core::tensor2<T>::from_shape({N, E});
     r.routing_weights = core::tensor2<T>::from_shape({N, k});
     r.selected.resize(N * k);
-    std::vector<double> acc(H), h, logits(E), g(2 * I);
-    std::vector<T> ranked(E), scaled_in;
+    // The routing, token by token in double: which experts each token takes, and their weights.
+    std::vector<double> logits(E);
+    std::vector<T> ranked(E);
+    std::vector<std::vector<std::size_t>> routed(E);  // per expert: t·k + j of the tokens routed to it
     for (std::size_t t = 0; t < N; ++t) {
         const T* xt = x.data() + t * H;
         for (std::size_t e = 0; e < E; ++e) {
@@ -203,56 +201,71 @@ moe_result<T> sparse_moe(const core::tensor2<T>& x, const moe_weights<T>& w, con
             for (std::size_t j = 0; j < k; ++j) z += rw[j] = std::exp(ranked[sel[j]] - m);
             for (auto& v : rw) v /= z;
         }
-        std::fill(acc.begin(), acc.end(), 0.0);
         for (std::size_t j = 0; j < k; ++j) {
-            const auto e = static_cast<std::size_t>(sel[j]);
             r.selected[t * k + j] = sel[j];
             r.routing_weights(t, j) = static_cast<T>(rw[j]);
-            const double weight = static_cast<T>(rw[j]);
-            if (s.expert == moe_expert::relu2) {
-                relu2_expert(xt, w.up.data() + e * I * H, w.down.data() + e * H * I, H, I, weight, h, acc.data());
-                continue;
-            }
-            if (s.expert == moe_expert::swiglu) {
-                // Llama4TextMoe scales the expert's input by its weight (x · σ) and adds its
-                // output unscaled; the others scale the output.
-                const bool scales_input = s.routing == moe_routing::sigmoid_scaled_input;
-                if (scales_input) {
-                    scaled_in.resize(H);
-                    for (std::size_t i = 0; i < H; ++i) scaled_in[i] = static_cast<T>(xt[i] * static_cast<T>(weight));
-                }
-                swiglu_expert(scales_input ? scaled_in.data() : xt, w.gate.data() + e * I * H, w.up.data() + e * I * H,
-                              w.down.data() + e * H * I, H, I, scales_input ? 1.0 : weight, h, acc.data());
-                continue;
-            }
-            // GptOssExperts.forward: gate_up (in, out) with gate at even, up at odd columns
-            const T* gu = w.gate_up.data() + e * H * 2 * I;
-            for (std::size_t c = 0; c < 2 * I; ++c) {
-                double v = w.gate_up_bias(e, c);
-                double d = 0;
-                for (std::size_t i = 0; i < H; ++i) d += static_cast<double>(xt[i]) * gu[i * 2 * I + c];
-                g[c] = static_cast<T>(static_cast<T>(d) + v);
-            }
-            h.resize(I);
-            for (std::size_t i = 0; i < I; ++i) {
-                const double gate = std::min(g[2 * i], s.limit);
-                const double up = std::clamp(g[2 * i + 1], -s.limit, s.limit);
-                const double glu = static_cast<T>(gate * static_cast<T>(sigmoid(static_cast<T>(gate * s.alpha))));
-                h[i] = static_cast<T>(static_cast<T>(up + 1.0) * glu);
-            }
-            const T* dn = w.down.data() + e * I * H;
-            for (std::size_t o = 0; o < H; ++o) {
-                double d = 0;
-                for (std::size_t i = 0; i < I; ++i) d += h[i] * dn[i * H + o];
-                acc[o] += weight * static_cast<T>(static_cast<T>(d) + w.down_bias(e, o));
-            }
+            routed[static_cast<std::size_t>(sel[j])].push_back(t * k + j);
         }
-        if (shared) {
-            const double gate = w.shared_expert_gate.size() ? static_cast<double>(static_cast<T>(sigmoid(dot(xt, w.shared_expert_gate.data(), H)))) : 1.0;
-            swiglu_expert(xt, w.shared_gate.data(), w.shared_up.data(), w.shared_down.data(), H, Is, gate, h, acc.data());
-        }
-        for (std::size_t o = 0; o < H; ++o) r.output(t, o) = static_cast<T>(acc[o]);
     }
+
+    // The experts, each as DeepseekV3MoE.moe and the other experts' loops run them: one GEMM
+    // per weight over the tokens routed to it, its output times the token's weight added
+    // into a double accumulator (the experts in index order, then the shared expert).
+    std::vector<double> acc(N * H, 0.0);
+    std::vector<T> rows, a, b, out;
+    for (std::size_t e = 0; e < E; ++e) {
+        const std::vector<std::size_t>& picks = routed[e];
+        const std::size_t n = picks.size();
+        if (n == 0) continue;
+        // Llama4TextMoe scales the expert's input by its weight (x · σ) and adds its output
+        // unscaled; the others scale the output.
+        const bool scales_input = s.expert == moe_expert::swiglu && s.routing == moe_routing::sigmoid_scaled_input;
+        rows.resize(n * H);
+        for (std::size_t r_ = 0; r_ < n; ++r_) {
+            const T* xt = x.data() + (picks[r_] / k) * H;
+            const T weight = r.routing_weights(picks[r_] / k, picks[r_] % k);
+            for (std::size_t i = 0; i < H; ++i) rows[r_ * H + i] = scales_input ? static_cast<T>(xt[i] * weight) : xt[i];
+        }
+        out.resize(n * H);
+        if (s.expert == moe_expert::swiglu) {
+            swiglu_rows(rows.data(), n, w.gate.data() + e * I * H, w.up.data() + e * I * H, w.down.data() + e * H * I, H, I, a, b,
+                        out.data());
+        } else if (s.expert == moe_expert::relu2) {
+            relu2_rows(rows.data(), n, w.up.data() + e * I * H, w.down.data() + e * H * I, H, I, a, out.data());
+        } else {
+            // GptOssExperts.forward: gate_up (in, out) with gate at even, up at odd columns
+            a.resize(n * 2 * I);
+            core::linear_rows(rows.data(), n, H, w.gate_up.data() + e * H * 2 * I, 2 * I, core::weight_layout::in_out, a.data());
+            b.resize(n * I);
+            for (std::size_t r_ = 0; r_ < n; ++r_)
+                for (std::size_t i = 0; i < I; ++i) {
+                    const double gate = std::min(static_cast<double>(static_cast<T>(a[r_ * 2 * I + 2 * i] + w.gate_up_bias(e, 2 * i))), s.limit);
+                    const double up = std::clamp(static_cast<double>(static_cast<T>(a[r_ * 2 * I + 2 * i + 1] + w.gate_up_bias(e, 2 * i + 1))),
+                                                 -s.limit, s.limit);
+                    const double glu = static_cast<T>(gate * static_cast<T>(sigmoid(static_cast<T>(gate * s.alpha))));
+                    b[r_ * I + i] = static_cast<T>(static_cast<T>(up + 1.0) * glu);
+                }
+            core::linear_rows(b.data(), n, I, w.down.data() + e * I * H, H, core::weight_layout::in_out, out.data());
+            for (std::size_t r_ = 0; r_ < n; ++r_)
+                for (std::size_t o = 0; o < H; ++o) out[r_ * H + o] = static_cast<T>(out[r_ * H + o] + w.down_bias(e, o));
+        }
+        for (std::size_t r_ = 0; r_ < n; ++r_) {
+            const std::size_t t = picks[r_] / k;
+            const double weight = scales_input ? 1.0 : static_cast<double>(r.routing_weights(t, picks[r_] % k));
+            for (std::size_t o = 0; o < H; ++o) acc[t * H + o] += weight * out[r_ * H + o];
+        }
+    }
+    if (shared) {
+        out.resize(N * H);
+        swiglu_rows(x.data(), N, w.shared_gate.data(), w.shared_up.data(), w.shared_down.data(), H, Is, a, b, out.data());
+        for (std::size_t t = 0; t < N; ++t) {
+            const T* xt = x.data() + t * H;
+            const double gate = w.shared_expert_gate.size() ? static_cast<double>(static_cast<T>(sigmoid(dot(xt, w.shared_expert_gate.data(), H)))) : 1.0;
+            for (std::size_t o = 0; o < H; ++o) acc[t * H + o] += gate * out[t * H + o];
+        }
+    }
+    for (std::size_t t = 0; t < N; ++t)
+        for (std::size_t o = 0; o < H; ++o) r.output(t, o) = static_cast<T>(acc[t * H + o]);
     return r;
 }
 

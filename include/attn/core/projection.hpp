@@ -36,4 +36,12 @@ template <class T>
 tensor3<T> linear(const tensor3<T>& x, const tensor2<T>& w, const std::optional<tensor1<T>>& b,
                   weight_layout layout, const char* source);
 
+/// y (M, out) = x (M, in) · Wᵀ for out_in (W is (out, in)), or x · W for in_out (W is
+/// (in, out)), on C-order rows at raw pointers, so that a slice of a stacked weight (one
+/// expert of (E, out, in)) needs no copy; y is overwritten. Computed with one BLAS GEMM
+/// (accumulating in T, as torch's matmul does); M, in or out 0 is allowed (y zeros when in
+/// is 0). Throws nothing. Source: torch.nn.functional.linear without a bias.
+template <class T>
+void linear_rows(const T* x, std::size_t M, std::size_t in, const T* w, std::size_t out, weight_layout layout, T* y);
+
 }  // namespace attn::core

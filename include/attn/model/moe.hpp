@@ -112,8 +112,10 @@ struct moe_result {
 /// `s.routing`, the weighted sum of the chosen experts' outputs, plus qwen2_moe's shared
 /// expert σ(x·shared_expert_gateᵀ) · down(silu(gate x) · up x) when its weights are given
 /// (DeepSeekMoE's shared_experts: no shared_expert_gate, scaled by 1).
-/// Dot products accumulate in double; the routing is computed in double (transformers
-/// takes the softmax in float32 whatever the model dtype: MixtralTopKRouter). Throws
+/// The router's dot products and the routing are computed in double (transformers takes the
+/// softmax in float32 whatever the model dtype: MixtralTopKRouter); each expert runs as one
+/// GEMM per weight over the tokens routed to it (core::linear_rows, accumulating in T, as
+/// DeepseekV3MoE.moe's loop over experts does), its outputs weighted into a double sum. Throws
 /// shape_error("moe", …) for weights that do not fit x or each other, value_error("moe",
 /// …) for top_k 0 or above E, and for groups not dividing E or top_groups outside [1, groups]
 /// or groups of fewer than 2 experts (sigmoid_grouped). Sources: MixtralSparseMoeBlock, Qwen2MoeSparseMoeBlock
