@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "attn/core/activation.hpp"
 #include "attn/core/projection.hpp"
 #include "attn/error.hpp"
 #include "attn/tensor.hpp"
@@ -31,7 +32,6 @@ void expect(const C& t, std::initializer_list<std::size_t> want, const char* wha
 }
 
 double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
-double silu(double v) { return v * sigmoid(v); }
 
 // Σ_i a[i]·b[i] over n, accumulated in double.
 template <class T>
@@ -51,7 +51,8 @@ void swiglu_rows(const T* x, std::size_t n, const T* gate, const T* up, const T*
     u.resize(n * I);
     core::linear_rows(x, n, H, gate, I, core::weight_layout::out_in, g.data());
     core::linear_rows(x, n, H, up, I, core::weight_layout::out_in, u.data());
-    for (std::size_t i = 0; i < n * I; ++i) g[i] = static_cast<T>(static_cast<T>(silu(g[i])) * u[i]);
+    core::silu(g.data(), n * I);  // rounded once to T, as torch's silu
+    for (std::size_t i = 0; i < n * I; ++i) g[i] = static_cast<T>(g[i] * u[i]);
     core::linear_rows(g.data(), n, I, down, H, core::weight_layout::out_in, out);
 }
 
