@@ -20,11 +20,11 @@
 #include "attn/io/npz.hpp"
 #include "attn/io/safetensors.hpp"
 #include "attn/pipeline/text.hpp"
-#include "attn/text.hpp"
 #include "attn/model/family.hpp"
 #include "attn/model/registry.hpp"
 #include "attn/pipeline.hpp"
 #include "attn/text.hpp"
+#include "checkpoint_file.hpp"
 #include "inputs.hpp"
 #include "meta.hpp"
 #include "stage_tensors.hpp"
@@ -470,68 +470,6 @@ std::string config_path(const checkpoint_options& ck) {
     return (p.has_parent_path() ? p.parent_path() / "config.json" : std::filesystem::path("config.json")).string();
 }
 
-/// Refuses, before the safetensors reader sees it, a file --layer cannot read as a
-/// checkpoint, saying what it is (as compute without --layer does): a PyTorch archive,
-/// an .npy or .npz, JSON that is not a shard index, CSV or other bytes. Files that look
-/// like safetensors (or are named so) go on to the reader, which reports their faults.
-void check_checkpoint_format(const std::string& path) {
-    if (io::is_checkpoint_file(path)) return;
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec)) return;  // the reader says why it cannot open it
-    const std::string bytes = io::read_file(path);
-    const std::string what = "not a safetensors checkpoint: ";
-    const std::string expected = " (expected model.safetensors or model.safetensors.index.json, got ";
-    if (io::is_npy(bytes)) throw format_error(path, what + "a .npy array" + expected + ".npy)");
-    if (io::is_zip(bytes)) {
-        if (io::zip_has_member(bytes, [](const std::string& m) { return m.size() >= 8 && m.compare(m.size() - 8, 8, "data.pkl") == 0; }))
-            throw format_error(path, io::torch_archive_message);
-        throw format_error(path, what + "an .npz archive" + expected + ".npz)");
-    }
-    io::check_json_start(bytes, path);  // a PyTorch pickle, CSV, binary bytes
-    if (bytes.find("\"weight_map\"") != std::string::npos) return;  // a shard index under another name
-    throw format_error(path, what + "JSON without a weight_map" + expected + "JSON; a config.json goes to --config)");
-}
-
-/// Refuses a checkpoint whose weights are stored quantised (docs/design.md §5.1), naming
-/// the first such tensor: one named as a quantiser's packed weights or their companions
-/// (GPTQ/AWQ qweight, qzeros, scales, g_idx; bitsandbytes SCB, weight_format, absmax,
-/// quant_map, quant_state.*; compressed-tensors weight_packed, weight_scale,
-/// weight_zero_point), or an integer `*.weight` where a float weight is expected
-/// (bitsandbytes int8 and 4-bit) when no tensor names its quantiser. gpt-oss's MXFP4
-/// `*_blocks` / `*_scales` match none.
-void refuse_quantised_tensors(const io::checkpoint& file) {
-    static const std::pair<const char*, const char*> marks[] = {
-        {".qweight", "GPTQ/AWQ"},           {".qzeros", "GPTQ/AWQ"},          {".scales", "GPTQ/AWQ"},
-        {".g_idx", "GPTQ"},                 {".SCB", "bitsandbytes int8"},    {".weight_format", "bitsandbytes int8"},
-        {".absmax", "bitsandbytes 4-bit"},  {".quant_map", "bitsandbytes 4-bit"},
-        {".weight_packed", "compressed-tensors"}, {".weight_scale", "compressed-tensors"},
-        {".weight_zero_point", "compressed-tensors"}};
-    const io::tensor_entry* integer_weight = nullptr;
-    for (const io::tensor_entry& e : file.tensors()) {
-        const auto ends = [&](const std::string& s) {
-            return e.name.size() > s.size() && e.name.compare(e.name.size() - s.size(), s.size(), s) == 0;
-        };
-        std::string what, suffix;
-        for (const auto& [mark, method] : marks)
-            if (ends(mark)) {
-                what = method;
-                suffix = mark + 1;
-            }
-        if (what.empty() && e.name.find(".quant_state.") != std::string::npos) {
-            what = "bitsandbytes 4-bit";
-            suffix = e.name.substr(e.name.find(".quant_state.") + 1);
-        }
-        if (!what.empty())
-            throw value_error(file.path(), e.name + ": " + what + " quantised weights are not read by attn " +
-                                               expected_got("float weights", e.dtype + " " + suffix));
-        if (!integer_weight && ends(".weight") && !e.dtype.empty() && (e.dtype[0] == 'I' || e.dtype[0] == 'U'))
-            integer_weight = &e;
-    }
-    if (integer_weight)
-        throw value_error(file.path(), integer_weight->name + ": integer-packed quantised weights are not read by attn " +
-                                           expected_got("float weights", integer_weight->dtype + " weight"));
-}
-
 }  // namespace
 
 io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_array> inputs,
@@ -594,7 +532,7 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
         throw usage_error("--layer", "all runs every block from token ids " +
                                          expected_got("--ids or --token-ids with --layer all, or --layer N with --x", "--x"));
 
-    check_checkpoint_format(ck.path);
+    pipeline::check_checkpoint_format(ck.path);
     checkpoint_weights weights(io::checkpoint::open(ck.path));
     const std::string cfg_path = config_path(ck);
     model::config cfg;
@@ -603,12 +541,12 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
         if (!ck.arch)
             throw io_error(ck.path, "no config.json beside the checkpoint (expected " + cfg_path +
                                         ", or give --config FILE, or --arch and --heads)");
-        refuse_quantised_tensors(weights.file());
+        pipeline::refuse_quantised_tensors(weights.file());
         cfg = model::config_from_tensors(*ck.arch, weights, options.heads, options.kv_heads, ck.path);
     } else {
         // A quantization_config is refused first, by its quant_method (model::parse_config).
         cfg = model::parse_config(io::read_side_json(cfg_path, io::side_json::config), cfg_path, ck.arch);
-        refuse_quantised_tensors(weights.file());
+        pipeline::refuse_quantised_tensors(weights.file());
     }
     const model::family fam(cfg, weights, ck.path);
     if (in.ids && in.x) {
