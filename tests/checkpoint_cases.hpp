@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "array_compare.hpp"
+#include <nlohmann/json.hpp>
+
 #include "attn/io/npz.hpp"
 #include "cli_util.hpp"
 #include "npz_members.hpp"
@@ -32,6 +34,18 @@ struct checkpoint_case {
 };
 
 inline const std::string checkpoint_fixtures = "tests/fixtures/checkpoints/";
+
+/// A copy of test checkpoint `name`'s config.json (under checkpoint_fixtures) edited by
+/// `edit` (a callable taking nlohmann::json&), written into `dir`: the arguments that read
+/// the checkpoint's model.safetensors with the copy (`… --config '<copy>'`).
+template <class Edit>
+std::string edited_config(const scratch_dir& dir, const std::string& name, Edit edit) {
+    nlohmann::json cfg = nlohmann::json::parse(slurp(std::string(ATTN_SOURCE_DIR) + "/" + checkpoint_fixtures + name + "/config.json"));
+    edit(cfg);
+    const std::string path = dir.path + "/" + name + ".json";
+    spit(path, cfg.dump());
+    return checkpoint_fixtures + name + "/model.safetensors --config '" + path + "'";
+}
 
 /// The first `n` entries of the leading axis.
 inline attn::array leading(const attn::array& a, std::size_t first, std::size_t n) {

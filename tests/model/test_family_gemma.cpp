@@ -26,15 +26,6 @@ using attn_test::refused;
 
 const std::string& fixtures = attn_test::checkpoint_fixtures;
 
-/// A copy of fixture `name` with its config.json edited by `edit`, in `dir`.
-template <class Edit>
-std::string edited(const attn_test::scratch_dir& dir, const std::string& name, Edit edit) {
-    nlohmann::json cfg = nlohmann::json::parse(attn_test::slurp(std::string(ATTN_SOURCE_DIR) + "/" + fixtures + name + "/config.json"));
-    edit(cfg);
-    const std::string path = dir.path + "/" + name + ".json";
-    attn_test::spit(path, cfg.dump());
-    return fixtures + name + "/model.safetensors --config '" + path + "'";
-}
 
 }  // namespace
 
@@ -77,19 +68,19 @@ TEST_CASE("gemma3: q/k norms, local and global RoPE, 5:1 layers match transforme
 TEST_CASE("gemma families: the keys they refuse, by name") {
     attn_test::scratch_dir dir;
     const std::string ids = " --layer 0 --ids 1,2";
-    std::string args = edited(dir, "gemma2-tiny", [](nlohmann::json& c) { c["use_bidirectional_attention"] = true; });
+    std::string args = attn_test::edited_config(dir, "gemma2-tiny", [](nlohmann::json& c) { c["use_bidirectional_attention"] = true; });
     refused(args + ids, 1, dir.path + "/gemma2-tiny.json: use_bidirectional_attention: not implemented by attn, a mask that is "
                                       "not causal (Gemma 2 embedding models) (expected false, got true)");
-    args = edited(dir, "gemma2-tiny", [](nlohmann::json& c) { c["sliding_window"] = nullptr; });
+    args = attn_test::edited_config(dir, "gemma2-tiny", [](nlohmann::json& c) { c["sliding_window"] = nullptr; });
     refused(args + ids, 1, dir.path + "/gemma2-tiny.json: sliding_window: null, but layers slide (layer_types or the default "
                                       "pattern) (expected a sliding_window, got null)");
-    args = edited(dir, "gemma3-rope-parameters-tiny", [](nlohmann::json& c) {
+    args = attn_test::edited_config(dir, "gemma3-rope-parameters-tiny", [](nlohmann::json& c) {
         c["rope_parameters"]["full_attention"]["rope_type"] = "mrope";
     });
     refused(args + ids, 1, dir.path + "/gemma3-rope-parameters-tiny.json: rope_parameters.full_attention \"mrope\" is not "
                                       "implemented by attn (expected \"default\", \"linear\", \"dynamic\", \"yarn\", \"llama3\" "
                                       "or \"longrope\"; positions would be rotated wrongly)");
-    args = edited(dir, "gemma3-rope-parameters-tiny", [](nlohmann::json& c) {
+    args = attn_test::edited_config(dir, "gemma3-rope-parameters-tiny", [](nlohmann::json& c) {
         c["rope_parameters"] = {{"rope_type", "linear"}, {"factor", 8.0}};
     });
     refused(args + ids, 1, dir.path + "/gemma3-rope-parameters-tiny.json: rope_parameters: not per layer type, as Gemma 3 "
@@ -97,13 +88,13 @@ TEST_CASE("gemma families: the keys they refuse, by name") {
                                       "{\"factor\":8.0,\"rope_type\":\"linear\"})");
     // 32 heads of 1 fit q_proj's 32 rows: the odd head is refused in the one wording Qwen3-MoE
     // shares (check_whole_head_rope, src/model/shared.cpp).
-    args = edited(dir, "gemma-tiny", [](nlohmann::json& c) {
+    args = attn_test::edited_config(dir, "gemma-tiny", [](nlohmann::json& c) {
         c["num_attention_heads"] = 32;
         c["num_key_value_heads"] = 16;
         c["head_dim"] = 1;
     });
     refused(args + ids, 1, dir.path + "/gemma-tiny.json: head_dim is odd: RoPE rotates pairs (expected an even head_dim, got 1)");
-    args = edited(dir, "gemma3-tiny", [](nlohmann::json& c) { c["layer_types"] = {"sliding_attention"}; });
+    args = attn_test::edited_config(dir, "gemma3-tiny", [](nlohmann::json& c) { c["layer_types"] = {"sliding_attention"}; });
     refused(args + ids, 1, dir.path + "/gemma3-tiny.json: layer_types: not one entry per layer (expected 4 strings, got "
                                       "[\"sliding_attention\"])");
 }

@@ -29,15 +29,6 @@ std::vector<attn::named_array> want(const std::string& name) {
 
 std::string ids_of(const std::string& name) { return " --token-ids " + fixtures + name + "/expected.npz:ids"; }
 
-/// A copy of fixture `name`'s config.json edited by `edit`, as the arguments that read it.
-template <class Edit>
-std::string edited(const attn_test::scratch_dir& dir, const std::string& name, Edit edit) {
-    nlohmann::json cfg = nlohmann::json::parse(attn_test::slurp(std::string(ATTN_SOURCE_DIR) + "/" + fixtures + name + "/config.json"));
-    edit(cfg);
-    const std::string path = dir.path + "/" + name + ".json";
-    attn_test::spit(path, cfg.dump());
-    return fixtures + name + "/model.safetensors --config '" + path + "'";
-}
 
 /// Every layer's stages of checkpoint `model` against fixture `name`'s expected.npz: x,
 /// x_norm, weights and output on --layer all, q_proj, k_proj, q, k and v per layer, in
@@ -87,7 +78,7 @@ TEST_CASE("gemma4: a wrong convention gives other stages than transformers'") {
     CHECK_FALSE(attn_test::compare_arrays(member(got, "weights"), member(e, "weights_partial_rope"), 1e-3, 1e-3).ok);
     attn_test::check(member(got, "weights"), at(member(e, "weights"), 1), 1e-9, "weights of layer 1");
     // A theta on the full layers other than rope_parameters' is another model.
-    const std::string args = edited(dir, "gemma4-tiny", [](nlohmann::json& c) { c["rope_parameters"]["full_attention"]["rope_theta"] = 10000.0; });
+    const std::string args = attn_test::edited_config(dir, "gemma4-tiny", [](nlohmann::json& c) { c["rope_parameters"]["full_attention"]["rope_theta"] = 10000.0; });
     const auto other = attn_test::run(args + ids_of("gemma4-tiny") + " --layer 1 --dump weights --dtype float64", dir.path + "/out.npz");
     CHECK_FALSE(attn_test::compare_arrays(member(other, "weights"), at(member(e, "weights"), 1), 1e-6, 0).ok);
 }
@@ -96,23 +87,23 @@ TEST_CASE("gemma4: config refusals name the key") {
     attn_test::scratch_dir dir;
     const std::string ids = ids_of("gemma4-tiny");
     const std::string src = dir.path + "/gemma4-tiny.json: ";
-    std::string args = edited(dir, "gemma4-tiny", [](nlohmann::json& c) { c["use_bidirectional_attention"] = "all"; });
+    std::string args = attn_test::edited_config(dir, "gemma4-tiny", [](nlohmann::json& c) { c["use_bidirectional_attention"] = "all"; });
     attn_test::refused(args + ids, 1, src + "use_bidirectional_attention: not implemented by attn, a mask that is not causal "
                                             "(expected null, got \"all\")");
-    args = edited(dir, "gemma4-tiny", [](nlohmann::json& c) { c.erase("num_global_key_value_heads"); });
+    args = attn_test::edited_config(dir, "gemma4-tiny", [](nlohmann::json& c) { c.erase("num_global_key_value_heads"); });
     attn_test::refused(args + ids, 1, src + "num_global_key_value_heads: missing, but attention_k_eq_v is true (Gemma4TextAttention "
                                             "reads it on full_attention layers) (expected a number of KV heads, got none)");
-    args = edited(dir, "gemma4-tiny", [](nlohmann::json& c) { c["rope_parameters"]["full_attention"]["rope_type"] = "yarn"; });
+    args = attn_test::edited_config(dir, "gemma4-tiny", [](nlohmann::json& c) { c["rope_parameters"]["full_attention"]["rope_type"] = "yarn"; });
     attn_test::refused(args + ids, 1, src + "rope_parameters.full_attention.rope_type: not implemented by attn for Gemma 4 "
                                             "(expected \"default\" or \"proportional\", got \"yarn\")");
-    args = edited(dir, "gemma4-tiny", [](nlohmann::json& c) { c["rope_parameters"]["full_attention"] = {{"rope_type", "default"}}; });
+    args = attn_test::edited_config(dir, "gemma4-tiny", [](nlohmann::json& c) { c["rope_parameters"]["full_attention"] = {{"rope_type", "default"}}; });
     attn_test::refused(args + ids, 1, src + "rope_parameters.full_attention.rope_type: \"default\" spans head_dim, not the "
                                             "full_attention layers' global_head_dim (expected \"proportional\", or global_head_dim = "
                                             "head_dim, got 16)");
-    args = edited(dir, "gemma4-tiny", [](nlohmann::json& c) { c["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 10000.0}}; });
+    args = attn_test::edited_config(dir, "gemma4-tiny", [](nlohmann::json& c) { c["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 10000.0}}; });
     attn_test::refused(args + ids, 1, src + "rope_parameters: not per layer type, as Gemma 4 reads it (expected {\"full_attention\": "
                                             "{…}, \"sliding_attention\": {…}}, got {\"rope_theta\":10000.0,\"rope_type\":\"default\"})");
-    args = edited(dir, "gemma4-tiny", [](nlohmann::json& c) { c["attention_k_eq_v"] = false; });
+    args = attn_test::edited_config(dir, "gemma4-tiny", [](nlohmann::json& c) { c["attention_k_eq_v"] = false; });
     attn_test::refused(args + ids, 1, fixtures + "gemma4-tiny/model.safetensors: model.layers.1.self_attn.k_proj.weight does not "
                                                  "fit the config (num_key_value_heads·global_head_dim × hidden_size) (expected (32, "
                                                  "32), got (16, 32))");
@@ -167,7 +158,7 @@ TEST_CASE("gemma4: cli: --x at a KV-shared layer is refused, naming the layer it
 
 TEST_CASE("gemma4: KV sharing refusals name the key") {
     attn_test::scratch_dir dir;
-    const std::string args = edited(dir, "gemma4-kv-shared-tiny", [](nlohmann::json& c) { c["num_kv_shared_layers"] = 4; });
+    const std::string args = attn_test::edited_config(dir, "gemma4-kv-shared-tiny", [](nlohmann::json& c) { c["num_kv_shared_layers"] = 4; });
     attn_test::refused(args + ids_of("gemma4-kv-shared-tiny"), 1,
                        dir.path + "/gemma4-kv-shared-tiny.json: num_kv_shared_layers: layer 1 (full_attention) has no earlier layer "
                                   "of its type to share keys and values with (expected a full_attention layer before layer 1, got none)");
@@ -178,11 +169,11 @@ TEST_CASE("gemma4: MoE beside the MLP, routed on the post-attention stream, matc
     // and third expert's probability on every token), per_expert_scale, router.scale.
     check_all_layers(fixtures + "gemma4-moe-tiny", "gemma4-moe-tiny", 2);
     attn_test::scratch_dir dir;
-    const std::string args = edited(dir, "gemma4-moe-tiny", [](nlohmann::json& c) { c["top_k_experts"] = 5; });
+    const std::string args = attn_test::edited_config(dir, "gemma4-moe-tiny", [](nlohmann::json& c) { c["top_k_experts"] = 5; });
     attn_test::refused(args + ids_of("gemma4-moe-tiny"), 1,
                        dir.path + "/gemma4-moe-tiny.json: top_k_experts: more than num_experts (expected at most 4, got 5)");
     // Without enable_moe_block the experts are not read: another stream after layer 0.
-    const std::string dense = edited(dir, "gemma4-moe-tiny", [](nlohmann::json& c) { c["enable_moe_block"] = false; });
+    const std::string dense = attn_test::edited_config(dir, "gemma4-moe-tiny", [](nlohmann::json& c) { c["enable_moe_block"] = false; });
     const auto got = attn_test::run(dense + ids_of("gemma4-moe-tiny") + " --layer all --dump x --dtype float64", dir.path + "/out.npz");
     CHECK_FALSE(attn_test::compare_arrays(at(member(got, "x"), 1), at(member(want("gemma4-moe-tiny"), "x"), 1), 1e-3, 1e-3).ok);
 }
@@ -247,16 +238,16 @@ TEST_CASE("gemma4: per_layer_config gives the full layers' head dim and KV heads
         c.erase("num_global_key_value_heads");
         c["per_layer_config"] = {{"1", {{"head_dim", 16}, {"num_key_value_heads", 1}}}, {"3", {{"head_dim", 16}, {"num_key_value_heads", 1}}}};
     };
-    std::string args = edited(dir, "gemma4-tiny", without_globals);
+    std::string args = attn_test::edited_config(dir, "gemma4-tiny", without_globals);
     const auto got = attn_test::run(args + ids_of("gemma4-tiny") + " --layer all --dump weights,output --dtype float64", dir.path + "/out.npz");
     attn_test::check(member(got, "weights"), member(e, "weights"), 1e-9, "weights, per_layer_config");
     attn_test::check(member(got, "output"), member(e, "output"), 1e-9, "output, per_layer_config");
-    args = edited(dir, "gemma4-tiny", [&](nlohmann::json& c) {
+    args = attn_test::edited_config(dir, "gemma4-tiny", [&](nlohmann::json& c) {
         without_globals(c);
         c["per_layer_config"]["3"]["head_dim"] = 32;
     });
     attn_test::refused(args + " --ids 1", 1, dir.path + "/gemma4-tiny.json: per_layer_config.3.head_dim: not the head_dim of the "
                                                         "layer's type (full_attention) (expected 16, got 32)");
-    args = edited(dir, "gemma4-tiny", [](nlohmann::json& c) { c["per_layer_config"] = {{"9", {{"head_dim", 16}}}}; });
+    args = attn_test::edited_config(dir, "gemma4-tiny", [](nlohmann::json& c) { c["per_layer_config"] = {{"9", {{"head_dim", 16}}}}; });
     attn_test::refused(args + " --ids 1", 1, dir.path + "/gemma4-tiny.json: per_layer_config.9: not a layer of the model (expected 0 to 3, got \"9\")");
 }
