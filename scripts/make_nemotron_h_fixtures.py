@@ -148,9 +148,15 @@ def weights(g, cfg, prefix):
             # Negative enough that kept experts' ranks fall below 0 at places: ranking the
             # dropped groups' experts 0 (DeepSeek-V3's masked_fill) instead of −∞ then differs.
             w[m + "gate.e_score_correction_bias"] = rand(g, X, scale=0.3) - 0.5
+            # A latent MoE (moe_latent_size): the experts work in the latent width, between
+            # fc1_latent_proj (latent, E) and fc2_latent_proj (E, latent).
+            Ex = cfg.get("moe_latent_size") or E
+            if cfg.get("moe_latent_size"):
+                w[m + "fc1_latent_proj.weight"] = rand(g, Ex, E)
+                w[m + "fc2_latent_proj.weight"] = rand(g, E, Ex)
             for x in range(X):
-                w[m + f"experts.{x}.up_proj.weight"] = rand(g, Im, E)
-                w[m + f"experts.{x}.down_proj.weight"] = rand(g, E, Im)
+                w[m + f"experts.{x}.up_proj.weight"] = rand(g, Im, Ex)
+                w[m + f"experts.{x}.down_proj.weight"] = rand(g, Ex, Im)
             w[m + "shared_experts.up_proj.weight"] = rand(g, Is, E)
             w[m + "shared_experts.down_proj.weight"] = rand(g, E, Is)
         else:
@@ -271,12 +277,18 @@ def moe(W, m, cfg, n, bias_in_weights=False, zero_fill=False, margins=None):
             gap = min(gap, (gs[:, TG - 1] - gs[:, TG]).min().item())
         margins.append(gap)
     relu2 = lambda v: torch.square(torch.relu(v))
-    out = torch.zeros_like(x)
+    # The latent MoE: hidden_states = fc1_latent_proj(x), the experts on it, fc2_latent_proj
+    # of their weighted sum; the router and the shared expert read x.
+    latent = cfg.get("moe_latent_size")
+    xe = torch.nn.functional.linear(x, W[m + "fc1_latent_proj.weight"]) if latent else x
+    out = torch.zeros_like(xe)
     for t in range(x.shape[0]):
         for j in range(k):
             e = int(idx[t, j])
-            h = relu2(W[m + f"experts.{e}.up_proj.weight"] @ x[t])
+            h = relu2(W[m + f"experts.{e}.up_proj.weight"] @ xe[t])
             out[t] += weights[t, j] * (W[m + f"experts.{e}.down_proj.weight"] @ h)
+    if latent:
+        out = torch.nn.functional.linear(out, W[m + "fc2_latent_proj.weight"])
     shared = torch.nn.functional.linear(relu2(torch.nn.functional.linear(x, W[m + "shared_experts.up_proj.weight"])),
                                         W[m + "shared_experts.down_proj.weight"])
     return (out + shared).view(n.shape)
@@ -429,6 +441,31 @@ def moe_case(base):
     d = os.path.join(FIX, "nemotron-h-moe-tiny-fused")
     write(os.path.join(d, "model.safetensors"), safetensors_bytes(fused, {"format": "pt"}))
     write_config(d, cfg)
+    latent_case(base)
+
+
+def latent_case(base):
+    """nemotron-h-latent-moe-tiny: "E*" with moe_case's MoE settings but moe_latent_size 6
+    (Nemotron 3 Super's latent MoE): the routed experts read fc1_latent_proj(n) (6 wide) and
+    their weighted sum goes through fc2_latent_proj; the router and the shared expert read n.
+    Every group and expert choice at least MARGIN from a tie."""
+    g = torch.Generator().manual_seed(2041)
+    cfg = dict(base, hybrid_override_pattern="E*", num_hidden_layers=2, n_routed_experts=8, num_experts_per_tok=2,
+               moe_intermediate_size=8, moe_shared_expert_intermediate_size=12, n_shared_experts=1, n_group=2,
+               topk_group=1, norm_topk_prob=True, routed_scaling_factor=2.5, moe_latent_size=6)
+    del cfg["intermediate_size"]
+    w = weights(g, cfg, "backbone.")
+    margins = []
+    hs, per = reference(w, cfg, "backbone.", [IDS], margins=margins)
+    assert len(margins) == 1 and min(margins) > MARGIN, f"a MoE choice near a tie: {margins}"
+    per = {k: t[:, 0] for k, t in per.items()}
+    e = {"ids": np.array(IDS, dtype=np.int64), "attention_layers": np.array([1], dtype=np.int64),
+         "hidden_states": torch.stack(hs)[:, 0].numpy()}
+    e.update({n: t.numpy() for n, t in per.items()})
+    d = os.path.join(FIX, "nemotron-h-latent-moe-tiny")
+    write(os.path.join(d, "model.safetensors"), safetensors_bytes(w, {"format": "pt"}))
+    write_config(d, cfg)
+    write_npz(os.path.join(d, "expected.npz"), e)
 
 
 if __name__ == "__main__":

@@ -96,8 +96,15 @@ std::vector<std::int64_t> torch_topk_indices(const T* v, std::size_t n, std::siz
 
 template <class T>
 moe_result<T> sparse_moe(const core::tensor2<T>& x, const moe_weights<T>& w, const moe_settings& s) {
-    const std::size_t N = x.shape(0), H = x.shape(1), E = w.router.shape(0), k = s.top_k;
-    expect(w.router, {E, H}, "router weight (E, hidden)");
+    const std::size_t N = x.shape(0), Hx = x.shape(1), E = w.router.shape(0), k = s.top_k;
+    expect(w.router, {E, Hx}, "router weight (E, hidden)");
+    // The experts' width H: the latent's for a latent MoE, else the hidden size.
+    const bool latent = w.latent_in.size() != 0;
+    const std::size_t H = latent ? w.latent_in.shape(0) : Hx;
+    if (latent) {
+        expect(w.latent_in, {H, Hx}, "latent_in (latent, hidden)");
+        expect(w.latent_out, {Hx, H}, "latent_out (hidden, latent)");
+    }
     if (w.router_bias.size() != 0) expect(w.router_bias, {E}, "router bias (E)");
     if (k == 0 || k > E)
         throw value_error("moe", "top_k must be in [1, E] " + expected_got("at most " + std::to_string(E), std::to_string(k)));
@@ -124,10 +131,10 @@ moe_result<T> sparse_moe(const core::tensor2<T>& x, const moe_weights<T>& w, con
     std::size_t Is = 0;
     if (shared) {
         Is = w.shared_gate.shape(0);
-        expect(w.shared_gate, {Is, H}, "shared expert gate (Is, hidden)");
-        expect(w.shared_up, {Is, H}, "shared expert up (Is, hidden)");
-        expect(w.shared_down, {H, Is}, "shared expert down (hidden, Is)");
-        if (w.shared_expert_gate.size() != 0) expect(w.shared_expert_gate, {1, H}, "shared_expert_gate (1, hidden)");
+        expect(w.shared_gate, {Is, Hx}, "shared expert gate (Is, hidden)");
+        expect(w.shared_up, {Is, Hx}, "shared expert up (Is, hidden)");
+        expect(w.shared_down, {Hx, Is}, "shared expert down (hidden, Is)");
+        if (w.shared_expert_gate.size() != 0) expect(w.shared_expert_gate, {1, Hx}, "shared_expert_gate (1, hidden)");
     }
     const bool grouped = s.routing == moe_routing::sigmoid_grouped;
     if (grouped) {
@@ -139,7 +146,7 @@ moe_result<T> sparse_moe(const core::tensor2<T>& x, const moe_weights<T>& w, con
     }
 
     moe_result<T> r;
-    r.output = core::tensor2<T>::from_shape({N, H});
+    r.output = core::tensor2<T>::from_shape({N, Hx});
     r.router_logits = core::tensor2<T>::from_shape({N, E});
     r.routing_weights = core::tensor2<T>::from_shape({N, k});
     r.selected.resize(N * k);
@@ -148,9 +155,9 @@ moe_result<T> sparse_moe(const core::tensor2<T>& x, const moe_weights<T>& w, con
     std::vector<T> ranked(E);
     std::vector<std::vector<std::size_t>> routed(E);  // per expert: t·k + j of the tokens routed to it
     for (std::size_t t = 0; t < N; ++t) {
-        const T* xt = x.data() + t * H;
+        const T* xt = x.data() + t * Hx;
         for (std::size_t e = 0; e < E; ++e) {
-            logits[e] = dot(xt, w.router.data() + e * H, H) + (w.router_bias.size() ? static_cast<double>(w.router_bias(e)) : 0.0);
+            logits[e] = dot(xt, w.router.data() + e * Hx, Hx) + (w.router_bias.size() ? static_cast<double>(w.router_bias(e)) : 0.0);
             r.router_logits(t, e) = static_cast<T>(logits[e]);
         }
         // what torch.topk ranks: the probabilities (softmax first) or the logits, in T
@@ -212,6 +219,12 @@ moe_result<T> sparse_moe(const core::tensor2<T>& x, const moe_weights<T>& w, con
     // The experts, each as DeepseekV3MoE.moe and the other experts' loops run them: one GEMM
     // per weight over the tokens routed to it, its output times the token's weight added
     // into a double accumulator (the experts in index order, then the shared expert).
+    std::vector<T> xl;  // a latent MoE's expert input, x·latent_inᵀ (N, latent)
+    if (latent) {
+        xl.resize(N * H);
+        core::linear_rows(x.data(), N, Hx, w.latent_in.data(), H, core::weight_layout::out_in, xl.data());
+    }
+    const T* xe = latent ? xl.data() : x.data();
     std::vector<double> acc(N * H, 0.0);
     std::vector<T> rows, a, b, out;
     for (std::size_t e = 0; e < E; ++e) {
@@ -223,7 +236,7 @@ moe_result<T> sparse_moe(const core::tensor2<T>& x, const moe_weights<T>& w, con
         const bool scales_input = s.expert == moe_expert::swiglu && s.routing == moe_routing::sigmoid_scaled_input;
         rows.resize(n * H);
         for (std::size_t r_ = 0; r_ < n; ++r_) {
-            const T* xt = x.data() + (picks[r_] / k) * H;
+            const T* xt = xe + (picks[r_] / k) * H;
             const T weight = r.routing_weights(picks[r_] / k, picks[r_] % k);
             for (std::size_t i = 0; i < H; ++i) rows[r_ * H + i] = scales_input ? static_cast<T>(xt[i] * weight) : xt[i];
         }
@@ -256,17 +269,25 @@ moe_result<T> sparse_moe(const core::tensor2<T>& x, const moe_weights<T>& w, con
             for (std::size_t o = 0; o < H; ++o) acc[t * H + o] += weight * out[r_ * H + o];
         }
     }
+    if (latent) {
+        // fc2_latent_proj of the routed sum, rounded to T as the experts' output is.
+        rows.resize(N * H);
+        for (std::size_t i = 0; i < N * H; ++i) rows[i] = static_cast<T>(acc[i]);
+        out.resize(N * Hx);
+        core::linear_rows(rows.data(), N, H, w.latent_out.data(), Hx, core::weight_layout::out_in, out.data());
+        acc.assign(out.begin(), out.end());
+    }
     if (shared) {
-        out.resize(N * H);
-        swiglu_rows(x.data(), N, w.shared_gate.data(), w.shared_up.data(), w.shared_down.data(), H, Is, a, b, out.data());
+        out.resize(N * Hx);
+        swiglu_rows(x.data(), N, w.shared_gate.data(), w.shared_up.data(), w.shared_down.data(), Hx, Is, a, b, out.data());
         for (std::size_t t = 0; t < N; ++t) {
-            const T* xt = x.data() + t * H;
-            const double gate = w.shared_expert_gate.size() ? static_cast<double>(static_cast<T>(sigmoid(dot(xt, w.shared_expert_gate.data(), H)))) : 1.0;
-            for (std::size_t o = 0; o < H; ++o) acc[t * H + o] += gate * out[t * H + o];
+            const T* xt = x.data() + t * Hx;
+            const double gate = w.shared_expert_gate.size() ? static_cast<double>(static_cast<T>(sigmoid(dot(xt, w.shared_expert_gate.data(), Hx)))) : 1.0;
+            for (std::size_t o = 0; o < Hx; ++o) acc[t * Hx + o] += gate * out[t * Hx + o];
         }
     }
     for (std::size_t t = 0; t < N; ++t)
-        for (std::size_t o = 0; o < H; ++o) r.output(t, o) = static_cast<T>(acc[t * H + o]);
+        for (std::size_t o = 0; o < Hx; ++o) r.output(t, o) = static_cast<T>(acc[t * Hx + o]);
     return r;
 }
 

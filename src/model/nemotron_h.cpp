@@ -30,7 +30,10 @@
 //                  down_proj(relu(up_proj(n))²) of moe_intermediate_size, non-gated, no
 //                  biases (NemotronHExperts; model::sparse_moe's sigmoid_grouped routing,
 //                  DeepSeek-V3's but for the −∞), plus shared_experts = NemotronHMLP of
-//                  moe_shared_expert_intermediate_size, unscaled. No attention stages.
+//                  moe_shared_expert_intermediate_size, unscaled. With moe_latent_size
+//                  (Nemotron 3 Super's latent MoE) the routed experts read
+//                  fc1_latent_proj(n) and their sum goes through fc2_latent_proj; the
+//                  router and the shared expert read n. No attention stages.
 // norm_f comes after the last layer (attn's stages end before it).
 //
 // Where transformers' torch_forward (the slow path, inherited from Zamba2MambaMixer) differs
@@ -92,6 +95,7 @@ struct nemotron_h_fields : family_fields {
     std::size_t moe_groups = 1, topk_groups = 1;  ///< n_group, topk_group
     bool norm_topk_prob = true;           ///< norm_topk_prob
     double routed_scaling = 1.0;          ///< routed_scaling_factor
+    std::size_t moe_latent = 0;           ///< moe_latent_size (0: null, no latent projections)
 
     std::size_t inner() const { return mamba_heads * mamba_head_dim; }
     std::size_t conv_dim() const { return inner() + 2 * groups * state; }
@@ -195,8 +199,9 @@ bool flag_of(const config_reader& r, std::initializer_list<const char*> keys, bo
 /// num_local_experts when written instead), num_experts_per_tok 2, moe_intermediate_size
 /// 7688, moe_shared_expert_intermediate_size 7688, n_group 1, topk_group 1, norm_topk_prob
 /// true, routed_scaling_factor 1.0; n_shared_experts is not read (NemotronHMoE builds one
-/// shared expert whatever it says). Refused: moe_latent_size other than null (the latent
-/// fc1_latent_proj / fc2_latent_proj projections), an mlp_hidden_act other than relu2 (the
+/// shared expert whatever it says), moe_latent_size null (a number: the routed experts work in
+/// that width, between fc1_latent_proj and fc2_latent_proj). Refused: a latent MoE with
+/// mlp_bias (its projections' biases), an mlp_hidden_act other than relu2 (the
 /// experts attn computes), n_group not splitting the experts into groups of 2 or more,
 /// topk_group above n_group, num_experts_per_tok above the experts or above those of
 /// topk_group groups.
@@ -209,9 +214,10 @@ void read_moe(const config_reader& r, const config& c, nemotron_h_fields& g) {
     g.topk_groups = r.size({"topk_group"}, 1);
     g.norm_topk_prob = r.flag("norm_topk_prob", true);
     g.routed_scaling = r.number({"routed_scaling_factor"}, 1.0);
-    if (const nlohmann::json* latent = r.find("moe_latent_size"))
-        throw value_error(r.source(), "moe_latent_size: a latent MoE (fc1_latent_proj, fc2_latent_proj) is not implemented by attn " +
-                                          expected_got("null", latent->dump().substr(0, 40)));
+    if (r.find("moe_latent_size")) g.moe_latent = r.size({"moe_latent_size"}, 0);
+    if (g.moe_latent && c.mlp_bias)
+        throw value_error(r.source(), "moe_latent_size: fc1_latent_proj and fc2_latent_proj with biases (mlp_bias) are not implemented by attn " +
+                                          expected_got("mlp_bias false", "true"));
     if (c.act != activation::relu2)
         throw value_error(r.source(), "mlp_hidden_act: not implemented by attn for MoE experts, which are relu²-activated here " +
                                           expected_got("\"relu2\"", "\"" + r.text({"mlp_hidden_act"}, "") + "\""));
@@ -347,13 +353,21 @@ void check(const family& f) {
             const std::size_t X = g.experts, Im = g.moe_intermediate, Is = g.shared_intermediate;
             f.expect_shape(mixer(l, "gate.weight"), {X, E}, "n_routed_experts × hidden_size");
             f.expect_shape(mixer(l, "gate.e_score_correction_bias"), {X}, "n_routed_experts");
+            // The experts' width: moe_latent_size for a latent MoE, between its two projections.
+            const std::size_t Ex = g.moe_latent ? g.moe_latent : E;
+            const std::string width = g.moe_latent ? "moe_latent_size" : "hidden_size";
+            if (g.moe_latent) {
+                f.expect_shape(mixer(l, "fc1_latent_proj.weight"), {Ex, E}, "moe_latent_size × hidden_size");
+                f.expect_shape(mixer(l, "fc2_latent_proj.weight"), {E, Ex}, "hidden_size × moe_latent_size");
+                if (!c.mlp_bias) refuse_bias(f, mixer(l, "fc1_latent_proj.bias"), "mlp_bias");
+            }
             if (f.maybe(mixer(l, "experts.up_proj"))) {
-                f.expect_shape(mixer(l, "experts.up_proj"), {X, Im, E}, "n_routed_experts × moe_intermediate_size × hidden_size");
-                f.expect_shape(mixer(l, "experts.down_proj"), {X, E, Im}, "n_routed_experts × hidden_size × moe_intermediate_size");
+                f.expect_shape(mixer(l, "experts.up_proj"), {X, Im, Ex}, "n_routed_experts × moe_intermediate_size × " + width);
+                f.expect_shape(mixer(l, "experts.down_proj"), {X, Ex, Im}, "n_routed_experts × " + width + " × moe_intermediate_size");
             } else {
-                f.expect_shape(mixer(l, "experts.0.up_proj.weight"), {Im, E}, "moe_intermediate_size × hidden_size");
-                f.expect_shape(mixer(l, "experts." + std::to_string(X - 1) + ".down_proj.weight"), {E, Im},
-                               "n_routed_experts experts of hidden_size × moe_intermediate_size");
+                f.expect_shape(mixer(l, "experts.0.up_proj.weight"), {Im, Ex}, "moe_intermediate_size × " + width);
+                f.expect_shape(mixer(l, "experts." + std::to_string(X - 1) + ".down_proj.weight"), {Ex, Im},
+                               "n_routed_experts experts of " + width + " × moe_intermediate_size");
             }
             f.expect_shape(mixer(l, "shared_experts.up_proj.weight"), {Is, E}, "moe_shared_expert_intermediate_size × hidden_size");
             f.expect_shape(mixer(l, "shared_experts.down_proj.weight"), {E, Is}, "hidden_size × moe_shared_expert_intermediate_size");
@@ -452,6 +466,11 @@ struct block {
                     std::copy(m.data(), m.data() + m.size(), out.data() + e * m.size());
                 }
             }
+        }
+        if (g.moe_latent) {
+            const std::string in = mixer(layer, "fc1_latent_proj.weight"), out = mixer(layer, "fc2_latent_proj.weight");
+            w.latent_in = matrix_of<T>(f.need(in), f.name(in));
+            w.latent_out = matrix_of<T>(f.need(out), f.name(out));
         }
         moe_settings s;
         s.top_k = g.top_k;

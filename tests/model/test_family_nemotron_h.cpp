@@ -249,6 +249,32 @@ TEST_CASE("nemotron_h: MoE layers match transformers' NemotronHMoE, per expert a
     CHECK(r.out.empty());
 }
 
+// nemotron-h-latent-moe-tiny: "E*", the MoE of nemotron-h-moe-tiny with moe_latent_size 6
+// (Nemotron 3 Super's latent MoE): the routed experts read fc1_latent_proj(n), their weighted
+// sum goes through fc2_latent_proj, the router and the shared expert read n.
+TEST_CASE("nemotron_h: a latent MoE (moe_latent_size) matches NemotronHMoE's fc1/fc2_latent_proj around the experts") {
+    const std::string m = attn_test::checkpoint_fixtures + "nemotron-h-latent-moe-tiny";
+    const std::string e_path = m + "/expected.npz", ids = " --token-ids " + e_path + ":ids";
+    const auto e = attn_test::read_npz_file(std::string(ATTN_SOURCE_DIR) + "/" + e_path);
+    attn_test::scratch_dir dir;
+    const std::string out = dir.path + "/out.npz";
+    for (const auto& [dtype, tol] : {std::pair<std::string, double>{"float64", 1e-9}, {"float32", 2e-4}}) {
+        CAPTURE(dtype);
+        // Layer 1's x is the stream after the latent MoE layer 0.
+        const auto got = attn_test::run(m + ids + " --layer 1 --dump x,x_norm,weights,output --dtype " + dtype, out);
+        for (const std::string s : {"x", "x_norm", "weights", "output"}) attn_test::check(member(got, s), at(member(e, s), 0), tol, s.c_str());
+    }
+    // Without moe_latent_size the experts' shapes do not fit the hidden size: refused, named.
+    nlohmann::json c = fixture_config(m);
+    c.erase("moe_latent_size");
+    const std::string cfg = dir.path + "/config.json";
+    attn_test::spit(cfg, c.dump(2));
+    const auto r = attn_test::run_attn("compute " + m + ids + " --layer 1 --config '" + cfg + "'");
+    CHECK(r.code == 1);
+    CHECK(r.err.find("experts.0.up_proj.weight") != std::string::npos);
+    CHECK(r.out.empty());
+}
+
 TEST_CASE("nemotron_h: the MoE keys as NemotronHConfig reads them, a wrong convention, and the refusals") {
     using nlohmann::json;
     const std::string m = attn_test::checkpoint_fixtures + "nemotron-h-moe-tiny";
@@ -284,7 +310,9 @@ TEST_CASE("nemotron_h: the MoE keys as NemotronHConfig reads them, a wrong conve
     };
     c = j;
     c["moe_latent_size"] = 16;
-    refused(c, "moe_latent_size: a latent MoE (fc1_latent_proj, fc2_latent_proj) is not implemented by attn (expected null, got 16)");
+    c["mlp_bias"] = true;
+    refused(c, "moe_latent_size: fc1_latent_proj and fc2_latent_proj with biases (mlp_bias) are not implemented by attn "
+               "(expected mlp_bias false, got true)");
     c = j;
     c["mlp_hidden_act"] = "silu";
     refused(c, "mlp_hidden_act: not implemented by attn for MoE experts, which are relu²-activated here (expected \"relu2\", got \"silu\")");

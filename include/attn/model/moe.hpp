@@ -77,6 +77,11 @@ struct moe_weights {
     core::tensor2<T> shared_down;         ///< (hidden, Is)
     core::tensor2<T> shared_expert_gate;  ///< (1, hidden): output scaled by σ(x · this); empty: by 1 (DeepSeekMoE)
     core::tensor1<T> router_correction_bias;  ///< (E) or empty: sigmoid_grouped's e_score_correction_bias
+    // A latent MoE (Nemotron-H's moe_latent_size; empty when none): the routed experts read
+    // x·latent_inᵀ and their weighted sum is projected back by latent_out; the router and the
+    // shared expert read x. The experts' `hidden` axes are then the latent width.
+    core::tensor2<T> latent_in;   ///< (latent, hidden): fc1_latent_proj.weight
+    core::tensor2<T> latent_out;  ///< (hidden, latent): fc2_latent_proj.weight
 };
 
 /// The settings of a sparse MoE block.
@@ -111,7 +116,10 @@ struct moe_result {
 /// The sparse MoE MLP on x (N, hidden): router logits x·routerᵀ (+ bias), routing per
 /// `s.routing`, the weighted sum of the chosen experts' outputs, plus qwen2_moe's shared
 /// expert σ(x·shared_expert_gateᵀ) · down(silu(gate x) · up x) when its weights are given
-/// (DeepSeekMoE's shared_experts: no shared_expert_gate, scaled by 1).
+/// (DeepSeekMoE's shared_experts: no shared_expert_gate, scaled by 1). With latent_in and
+/// latent_out, the routed experts run on x·latent_inᵀ and their sum is multiplied by
+/// latent_outᵀ before the shared expert is added (NemotronHMoE.forward's fc1_latent_proj,
+/// fc2_latent_proj).
 /// The router's dot products and the routing are computed in double (transformers takes the
 /// softmax in float32 whatever the model dtype: MixtralTopKRouter); each expert runs as one
 /// GEMM per weight over the tokens routed to it (core::linear_rows, accumulating in T, as
