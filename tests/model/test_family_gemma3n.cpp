@@ -6,6 +6,8 @@
 // and every later stage), and --x and the x stage are refused.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -156,4 +158,33 @@ TEST_CASE("gemma3n: a checkpoint without config.json is refused: its layer types
     attn_test::refused("'" + lone + "' --arch gemma3n --heads 4 --ids 1,2", 1,
                        lone + ": layer_types: Gemma 3n's layer types, KV sharing and activation sparsity are not in the tensors' "
                               "shapes (expected config.json or --config FILE, got --arch gemma3n without a config)");
+}
+
+TEST_CASE("gemma3n: a padded batch of texts: each row's streams are its own (the (B, T, K·hidden) layout)") {
+    attn_test::scratch_dir dir;
+    const std::string common = " --layer all --dump weights,output --dtype float64 --format npz -o '";
+    const auto run = [&](const std::string& texts, const std::string& name) {
+        const auto r = attn_test::run_attn("compute " + tiny + texts + common + dir.path + "/" + name + ".npz'");
+        REQUIRE_MESSAGE(r.code == 0, r.err);
+        return attn_test::read_npz_file(dir.path + "/" + name + ".npz");
+    };
+    const auto both = run(" --text 'He was at the city.' --text 'the was he'", "both");
+    const auto first = run(" --text 'He was at the city.'", "first");
+    const auto second = run(" --text 'the was he'", "second");
+    const auto& w = member(both, "weights");  // (L, B, H, T, T), the second row padded on the right
+    REQUIRE(w.shape == attn::shape_t{5, 2, 4, 8, 8});
+    const auto& w1 = member(first, "weights");
+    const auto& w2 = member(second, "weights");  // (L, H, 5, 5)
+    const std::vector<double> b = w.to_vector<double>(), one = w1.to_vector<double>(), two = w2.to_vector<double>();
+    double far1 = 0, far2 = 0;
+    for (std::size_t l = 0; l < 5; ++l)
+        for (std::size_t h = 0; h < 4; ++h)
+            for (std::size_t i = 0; i < 8; ++i)
+                for (std::size_t j = 0; j < 8; ++j) {
+                    const auto at_b = [&](std::size_t row) { return b[(((l * 2 + row) * 4 + h) * 8 + i) * 8 + j]; };
+                    far1 = std::max(far1, std::abs(at_b(0) - one[((l * 4 + h) * 8 + i) * 8 + j]));
+                    if (i < 5 && j < 5) far2 = std::max(far2, std::abs(at_b(1) - two[((l * 4 + h) * 5 + i) * 5 + j]));
+                }
+    CHECK(far1 < 1e-12);
+    CHECK(far2 < 1e-12);
 }
