@@ -549,6 +549,13 @@ io::document compute_checkpoint(const checkpoint_options& ck, std::vector<named_
         pipeline::refuse_quantised_tensors(weights.file());
     }
     const model::family fam(cfg, weights, ck.path);
+    if (fam.spec().stream_not_x) {
+        // A stream that is not one x (Gemma 3n's AltUp streams): no X in, no x stage out.
+        const std::string why = fam.spec().stream_not_x(cfg);
+        if (in.x) throw usage_error("--x", why + " " + expected_got("token ids or --text", "--x"));
+        if (has(options.dump, stage_name(stage::x).c_str()))
+            throw usage_error("--dump", "x: " + why + " " + expected_got("stages other than x", "x"));
+    }
     if (in.ids && in.x) {
         // Token ids beside X only for a family whose blocks read them (Gemma 4's per-layer inputs).
         if (!fam.spec().ids_beside_x || !fam.spec().ids_beside_x(cfg))

@@ -196,6 +196,11 @@ struct family_spec {
     /// is X), and layer_functions::block_end finds them in `passed` as token_ids. Null: never
     /// (--x and ids are the same input given twice).
     bool (*ids_beside_x)(const config& c) = nullptr;
+    /// Why the residual stream between the blocks of a model over config c is not one
+    /// (B, T, hidden) x (Gemma 3n's AltUp hands on altup_num_inputs streams, which the
+    /// family's layer_functions keep in their own layout (B, T, K·hidden)): --x and the x
+    /// stage are then refused with this reason (usage errors). Null: the stream is x.
+    std::string (*stream_not_x)(const config& c) = nullptr;
     /// head_dim when config.json gives none (Qwen3Config's 128); 0: hidden / heads.
     std::size_t default_head_dim = 0;
 
