@@ -231,6 +231,16 @@ TEST_CASE("sparse MoE refuses weights that do not fit and top_k outside [1, E]")
     } catch (const attn::shape_error& e) {
         CHECK(std::string(e.what()) == "moe: expert down (E, hidden, I) does not fit (expected (8, 16, 24), got (8, 3, 3))");
     }
+    // A latent MoE's projections must fit the hidden size: latent_out (hidden, latent).
+    w = weights_of<double>(f);
+    w.latent_in = attn::core::tensor2<double>::from_shape({6, 16});
+    w.latent_out = attn::core::tensor2<double>::from_shape({6, 16});
+    try {
+        attn::model::sparse_moe(x, w, s);
+        FAIL("no error");
+    } catch (const attn::shape_error& e) {
+        CHECK(std::string(e.what()) == "moe: latent_out (hidden, latent) does not fit (expected (16, 6), got (6, 16))");
+    }
 }
 
 TEST_CASE("sparse MoE sigmoid routing: renormalize_epsilon is DeepSeek's 1e-20 by default, MiniMax-M2's 0 when set") {
