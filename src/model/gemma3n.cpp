@@ -37,6 +37,7 @@
 #include "attn/model/registry.hpp"
 #include "attn/stages.hpp"
 #include "attn/text.hpp"
+#include "gemma_layers.hpp"
 #include "shared.hpp"
 
 namespace attn::model {
@@ -68,20 +69,10 @@ std::string type_name(const config& c, std::size_t l) { return sliding_layer(c, 
 
 /// The layer whose k and v a KV-shared layer takes (Gemma3nTextAttention.kv_shared_layer_index:
 /// the last layer of its type before the first shared one), or `l` itself when not shared.
-std::size_t kv_source(const config& c, std::size_t l) {
-    if (!shared_layer(c, l)) return l;
-    for (std::size_t s = first_shared(c); s-- > 0;)
-        if (sliding_layer(c, s) == sliding_layer(c, l)) return s;
-    return l;  // refused by read_config
-}
+std::size_t kv_source(const config& c, std::size_t l) { return kv_shared_source(c, own(c).kv_shared, l); }
 
 /// Whether layer l's k and v are taken by a later shared layer (store_full_length_kv).
-bool stores_kv(const config& c, std::size_t l) {
-    if (shared_layer(c, l) || own(c).kv_shared == 0) return false;
-    for (std::size_t s = first_shared(c); s < c.layers; ++s)
-        if (kv_source(c, s) == l) return true;
-    return false;
-}
+bool stores_kv(const config& c, std::size_t l) { return kv_shared_stored(c, own(c).kv_shared, l); }
 
 /// A per-layer list under `name` (intermediate_size, activation_sparsity_pattern): one
 /// entry per layer, each read by `one`. Throws value_error(source, "<name>: not one entry
@@ -240,74 +231,18 @@ layer_attention attention(const family& f, std::size_t layer) {
     return a;
 }
 
-/// Gemma3nRMSNorm over rows of n values in place: float32 x·(1/√(mean(x²) + eps))·w (w
-/// nullptr: with_scale False), the mean of the float32 squares summed in double and rounded
-/// once, cast back to T (as gemma4.cpp's).
-template <class T>
-void norm_rows(T* x, std::size_t rows, std::size_t n, const float* w, double eps) {
-    const float feps = static_cast<float>(eps);
-    for (std::size_t r = 0; r < rows; ++r) {
-        T* v = x + r * n;
-        double ms = 0;
-        for (std::size_t e = 0; e < n; ++e) {
-            const float f = static_cast<float>(v[e]);
-            ms += static_cast<double>(f * f);
-        }
-        const float inv = 1.0f / std::sqrt(static_cast<float>(ms / static_cast<double>(n)) + feps);
-        for (std::size_t e = 0; e < n; ++e) {
-            float y = static_cast<float>(v[e]) * inv;
-            if (w) y *= w[e];
-            v[e] = static_cast<T>(y);
-        }
-    }
-}
-
-template <class T>
-core::tensor3<T> norm_of(const family& f, const core::tensor3<T>& x, const std::string& weight) {
-    core::tensor3<T> y = x;
-    const std::size_t n = x.shape(2);
-    if (weight.empty()) {
-        norm_rows(y.data(), x.size() / n, n, static_cast<const float*>(nullptr), f.settings().norm_eps);
-    } else {
-        const std::vector<float> w = f.need(weight).to_vector<float>();
-        if (w.size() != n)
-            throw shape_error(f.name(weight), "does not fit the width it normalises " + expected_got(std::to_string(n) + " values", std::to_string(w.size())));
-        norm_rows(y.data(), x.size() / n, n, w.data(), f.settings().norm_eps);
-    }
-    return y;
-}
-
-/// rotate_half RoPE with base θ over each head of D values of x (B, S, heads·D) in place, in
-/// double, rounded once to T (Gemma3nRotaryEmbedding "default": 1/θ^(2i/D)).
+/// rotate_half RoPE with base θ over each head of D values of x (B, S, heads·D) in place
+/// (Gemma3nRotaryEmbedding "default": 1/θ^(2i/D)); gemma_layers.hpp's rotate_half_heads.
 template <class T>
 void rotate(core::tensor3<T>& x, std::size_t D, double theta, const std::vector<std::int64_t>& pos) {
-    const std::size_t BS = x.shape(0) * x.shape(1), heads = x.shape(2) / D, half = D / 2;
-    std::vector<double> inv(half), tmp(D);
-    for (std::size_t i = 0; i < half; ++i) inv[i] = 1.0 / std::pow(theta, static_cast<double>(2 * i) / static_cast<double>(D));
-    for (std::size_t n = 0; n < BS; ++n) {
-        const double p = static_cast<double>(pos[n]);
-        for (std::size_t h = 0; h < heads; ++h) {
-            T* v = x.data() + n * heads * D + h * D;
-            for (std::size_t i = 0; i < half; ++i) {
-                const double a = p * inv[i], cs = std::cos(a), sn = std::sin(a);
-                const double x1 = static_cast<double>(v[i]), x2 = static_cast<double>(v[i + half]);
-                tmp[i] = x1 * cs - x2 * sn;
-                tmp[i + half] = x2 * cs + x1 * sn;
-            }
-            for (std::size_t i = 0; i < D; ++i) v[i] = static_cast<T>(tmp[i]);
-        }
-    }
+    std::vector<double> inv(D / 2);
+    for (std::size_t i = 0; i < D / 2; ++i) inv[i] = 1.0 / std::pow(theta, static_cast<double>(2 * i) / static_cast<double>(D));
+    rotate_half_heads(x, D, inv, pos);
 }
 
 const char* const carry_k_proj = "carry:gemma3n.k_proj.";
 const char* const carry_k = "carry:gemma3n.k.";
 const char* const carry_v = "carry:gemma3n.v.";
-
-const array* find_passed(const std::vector<named_array>& passed, const std::string& name) {
-    for (const auto& p : passed)
-        if (p.name == name) return &p.value;
-    return nullptr;
-}
 
 /// q = RoPE(q_norm(q_proj x)), k = RoPE(k_norm(k_proj x)), v = v_norm(v_proj x) per head, as
 /// Gemma3nTextAttention.forward; a KV-shared layer's k and v (and its k_proj stage) are its
@@ -322,17 +257,8 @@ std::vector<named_array> attention_inputs(const family& f, std::size_t layer, co
     constexpr auto out_in = core::weight_layout::out_in;
     const std::vector<std::int64_t> pos = positions_of(passed, B, S);
     const double theta = sliding_layer(c, layer) ? own(c).sliding_theta : own(c).full_theta;
-    const auto head_norm_of = [&](core::tensor3<T> t, const std::string& w) {
-        if (w.empty()) {
-            norm_rows(t.data(), t.size() / D, D, static_cast<const float*>(nullptr), c.norm_eps);
-        } else {
-            const std::vector<float> wv = f.need(w).to_vector<float>();
-            norm_rows(t.data(), t.size() / D, D, wv.data(), c.norm_eps);
-        }
-        return t;
-    };
     const core::tensor3<T> qp = project(f, xn, a + "q_proj.weight", bias(a + "q_proj.weight"), out_in);
-    core::tensor3<T> q = head_norm_of(qp, a + "q_norm.weight");
+    core::tensor3<T> q = float32_rms_norm_heads(f, qp, D, a + "q_norm.weight");
     rotate(q, D, theta, pos);
     std::vector<named_array> out;
     out.push_back({"q", array_of(q, unbatched)});
@@ -351,9 +277,9 @@ std::vector<named_array> attention_inputs(const family& f, std::size_t layer, co
         out.push_back({"v", *v});
     } else {
         const core::tensor3<T> kp = project(f, xn, a + "k_proj.weight", bias(a + "k_proj.weight"), out_in);
-        core::tensor3<T> k = head_norm_of(kp, a + "k_norm.weight");
+        core::tensor3<T> k = float32_rms_norm_heads(f, kp, D, a + "k_norm.weight");
         rotate(k, D, theta, pos);
-        const core::tensor3<T> v = head_norm_of(project(f, xn, a + "v_proj.weight", bias(a + "v_proj.weight"), out_in), "");
+        const core::tensor3<T> v = float32_rms_norm_heads(f, project(f, xn, a + "v_proj.weight", bias(a + "v_proj.weight"), out_in), D, "");
         if (projected) {
             projected->push_back({stage_name(stage::q_proj), array_of(qp, unbatched)});
             projected->push_back({stage_name(stage::k_proj), array_of(kp, unbatched)});
@@ -468,7 +394,7 @@ struct block {
     /// router_norm(x)·float32(1/hidden)))) (B, T, K), the tanh float64's rounded to float32.
     static core::tensor3<T> router(const family& f, std::size_t layer, const core::tensor3<T>& x) {
         const config& c = f.settings();
-        const core::tensor3<T> r = scaled(norm_of(f, x, key(layer, "altup.router_norm.weight")), 1.0 / static_cast<double>(c.hidden));
+        const core::tensor3<T> r = scaled(float32_rms_norm(f, x, key(layer, "altup.router_norm.weight")), 1.0 / static_cast<double>(c.hidden));
         core::tensor3<T> m = project(f, r, key(layer, "altup.modality_router.weight"), "", core::weight_layout::out_in);
         for (std::size_t i = 0; i < m.size(); ++i)
             m.data()[i] = static_cast<T>(static_cast<float>(std::tanh(static_cast<double>(static_cast<float>(m.data()[i])))));
@@ -501,12 +427,12 @@ struct block {
     static core::tensor3<T> norm(const family& f, std::size_t layer, norm_site site, const core::tensor3<T>& x) {
         const char* name = "input_layernorm.weight";
         switch (site) {
-            case norm_site::attention: return norm_of(f, stream(predict(f, layer, x), own(f.settings()).active, f.settings().hidden), key(layer, name));
+            case norm_site::attention: return float32_rms_norm(f, stream(predict(f, layer, x), own(f.settings()).active, f.settings().hidden), key(layer, name));
             case norm_site::attention_out: name = "post_attention_layernorm.weight"; break;
             case norm_site::mlp: name = "pre_feedforward_layernorm.weight"; break;
             case norm_site::mlp_out: name = "post_feedforward_layernorm.weight"; break;
         }
-        return norm_of(f, x, key(layer, name));
+        return float32_rms_norm(f, x, key(layer, name));
     }
 
     /// Gemma3nTextMLP: down(act(g)·up n), g = gate n, with activation_sparsity_pattern[l] = p > 0
@@ -560,7 +486,7 @@ struct block {
                 out.data()[n * P + i] = static_cast<T>(static_cast<T>(d) * ps);
             }
         const std::vector<float> nw = f.need("per_layer_projection_norm.weight").to_vector<float>();
-        norm_rows(out.data(), N, P, nw.data(), c.norm_eps);
+        float32_rms_norm_rows(out.data(), N, P, nw.data(), c.norm_eps);
         const core::tensor3<T> look = lookup<T>(f, "embed_tokens_per_layer.weight", *ids);
         const T ls = static_cast<T>(static_cast<float>(std::sqrt(static_cast<double>(P))));
         const T half = static_cast<T>(1.0f / std::sqrt(2.0f));  // torch.rsqrt(torch.tensor(2.0))
@@ -582,10 +508,10 @@ struct block {
         constexpr auto out_in = core::weight_layout::out_in;
         core::tensor3<T> pred = predict(f, layer, x);
         const core::tensor3<T> act = stream(pred, g.active, E);
-        const core::tensor3<T> xn = norm_of(f, act, key(layer, "input_layernorm.weight"));
+        const core::tensor3<T> xn = float32_rms_norm(f, act, key(layer, "input_layernorm.weight"));
         // Gemma3nTextLaurelBlock: n + post_laurel_norm(linear_right(linear_left(n))).
         const core::tensor3<T> laurel =
-            xn + norm_of(f, project(f, project(f, xn, key(layer, "laurel.linear_left.weight"), "", out_in), key(layer, "laurel.linear_right.weight"), "", out_in),
+            xn + float32_rms_norm(f, project(f, project(f, xn, key(layer, "laurel.linear_left.weight"), "", out_in), key(layer, "laurel.linear_right.weight"), "", out_in),
                          key(layer, "laurel.post_laurel_norm.weight"));
         core::tensor3<T> h = act + norm(f, layer, norm_site::attention_out, a);
         h += laurel;
@@ -621,7 +547,7 @@ struct block {
         for (std::size_t i = 0; i < t.size(); ++i)
             t.data()[i] = static_cast<T>(static_cast<T>(activation_value(static_cast<double>(t.data()[i]), c.act)) * pli.data()[i]);
         const core::tensor3<T> add =
-            norm_of(f, project(f, t, key(layer, "per_layer_projection.weight"), "", out_in), key(layer, "post_per_layer_input_norm.weight"));
+            float32_rms_norm(f, project(f, t, key(layer, "per_layer_projection.weight"), "", out_in), key(layer, "post_per_layer_input_norm.weight"));
         for (std::size_t n = 0; n < N; ++n)
             for (std::size_t k = 1; k < K; ++k)
                 for (std::size_t e = 0; e < E; ++e) {

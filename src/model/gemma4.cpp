@@ -33,6 +33,7 @@
 #include "attn/model/registry.hpp"
 #include "attn/stages.hpp"
 #include "attn/text.hpp"
+#include "gemma_layers.hpp"
 #include "shared.hpp"
 
 namespace attn::model {
@@ -72,20 +73,10 @@ std::string type_name(const config& c, std::size_t l) { return full_layer(c, l) 
 
 /// The layer whose k and v a KV-shared layer takes (Gemma4TextAttention.store_full_length_kv:
 /// the last layer of its type before the first shared one), or `l` itself when not shared.
-std::size_t kv_source(const config& c, std::size_t l) {
-    if (!shared_layer(c, l)) return l;
-    for (std::size_t s = first_shared(c); s-- > 0;)
-        if (sliding_layer(c, s) == sliding_layer(c, l)) return s;
-    return l;  // refused by read_config
-}
+std::size_t kv_source(const config& c, std::size_t l) { return kv_shared_source(c, own(c).kv_shared, l); }
 
 /// Whether layer l's k and v are taken by a later shared layer.
-bool stores_kv(const config& c, std::size_t l) {
-    if (shared_layer(c, l) || own(c).kv_shared == 0) return false;
-    for (std::size_t s = first_shared(c); s < c.layers; ++s)
-        if (kv_source(c, s) == l) return true;
-    return false;
-}
+bool stores_kv(const config& c, std::size_t l) { return kv_shared_stored(c, own(c).kv_shared, l); }
 
 std::size_t mlp_width(const config& c, std::size_t l) {
     return c.intermediate * (own(c).double_wide && shared_layer(c, l) ? 2 : 1);  // Gemma4TextMLP
@@ -317,43 +308,6 @@ layer_attention attention(const family& f, std::size_t layer) {
     return a;
 }
 
-/// Gemma4RMSNorm over rows of n values in place: float32 x·(1/√(mean(x²) + eps))·w (w
-/// nullptr: with_scale False), the mean of the float32 squares summed in double and rounded
-/// once, cast back to T.
-template <class T>
-void norm_rows(T* x, std::size_t rows, std::size_t n, const float* w, double eps) {
-    const float feps = static_cast<float>(eps);
-    for (std::size_t r = 0; r < rows; ++r) {
-        T* v = x + r * n;
-        double ms = 0;
-        for (std::size_t e = 0; e < n; ++e) {
-            const float f = static_cast<float>(v[e]);
-            ms += static_cast<double>(f * f);
-        }
-        const float inv = 1.0f / std::sqrt(static_cast<float>(ms / static_cast<double>(n)) + feps);
-        for (std::size_t e = 0; e < n; ++e) {
-            float y = static_cast<float>(v[e]) * inv;
-            if (w) y *= w[e];
-            v[e] = static_cast<T>(y);
-        }
-    }
-}
-
-template <class T>
-core::tensor3<T> norm_of(const family& f, const core::tensor3<T>& x, const std::string& weight) {
-    core::tensor3<T> y = x;
-    const std::size_t n = x.shape(2);
-    if (weight.empty()) {
-        norm_rows(y.data(), x.size() / n, n, static_cast<const float*>(nullptr), f.settings().norm_eps);
-    } else {
-        const std::vector<float> w = f.need(weight).to_vector<float>();
-        if (w.size() != n)
-            throw shape_error(f.name(weight), "does not fit the width it normalises " + expected_got(std::to_string(n) + " values", std::to_string(w.size())));
-        norm_rows(y.data(), x.size() / n, n, w.data(), f.settings().norm_eps);
-    }
-    return y;
-}
-
 /// The inverse frequencies (D/2) of layer l's RoPE: Gemma4TextRotaryEmbedding's "default"
 /// (compute_default_rope_parameters over head_dim) or "proportional"
 /// (_compute_proportional_rope_parameters over the layer's head dim).
@@ -372,36 +326,9 @@ std::vector<double> inv_freq(const config& c, std::size_t l) {
     return inv;
 }
 
-/// rotate_half RoPE over each head of D values of x (B, S, heads·D) in place, in double,
-/// rounded once to T.
-template <class T>
-void rotate(core::tensor3<T>& x, std::size_t D, const std::vector<double>& inv, const std::vector<std::int64_t>& pos) {
-    const std::size_t BS = x.shape(0) * x.shape(1), heads = x.shape(2) / D, half = D / 2;
-    std::vector<double> tmp(D);
-    for (std::size_t n = 0; n < BS; ++n) {
-        const double p = static_cast<double>(pos[n]);
-        for (std::size_t h = 0; h < heads; ++h) {
-            T* v = x.data() + n * heads * D + h * D;
-            for (std::size_t i = 0; i < half; ++i) {
-                const double a = p * inv[i], cs = std::cos(a), sn = std::sin(a);
-                const double x1 = static_cast<double>(v[i]), x2 = static_cast<double>(v[i + half]);
-                tmp[i] = x1 * cs - x2 * sn;
-                tmp[i + half] = x2 * cs + x1 * sn;
-            }
-            for (std::size_t i = 0; i < D; ++i) v[i] = static_cast<T>(tmp[i]);
-        }
-    }
-}
-
 const char* const carry_k_proj = "carry:gemma4.k_proj.";
 const char* const carry_k = "carry:gemma4.k.";
 const char* const carry_v = "carry:gemma4.v.";
-
-const array* find_passed(const std::vector<named_array>& passed, const std::string& name) {
-    for (const auto& p : passed)
-        if (p.name == name) return &p.value;
-    return nullptr;
-}
 
 /// q = RoPE(q_norm(q_proj x)), k = RoPE(k_norm(k_proj x)), v = v_norm(v_proj x) (k_proj x with
 /// attention_k_eq_v), per head, as Gemma4TextAttention.forward; a KV-shared layer's k and v
@@ -418,18 +345,9 @@ std::vector<named_array> attention_inputs(const family& f, std::size_t layer, co
     constexpr auto out_in = core::weight_layout::out_in;
     const std::vector<std::int64_t> pos = positions_of(passed, B, S);
     const std::vector<double> inv = inv_freq(c, layer);
-    const auto head_norm_of = [&](core::tensor3<T> t, const std::string& w) {
-        if (w.empty()) {
-            norm_rows(t.data(), t.size() / D, D, static_cast<const float*>(nullptr), c.norm_eps);
-        } else {
-            const std::vector<float> wv = f.need(w).to_vector<float>();
-            norm_rows(t.data(), t.size() / D, D, wv.data(), c.norm_eps);
-        }
-        return t;
-    };
     const core::tensor3<T> qp = project(f, xn, a + "q_proj.weight", bias(a + "q_proj.weight"), out_in);
-    core::tensor3<T> q = head_norm_of(qp, a + "q_norm.weight");
-    rotate(q, D, inv, pos);
+    core::tensor3<T> q = float32_rms_norm_heads(f, qp, D, a + "q_norm.weight");
+    rotate_half_heads(q, D, inv, pos);
     std::vector<named_array> out;
     out.push_back({"q", array_of(q, unbatched)});
     const std::string type = type_name(c, layer);
@@ -453,9 +371,9 @@ std::vector<named_array> attention_inputs(const family& f, std::size_t layer, co
         out.push_back({"v", *v});
     } else {
         const core::tensor3<T> kp = project(f, xn, a + "k_proj.weight", bias(a + "k_proj.weight"), out_in);
-        core::tensor3<T> k = head_norm_of(kp, a + "k_norm.weight");
-        rotate(k, D, inv, pos);
-        const core::tensor3<T> v = head_norm_of(k_eq_v_layer(c, layer) ? kp : project(f, xn, a + "v_proj.weight", bias(a + "v_proj.weight"), out_in), "");
+        core::tensor3<T> k = float32_rms_norm_heads(f, kp, D, a + "k_norm.weight");
+        rotate_half_heads(k, D, inv, pos);
+        const core::tensor3<T> v = float32_rms_norm_heads(f, k_eq_v_layer(c, layer) ? kp : project(f, xn, a + "v_proj.weight", bias(a + "v_proj.weight"), out_in), D, "");
         if (projected) {
             projected->push_back({stage_name(stage::q_proj), array_of(qp, unbatched)});
             projected->push_back({stage_name(stage::k_proj), array_of(kp, unbatched)});
@@ -494,7 +412,7 @@ struct block {
             case norm_site::mlp: name = "pre_feedforward_layernorm.weight"; break;
             case norm_site::mlp_out: name = "post_feedforward_layernorm.weight"; break;
         }
-        return norm_of(f, x, key(layer, name));
+        return float32_rms_norm(f, x, key(layer, name));
     }
 
     /// Gemma4TextMLP: down(act(gate n) · up n).
@@ -506,7 +424,7 @@ struct block {
     static core::tensor3<T> moe(const family& f, std::size_t layer, const core::tensor3<T>& h) {
         const config& c = f.settings();
         const std::size_t E = c.hidden, X = c.moe.experts, K = c.moe.top_k, M = c.moe.intermediate, N = h.size() / E;
-        core::tensor3<T> r = norm_of(f, h, "");
+        core::tensor3<T> r = float32_rms_norm(f, h, "");
         const std::vector<T> scale = f.need(key(layer, "router.scale")).to_vector<T>();
         const T root = static_cast<T>(std::pow(static_cast<double>(E), -0.5));
         for (std::size_t n = 0; n < N; ++n)
@@ -515,7 +433,7 @@ struct block {
         const std::vector<double> per_expert = f.need(key(layer, "router.per_expert_scale")).to_vector<double>();
         const std::vector<double> gate_up = f.need(key(layer, "experts.gate_up_proj")).to_vector<double>();  // (X, 2M, E)
         const std::vector<double> down = f.need(key(layer, "experts.down_proj")).to_vector<double>();        // (X, E, M)
-        const core::tensor3<T> xe = norm_of(f, h, key(layer, "pre_feedforward_layernorm_2.weight"));
+        const core::tensor3<T> xe = float32_rms_norm(f, h, key(layer, "pre_feedforward_layernorm_2.weight"));
         core::tensor3<T> y = core::tensor3<T>::from_shape({h.shape(0), h.shape(1), E});
         std::fill(y.data(), y.data() + y.size(), T(0));
         std::vector<double> p(X), mid(M);
@@ -576,7 +494,7 @@ struct block {
                 out.data()[n * P + i] = static_cast<T>(static_cast<T>(d) * ps);
             }
         const std::vector<float> nw = f.need("per_layer_projection_norm.weight").to_vector<float>();
-        norm_rows(out.data(), N, P, nw.data(), c.norm_eps);
+        float32_rms_norm_rows(out.data(), N, P, nw.data(), c.norm_eps);
         const core::tensor3<T> look = lookup<T>(f, "embed_tokens_per_layer.weight", *ids);
         // Gemma4TextScaledWordEmbedding: √ple as a float32 tensor, .to(weight dtype).
         const T ls = static_cast<T>(static_cast<float>(std::sqrt(static_cast<double>(P))));
@@ -596,8 +514,8 @@ struct block {
         const core::tensor3<T> h = x + norm(f, layer, norm_site::attention_out, a);
         core::tensor3<T> m = mlp(f, layer, norm(f, layer, norm_site::mlp, h));
         if (c.moe.experts) {
-            core::tensor3<T> m1 = norm_of(f, m, key(layer, "post_feedforward_layernorm_1.weight"));
-            m = m1 + norm_of(f, moe(f, layer, h), key(layer, "post_feedforward_layernorm_2.weight"));
+            core::tensor3<T> m1 = float32_rms_norm(f, m, key(layer, "post_feedforward_layernorm_1.weight"));
+            m = m1 + float32_rms_norm(f, moe(f, layer, h), key(layer, "post_feedforward_layernorm_2.weight"));
         }
         core::tensor3<T> out = h + norm(f, layer, norm_site::mlp_out, m);
         if (own(c).ple) {
@@ -605,7 +523,7 @@ struct block {
             const core::tensor3<T> pli = per_layer_input(f, layer, passed);
             for (std::size_t i = 0; i < t.size(); ++i)
                 t.data()[i] = static_cast<T>(static_cast<T>(activation_value(static_cast<double>(t.data()[i]), c.act)) * pli.data()[i]);
-            out = out + norm_of(f, project(f, t, key(layer, "per_layer_projection.weight"), "", core::weight_layout::out_in),
+            out = out + float32_rms_norm(f, project(f, t, key(layer, "per_layer_projection.weight"), "", core::weight_layout::out_in),
                                 key(layer, "post_per_layer_input_norm.weight"));
         }
         const T s = static_cast<T>(layer_scalar(f, layer));
