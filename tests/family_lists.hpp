@@ -9,20 +9,18 @@
 namespace attn_test {
 
 /// What an unknown model_type's refusal lists: every registered model_type, in the
-/// registry's order ("gpt2, bert, llama, mistral, …, gpt_neox or phi3"), then
-/// "or give --arch one of " and the --arch names, listed the same way.
+/// registry's order ("gpt2, bert, llama, mistral, …, gpt_neox or phi3"), then where the
+/// --arch names are (attn compute --help).
 inline std::string known_families_expected() {
-    std::vector<std::string> types, archs;
-    for (const attn::model::family_spec* f : attn::model::families()) {
+    std::vector<std::string> types;
+    for (const attn::model::family_spec* f : attn::model::families())
         types.insert(types.end(), f->model_types.begin(), f->model_types.end());
-        archs.push_back(f->name);
-    }
     const auto list = [](const std::vector<std::string>& v) {
         std::string s;
         for (std::size_t i = 0; i < v.size(); ++i) s += (i == 0 ? "" : i + 1 == v.size() ? " or " : ", ") + v[i];
         return s;
     };
-    return list(types) + ", or give --arch one of " + list(archs);
+    return list(types) + ", or --arch with a family attn compute --help lists";
 }
 
 }  // namespace attn_test

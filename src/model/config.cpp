@@ -213,8 +213,9 @@ config parse_config(const std::string& json_text, const std::string& source, std
         std::vector<std::string> types;
         for (const family_spec* f : families()) types.insert(types.end(), f->model_types.begin(), f->model_types.end());
         // Listed word by word: a '|'-joined list is one word, which messages cut at 200 bytes.
+        // The --arch names are left to --help: both lists grew past the 1024-byte message cut.
         throw value_error(source, "model_type \"" + c.model_type + "\" is not a family attn knows (expected " +
-                                      listed(types, " or ") + ", or give --arch one of " + listed(family_names(), " or ") + ")");
+                                      listed(types, " or ") + ", or --arch with a family attn compute --help lists)");
     }
     const family_spec& spec = c.family->spec();
     // A composite model's text config (Gemma 3's text_config) holds every key read below.
