@@ -13,6 +13,7 @@
 #include "attn/core/activation.hpp"
 #include "attn/core/projection.hpp"
 #include "attn/error.hpp"
+#include "attn/model/blocks.hpp"
 #include "attn/tensor.hpp"
 
 namespace attn::model {
@@ -62,10 +63,7 @@ template <class T>
 void relu2_rows(const T* x, std::size_t n, const T* up, const T* down, std::size_t H, std::size_t I, std::vector<T>& u, T* out) {
     u.resize(n * I);
     core::linear_rows(x, n, H, up, I, core::weight_layout::out_in, u.data());
-    for (std::size_t i = 0; i < n * I; ++i) {
-        const T r = std::max(T(0), u[i]);
-        u[i] = static_cast<T>(r * r);
-    }
+    for (std::size_t i = 0; i < n * I; ++i) u[i] = static_cast<T>(activation_value(u[i], activation::relu2));
     core::linear_rows(u.data(), n, I, down, H, core::weight_layout::out_in, out);
 }
 
